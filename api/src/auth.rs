@@ -1,0 +1,75 @@
+//! Bearer-token authentication (spec §5) and per-token rate limits (DESIGN.md), as an
+//! extractor: a handler that takes a [`Caller`] is authenticated.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpRequest};
+use reelfarm_shared::cache::RateDecision;
+use reelfarm_shared::store::{Group, User};
+
+use crate::error::{ApiError, ErrorChain};
+use crate::state::AppState;
+
+/// The authenticated user of a request.
+pub struct Caller {
+    pub user: User,
+    pub token_id: String,
+}
+
+impl Caller {
+    /// The ids of the groups the caller belongs to.
+    pub async fn group_ids(&self, state: &AppState) -> Result<Vec<String>, ApiError> {
+        Ok(self.groups(state).await?.into_iter().map(|g| g.id).collect())
+    }
+
+    pub async fn groups(&self, state: &AppState) -> Result<Vec<Group>, ApiError> {
+        Ok(state.backends.store.groups_of(&self.user.id).await?)
+    }
+}
+
+/// The token of an `Authorization: Bearer …` header.
+fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
+    let value = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| ApiError::unauthorized("Missing Authorization header; send `Authorization: Bearer <token>`"))?;
+    let value = value.to_str().map_err(|_| ApiError::unauthorized("Malformed Authorization header"))?;
+    let (scheme, token) = value.trim().split_once(' ').unwrap_or((value, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Err(ApiError::unauthorized("Authorization must use the Bearer scheme"));
+    }
+    Ok(token.trim())
+}
+
+async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
+    let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
+    let token = bearer(&req)?;
+    let Some((user, record)) = state.backends.store.authenticate(token).await? else {
+        return Err(ApiError::unauthorized("Invalid, revoked or expired access token"));
+    };
+    let config = &state.config;
+    if config.rate_limit > 0 {
+        let key = format!("rate:{}", record.id);
+        match state.backends.cache.throttle(&key, config.rate_limit, config.rate_limit_burst).await {
+            Ok(RateDecision::Allowed) => {}
+            Ok(RateDecision::Limited { retry_after }) => {
+                return Err(ApiError::rate_limited(retry_after.as_secs_f64().ceil() as u64));
+            }
+            // The limit protects the service; losing the cache must not take the API down.
+            Err(e) => tracing::warn!(error = %ErrorChain(&e), "rate limit not checked: cache unavailable"),
+        }
+    }
+    Ok(Caller { user, token_id: record.id })
+}
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Caller, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        Box::pin(authenticate(req.clone()))
+    }
+}

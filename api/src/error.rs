@@ -1,0 +1,226 @@
+//! The API's error body (DESIGN.md): `{"message", "key"}` plus, for validation errors,
+//! `errors: [{field, key, message}]`. 5xx bodies are opaque; details go to the logs.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use reelfarm_shared::store::StoreError;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Body of every non-2xx response.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// Human-readable summary.
+    pub message: String,
+    /// Stable machine-readable key, e.g. `error.validation_failed`.
+    pub key: String,
+    /// Present for `error.validation_failed`: one entry per invalid field.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+}
+
+/// One invalid field of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// Path of the field, e.g. `name` or `values[0].template_variables.<id>`.
+    pub field: String,
+    /// Stable key of the problem, e.g. `error.required`.
+    pub key: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, key: &str, message: impl Into<String>) -> FieldError {
+        FieldError { field: field.into(), key: key.to_string(), message: message.into() }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, key: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody { message: message.into(), key: key.to_string(), errors: Vec::new() },
+            retry_after: None,
+        }
+    }
+
+    /// 400: the request could not be read (malformed body, query or path).
+    pub fn invalid_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "error.invalid_request", message)
+    }
+
+    /// 400: well-formed, but fields are invalid; `errors` names each.
+    pub fn validation(errors: Vec<FieldError>) -> ApiError {
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        let message = match errors.as_slice() {
+            [one] => format!("Invalid field {}: {}", one.field, one.message),
+            _ => format!("Invalid fields: {}", fields.join(", ")),
+        };
+        let mut e = ApiError::new(StatusCode::BAD_REQUEST, "error.validation_failed", message);
+        e.body.errors = errors;
+        e
+    }
+
+    /// 401: missing, unknown, revoked or expired token.
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "error.unauthorized", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "error.forbidden", message)
+    }
+
+    pub fn not_found(what: &str) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "error.not_found", format!("{what} not found"))
+    }
+
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "error.conflict", message)
+    }
+
+    pub fn payload_too_large(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "error.payload_too_large", message)
+    }
+
+    /// 429 with `Retry-After` in whole seconds (at least 1).
+    pub fn rate_limited(retry_after_secs: u64) -> ApiError {
+        let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "error.rate_limited", "Too many requests for this token; slow down");
+        e.retry_after = Some(retry_after_secs.max(1));
+        e
+    }
+
+    /// 503: a backend is unavailable; the request may be retried.
+    pub fn unavailable() -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "error.unavailable", "The service is temporarily unavailable; retry later")
+    }
+
+    /// 500 with an opaque body; the cause is logged with its chain.
+    pub fn internal(cause: &(dyn std::error::Error + 'static)) -> ApiError {
+        tracing::error!(error = %ErrorChain(cause), "internal error");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "error.internal", "Internal error")
+    }
+
+    pub fn key(&self) -> &str {
+        &self.body.key
+    }
+
+    pub fn body(&self) -> &ErrorBody {
+        &self.body
+    }
+}
+
+/// Displays an error with its sources: `outer: inner: root`.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.body.message, self.body.key)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut res = HttpResponse::build(self.status);
+        if self.status == StatusCode::UNAUTHORIZED {
+            res.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+        }
+        if let Some(secs) = self.retry_after {
+            res.insert_header((header::RETRY_AFTER, secs.to_string()));
+        }
+        res.json(&self.body)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        match e {
+            StoreError::NotFound(what) => ApiError::not_found(&capitalize(what)),
+            StoreError::Conflict(message) => ApiError::conflict(message),
+            e if e.is_transient() => {
+                tracing::warn!(error = %ErrorChain(&e), "metadata store unavailable");
+                ApiError::unavailable()
+            }
+            e => ApiError::internal(&e),
+        }
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|first| first.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::body::to_bytes;
+
+    async fn body_of(e: &ApiError) -> serde_json::Value {
+        serde_json::from_slice(&to_bytes(e.error_response().into_body()).await.unwrap()).unwrap()
+    }
+
+    #[actix_web::test]
+    async fn validation_errors_name_every_field() {
+        let e = ApiError::validation(vec![
+            FieldError::new("name", "error.required", "is required"),
+            FieldError::new("limit", "error.invalid", "must be a positive integer"),
+        ]);
+        assert_eq!(e.status_code(), StatusCode::BAD_REQUEST);
+        let body = body_of(&e).await;
+        assert_eq!(body["key"], "error.validation_failed");
+        assert_eq!(body["errors"][0]["field"], "name");
+        assert_eq!(body["errors"][1]["key"], "error.invalid");
+        assert_eq!(body["message"], "Invalid fields: name, limit");
+    }
+
+    #[actix_web::test]
+    async fn store_errors_map_to_statuses_without_leaking_internals() {
+        let e = ApiError::from(StoreError::NotFound("library"));
+        assert_eq!((e.status_code(), e.key()), (StatusCode::NOT_FOUND, "error.not_found"));
+        assert_eq!(body_of(&e).await["message"], "Library not found");
+        let e = ApiError::from(StoreError::Conflict("taken".into()));
+        assert_eq!(e.status_code(), StatusCode::CONFLICT);
+        let e = ApiError::from(StoreError::Database(sqlx_pool_timeout()));
+        assert_eq!((e.status_code(), e.key()), (StatusCode::SERVICE_UNAVAILABLE, "error.unavailable"));
+        let e = ApiError::from(StoreError::Corrupt("secret table layout".into()));
+        assert_eq!(e.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = body_of(&e).await;
+        assert_eq!(body, serde_json::json!({"message": "Internal error", "key": "error.internal"}));
+    }
+
+    #[actix_web::test]
+    async fn unauthorized_and_rate_limited_carry_their_headers() {
+        let res = ApiError::unauthorized("no token").error_response();
+        assert_eq!(res.headers().get("www-authenticate").unwrap(), "Bearer");
+        let res = ApiError::rate_limited(0).error_response();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers().get("retry-after").unwrap(), "1");
+    }
+
+    fn sqlx_pool_timeout() -> reelfarm_shared::store::SqlxError {
+        reelfarm_shared::store::SqlxError::PoolTimedOut
+    }
+}

@@ -1,0 +1,196 @@
+//! reelfarm's HTTP API (actix-web): libraries, assets, templates, jobs and operations.
+//!
+//! `Application::build` binds and wires everything; `run_until_stopped` serves until the
+//! shutdown token fires, then drains in-flight requests.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{get, web, App, HttpResponse, HttpServer};
+use reelfarm_shared::{Backends, Config};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use utoipa::OpenApi;
+use utoipa_actix_web::AppExt;
+
+pub mod auth;
+pub mod error;
+mod form;
+mod pagination;
+mod routes;
+mod signing;
+pub mod state;
+
+use error::ApiError;
+use state::AppState;
+
+/// Largest JSON or form body accepted (uploads are streamed and have no limit).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// How long in-flight requests may take to finish after shutdown is asked.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "reelfarm", description = "Media libraries and template-driven video rendering"),
+    modifiers(&BearerAuth),
+    components(schemas(error::ErrorBody, error::FieldError))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+    }
+}
+
+/// A bound, ready-to-run API server.
+pub struct Application {
+    port: u16,
+    server: actix_web::dev::Server,
+}
+
+impl Application {
+    /// Binds `config.listen` (port 0 picks a free port) and wires the routes.
+    pub fn build(config: Config, backends: Backends) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(config.listen)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let port = listener.local_addr()?.port();
+        let state = web::Data::new(AppState { config, backends });
+        let server = HttpServer::new(move || {
+            let (app, openapi) = App::new()
+                .into_utoipa_app()
+                .openapi(ApiDoc::openapi())
+                .app_data(state.clone())
+                .app_data(extractor_errors::json())
+                .app_data(extractor_errors::query())
+                .app_data(extractor_errors::path())
+                .configure(routes::configure)
+                .split_for_parts();
+            app.app_data(web::Data::new(openapi))
+                .service(openapi_json)
+                .service(static_file)
+                .default_service(web::to(|| async { ApiError::not_found("Route").error_response_owned() }))
+                .wrap(from_fn(observe))
+        })
+        .disable_signals()
+        .shutdown_timeout(DRAIN_TIMEOUT.as_secs())
+        .listen(listener)?
+        .run();
+        Ok(Application { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until `shutdown` fires, then stops accepting and drains in-flight requests.
+    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> std::io::Result<()> {
+        let handle = self.server.handle();
+        let stopper = tokio::spawn(async move {
+            shutdown.cancelled().await;
+            tracing::info!("api draining");
+            handle.stop(true).await;
+        });
+        let result = self.server.await;
+        stopper.abort();
+        result
+    }
+}
+
+impl ApiError {
+    fn error_response_owned(self) -> HttpResponse {
+        actix_web::ResponseError::error_response(&self)
+    }
+}
+
+/// The OpenAPI 3 document of every endpoint, generated from the handlers' types.
+#[get("/openapi.json")]
+async fn openapi_json(doc: web::Data<utoipa::openapi::OpenApi>) -> HttpResponse {
+    HttpResponse::Ok().json(doc.get_ref())
+}
+
+/// Static images the API refers to (library thumbnails).
+#[get("/static/{name}")]
+async fn static_file(name: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    match name.as_str() {
+        "library.svg" => Ok(HttpResponse::Ok()
+            .content_type("image/svg+xml")
+            .insert_header(("cache-control", "public, max-age=86400"))
+            .body(include_str!("../static/library.svg"))),
+        _ => Err(ApiError::not_found("File")),
+    }
+}
+
+/// Request id, tracing span, metrics: around every request.
+async fn observe(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+    let request_id = req
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_string)
+        .unwrap_or_else(reelfarm_shared::id::new_id);
+    let method = req.method().to_string();
+    let span = tracing::info_span!("http", %method, path = %req.path(), %request_id, status = tracing::field::Empty);
+    let started = std::time::Instant::now();
+    let mut res = next.call(req).instrument(span.clone()).await?;
+    let status = res.status();
+    let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".into());
+    span.record("status", status.as_u16());
+    span.in_scope(|| {
+        if status.is_server_error() {
+            tracing::error!(%route, elapsed_ms = started.elapsed().as_millis() as u64, "request failed");
+        } else {
+            tracing::info!(%route, elapsed_ms = started.elapsed().as_millis() as u64, "request");
+        }
+    });
+    reelfarm_shared::metrics::HTTP_REQUESTS.with_label_values(&[&method, &route, status.as_str()]).inc();
+    reelfarm_shared::metrics::HTTP_LATENCY
+        .with_label_values(&[&method, &route])
+        .observe(started.elapsed().as_secs_f64());
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        res.headers_mut().insert(REQUEST_ID.clone(), v);
+    }
+    Ok(res)
+}
+
+/// Extractor failures answer with the error body instead of actix's plain text.
+mod extractor_errors {
+    use actix_web::error::JsonPayloadError;
+    use actix_web::web;
+
+    use super::MAX_BODY_BYTES;
+    use crate::error::ApiError;
+
+    pub fn json() -> web::JsonConfig {
+        web::JsonConfig::default().limit(MAX_BODY_BYTES).error_handler(|e, _| {
+            match e {
+                JsonPayloadError::Overflow { limit } | JsonPayloadError::OverflowKnownLength { limit, .. } => {
+                    ApiError::payload_too_large(format!("JSON bodies are limited to {limit} bytes"))
+                }
+                JsonPayloadError::ContentType => ApiError::invalid_request("Content-Type must be application/json"),
+                e => ApiError::invalid_request(format!("Malformed JSON body: {e}")),
+            }
+            .into()
+        })
+    }
+
+    pub fn query() -> web::QueryConfig {
+        web::QueryConfig::default()
+            .error_handler(|e, _| ApiError::invalid_request(format!("Malformed query string: {e}")).into())
+    }
+
+    pub fn path() -> web::PathConfig {
+        web::PathConfig::default().error_handler(|e, _| ApiError::invalid_request(format!("Malformed path: {e}")).into())
+    }
+}

@@ -1,0 +1,126 @@
+//! Stored files at their public addresses (`{asset_base_url}/…`): streamed from a local
+//! blob directory with range support, or redirected to a presigned S3 address.
+
+use std::time::Duration;
+
+use actix_web::http::header;
+use actix_web::{route, web, HttpRequest, HttpResponse};
+use reelfarm_shared::blob::{BlobError, ByteRange};
+use tokio_util::io::ReaderStream;
+
+use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
+
+/// Validity of the presigned address a client is redirected to.
+const PRESIGN_TTL: Duration = Duration::from_secs(3600);
+
+/// A stored file. Keys are unguessable, so no token is needed: these addresses are handed
+/// to e-mail and callback recipients.
+#[utoipa::path(
+    tag = "files",
+    params(("key" = String, Path, description = "Key of the stored file")),
+    responses(
+        (status = 200, description = "The file", content_type = "application/octet-stream"),
+        (status = 206, description = "The requested range"),
+        (status = 302, description = "Redirect to a presigned object-store address"),
+        (status = 404, body = ErrorBody),
+        (status = 416, description = "Range not satisfiable"),
+    )
+)]
+#[route("/files/{key:.*}", method = "GET", method = "HEAD")]
+pub async fn get(state: web::Data<AppState>, key: web::Path<String>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let blobs = &state.backends.blobs;
+    let key = key.into_inner();
+    let not_found = |e: BlobError| match e {
+        BlobError::NotFound(_) | BlobError::InvalidKey(_) => ApiError::not_found("File"),
+        e => {
+            tracing::warn!(error = %e, "blob store unavailable");
+            ApiError::unavailable()
+        }
+    };
+    if let Some(url) = blobs.presign_get(&key, PRESIGN_TTL).await.map_err(not_found)? {
+        return Ok(HttpResponse::Found().insert_header((header::LOCATION, url)).finish());
+    }
+    let range = match req.headers().get(header::RANGE).and_then(|v| v.to_str().ok()) {
+        Some(spec) => match parse_range(spec) {
+            Some(Requested::Range(r)) => Some(r),
+            Some(Requested::Suffix(n)) => {
+                let size = blobs.head(&key).await.map_err(not_found)?.size;
+                if n == 0 || size == 0 {
+                    return Ok(unsatisfiable(size));
+                }
+                Some(ByteRange { start: size.saturating_sub(n), end: None })
+            }
+            None => None,
+        },
+        None => None,
+    };
+    let read = match blobs.get(&key, range).await {
+        Ok(read) => read,
+        Err(BlobError::RangeNotSatisfiable { size }) => return Ok(unsatisfiable(size)),
+        Err(e) => return Err(not_found(e)),
+    };
+    let mut res = if range.is_some() { HttpResponse::PartialContent() } else { HttpResponse::Ok() };
+    res.insert_header((header::CONTENT_TYPE, read.meta.content_type.clone()))
+        .insert_header((header::ACCEPT_RANGES, "bytes"))
+        .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
+        // Uploaded files are served from the api's origin: never let one act as a page.
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::CONTENT_SECURITY_POLICY, "default-src 'none'; style-src 'unsafe-inline'; sandbox"));
+    let media = ["image/", "video/", "audio/"].iter().any(|p| read.meta.content_type.starts_with(p));
+    if !media {
+        res.insert_header((header::CONTENT_DISPOSITION, "attachment"));
+    }
+    if range.is_some() {
+        res.insert_header((header::CONTENT_RANGE, format!("bytes {}-{}/{}", read.start, read.end, read.meta.size)));
+    }
+    let len = if read.meta.size == 0 { 0 } else { read.end - read.start + 1 };
+    res.no_chunking(len);
+    if req.method() == actix_web::http::Method::HEAD {
+        return Ok(res.finish());
+    }
+    Ok(res.streaming(ReaderStream::new(read.body)))
+}
+
+fn unsatisfiable(size: u64) -> HttpResponse {
+    HttpResponse::RangeNotSatisfiable().insert_header((header::CONTENT_RANGE, format!("bytes */{size}"))).finish()
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Requested {
+    Range(ByteRange),
+    /// The last N bytes.
+    Suffix(u64),
+}
+
+/// One `bytes=` range; anything else (several ranges, other units) is ignored and the
+/// whole file is served, as HTTP allows.
+fn parse_range(spec: &str) -> Option<Requested> {
+    let spec = spec.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (start, end) = spec.split_once('-')?;
+    let (start, end) = (start.trim(), end.trim());
+    if start.is_empty() {
+        return end.parse().ok().map(Requested::Suffix);
+    }
+    let start: u64 = start.parse().ok()?;
+    let end = if end.is_empty() { None } else { Some(end.parse::<u64>().ok().filter(|&e| e >= start)?) };
+    Some(Requested::Range(ByteRange { start, end }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_parse_as_http_defines_them() {
+        assert_eq!(parse_range("bytes=0-99"), Some(Requested::Range(ByteRange { start: 0, end: Some(99) })));
+        assert_eq!(parse_range("bytes=100-"), Some(Requested::Range(ByteRange { start: 100, end: None })));
+        assert_eq!(parse_range("bytes=-500"), Some(Requested::Suffix(500)));
+        assert_eq!(parse_range("bytes=5-1"), None);
+        assert_eq!(parse_range("bytes=0-1,4-5"), None);
+        assert_eq!(parse_range("items=0-1"), None);
+    }
+}

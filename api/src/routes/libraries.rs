@@ -1,0 +1,240 @@
+//! Libraries (spec §2.1, §2.2, §4.1, §4.2) and the personal library (DESIGN.md).
+
+use actix_web::{get, post, web, HttpRequest, HttpResponse};
+use reelfarm_shared::store::{Library, LibraryKind, LibraryOwner};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody, FieldError};
+use crate::state::AppState;
+
+/// Longest library name accepted, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// The object types a library holds.
+const SUPPORTED_TYPES: [&str; 5] = ["video", "image", "sprite", "svg", "sound"];
+
+/// Libraries of one kind (spec §2.1).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LibraryGroup {
+    pub group_name: String,
+    /// `personal`, `group`, `public` or `stock`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub libraries: Vec<LibraryJson>,
+}
+
+/// A library (spec §2.2).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LibraryJson {
+    pub id: String,
+    pub name: String,
+    pub searchable: bool,
+    pub external: bool,
+    pub has_categories: bool,
+    pub base_url: Option<String>,
+    pub locked: bool,
+    pub editable: bool,
+    /// Address of a thumbnail image.
+    pub thumbnail: String,
+    pub supported_object_types: Vec<String>,
+    pub default_type: String,
+    pub predefined_searches: Vec<PredefinedSearch>,
+    pub sort_order: i64,
+    pub premium: bool,
+    pub scope: Option<String>,
+    /// `personal`, `group`, `public` or `stock`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub shares: Vec<Share>,
+}
+
+/// A saved search offered by the library: one per object type it holds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PredefinedSearch {
+    pub label: String,
+    pub query: Vec<String>,
+    pub default_type: String,
+    /// Nested searches (none so far).
+    #[schema(value_type = Vec<Object>)]
+    pub children: Vec<serde_json::Value>,
+    pub order: i64,
+    pub has_business_label: bool,
+}
+
+/// Who else the library is shared with: the group of a group library.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Share {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub guid: String,
+}
+
+impl LibraryJson {
+    pub fn new(library: &Library, editable: bool, state: &AppState) -> LibraryJson {
+        let searches = [("Videos", "video"), ("Images", "image"), ("Sounds", "sound")];
+        let shares = match &library.owner {
+            LibraryOwner::Group(group) => vec![Share { id: group.clone(), kind: "group".into(), guid: group.clone() }],
+            _ => Vec::new(),
+        };
+        LibraryJson {
+            id: library.id.clone(),
+            name: library.name.clone(),
+            searchable: true,
+            external: false,
+            has_categories: false,
+            base_url: None,
+            locked: !editable,
+            editable,
+            thumbnail: state.static_url("library.svg"),
+            supported_object_types: SUPPORTED_TYPES.iter().map(|s| s.to_string()).collect(),
+            default_type: "video".into(),
+            predefined_searches: searches
+                .iter()
+                .enumerate()
+                .map(|(order, (label, kind))| PredefinedSearch {
+                    label: label.to_string(),
+                    query: vec![format!("type:{kind}")],
+                    default_type: kind.to_string(),
+                    children: Vec::new(),
+                    order: order as i64,
+                    has_business_label: false,
+                })
+                .collect(),
+            sort_order: library.sort_order,
+            premium: library.kind == LibraryKind::Stock,
+            scope: None,
+            kind: library.kind.as_str().into(),
+            shares,
+        }
+    }
+}
+
+/// The caller's libraries, grouped: personal first, then each group's, public, stock.
+#[utoipa::path(
+    tag = "libraries",
+    responses(
+        (status = 200, body = Vec<LibraryGroup>),
+        (status = 401, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+#[get("/api2/v1/users/me/libraries")]
+pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
+    let store = &state.backends.store;
+    // The defaults exist from the first time anyone looks.
+    store.personal_library(&caller.user.id).await?;
+    let groups = caller.groups(&state).await?;
+    for group in &groups {
+        store.group_library(&group.id, &group.name).await?;
+    }
+    let group_ids: Vec<String> = groups.iter().map(|g| g.id.clone()).collect();
+    let libraries = store.visible_libraries(&caller.user.id).await?;
+
+    let mut out = vec![LibraryGroup { group_name: "Personal".into(), kind: "personal".into(), libraries: Vec::new() }];
+    out.extend(groups.iter().map(|g| LibraryGroup { group_name: g.name.clone(), kind: "group".into(), libraries: Vec::new() }));
+    let mut public = LibraryGroup { group_name: "Public".into(), kind: "public".into(), libraries: Vec::new() };
+    let mut stock = LibraryGroup { group_name: "Stock".into(), kind: "stock".into(), libraries: Vec::new() };
+    for library in &libraries {
+        let index = match (&library.kind, &library.owner) {
+            (LibraryKind::Personal, _) => Some(0),
+            (LibraryKind::Group, LibraryOwner::Group(id)) => groups.iter().position(|g| &g.id == id).map(|i| i + 1),
+            _ => None,
+        };
+        let json = LibraryJson::new(library, library.editable_by(&caller.user.id, &group_ids), &state);
+        match index {
+            Some(i) => out[i].libraries.push(json),
+            None if library.kind == LibraryKind::Public => public.libraries.push(json),
+            None => stock.libraries.push(json),
+        }
+    }
+    // Public and stock come last, in that order, when they have libraries.
+    out.extend([public, stock].into_iter().filter(|g| !g.libraries.is_empty()));
+    Ok(HttpResponse::Ok().json(out))
+}
+
+/// Form of `POST /api2/v1/users/me/libraries`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateLibraryForm {
+    /// Name of the library, 1 to 100 characters.
+    pub name: Option<String>,
+}
+
+/// Creates a personal library.
+#[utoipa::path(
+    tag = "libraries",
+    request_body(content = CreateLibraryForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, body = LibraryJson),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+#[post("/api2/v1/users/me/libraries")]
+pub async fn create(
+    state: web::Data<AppState>,
+    caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let form: CreateLibraryForm = crate::form::read(&req, payload).await?;
+    let name = parse_name(form.name)?;
+    let library = state
+        .backends
+        .store
+        .create_library(&name, LibraryKind::Personal, LibraryOwner::User(caller.user.id.clone()))
+        .await?;
+    Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
+}
+
+/// A library name: trimmed, non-empty, at most [`MAX_NAME_CHARS`] characters, no control
+/// characters.
+pub fn parse_name(name: Option<String>) -> Result<String, ApiError> {
+    let invalid = |key: &str, message: String| ApiError::validation(vec![FieldError::new("name", key, message)]);
+    let name = name.unwrap_or_default();
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(invalid("error.required", "is required and must not be empty".into()));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(invalid("error.too_long", format!("must be at most {MAX_NAME_CHARS} characters")));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(invalid("error.invalid", "must not contain control characters".into()));
+    }
+    Ok(name.to_string())
+}
+
+/// The caller's personal library, created on first use.
+#[utoipa::path(
+    tag = "libraries",
+    responses(
+        (status = 200, body = LibraryJson),
+        (status = 401, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+#[get("/api2/v1/user/me/personal-library")]
+pub async fn personal(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
+    let library = state.backends.store.personal_library(&caller.user.id).await?;
+    Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_trimmed_and_bounded() {
+        assert_eq!(parse_name(Some("  Holiday ".into())).unwrap(), "Holiday");
+        for bad in [None, Some("".into()), Some("   ".into()), Some("a".repeat(101)), Some("tab\there".into())] {
+            let e = parse_name(bad).unwrap_err();
+            assert_eq!(e.key(), "error.validation_failed");
+            assert_eq!(e.body().errors[0].field, "name");
+        }
+        assert!(parse_name(Some("é".repeat(100))).is_ok(), "characters, not bytes, are counted");
+    }
+}

@@ -1,0 +1,28 @@
+//! Every route of the API. Handlers registered here through `service` are collected into
+//! the OpenAPI document automatically.
+
+use utoipa_actix_web::service_config::ServiceConfig;
+
+mod files;
+mod libraries;
+mod objects;
+mod ops;
+mod uploads;
+mod users;
+
+pub(crate) fn configure(cfg: &mut ServiceConfig) {
+    cfg.service(ops::healthz)
+        .service(ops::readyz)
+        .service(ops::metrics)
+        .service(libraries::list)
+        .service(libraries::create)
+        .service(libraries::personal)
+        .service(users::webhook_secret)
+        .service(users::rotate_webhook_secret)
+        .service(objects::add)
+        .service(objects::get)
+        .service(objects::remove)
+        .service(objects::list)
+        .service(uploads::upload)
+        .service(files::get);
+}

@@ -1,0 +1,59 @@
+//! The four ports, connected as the configuration says: what every role starts from.
+
+use crate::blob::Blobs;
+use crate::bus::{Bus, BusOptions};
+use crate::cache::Cache;
+use crate::config::Config;
+use crate::store::Store;
+
+/// Handles to the metadata store, blob store, bus and cache. Cheap to clone.
+#[derive(Clone)]
+pub struct Backends {
+    pub store: Store,
+    pub blobs: Blobs,
+    pub bus: Bus,
+    pub cache: Cache,
+}
+
+impl Backends {
+    /// Connects every port; fails with the name of the backend that did not answer.
+    pub async fn connect(config: &Config) -> anyhow::Result<Backends> {
+        use anyhow::Context;
+        let store = Store::connect(&config.database_url)
+            .await
+            .with_context(|| format!("metadata store ({})", redact(&config.database_url)))?;
+        let blobs = Blobs::connect(&config.blob, &config.public_url).await.context("blob store")?;
+        blobs.ready().await.context("blob store does not answer")?;
+        let options = BusOptions {
+            namespace: config.namespace.clone(),
+            delivery_limit: config.delivery_limit,
+            // Above the longest job, so the broker never takes a long render away from
+            // a healthy worker.
+            consumer_timeout: config.job_timeout + std::time::Duration::from_secs(15 * 60),
+        };
+        let bus = Bus::connect(config.amqp_url.as_deref(), options, store.clone())
+            .await
+            .with_context(|| format!("bus ({})", config.amqp_url.as_deref().map_or("local".into(), redact)))?;
+        let cache = Cache::connect(config.redis_url.as_deref(), &config.namespace)
+            .await
+            .with_context(|| format!("cache ({})", config.redis_url.as_deref().map_or("memory".into(), redact)))?;
+        Ok(Backends { store, blobs, bus, cache })
+    }
+
+    /// Closes the connections that need closing.
+    pub async fn close(&self) {
+        self.bus.close().await;
+        self.store.close().await;
+    }
+}
+
+/// A URL with its password replaced, for messages and logs.
+pub fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}

@@ -1,0 +1,343 @@
+//! S3-compatible adapter of the blob port (AWS, MinIO, Garage), addressed path-style.
+//!
+//! Credentials come from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and the optional
+//! `AWS_SESSION_TOKEN`. The HTTP client is rustls with ring (no second TLS stack). Bodies
+//! go up in 8 MiB parts held in memory (at most two at once: the one uploading and the
+//! one being read), so every request body is a plain buffer that can be signed and
+//! retried; bodies under one part are a single PutObject.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_s3::config::{
+    BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+};
+use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::primitives::ByteStream as S3Body;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, Delete, ObjectIdentifier};
+use aws_sdk_s3::Client;
+use aws_smithy_http_client::tls;
+use bytes::{Bytes, BytesMut};
+use tokio::io::AsyncReadExt;
+
+use super::{BlobBackend, BlobError, BlobMeta, BlobRead, ByteRange, ByteStream};
+use crate::config::BlobLocation;
+
+/// Size of an upload part (S3 wants at least 5 MiB for every part but the last).
+const PART_SIZE: usize = 8 * 1024 * 1024;
+/// Keys per DeleteObjects request (the S3 maximum).
+const DELETE_BATCH: i32 = 1000;
+const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+
+pub(crate) struct S3Blobs {
+    client: Client,
+    bucket: String,
+    /// Prepended to every key: empty, or the location's prefix followed by `/`.
+    prefix: String,
+}
+
+impl S3Blobs {
+    /// Builds the client for an `s3://` location; makes no request (see `ready`).
+    pub(crate) async fn connect(location: &BlobLocation) -> Result<S3Blobs, BlobError> {
+        let BlobLocation::S3 { bucket, prefix, endpoint, region, .. } = location else {
+            return Err(BlobError::Backend("the S3 adapter needs an s3:// location".into()));
+        };
+        let http_client = aws_smithy_http_client::Builder::new()
+            .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+            .build_https();
+        let mut config = aws_sdk_s3::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .http_client(http_client)
+            .region(Region::new(region.clone()))
+            .credentials_provider(credentials_from_env()?)
+            .force_path_style(true)
+            // Checksums only where S3 requires them (DeleteObjects): S3-compatible servers
+            // differ in their support of the newer default checksum headers.
+            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+            .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
+        if let Some(endpoint) = endpoint {
+            config = config.endpoint_url(endpoint);
+        }
+        let prefix = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+        Ok(S3Blobs { client: Client::from_conf(config.build()), bucket: bucket.clone(), prefix })
+    }
+
+    fn full_key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    async fn put_single(&self, key: &str, body: Bytes, content_type: &str) -> Result<(), BlobError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .content_length(body.len() as i64)
+            .body(S3Body::from(body))
+            .send()
+            .await
+            .map_err(|e| backend("PutObject", e))?;
+        Ok(())
+    }
+
+    /// Uploads `first` and every following part of `body`; returns the total size. The
+    /// next part is read while the current one is uploading.
+    async fn put_multipart(
+        &self,
+        key: &str,
+        upload_id: &str,
+        first: Bytes,
+        body: &mut ByteStream,
+    ) -> Result<(u64, Vec<CompletedPart>), BlobError> {
+        let mut parts = Vec::new();
+        let mut total = 0;
+        let mut current = first;
+        loop {
+            let number = parts.len() as i32 + 1;
+            let len = current.len() as u64;
+            let (uploaded, next) = tokio::join!(self.upload_part(key, upload_id, number, current), read_part(body));
+            parts.push(uploaded?);
+            total += len;
+            let next = next?;
+            if next.is_empty() {
+                return Ok((total, parts));
+            }
+            current = next;
+        }
+    }
+
+    async fn upload_part(
+        &self,
+        key: &str,
+        upload_id: &str,
+        number: i32,
+        body: Bytes,
+    ) -> Result<CompletedPart, BlobError> {
+        let out = self
+            .client
+            .upload_part()
+            .bucket(&self.bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .part_number(number)
+            .content_length(body.len() as i64)
+            .body(S3Body::from(body))
+            .send()
+            .await
+            .map_err(|e| backend("UploadPart", e))?;
+        Ok(CompletedPart::builder().set_e_tag(out.e_tag).part_number(number).build())
+    }
+
+    async fn complete(&self, key: &str, upload_id: &str, parts: Vec<CompletedPart>) -> Result<(), BlobError> {
+        self.client
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(parts)).build())
+            .send()
+            .await
+            .map_err(|e| backend("CompleteMultipartUpload", e))?;
+        Ok(())
+    }
+
+    /// Deletes one batch of full keys; returns how many went.
+    async fn delete_batch(&self, keys: Vec<String>) -> Result<u64, BlobError> {
+        let count = keys.len() as u64;
+        let objects = keys
+            .into_iter()
+            .map(|k| ObjectIdentifier::builder().key(k).build())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| BlobError::Backend(format!("DeleteObjects: {e}")))?;
+        let delete = Delete::builder()
+            .set_objects(Some(objects))
+            .quiet(true)
+            .build()
+            .map_err(|e| BlobError::Backend(format!("DeleteObjects: {e}")))?;
+        let out = self
+            .client
+            .delete_objects()
+            .bucket(&self.bucket)
+            .delete(delete)
+            .send()
+            .await
+            .map_err(|e| backend("DeleteObjects", e))?;
+        if let Some(failed) = out.errors.as_deref().and_then(|errors| errors.first()) {
+            return Err(BlobError::Backend(format!(
+                "DeleteObjects: {} key(s) not deleted, first {:?}: {:?} {:?}",
+                out.errors.as_ref().map_or(0, Vec::len),
+                failed.key,
+                failed.code,
+                failed.message
+            )));
+        }
+        Ok(count)
+    }
+}
+
+#[async_trait]
+impl BlobBackend for S3Blobs {
+    async fn put(&self, key: &str, mut body: ByteStream, content_type: &str) -> Result<u64, BlobError> {
+        let key = self.full_key(key);
+        let first = read_part(&mut body).await?;
+        if first.len() < PART_SIZE {
+            let size = first.len() as u64;
+            self.put_single(&key, first, content_type).await?;
+            return Ok(size);
+        }
+        let upload_id = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(&key)
+            .content_type(content_type)
+            .send()
+            .await
+            .map_err(|e| backend("CreateMultipartUpload", e))?
+            .upload_id
+            .ok_or_else(|| BlobError::Backend("CreateMultipartUpload: no upload id".into()))?;
+        let result = match self.put_multipart(&key, &upload_id, first, &mut body).await {
+            Ok((size, parts)) => self.complete(&key, &upload_id, parts).await.map(|()| size),
+            Err(e) => Err(e),
+        };
+        if result.is_err() {
+            let abort = self.client.abort_multipart_upload().bucket(&self.bucket).key(&key).upload_id(&upload_id);
+            if let Err(e) = abort.send().await {
+                tracing::warn!(key, upload_id, error = %DisplayErrorContext(&e), "aborting a multipart upload failed");
+            }
+        }
+        result
+    }
+
+    async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError> {
+        let full_key = self.full_key(key);
+        let mut request = self.client.get_object().bucket(&self.bucket).key(&full_key);
+        if let Some(ByteRange { start, end }) = range {
+            if end.is_some_and(|end| end < start) {
+                // HTTP would ignore such a range and answer the whole blob; the port refuses it.
+                let size = self.head(key).await?.size;
+                return Err(BlobError::RangeNotSatisfiable { size });
+            }
+            let end = end.map(|e| e.to_string()).unwrap_or_default();
+            request = request.range(format!("bytes={start}-{end}"));
+        }
+        let out = match request.send().await {
+            Ok(out) => out,
+            Err(e) => {
+                return Err(match status(&e) {
+                    Some(404) => BlobError::NotFound(key.to_string()),
+                    Some(416) => BlobError::RangeNotSatisfiable { size: self.head(key).await?.size },
+                    _ => backend("GetObject", e),
+                })
+            }
+        };
+        let length = out.content_length.and_then(|l| u64::try_from(l).ok()).unwrap_or(0);
+        let (start, end, size) = match (range, out.content_range.as_deref()) {
+            (Some(_), Some(content_range)) => parse_content_range(content_range)
+                .ok_or_else(|| BlobError::Backend(format!("GetObject: bad Content-Range `{content_range}`")))?,
+            // No range asked (or the server ignored it): the whole blob.
+            _ => (0, length.saturating_sub(1), length),
+        };
+        let meta = BlobMeta { size, content_type: out.content_type.unwrap_or_else(|| DEFAULT_CONTENT_TYPE.into()) };
+        Ok(BlobRead { body: Box::pin(out.body.into_async_read()), meta, start, end })
+    }
+
+    async fn head(&self, key: &str) -> Result<BlobMeta, BlobError> {
+        let out = self.client.head_object().bucket(&self.bucket).key(self.full_key(key)).send().await;
+        let out = match out {
+            Ok(out) => out,
+            Err(e) if status(&e) == Some(404) => return Err(BlobError::NotFound(key.to_string())),
+            Err(e) => return Err(backend("HeadObject", e)),
+        };
+        Ok(BlobMeta {
+            size: out.content_length.and_then(|l| u64::try_from(l).ok()).unwrap_or(0),
+            content_type: out.content_type.unwrap_or_else(|| DEFAULT_CONTENT_TYPE.into()),
+        })
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        match self.client.delete_object().bucket(&self.bucket).key(self.full_key(key)).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if status(&e) == Some(404) => Ok(()),
+            Err(e) => Err(backend("DeleteObject", e)),
+        }
+    }
+
+    async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError> {
+        let prefix = self.full_key(prefix);
+        let mut deleted = 0;
+        let mut token = None;
+        loop {
+            let page = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&prefix)
+                .max_keys(DELETE_BATCH)
+                .set_continuation_token(token.take())
+                .send()
+                .await
+                .map_err(|e| backend("ListObjectsV2", e))?;
+            let keys: Vec<String> = page.contents.unwrap_or_default().into_iter().filter_map(|o| o.key).collect();
+            if !keys.is_empty() {
+                deleted += self.delete_batch(keys).await?;
+            }
+            match page.next_continuation_token {
+                Some(next) if page.is_truncated == Some(true) => token = Some(next),
+                _ => return Ok(deleted),
+            }
+        }
+    }
+
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError> {
+        let config = PresigningConfig::expires_in(ttl).map_err(|e| BlobError::Backend(format!("presigning: {e}")))?;
+        let request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(self.full_key(key))
+            .presigned(config)
+            .await
+            .map_err(|e| backend("presigning GetObject", e))?;
+        Ok(Some(request.uri().to_string()))
+    }
+
+    async fn ready(&self) -> Result<(), BlobError> {
+        self.client.head_bucket().bucket(&self.bucket).send().await.map_err(|e| backend("HeadBucket", e))?;
+        Ok(())
+    }
+}
+
+fn credentials_from_env() -> Result<Credentials, BlobError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+        (Some(id), Some(secret)) => Ok(Credentials::new(id, secret, var("AWS_SESSION_TOKEN"), None, "environment")),
+        _ => Err(BlobError::Backend(
+            "an s3:// blob store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment".into(),
+        )),
+    }
+}
+
+/// Reads up to one part from `body`; shorter only at the end of the body.
+async fn read_part(body: &mut ByteStream) -> Result<Bytes, BlobError> {
+    let mut buf = BytesMut::with_capacity(PART_SIZE);
+    let mut limited = body.take(PART_SIZE as u64);
+    while limited.read_buf(&mut buf).await? > 0 {}
+    Ok(buf.freeze())
+}
+
+/// `bytes START-END/SIZE` → (start, end, size).
+fn parse_content_range(value: &str) -> Option<(u64, u64, u64)> {
+    let (range, size) = value.strip_prefix("bytes ")?.split_once('/')?;
+    let (start, end) = range.split_once('-')?;
+    Some((start.trim().parse().ok()?, end.trim().parse().ok()?, size.trim().parse().ok()?))
+}
+
+fn status<E>(err: &SdkError<E>) -> Option<u16> {
+    err.raw_response().map(|r| r.status().as_u16())
+}
+
+fn backend<E: std::error::Error + 'static>(operation: &str, err: SdkError<E>) -> BlobError {
+    BlobError::Backend(format!("{operation}: {}", DisplayErrorContext(&err)))
+}

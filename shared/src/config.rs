@@ -1,0 +1,526 @@
+//! Configuration: compiled-in defaults (embedded backends, zero setup) → optional TOML
+//! file → `REELFARM_*` environment. Every key is validated at start-up and a bad one is
+//! reported by name, with where it came from.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::Url;
+
+/// Every key the binary accepts, with its meaning. A TOML file uses the lower-case key
+/// (`listen = "0.0.0.0:8080"`); the environment uses `REELFARM_` + the upper-case key.
+pub const KEYS: &[(&str, &str)] = &[
+    ("listen", "api (and upload) listen address"),
+    ("public_url", "base of every address the api hands out"),
+    ("data_dir", "embedded database, blobs, work files"),
+    ("database_url", "sqlite://FILE or postgres://…"),
+    ("blob_url", "file://DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R"),
+    ("bus_url", "local or amqp://…"),
+    ("redis_url", "redis://… (unset: in-memory cache)"),
+    ("smtp_url", "smtp://host:port (unset: e-mail refused)"),
+    ("outbound_allow", "IP addresses or ip:port exempt from the private-address refusal"),
+    ("webhook_retry_schedule", "delays between callback attempts"),
+    ("namespace", "prefix of exchange, queue and cache key names"),
+    ("secret_key", "key for upload signatures (unset: generated into the data dir)"),
+    ("upload_url_ttl", "validity of signed upload addresses"),
+    ("rate_limit", "requests per second per token (0 disables)"),
+    ("rate_limit_burst", "burst allowance per token"),
+    ("log_format", "text or json"),
+    ("worker_slots", "jobs one worker runs at once (and its prefetch)"),
+    ("job_timeout", "longest a conversion or render may run"),
+    ("delivery_limit", "deliveries of a message before it is dead-lettered"),
+    ("max_image_pixels", "largest image (width × height) a conversion accepts"),
+    ("max_media_duration", "longest video or audio a conversion accepts"),
+];
+
+/// The environment prefix of every key.
+pub const ENV_PREFIX: &str = "REELFARM_";
+
+/// Validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address the api binds.
+    pub listen: SocketAddr,
+    /// Base of `{base_url}`, `{upload_url}`, `{asset_base_url}`, without a trailing slash.
+    pub public_url: String,
+    /// Directory of the embedded database, local blobs and work files.
+    pub data_dir: PathBuf,
+    /// `sqlite://…` or `postgres://…`.
+    pub database_url: String,
+    /// Where blobs live.
+    pub blob: BlobLocation,
+    /// `None` for the in-process bus, else the AMQP URL.
+    pub amqp_url: Option<String>,
+    /// `None` for the in-memory cache, else the Redis URL.
+    pub redis_url: Option<String>,
+    /// SMTP relay for e-mail notifications.
+    pub smtp_url: Option<String>,
+    /// Addresses exempt from the outbound private-address refusal.
+    pub outbound_allow: Vec<AllowEntry>,
+    /// Delays between callback attempts.
+    pub webhook_retry_schedule: Vec<Duration>,
+    /// Prefix of bus and cache names; empty in a normal deployment.
+    pub namespace: String,
+    /// Key of upload signatures.
+    pub secret_key: SecretString,
+    /// Validity of a signed upload address.
+    pub upload_url_ttl: Duration,
+    /// Requests per second per token; 0 disables rate limiting.
+    pub rate_limit: u32,
+    /// Requests a token may make at once above the steady rate.
+    pub rate_limit_burst: u32,
+    /// Structured JSON logs instead of text.
+    pub log_json: bool,
+    /// Jobs one worker runs at once; also its bus prefetch.
+    pub worker_slots: u16,
+    /// Longest a conversion or a render may run.
+    pub job_timeout: Duration,
+    /// Deliveries of one message before it is dead-lettered.
+    pub delivery_limit: u32,
+    /// Largest image (and video frame) a conversion accepts, in pixels.
+    pub max_image_pixels: u64,
+    /// Longest video or audio a conversion accepts.
+    pub max_media_duration: Duration,
+}
+
+/// Where blobs are stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobLocation {
+    /// A local directory, served by the api.
+    Dir(PathBuf),
+    /// An S3-compatible bucket, addressed path-style.
+    S3 {
+        bucket: String,
+        /// Key prefix inside the bucket (no leading or trailing slash; may be empty).
+        prefix: String,
+        /// Custom endpoint (MinIO, Garage); `None` for AWS.
+        endpoint: Option<String>,
+        region: String,
+        /// Base of public addresses when the bucket is served publicly; `None` means the
+        /// api redirects to presigned GETs.
+        public_base: Option<String>,
+    },
+}
+
+/// An address exempt from the outbound refusal: an IP, optionally with a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllowEntry {
+    pub ip: IpAddr,
+    pub port: Option<u16>,
+}
+
+impl AllowEntry {
+    pub fn allows(&self, addr: SocketAddr) -> bool {
+        self.ip == addr.ip() && self.port.is_none_or(|p| p == addr.port())
+    }
+}
+
+/// A key that failed validation, named as the operator wrote it.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {source_name}: {message}")]
+pub struct ConfigError {
+    /// `REELFARM_LISTEN` or `listen (in FILE)`.
+    pub source_name: String,
+    pub message: String,
+}
+
+/// Raw values with their origin, before validation.
+#[derive(Default)]
+struct Raw {
+    values: BTreeMap<&'static str, (String, String)>,
+}
+
+impl Raw {
+    fn get(&self, key: &str) -> Option<&(String, String)> {
+        self.values.get(key)
+    }
+}
+
+impl Config {
+    /// Loads the configuration from an optional TOML file and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::from_sources(file, std::env::vars())
+    }
+
+    /// Loads from a TOML file (optional) and the given environment variables (the ones
+    /// starting with `REELFARM_`; others are ignored).
+    pub fn from_sources(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut raw = Raw::default();
+        if let Some(path) = file {
+            read_toml(path, &mut raw)?;
+        }
+        for (name, value) in env {
+            let Some(rest) = name.strip_prefix(ENV_PREFIX) else { continue };
+            let lower = rest.to_ascii_lowercase();
+            // Unknown REELFARM_* variables are ignored here so that tools sharing the
+            // prefix (REELFARM_TEST_*) do not break start-up; `KEYS` is the contract.
+            if let Some((key, _)) = KEYS.iter().find(|(k, _)| *k == lower) {
+                raw.values.insert(key, (value, name));
+            }
+        }
+        Config::validate(&raw)
+    }
+
+    fn validate(raw: &Raw) -> Result<Config, ConfigError> {
+        let listen: SocketAddr = parse(raw, "listen", "127.0.0.1:8080", |s| {
+            s.parse().map_err(|_| "expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080".to_string())
+        })?;
+        let public_url = parse(raw, "public_url", &format!("http://{listen}"), |s| {
+            let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+            if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+                return Err("expected an http(s) URL with a host".into());
+            }
+            Ok(s.trim_end_matches('/').to_string())
+        })?;
+        let data_dir: PathBuf = parse(raw, "data_dir", "./reelfarm-data", |s| {
+            if s.is_empty() { Err("must not be empty".into()) } else { Ok(PathBuf::from(s)) }
+        })?;
+        let default_db = format!("sqlite://{}", data_dir.join("reelfarm.db").display());
+        let database_url = parse(raw, "database_url", &default_db, |s| {
+            if s.starts_with("sqlite:") || s.starts_with("postgres://") || s.starts_with("postgresql://") {
+                Ok(s.to_string())
+            } else {
+                Err("expected sqlite://FILE or postgres://…".into())
+            }
+        })?;
+        let default_blob = format!("file://{}", data_dir.join("blobs").display());
+        let blob = parse(raw, "blob_url", &default_blob, parse_blob_url)?;
+        let amqp_url = parse(raw, "bus_url", "local", |s| match s {
+            "local" => Ok(None),
+            s if s.starts_with("amqp://") || s.starts_with("amqps://") => Ok(Some(s.to_string())),
+            _ => Err("expected `local` or amqp://…".into()),
+        })?;
+        let redis_url = optional(raw, "redis_url", |s| {
+            if s.starts_with("redis://") || s.starts_with("rediss://") {
+                Ok(s.to_string())
+            } else {
+                Err("expected redis://…".into())
+            }
+        })?;
+        let smtp_url = optional(raw, "smtp_url", |s| {
+            let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+            if !matches!(url.scheme(), "smtp" | "smtps") || url.host().is_none() {
+                return Err("expected smtp://host:port".into());
+            }
+            Ok(s.to_string())
+        })?;
+        let outbound_allow = parse(raw, "outbound_allow", "", |s| {
+            list(s).map(parse_allow_entry).collect::<Result<Vec<_>, _>>()
+        })?;
+        let webhook_retry_schedule = parse(raw, "webhook_retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h", |s| {
+            let delays = list(s).map(parse_duration).collect::<Result<Vec<_>, _>>()?;
+            if delays.is_empty() { Err("must list at least one delay".into()) } else { Ok(delays) }
+        })?;
+        let namespace = parse(raw, "namespace", "", |s| {
+            if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                Ok(s.to_string())
+            } else {
+                Err("only letters, digits, '-' and '_' are allowed".into())
+            }
+        })?;
+        let secret_key = match raw.get("secret_key") {
+            Some((value, source)) if value.len() < 32 => {
+                return Err(ConfigError {
+                    source_name: source.clone(),
+                    message: "must be at least 32 characters".into(),
+                })
+            }
+            Some((value, _)) => SecretString::from(value.clone()),
+            // Replicas of a distributed deployment must share the key, or an upload
+            // address signed by one is refused by another.
+            None if !database_url.starts_with("sqlite:") || amqp_url.is_some() => {
+                return Err(ConfigError {
+                    source_name: "REELFARM_SECRET_KEY".into(),
+                    message: "must be set (32+ characters, the same on every replica) when PostgreSQL or RabbitMQ is used".into(),
+                })
+            }
+            None => SecretString::from(load_or_create_secret(&data_dir)?),
+        };
+        let upload_url_ttl = parse(raw, "upload_url_ttl", "24h", parse_duration)?;
+        let rate_limit = parse(raw, "rate_limit", "100", parse_int::<u32>)?;
+        let rate_limit_burst = parse(raw, "rate_limit_burst", "1000", |s| {
+            let n = parse_int::<u32>(s)?;
+            if n == 0 { Err("must be at least 1 (set rate_limit to 0 to disable limits)".into()) } else { Ok(n) }
+        })?;
+        let log_json = parse(raw, "log_format", "text", |s| match s {
+            "text" => Ok(false),
+            "json" => Ok(true),
+            _ => Err("expected `text` or `json`".into()),
+        })?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).to_string();
+        let worker_slots = parse(raw, "worker_slots", &cores, |s| {
+            let n = parse_int::<u16>(s)?;
+            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+        })?;
+        let job_timeout = parse(raw, "job_timeout", "2h", parse_duration)?;
+        let delivery_limit = parse(raw, "delivery_limit", "5", |s| {
+            let n = parse_int::<u32>(s)?;
+            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+        })?;
+        let max_image_pixels = parse(raw, "max_image_pixels", "100000000", |s| {
+            let n = parse_int::<u64>(s)?;
+            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+        })?;
+        let max_media_duration = parse(raw, "max_media_duration", "3h", parse_duration)?;
+        Ok(Config {
+            listen,
+            public_url,
+            data_dir,
+            database_url,
+            blob,
+            amqp_url,
+            redis_url,
+            smtp_url,
+            outbound_allow,
+            webhook_retry_schedule,
+            namespace,
+            secret_key,
+            upload_url_ttl,
+            rate_limit,
+            rate_limit_burst,
+            log_json,
+            worker_slots,
+            job_timeout,
+            delivery_limit,
+            max_image_pixels,
+            max_media_duration,
+        })
+    }
+}
+
+fn read_toml(path: &Path, raw: &mut Raw) -> Result<(), ConfigError> {
+    let file_error = |message: String| ConfigError { source_name: path.display().to_string(), message };
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(format!("cannot read: {e}")))?;
+    let table: toml::Table = text.parse().map_err(|e| file_error(format!("not valid TOML: {e}")))?;
+    for (name, value) in table {
+        let Some((key, _)) = KEYS.iter().find(|(k, _)| *k == name) else {
+            return Err(file_error(format!("unknown key `{name}`")));
+        };
+        let value = match value {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            toml::Value::Array(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    toml::Value::String(s) => s,
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            other => return Err(file_error(format!("key `{name}`: unsupported value {other}"))),
+        };
+        raw.values.insert(key, (value, format!("{name} (in {})", path.display())));
+    }
+    Ok(())
+}
+
+fn parse<T>(
+    raw: &Raw,
+    key: &'static str,
+    default: &str,
+    f: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, ConfigError> {
+    match raw.get(key) {
+        Some((value, source)) => f(value.trim()).map_err(|message| ConfigError { source_name: source.clone(), message }),
+        None => f(default).map_err(|message| ConfigError {
+            source_name: format!("default of {key}"),
+            message,
+        }),
+    }
+}
+
+fn optional<T>(raw: &Raw, key: &'static str, f: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, ConfigError> {
+    match raw.get(key) {
+        Some((value, _)) if value.trim().is_empty() => Ok(None),
+        Some(_) => parse(raw, key, "", f).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn list(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim).filter(|p| !p.is_empty())
+}
+
+fn parse_int<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| format!("expected a non-negative whole number, got `{s}`"))
+}
+
+/// `500ms`, `5s`, `5m`, `2h`, `1d`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| format!("expected a duration like 5s, 5m or 2h, got `{s}`"))?;
+    let factor = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("unknown unit in `{s}`: use ms, s, m, h or d")),
+    };
+    // At most a year: no timeout or validity here is meant to be longer.
+    n.checked_mul(factor)
+        .filter(|&ms| ms <= 366 * 86_400_000)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("`{s}` is too long: at most 366d"))
+}
+
+fn parse_allow_entry(s: &str) -> Result<AllowEntry, String> {
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(AllowEntry { ip: addr.ip(), port: Some(addr.port()) });
+    }
+    let bare = s.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<IpAddr>()
+        .map(|ip| AllowEntry { ip, port: None })
+        .map_err(|_| format!("`{s}` is not an IP address or IP:PORT"))
+}
+
+fn parse_blob_url(s: &str) -> Result<BlobLocation, String> {
+    if let Some(path) = s.strip_prefix("file://") {
+        if path.is_empty() {
+            return Err("file:// needs a directory".into());
+        }
+        return Ok(BlobLocation::Dir(PathBuf::from(path)));
+    }
+    let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+    if url.scheme() != "s3" {
+        return Err("expected file://DIR or s3://BUCKET?endpoint=URL&region=R".into());
+    }
+    let bucket = url.host_str().filter(|b| !b.is_empty()).ok_or("s3:// needs a bucket name")?.to_string();
+    let prefix = url.path().trim_matches('/').to_string();
+    let mut endpoint = None;
+    let mut region = "us-east-1".to_string();
+    let mut public_base = None;
+    for (k, v) in url.query_pairs() {
+        match &*k {
+            "endpoint" => {
+                let e = Url::parse(&v).map_err(|e| format!("endpoint is not a URL: {e}"))?;
+                if !matches!(e.scheme(), "http" | "https") {
+                    return Err("endpoint must be http(s)".into());
+                }
+                endpoint = Some(v.trim_end_matches('/').to_string());
+            }
+            "region" => region = v.into_owned(),
+            "public_base" => public_base = Some(v.trim_end_matches('/').to_string()),
+            other => return Err(format!("unknown s3 parameter `{other}` (endpoint, region, public_base)")),
+        }
+    }
+    Ok(BlobLocation::S3 { bucket, prefix, endpoint, region, public_base })
+}
+
+/// The upload-signing key of an embedded deployment: generated once, kept in the data dir.
+fn load_or_create_secret(data_dir: &Path) -> Result<String, ConfigError> {
+    let path = data_dir.join("secret.key");
+    let err = |message: String| ConfigError { source_name: path.display().to_string(), message };
+    match std::fs::read_to_string(&path) {
+        Ok(s) if s.trim().len() >= 32 => return Ok(s.trim().to_string()),
+        Ok(_) => return Err(err("shorter than 32 characters; delete it or set REELFARM_SECRET_KEY".into())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err(format!("cannot read: {e}"))),
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(data_dir).map_err(|e| err(format!("cannot create data dir: {e}")))?;
+    let secret = crate::token::random_base62(43);
+    let written = {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).and_then(|mut f| f.write_all(secret.as_bytes()))
+    };
+    match written {
+        Ok(()) => Ok(secret),
+        // Another process created it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => load_or_create_secret(data_dir),
+        Err(e) => Err(err(format!("cannot write: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        let dir = std::env::temp_dir().join(format!("rf-config-{}", crate::id::new_id()));
+        let mut v: Vec<(String, String)> = vec![("REELFARM_DATA_DIR".into(), dir.display().to_string())];
+        v.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        v
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_backends() {
+        let c = Config::from_sources(None, env(&[])).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.public_url, "http://127.0.0.1:8080");
+        assert!(c.database_url.starts_with("sqlite://"));
+        assert!(matches!(c.blob, BlobLocation::Dir(_)));
+        assert!(c.amqp_url.is_none() && c.redis_url.is_none());
+        assert_eq!(c.webhook_retry_schedule.len(), 8);
+        assert_eq!(c.webhook_retry_schedule[2], Duration::from_secs(300));
+        assert_eq!((c.rate_limit, c.rate_limit_burst), (100, 1000));
+    }
+
+    #[test]
+    fn a_bad_value_is_reported_by_its_variable_name() {
+        let err = Config::from_sources(None, env(&[("REELFARM_LISTEN", "localhost")])).unwrap_err();
+        assert_eq!(err.source_name, "REELFARM_LISTEN");
+        let err = Config::from_sources(None, env(&[("REELFARM_BLOB_URL", "ftp://x")])).unwrap_err();
+        assert_eq!(err.source_name, "REELFARM_BLOB_URL");
+        let err = Config::from_sources(None, env(&[("REELFARM_WEBHOOK_RETRY_SCHEDULE", "5s,5 parsecs")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("REELFARM_WEBHOOK_RETRY_SCHEDULE"), "{err}");
+        let err = Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", "short")])).unwrap_err();
+        assert_eq!(err.source_name, "REELFARM_SECRET_KEY");
+        let err = Config::from_sources(None, env(&[("REELFARM_BUS_URL", "amqp://127.0.0.1")])).unwrap_err();
+        assert_eq!(err.source_name, "REELFARM_SECRET_KEY", "replicas must share the key");
+        let err = Config::from_sources(None, env(&[("REELFARM_RATE_LIMIT_BURST", "0")])).unwrap_err();
+        assert_eq!(err.source_name, "REELFARM_RATE_LIMIT_BURST");
+    }
+
+    #[test]
+    fn toml_file_is_overridden_by_environment_and_unknown_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("reelfarm.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:9000\"\nrate_limit = 7\noutbound_allow = [\"127.0.0.1\", \"[::1]:8080\"]\n")
+            .unwrap();
+        let c = Config::from_sources(Some(&file), env(&[("REELFARM_RATE_LIMIT", "9")])).unwrap();
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.rate_limit, 9);
+        assert_eq!(c.outbound_allow.len(), 2);
+        assert!(c.outbound_allow[1].allows("[::1]:8080".parse().unwrap()));
+        assert!(!c.outbound_allow[1].allows("[::1]:8081".parse().unwrap()));
+
+        std::fs::write(&file, "lisen = \"x\"\n").unwrap();
+        let err = Config::from_sources(Some(&file), env(&[])).unwrap_err();
+        assert!(err.message.contains("unknown key `lisen`"), "{err}");
+    }
+
+    #[test]
+    fn s3_urls_carry_bucket_prefix_endpoint_and_region() {
+        let b = parse_blob_url("s3://media/tenant-a?endpoint=http://127.0.0.1:3900&region=garage").unwrap();
+        assert_eq!(
+            b,
+            BlobLocation::S3 {
+                bucket: "media".into(),
+                prefix: "tenant-a".into(),
+                endpoint: Some("http://127.0.0.1:3900".into()),
+                region: "garage".into(),
+                public_base: None,
+            }
+        );
+        assert!(parse_blob_url("s3://media?colour=blue").is_err());
+    }
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("3w").is_err());
+        assert!(parse_duration("99999999999999999d").is_err(), "no overflow");
+    }
+}

@@ -1,0 +1,54 @@
+//! `reelfarm admin …`: operator commands against the configured metadata store.
+
+use anyhow::Context;
+use reelfarm_shared::store::{Credits, LibraryKind, LibraryOwner};
+use reelfarm_shared::{Config, Store};
+
+use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TokenCommand, UserCommand};
+
+pub async fn run(command: Admin, config: Config) -> anyhow::Result<()> {
+    let store = Store::connect(&config.database_url).await.context("metadata store")?;
+    let result = execute(command, &store).await;
+    store.close().await;
+    println!("{}", result?);
+    Ok(())
+}
+
+/// Runs one command; returns what to print.
+async fn execute(command: Admin, store: &Store) -> anyhow::Result<String> {
+    Ok(match command {
+        Admin::User(UserCommand::Create { name, group, credits }) => {
+            anyhow::ensure!(!name.trim().is_empty(), "user name must not be empty");
+            anyhow::ensure!(credits >= 0, "credits must not be negative");
+            store.create_user(name.trim(), group.as_deref(), credits).await?.id
+        }
+        Admin::Token(TokenCommand::Create { user, days }) => {
+            anyhow::ensure!(days > 0, "--days must be at least 1");
+            let user = store.find_user(&user).await?;
+            store.create_token(&user.id, days).await?.1
+        }
+        Admin::Token(TokenCommand::Revoke { token_id_or_prefix }) => {
+            let record = store.revoke_token(&token_id_or_prefix).await?;
+            format!("revoked token {} ({}…)", record.id, record.prefix)
+        }
+        Admin::Credits(CreditsCommand::Set { user_or_group, credits }) => {
+            anyhow::ensure!(credits >= 0, "credits must not be negative");
+            match store.set_credits(&user_or_group, credits).await? {
+                Credits::User { name, credits, .. } => format!("user {name}: {credits} credits"),
+                Credits::Group { name, credits, .. } => format!("group {name}: {credits} credits"),
+            }
+        }
+        Admin::Library(LibraryCommand::Create { name, kind, group }) => {
+            anyhow::ensure!(!name.trim().is_empty(), "library name must not be empty");
+            let (kind, owner) = match kind {
+                LibraryKindArg::Public => (LibraryKind::Public, LibraryOwner::Operator),
+                LibraryKindArg::Stock => (LibraryKind::Stock, LibraryOwner::Operator),
+                LibraryKindArg::Group => {
+                    let group = store.find_group(group.as_deref().unwrap_or_default()).await?;
+                    (LibraryKind::Group, LibraryOwner::Group(group.id))
+                }
+            };
+            store.create_library(name.trim(), kind, owner).await?.id
+        }
+    })
+}

@@ -1,0 +1,25 @@
+//! `reelfarm bench …`: measurements that print ratios against a baseline measured in the
+//! same run (never timed tests). Results and commands are recorded in
+//! `docs/performance.md`.
+
+pub mod convert;
+pub mod upload;
+
+/// Peak and current resident set size of process `pid`, in bytes (Linux `/proc`).
+pub fn rss_of(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    };
+    Some((field("VmHWM:")?, field("VmRSS:")?))
+}
+
+/// `n` bytes in MiB with one decimal.
+pub fn mib(n: u64) -> String {
+    format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+}

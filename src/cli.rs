@@ -1,0 +1,155 @@
+//! The command line (DESIGN.md's admin CLI contract).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "reelfarm", version, about = "Self-hostable render farm: media libraries and template-driven video rendering")]
+pub struct Cli {
+    /// TOML configuration file; `REELFARM_*` environment variables override it.
+    #[arg(long, global = true, env = "REELFARM_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Runs a service role.
+    Serve {
+        #[arg(value_enum)]
+        role: Role,
+    },
+    /// Administration: users, groups, tokens, credits, libraries.
+    #[command(subcommand)]
+    Admin(Admin),
+    /// Benchmarks against a baseline measured in the same run.
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Bench {
+    /// The conversion engine against the ffmpeg CLI making the same renditions.
+    Convert {
+        /// Length of the generated 1080p video in seconds.
+        #[arg(long, default_value_t = 60)]
+        seconds: u32,
+        /// Runs of each side; the best is reported.
+        #[arg(long, default_value_t = 1)]
+        rounds: u32,
+    },
+    /// Peak memory of the api while a large body streams through the signed upload into
+    /// the configured blob store.
+    Upload {
+        /// Size of the body in MiB.
+        #[arg(long, default_value_t = 4096)]
+        size_mib: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Role {
+    /// The HTTP API (and upload endpoint).
+    Api,
+    /// Conversion worker (scale out by running more).
+    Worker,
+    /// Every role in one process (zero-setup embedded mode by default).
+    All,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Admin {
+    /// Users and their groups.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Personal access tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Render credits.
+    #[command(subcommand)]
+    Credits(CreditsCommand),
+    /// Libraries.
+    #[command(subcommand)]
+    Library(LibraryCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Creates a user and prints its id.
+    Create {
+        name: String,
+        /// Makes the user a member of this group (created if missing).
+        #[arg(long)]
+        group: Option<String>,
+        /// Initial render credits.
+        #[arg(long, default_value_t = 0)]
+        credits: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Creates a token for USER (name or id) and prints it, once.
+    Create {
+        user: String,
+        /// Validity in days.
+        #[arg(long, default_value_t = reelfarm_shared::token::DEFAULT_VALIDITY_DAYS)]
+        days: u32,
+    },
+    /// Revokes a token by id or by its first characters (`rf_xxxx…`).
+    Revoke { token_id_or_prefix: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CreditsCommand {
+    /// Sets the credits of a user or group (name or id).
+    Set { user_or_group: String, credits: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LibraryCommand {
+    /// Creates a library and prints its id.
+    Create {
+        name: String,
+        #[arg(long, value_enum)]
+        kind: LibraryKindArg,
+        /// Owner group of a `group` library (name or id).
+        #[arg(long, required_if_eq("kind", "group"))]
+        group: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LibraryKindArg {
+    Public,
+    Stock,
+    Group,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn admin_contract_parses() {
+        for args in [
+            vec!["reelfarm", "admin", "user", "create", "ann", "--group", "g", "--credits", "5"],
+            vec!["reelfarm", "admin", "token", "create", "ann", "--days", "30"],
+            vec!["reelfarm", "admin", "token", "revoke", "rf_abcd"],
+            vec!["reelfarm", "admin", "credits", "set", "ann", "20"],
+            vec!["reelfarm", "admin", "library", "create", "Stock", "--kind", "stock"],
+            vec!["reelfarm", "serve", "all"],
+        ] {
+            Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        assert!(Cli::try_parse_from(["reelfarm", "admin", "library", "create", "G", "--kind", "group"]).is_err());
+    }
+}

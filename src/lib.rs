@@ -1,0 +1,7 @@
+//! The `reelfarm` binary's composition, as a library so that tests start the same
+//! service in process.
+
+pub mod admin;
+pub mod bench;
+pub mod cli;
+pub mod serve;

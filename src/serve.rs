@@ -1,0 +1,115 @@
+//! `reelfarm serve ROLE`: composes the roles over one set of backends.
+
+use anyhow::Context;
+use reelfarm_api::Application;
+use reelfarm_shared::outbox::Relay;
+use reelfarm_shared::{Backends, Config};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::Role;
+
+/// A started service: its api port (when it serves the api) and the handle to stop it.
+pub struct Service {
+    pub api_port: Option<u16>,
+    pub backends: Backends,
+    shutdown: CancellationToken,
+    tasks: JoinSet<anyhow::Result<()>>,
+}
+
+impl Service {
+    /// Connects the backends and starts the role's tasks.
+    pub async fn start(role: Role, config: Config) -> anyhow::Result<Service> {
+        if role != Role::All && config.amqp_url.is_none() {
+            tracing::warn!(
+                "REELFARM_BUS_URL is `local`: only this process consumes what it publishes; \
+                 run `serve all`, or set an amqp:// bus for separate roles"
+            );
+        }
+        let backends = Backends::connect(&config).await?;
+        let shutdown = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+
+        // Every process that writes outbox rows relays them; relays share the work.
+        let relay = Relay::new(backends.store.clone(), backends.bus.clone());
+        let token = shutdown.clone();
+        tasks.spawn(async move {
+            relay.run(token).await;
+            Ok(())
+        });
+
+        let mut api_port = None;
+        if matches!(role, Role::Api | Role::All) {
+            let app = Application::build(config.clone(), backends.clone())?;
+            api_port = Some(app.port());
+            tracing::info!(address = %format!("{}:{}", config.listen.ip(), app.port()), public_url = %config.public_url, "api listening");
+            let token = shutdown.clone();
+            tasks.spawn(async move { app.run_until_stopped(token).await.context("api server") });
+        }
+        if matches!(role, Role::Worker | Role::All) {
+            let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
+            tasks.spawn(async move { reelfarm_worker::run(&config, backends, token).await });
+        }
+        Ok(Service { api_port, backends, shutdown, tasks })
+    }
+
+    /// Asks every task to stop (in-flight work finishes or is left to the bus).
+    pub fn stop(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Stops at once, as a crash would: tasks are aborted and connections closed without
+    /// settling what is in flight (the broker redelivers it). Used on a second SIGTERM.
+    pub async fn kill(mut self) {
+        self.shutdown.cancel();
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        self.backends.close().await;
+    }
+
+    /// Waits until every task ended; the first failure stops the others and is returned.
+    pub async fn wait(mut self) -> anyhow::Result<()> {
+        let mut first_error = None;
+        while let Some(joined) = self.tasks.join_next().await {
+            let outcome = joined.map_err(anyhow::Error::from).and_then(|r| r);
+            if let Err(e) = outcome {
+                self.shutdown.cancel();
+                first_error.get_or_insert(e);
+            } else if !self.shutdown.is_cancelled() {
+                // A task ending on its own is a failure of the service too.
+                self.shutdown.cancel();
+            }
+        }
+        self.backends.close().await;
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Runs `role` until SIGTERM or Ctrl-C, then shuts down gracefully.
+pub async fn run(role: Role, config: Config) -> anyhow::Result<()> {
+    let service = Service::start(role, config).await?;
+    let token = service.shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested: finishing work under way (signal again to stop at once)");
+        token.cancel();
+        wait_for_signal().await;
+        tracing::warn!("stopping at once: unfinished work is left to the bus");
+        std::process::exit(130);
+    });
+    service.wait().await
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,130 @@
+//! The `reelfarm` binary as an operator uses it: `serve all` on a fresh data dir with zero
+//! external services, `admin` commands against the same configuration, SIGTERM.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_reelfarm");
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn reelfarm(data_dir: &std::path::Path, port: u16) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REELFARM_DATA_DIR", data_dir)
+        .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"));
+    cmd
+}
+
+fn admin(data_dir: &std::path::Path, port: u16, args: &[&str]) -> Output {
+    reelfarm(data_dir, port).arg("admin").args(args).output().unwrap()
+}
+
+fn stdout_of(out: Output) -> String {
+    assert!(out.status.success(), "admin failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Blocking GET over a raw TCP connection; returns (status, body).
+fn get(base: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn start(data_dir: &std::path::Path) -> Server {
+    let port = free_port();
+    let child = reelfarm(data_dir, port)
+        .args(["serve", "all"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "serve all did not listen within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server { child, base }
+}
+
+#[test]
+fn serve_all_runs_with_zero_services_and_admin_tokens_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path());
+    let port: u16 = server.base.rsplit(':').next().unwrap().parse().unwrap();
+
+    let (status, body) = get(&server.base, "/api2/v1/users/me/libraries", None);
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("error.unauthorized"), "{body}");
+
+    let user_id = stdout_of(admin(dir.path(), port, &["user", "create", "ann", "--credits", "20"]));
+    assert_eq!(user_id.len(), 36, "prints the user id: {user_id}");
+    let token = stdout_of(admin(dir.path(), port, &["token", "create", "ann"]));
+    assert!(token.starts_with("rf_"), "prints the token: {token}");
+    let (status, body) = get(&server.base, "/api2/v1/users/me/libraries", Some(&token));
+    assert_eq!(status, 200, "{body}");
+    let groups: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(groups[0]["type"], "personal");
+
+    let library = stdout_of(admin(dir.path(), port, &["library", "create", "Sounds", "--kind", "public"]));
+    let (_, body) = get(&server.base, "/api2/v1/users/me/libraries", Some(&token));
+    assert!(body.contains(&library), "{body}");
+
+    let revoked = stdout_of(admin(dir.path(), port, &["token", "revoke", &token[..11]]));
+    assert!(revoked.starts_with("revoked token"), "{revoked}");
+    assert_eq!(get(&server.base, "/api2/v1/users/me/libraries", Some(&token)).0, 401);
+
+    // Graceful shutdown on SIGTERM: exits 0.
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status}");
+}
+
+#[test]
+fn admin_errors_are_clear_and_configuration_is_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let out = admin(dir.path(), port, &["token", "create", "nobody"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("user not found"), "{out:?}");
+
+    stdout_of(admin(dir.path(), port, &["user", "create", "bo"]));
+    let out = admin(dir.path(), port, &["user", "create", "bo"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exists already"), "{out:?}");
+
+    let out = reelfarm(dir.path(), port).env("REELFARM_BUS_URL", "kafka://x").args(["serve", "all"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("REELFARM_BUS_URL"), "{out:?}");
+}

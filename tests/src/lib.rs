@@ -1,0 +1,212 @@
+//! Test harness shared by the end-to-end tests: the real service started in process on a
+//! free loopback port, in embedded mode (SQLite, local files, in-process bus, in-memory
+//! cache) or distributed mode (PostgreSQL, RabbitMQ, Redis, Garage), each test with its
+//! own database, queue namespace, cache namespace and bucket prefix.
+
+pub mod media;
+
+use std::time::Duration;
+
+pub use reelfarm::cli::Role;
+use reelfarm::serve::Service;
+use reelfarm_shared::store::User;
+use reelfarm_shared::Config;
+use serde_json::Value;
+
+/// Which backends a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Embedded,
+    Distributed,
+}
+
+/// Generates, for each named `async fn NAME(mode: Mode)`, a module `NAME` with the tests
+/// `embedded` and `distributed`: the same suite against both modes.
+#[macro_export]
+macro_rules! both_modes {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                super::$name($crate::Mode::Embedded).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn distributed() {
+                super::$name($crate::Mode::Distributed).await
+            }
+        }
+    )*};
+}
+
+/// A running service and a client for it.
+pub struct TestApp {
+    pub mode: Mode,
+    /// `http://127.0.0.1:PORT`
+    pub address: String,
+    pub client: reqwest::Client,
+    pub service: Service,
+    pub config: Config,
+    _data_dir: tempfile::TempDir,
+    /// Declared last: dropped after the service.
+    _namespace: NamespaceGuard,
+}
+
+/// Deletes a distributed test deployment's RabbitMQ queues and exchanges when dropped
+/// (also when the test panics).
+struct NamespaceGuard(Option<String>);
+
+impl Drop for NamespaceGuard {
+    fn drop(&mut self) {
+        let Some(namespace) = self.0.take() else { return };
+        // Drop cannot await, and the test's runtime may be the one dropping us: clean up on
+        // a thread with a runtime of its own.
+        let cleanup = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(reelfarm_shared::testing::delete_amqp_namespace(&namespace));
+        });
+        let _ = cleanup.join();
+    }
+}
+
+/// A free loopback port (bound and released; the service binds it right after).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The `REELFARM_*` settings of a fresh isolated deployment in `mode`.
+pub async fn test_env(mode: Mode, data_dir: &std::path::Path, port: u16) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("REELFARM_LISTEN".to_string(), format!("127.0.0.1:{port}")),
+        ("REELFARM_DATA_DIR".to_string(), data_dir.display().to_string()),
+        ("REELFARM_OUTBOUND_ALLOW".to_string(), "127.0.0.1".to_string()),
+        ("REELFARM_WEBHOOK_RETRY_SCHEDULE".to_string(), "0s,200ms,200ms,200ms".to_string()),
+    ];
+    if mode == Mode::Distributed {
+        let namespace = format!("t{}", uuid::Uuid::new_v4().simple());
+        let mut s3 = url::Url::parse(&reelfarm_shared::testing::s3_url()).expect("REELFARM_TEST_S3_URL is a URL");
+        s3.set_path(&namespace);
+        env.extend([
+            ("REELFARM_DATABASE_URL".to_string(), reelfarm_shared::testing::fresh_postgres_database().await),
+            ("REELFARM_BUS_URL".to_string(), reelfarm_shared::testing::amqp_url()),
+            ("REELFARM_REDIS_URL".to_string(), reelfarm_shared::testing::redis_url()),
+            ("REELFARM_BLOB_URL".to_string(), s3.to_string()),
+            ("REELFARM_NAMESPACE".to_string(), namespace),
+            ("REELFARM_SECRET_KEY".to_string(), "test-secret-key-for-every-replica-0123456789".to_string()),
+        ]);
+    }
+    env
+}
+
+impl TestApp {
+    /// Starts `serve all` in `mode`.
+    pub async fn spawn(mode: Mode) -> TestApp {
+        TestApp::spawn_with(mode, &[]).await
+    }
+
+    /// Starts `serve all` in `mode` with extra `REELFARM_*` settings.
+    pub async fn spawn_with(mode: Mode, extra: &[(&str, &str)]) -> TestApp {
+        TestApp::spawn_role(mode, Role::All, extra).await
+    }
+
+    /// Starts `role` (which must serve the api) in `mode` with extra settings.
+    pub async fn spawn_role(mode: Mode, role: Role, extra: &[(&str, &str)]) -> TestApp {
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut env = test_env(mode, data_dir.path(), free_port()).await;
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let config = Config::from_sources(None, env).expect("test configuration is valid");
+        let service = Service::start(role, config.clone()).await.expect("service starts");
+        let address = format!("http://127.0.0.1:{}", service.api_port.expect("serve all serves the api"));
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let namespace = NamespaceGuard((mode == Mode::Distributed).then(|| config.namespace.clone()));
+        TestApp { mode, address, client, service, config, _data_dir: data_dir, _namespace: namespace }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    /// Creates a user (as `reelfarm admin user create` does).
+    pub async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> User {
+        self.service.backends.store.create_user(name, group, credits).await.unwrap()
+    }
+
+    /// A fresh token for `user` (as `reelfarm admin token create` does).
+    pub async fn token_for(&self, user: &User) -> String {
+        self.service.backends.store.create_token(&user.id, 365).await.unwrap().1
+    }
+
+    /// A new user with a token.
+    pub async fn user_with_token(&self, name: &str) -> (User, String) {
+        let user = self.create_user(name, None, 0).await;
+        let token = self.token_for(&user).await;
+        (user, token)
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).bearer_auth(token).send().await.unwrap()
+    }
+
+    pub async fn post_form(&self, path: &str, token: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.client.post(self.url(path)).bearer_auth(token).form(form).send().await.unwrap()
+    }
+
+    /// Adds an object and uploads `file` to its signed address; returns the PUT's record.
+    pub async fn upload(&self, token: &str, library_id: Option<&str>, file: &std::path::Path, content_type: &str) -> Value {
+        let filename = file.file_name().unwrap().to_str().unwrap();
+        let mut form = vec![("filename", filename)];
+        if let Some(id) = library_id {
+            form.push(("library_id", id));
+        }
+        let added = json(self.post_form("/api2/v1/objects", token, &form).await, 200).await;
+        assert_eq!(added["data"]["status"], "created", "{added}");
+        let body = std::fs::read(file).unwrap();
+        let res = self.client.put(added["url"].as_str().unwrap()).header("content-type", content_type).body(body);
+        json(res.send().await.unwrap(), 200).await
+    }
+
+    /// Polls the object until it is `finished` or `failed` (60 s at most).
+    pub async fn wait_for_asset(&self, token: &str, id: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let asset = json(self.get(&format!("/api2/v1/objects/{id}"), token).await, 200).await;
+            if asset["status"] == "finished" || asset["status"] == "failed" {
+                return asset;
+            }
+            assert!(std::time::Instant::now() < deadline, "asset {id} still {} after 60 s", asset["status"]);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Starts another worker on the same backends, with its own data (work) directory,
+    /// returned with that directory.
+    pub async fn start_worker(&self) -> (Service, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config { data_dir: dir.path().to_path_buf(), ..self.config.clone() };
+        (Service::start(Role::Worker, config).await.expect("worker starts"), dir)
+    }
+
+    /// Stops the service and waits for it to drain.
+    pub async fn stop(self) {
+        self.service.stop();
+        tokio::time::timeout(Duration::from_secs(30), self.service.wait())
+            .await
+            .expect("service stops within 30 s")
+            .expect("service stops cleanly");
+    }
+}
+
+/// The JSON body of a response whose status must be `status`.
+pub async fn json(res: reqwest::Response, status: u16) -> Value {
+    let actual = res.status().as_u16();
+    let text = res.text().await.unwrap();
+    assert_eq!(actual, status, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
+}
+
+/// Asserts the DESIGN.md error shape with `key`, and returns the body.
+pub async fn error(res: reqwest::Response, status: u16, key: &str) -> Value {
+    let body = json(res, status).await;
+    assert_eq!(body["key"], key, "{body}");
+    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    body
+}

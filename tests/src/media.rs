@@ -1,0 +1,78 @@
+//! Generated test media (made by the ffmpeg CLI into a temp dir) and probes of stored
+//! files (by our own engine, after downloading them from their public address).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use reelfarm_worker::media::{self, Limits, Probe};
+
+/// Runs `ffmpeg -y … OUT` quietly; panics with its stderr on failure.
+pub fn ffmpeg(args: &[&str], out: &Path) {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(args)
+        .arg(out)
+        .output()
+        .expect("ffmpeg is installed (scripts/setup)");
+    assert!(output.status.success(), "ffmpeg {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// A 640×480 PNG whose left half is transparent.
+pub fn png_with_alpha(dir: &Path) -> PathBuf {
+    let out = dir.join("alpha.png");
+    ffmpeg(
+        &["-f", "lavfi", "-i", "color=c=red:s=640x480,format=rgba,geq=r='r(X,Y)':a='if(lt(X,320),0,255)'", "-frames:v", "1"],
+        &out,
+    );
+    out
+}
+
+/// A 2400×1600 JPEG test pattern.
+pub fn jpeg(dir: &Path) -> PathBuf {
+    let out = dir.join("photo.jpg");
+    ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=2400x1600", "-frames:v", "1", "-q:v", "3"], &out);
+    out
+}
+
+/// A 1280×720, 2 s H.264/AAC MP4 with a 440 Hz tone.
+pub fn mp4_with_audio(dir: &Path) -> PathBuf {
+    let out = dir.join("clip.mp4");
+    ffmpeg(
+        &[
+            "-f", "lavfi", "-i", "testsrc2=s=1280x720:r=25:d=2",
+            "-f", "lavfi", "-i", "sine=f=440:d=2",
+            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest",
+        ],
+        &out,
+    );
+    out
+}
+
+/// A 1.5 s mono 44.1 kHz WAV tone.
+pub fn wav(dir: &Path) -> PathBuf {
+    let out = dir.join("tone.wav");
+    ffmpeg(&["-f", "lavfi", "-i", "sine=f=440:d=1.5"], &out);
+    out
+}
+
+/// A 400×200 SVG.
+pub fn svg(dir: &Path) -> PathBuf {
+    let out = dir.join("logo.svg");
+    std::fs::write(
+        &out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="400" height="200" viewBox="0 0 400 200"><rect x="20" y="20" width="360" height="160" rx="24" fill="#2563eb"/><circle cx="200" cy="100" r="50" fill="#facc15"/></svg>"##,
+    )
+    .unwrap();
+    out
+}
+
+/// Downloads `url` (following a redirect to presigned storage) into `dir` and probes it.
+pub async fn probe_url(url: &str, dir: &Path) -> Probe {
+    let bytes = reqwest::get(url).await.unwrap().error_for_status().unwrap().bytes().await.unwrap();
+    let file = dir.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&file, &bytes).unwrap();
+    tokio::task::spawn_blocking(move || media::probe(&file, &Limits::default()))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{url} probes: {e}"))
+}

@@ -1,0 +1,110 @@
+//! Horizontally scaled workers on RabbitMQ: several share the convert queue, and a worker
+//! that dies mid-conversion leaves its message to another.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use reelfarm_tests::media;
+use reelfarm_tests::{Mode, Role, TestApp};
+
+/// Waits until `n` consumers are subscribed to the test's convert queue.
+async fn wait_for_consumers(app: &TestApp, n: usize) {
+    let queue = format!("{}.convert", app.config.namespace);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = tokio::process::Command::new("rabbitmqctl")
+            .args(["-q", "list_queues", "name", "consumers"])
+            .output()
+            .await
+            .expect("rabbitmqctl runs");
+        let listing = String::from_utf8_lossy(&out.stdout);
+        let consumers = listing
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .find(|(name, _)| *name == queue)
+            .and_then(|(_, c)| c.trim().parse::<usize>().ok());
+        if consumers == Some(n) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{queue} has {consumers:?} consumers, expected {n}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_share_a_batch_and_every_asset_finishes_once() {
+    let app = TestApp::spawn_role(Mode::Distributed, Role::Api, &[("REELFARM_WORKER_SLOTS", "1")]).await;
+    let (w1, _d1) = app.start_worker().await;
+    let (w2, _d2) = app.start_worker().await;
+    wait_for_consumers(&app, 2).await;
+    let (_, token) = app.user_with_token("batcher").await;
+    let dir = tempfile::tempdir().unwrap();
+    let png = media::png_with_alpha(dir.path());
+
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        ids.push(app.upload(&token, None, &png, "image/png").await["id"].as_str().unwrap().to_string());
+    }
+    let mut workers = HashSet::new();
+    for id in &ids {
+        let asset = app.wait_for_asset(&token, id).await;
+        assert_eq!(asset["status"], "finished", "{asset}");
+        let stored = app.service.backends.store.asset(id).await.unwrap();
+        workers.insert(stored.converted_by.expect("a worker converted it"));
+        let keys: HashSet<&str> = stored.renditions.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys.len(), stored.renditions.len(), "each rendition stored once");
+    }
+    assert_eq!(workers.len(), 2, "both workers took part: {workers:?}");
+    assert_eq!(app.service.backends.store.outbox_len().await.unwrap(), 0);
+    w1.stop();
+    w2.stop();
+    w1.wait().await.unwrap();
+    w2.wait().await.unwrap();
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_conversion_leaves_the_asset_to_another() {
+    let app = TestApp::spawn_role(Mode::Distributed, Role::Api, &[("REELFARM_WORKER_SLOTS", "1")]).await;
+    let (doomed, doomed_dir) = app.start_worker().await;
+    wait_for_consumers(&app, 1).await;
+    let (_, token) = app.user_with_token("patient").await;
+    let dir = tempfile::tempdir().unwrap();
+    let video = dir.path().join("long.mp4");
+    media::ffmpeg(
+        &[
+            "-f", "lavfi", "-i", "testsrc2=s=1920x1080:r=30:d=12",
+            "-f", "lavfi", "-i", "sine=f=330:d=12",
+            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest",
+        ],
+        &video,
+    );
+    let id = app.upload(&token, None, &video, "video/mp4").await["id"].as_str().unwrap().to_string();
+
+    // Kill the worker once it is converting (its work directory appears).
+    let work = doomed_dir.path().join("work");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(&work).map(|d| d.count()).unwrap_or(0) == 0 {
+        assert!(Instant::now() < deadline, "the worker never started converting");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    doomed.kill().await;
+    assert_eq!(app.service.backends.store.asset(&id).await.unwrap().status.public(), "processing");
+
+    let (rescuer, _dir) = app.start_worker().await;
+    let asset = app.wait_for_asset(&token, &id).await;
+    assert_eq!(asset["status"], "finished", "{asset}");
+    let heights: Vec<u64> = asset["assets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["path"].as_str().unwrap().contains("/original-"))
+        .filter_map(|f| f["video"][0]["height"].as_u64())
+        .collect();
+    let mut sorted = heights.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, vec![480, 720, 1080], "one set of renditions");
+    rescuer.stop();
+    rescuer.wait().await.unwrap();
+    app.stop().await;
+}

@@ -1,0 +1,211 @@
+//! The `convert` queue: an uploaded original becomes its renditions.
+//!
+//! Idempotent: a message for an asset that is no longer `processing` (finished, failed,
+//! deleted) changes nothing, and the result is stored together with the message id, so a
+//! redelivery after a crash between storing and acking is recognised.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use reelfarm_shared::asset::{Asset, AssetKind, AssetStatus, Conversion, Rendition};
+use reelfarm_shared::consumer::{Handler, Outcome};
+use reelfarm_shared::message::{Envelope, Message};
+use reelfarm_shared::store::StoreError;
+use reelfarm_shared::{Backends, Config};
+use tracing::Instrument;
+
+use crate::media::{self, Limits, MediaError, MediaKind, Role};
+
+pub struct ConvertHandler {
+    backends: Backends,
+    limits: Limits,
+    work_dir: PathBuf,
+    delivery_limit: u32,
+    /// This worker's name in diagnostics: host, process and a random suffix.
+    worker_id: String,
+}
+
+/// Why a conversion did not finish.
+enum Failure {
+    /// The file itself is the problem: retrying cannot help.
+    Permanent(String),
+    /// Our side (store, blobs, disk): a later attempt may succeed.
+    Transient(String),
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Failure {
+        Failure::Transient(format!("metadata store: {e}"))
+    }
+}
+
+impl From<reelfarm_shared::blob::BlobError> for Failure {
+    fn from(e: reelfarm_shared::blob::BlobError) -> Failure {
+        Failure::Transient(format!("blob store: {e}"))
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Transient(format!("work files: {e}"))
+    }
+}
+
+impl ConvertHandler {
+    pub fn new(config: &Config, backends: Backends) -> anyhow::Result<ConvertHandler> {
+        let work_dir = config.data_dir.join("work");
+        std::fs::create_dir_all(&work_dir)?;
+        Ok(ConvertHandler {
+            backends,
+            limits: Limits {
+                max_pixels: config.max_image_pixels,
+                max_duration: config.max_media_duration,
+                time_limit: config.job_timeout,
+            },
+            work_dir,
+            delivery_limit: config.delivery_limit,
+            worker_id: format!(
+                "{}-{}-{}",
+                std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
+                std::process::id(),
+                reelfarm_shared::token::random_base62(4)
+            ),
+        })
+    }
+
+    async fn convert(&self, asset_id: &str, message_id: &str) -> Result<(), Failure> {
+        let store = &self.backends.store;
+        let asset = match store.asset(asset_id).await {
+            Ok(asset) => asset,
+            Err(StoreError::NotFound(_)) => return Ok(()), // deleted meanwhile
+            Err(e) => return Err(e.into()),
+        };
+        if asset.status != AssetStatus::Processing {
+            return Ok(());
+        }
+        let original_key = asset.original_key.clone().ok_or_else(|| Failure::Permanent("no uploaded file".into()))?;
+        let dir = tempfile::Builder::new().prefix("convert-").tempdir_in(&self.work_dir)?;
+        let input = dir.path().join("input");
+        let out = dir.path().join("out");
+        tokio::fs::create_dir(&out).await?;
+        self.backends.blobs.get_to_file(&original_key, &input).await?;
+
+        let limits = self.limits.clone();
+        let (input_path, out_dir) = (input.clone(), out.clone());
+        let span = tracing::Span::current();
+        let converted = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            media::convert(&input_path, &out_dir, &limits, &|_| {})
+        })
+        .await
+        .map_err(|e| Failure::Transient(format!("conversion task: {e}")))?
+        .map_err(|e| match e {
+            MediaError::Io(e) => Failure::Transient(format!("work files: {e}")),
+            e => Failure::Permanent(e.to_string()),
+        })?;
+
+        let conversion = self.store_renditions(&asset, &original_key, converted).await?;
+        if !store.finish_conversion(&asset.id, message_id, &conversion).await? {
+            match store.asset(&asset.id).await {
+                // Deleted while we converted: nothing refers to the new files.
+                Err(StoreError::NotFound(_)) => {
+                    self.backends.blobs.delete_prefix(&format!("{}/", asset.blob_prefix)).await?;
+                }
+                Err(e) => return Err(e.into()),
+                Ok(_) => {} // finished by an earlier delivery
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads every new file under the asset's prefix; the original stays where it is.
+    async fn store_renditions(
+        &self,
+        asset: &Asset,
+        original_key: &str,
+        converted: media::Converted,
+    ) -> Result<Conversion, Failure> {
+        let mut renditions = Vec::with_capacity(converted.renditions.len());
+        let mut thumb_key = None;
+        for r in &converted.renditions {
+            let (key, role) = match r.role {
+                Role::Original => (original_key.to_string(), "original"),
+                role => {
+                    let name = r.file.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+                    let key = format!("{}/{name}", asset.blob_prefix);
+                    self.backends.blobs.put_file(&key, &r.file, r.content_type).await?;
+                    let role = match role {
+                        Role::Image { .. } => "image",
+                        Role::Video { .. } | Role::VideoAlpha { .. } => "video",
+                        Role::Audio { .. } => "audio",
+                        _ => "thumb",
+                    };
+                    (key, role)
+                }
+            };
+            if role == "thumb" {
+                thumb_key = Some(key.clone());
+            }
+            let original = role == "original";
+            renditions.push(Rendition {
+                key,
+                role: role.into(),
+                content_type: r.content_type.into(),
+                format: r.format.clone(),
+                width: if original { converted.width } else { r.width },
+                height: if original { converted.height } else { r.height },
+                codec: r.codec.clone(),
+                bitrate: r.bitrate,
+                duration: if original { converted.duration } else { r.duration },
+                size: r.size,
+            });
+        }
+        Ok(Conversion {
+            kind: match converted.kind {
+                MediaKind::Image => AssetKind::Sprite,
+                MediaKind::Svg => AssetKind::Svg,
+                MediaKind::Video => AssetKind::Video,
+                MediaKind::Audio => AssetKind::Sound,
+            },
+            duration_ms: converted.duration.map(|s| (s * 1000.0).round() as i64),
+            alpha: converted.alpha,
+            thumb_key: thumb_key.ok_or_else(|| Failure::Permanent("the conversion made no thumbnail".into()))?,
+            renditions,
+            worker: self.worker_id.clone(),
+        })
+    }
+}
+
+#[async_trait]
+impl Handler for ConvertHandler {
+    async fn handle(&self, envelope: &Envelope, attempt: u32) -> Outcome {
+        let Message::ConvertV1 { asset_id } = &envelope.message else {
+            return Outcome::Abort(format!("unexpected message {} on the convert queue", envelope.message.kind()));
+        };
+        let span = tracing::info_span!("convert", asset_id = %asset_id, attempt);
+        let result = self.convert(asset_id, &envelope.id).instrument(span.clone()).await;
+        let _entered = span.enter();
+        let store = &self.backends.store;
+        let error = match result {
+            Ok(()) => {
+                tracing::info!("asset converted");
+                return Outcome::Done;
+            }
+            Err(Failure::Transient(e)) if attempt < self.delivery_limit => {
+                tracing::warn!(error = %e, "conversion will be retried");
+                return Outcome::Retry(e);
+            }
+            Err(Failure::Transient(e)) => {
+                // The details are ours (endpoints, database errors): log them, show a summary.
+                tracing::error!(error = %e, attempt, "conversion failed on our side; giving up");
+                "the conversion failed on our side; please upload the file again".to_string()
+            }
+            Err(Failure::Permanent(e)) => e,
+        };
+        tracing::warn!(%error, "conversion failed");
+        match store.fail_conversion(asset_id, &envelope.id, &error).await {
+            Ok(_) => Outcome::Done,
+            Err(e) => Outcome::Retry(format!("recording the failure: {e}")),
+        }
+    }
+}

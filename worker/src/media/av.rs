@@ -1,0 +1,218 @@
+//! libav* plumbing shared by the video and audio pipelines: initialisation, the locked-down
+//! way of opening an input, error mapping and small helpers over raw structs.
+
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Once;
+
+use ffmpeg::ffi;
+use ffmpeg::{format, Dictionary};
+use ffmpeg_next as ffmpeg;
+
+use super::limits::Deadline;
+use super::MediaError;
+
+/// Demuxers we let libav use (matched against every name of a demuxer's comma-separated
+/// name list). Anything else — playlists (hls, dash), `concat`, image sequences, raw
+/// protocols — is refused before its `read_header` runs, so it can never open a URL or a
+/// second local file.
+pub(crate) const ALLOWED_DEMUXERS: &[&str] = &[
+    "mov", "matroska", "flv", "asf", "mpeg", "mpegts", "avi", "mp3", "wav", "flac", "ogg", "aiff", "aac", "m4v",
+];
+
+/// Probe scores below this are guesses (ffmpeg warns "misdetection possible" up to it).
+const MIN_PROBE_SCORE: i32 = 25;
+
+/// Initialises libav once per process and keeps its own logging quiet: failures reach
+/// callers as [`MediaError`]s instead of lines on stderr.
+pub(crate) fn init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        // `init` only registers devices, which we do not use; it cannot fail in practice.
+        let _ = ffmpeg::init();
+        ffmpeg::log::set_level(ffmpeg::log::Level::Fatal);
+    });
+}
+
+/// Whether a demuxer name (possibly a list like `mov,mp4,m4a`) is on the allow-list.
+pub(crate) fn demuxer_allowed(name: &str) -> bool {
+    name.split(',').any(|n| ALLOWED_DEMUXERS.contains(&n))
+}
+
+/// Opens `path` for demuxing: only the `file` protocol, only allow-listed demuxers, and an
+/// interrupt callback tied to `deadline`.
+pub(crate) fn open_input(path: &Path, deadline: &Deadline) -> Result<format::context::Input, MediaError> {
+    init();
+    let guessed = guess_demuxer(path)?;
+    if let Some((name, score)) = &guessed {
+        if *score > MIN_PROBE_SCORE && !demuxer_allowed(name) {
+            return Err(MediaError::Unsupported(format!("'{name}' files are not accepted")));
+        }
+    }
+    let absolute = std::path::absolute(path)?;
+    let url = format!("file:{}", absolute.display());
+    let mut options = Dictionary::new();
+    options.set("protocol_whitelist", "file");
+    options.set("format_whitelist", &ALLOWED_DEMUXERS.join(","));
+    let opened = format::input_with_interrupt_and_dictionary(&url, deadline.interrupt(), options);
+    let input = match opened {
+        Ok(input) => input,
+        Err(e) if deadline.expired() || e == ffmpeg::Error::Exit => return Err(deadline.error()),
+        Err(e) => {
+            return Err(match guessed {
+                Some((name, _)) if demuxer_allowed(&name) => {
+                    MediaError::Corrupt(format!("cannot read the {name} container ({e})"))
+                }
+                _ => MediaError::Unsupported("not a recognised image, video or audio file".into()),
+            })
+        }
+    };
+    // Belt and braces: the whitelist above already enforced this.
+    let name = input.format().name().to_owned();
+    if !demuxer_allowed(&name) {
+        return Err(MediaError::Unsupported(format!("'{name}' files are not accepted")));
+    }
+    if input.probe_score() < MIN_PROBE_SCORE {
+        return Err(MediaError::Unsupported(
+            "not a recognised image, video or audio file".into(),
+        ));
+    }
+    Ok(input)
+}
+
+/// Runs libav's format probe over the first MiB of the file, without opening anything
+/// else: the demuxer libav would pick and its score.
+fn guess_demuxer(path: &Path) -> Result<Option<(String, i32)>, MediaError> {
+    const PROBE_BYTES: u64 = 1 << 20;
+    let mut buf = Vec::new();
+    File::open(path)?.take(PROBE_BYTES).read_to_end(&mut buf)?;
+    if buf.is_empty() {
+        return Err(MediaError::Corrupt("the file is empty".into()));
+    }
+    let len = buf.len();
+    buf.resize(len + ffi::AVPROBE_PADDING_SIZE as usize, 0);
+    let filename = CString::new("").map_err(|e| MediaError::Internal(e.to_string()))?;
+    let probe = ffi::AVProbeData {
+        filename: filename.as_ptr(),
+        buf: buf.as_mut_ptr(),
+        buf_size: i32::try_from(len).unwrap_or(i32::MAX),
+        mime_type: std::ptr::null(),
+    };
+    let mut score = 0;
+    // SAFETY: `probe` points at a live, zero-padded buffer of `buf_size` (+ padding) bytes.
+    let format = unsafe { ffi::av_probe_input_format3(&probe, 1, &mut score) };
+    if format.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: a non-null AVInputFormat has a static, NUL-terminated name.
+    let name = unsafe { CStr::from_ptr((*format).name) }.to_string_lossy().into_owned();
+    Ok(Some((name, score)))
+}
+
+/// Maps a libav error on the input side: past the deadline it is a time-out, otherwise
+/// the file is at fault.
+pub(crate) fn input_error<'a>(deadline: &'a Deadline, what: &str) -> impl Fn(ffmpeg::Error) -> MediaError + 'a {
+    let what = what.to_owned();
+    move |e| {
+        if deadline.expired() || e == ffmpeg::Error::Exit {
+            deadline.error()
+        } else {
+            MediaError::Corrupt(format!("{what}: {e}"))
+        }
+    }
+}
+
+/// Maps a libav error on the output side (encoders, muxers): ours, not the uploader's.
+pub(crate) fn output_error(what: &str) -> impl Fn(ffmpeg::Error) -> MediaError + '_ {
+    move |e| MediaError::Internal(format!("{what}: {e}"))
+}
+
+/// Whether a pixel format carries an alpha channel.
+pub(crate) fn pixel_has_alpha(format: ffmpeg::format::Pixel) -> bool {
+    let raw: ffi::AVPixelFormat = format.into();
+    // SAFETY: av_pix_fmt_desc_get accepts any value and returns null for unknown ones.
+    let desc = unsafe { ffi::av_pix_fmt_desc_get(raw) };
+    // SAFETY: a non-null descriptor is a static struct.
+    !desc.is_null() && unsafe { (*desc).flags } & (ffi::AV_PIX_FMT_FLAG_ALPHA as u64) != 0
+}
+
+/// Where a pixel format keeps its alpha component: (plane, step in bytes, offset in
+/// bytes, depth in bits, big-endian).
+pub(crate) fn alpha_component(format: ffmpeg::format::Pixel) -> Option<(usize, usize, usize, u32, bool)> {
+    if !pixel_has_alpha(format) {
+        return None;
+    }
+    let raw: ffi::AVPixelFormat = format.into();
+    // SAFETY: checked non-null by pixel_has_alpha; descriptors are static.
+    let desc = unsafe { &*ffi::av_pix_fmt_desc_get(raw) };
+    if desc.nb_components < 2 || desc.flags & (ffi::AV_PIX_FMT_FLAG_BITSTREAM as u64) != 0 {
+        return None;
+    }
+    let comp = desc.comp[usize::from(desc.nb_components) - 1];
+    let big_endian = desc.flags & (ffi::AV_PIX_FMT_FLAG_BE as u64) != 0;
+    let depth = u32::try_from(comp.depth).ok()?;
+    let shift = u32::try_from(comp.shift).ok()?;
+    if shift != 0 || !(depth == 8 || depth > 8 && depth <= 16) {
+        return None;
+    }
+    Some((
+        usize::try_from(comp.plane).ok()?,
+        usize::try_from(comp.step).ok()?,
+        usize::try_from(comp.offset).ok()?,
+        depth,
+        big_endian,
+    ))
+}
+
+/// Rotation (clockwise degrees: 0, 90, 180 or 270) a player applies to a stream, from its
+/// display matrix, plus the raw matrix to copy onto outputs.
+pub(crate) fn rotation(stream: &format::stream::Stream) -> (u32, Option<[u8; 36]>) {
+    for side in stream.side_data() {
+        if side.kind() != ffmpeg::codec::packet::side_data::Type::DisplayMatrix {
+            continue;
+        }
+        let data = side.data();
+        let Ok(matrix) = <[u8; 36]>::try_from(&data[..data.len().min(36)]) else {
+            continue;
+        };
+        // SAFETY: the display matrix is nine 32-bit integers; we pass an aligned copy.
+        let words: [i32; 9] = std::array::from_fn(|i| {
+            i32::from_ne_bytes([matrix[i * 4], matrix[i * 4 + 1], matrix[i * 4 + 2], matrix[i * 4 + 3]])
+        });
+        let theta = unsafe { ffi::av_display_rotation_get(words.as_ptr()) };
+        if theta.is_nan() {
+            return (0, None);
+        }
+        let clockwise = (-theta).round().rem_euclid(360.0);
+        let snapped = ((clockwise / 90.0).round() as u32 % 4) * 90;
+        return (snapped, Some(matrix));
+    }
+    (0, None)
+}
+
+/// Copies a display matrix onto an output stream so players rotate the rendition like
+/// the source.
+pub(crate) fn set_display_matrix(stream: &mut format::stream::StreamMut, matrix: &[u8; 36]) {
+    // SAFETY: the stream belongs to an output context not yet written; the returned
+    // buffer has exactly 36 bytes.
+    unsafe {
+        let dst = ffi::av_stream_new_side_data(
+            stream.as_mut_ptr(),
+            ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
+            matrix.len(),
+        );
+        if !dst.is_null() {
+            std::ptr::copy_nonoverlapping(matrix.as_ptr(), dst, matrix.len());
+        }
+    }
+}
+
+/// Seconds of a timestamp in `time_base`.
+pub(crate) fn seconds(ts: i64, time_base: ffmpeg::Rational) -> f64 {
+    if time_base.denominator() == 0 {
+        return 0.0;
+    }
+    ts as f64 * f64::from(time_base.numerator()) / f64::from(time_base.denominator())
+}

@@ -1,0 +1,97 @@
+//! Limits on what the engine accepts, and the deadline that enforces the time limit.
+
+use std::time::{Duration, Instant};
+
+use super::MediaError;
+
+/// What the engine accepts and how long it may work on one file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Largest accepted picture, in pixels (width × height), for images and video frames.
+    /// Default 100 MP.
+    pub max_pixels: u64,
+    /// Longest accepted video or audio. Default 3 hours.
+    pub max_duration: Duration,
+    /// Wall-clock budget of one probe or conversion; past it the work stops with
+    /// [`MediaError::TimedOut`]. Default 2 hours.
+    pub time_limit: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_pixels: 100_000_000,
+            max_duration: Duration::from_secs(3 * 3600),
+            time_limit: Duration::from_secs(2 * 3600),
+        }
+    }
+}
+
+impl Limits {
+    /// Refuses a picture of `width` × `height` above [`Limits::max_pixels`].
+    pub(crate) fn check_pixels(&self, width: u32, height: u32) -> Result<(), MediaError> {
+        let pixels = u64::from(width) * u64::from(height);
+        if pixels > self.max_pixels {
+            return Err(MediaError::TooLarge {
+                pixels,
+                limit: self.max_pixels,
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses media longer than [`Limits::max_duration`].
+    pub(crate) fn check_duration(&self, seconds: f64) -> Result<(), MediaError> {
+        let limit = self.max_duration.as_secs_f64();
+        if seconds > limit {
+            return Err(MediaError::TooLong { seconds, limit });
+        }
+        Ok(())
+    }
+}
+
+/// The instant a probe or conversion must be done by.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    end: Instant,
+    limit: Duration,
+}
+
+impl Deadline {
+    /// A deadline `limit` from now.
+    pub(crate) fn after(limit: Duration) -> Self {
+        let now = Instant::now();
+        Deadline {
+            end: now
+                .checked_add(limit)
+                .unwrap_or(now + Duration::from_secs(86_400 * 365)),
+            limit,
+        }
+    }
+
+    /// Whether the deadline has passed.
+    pub(crate) fn expired(&self) -> bool {
+        Instant::now() >= self.end
+    }
+
+    /// `Err(TimedOut)` once the deadline has passed; called in every decode loop.
+    pub(crate) fn check(&self) -> Result<(), MediaError> {
+        if self.expired() {
+            return Err(self.error());
+        }
+        Ok(())
+    }
+
+    /// The error reported when the deadline passed.
+    pub(crate) fn error(&self) -> MediaError {
+        MediaError::TimedOut {
+            limit: self.limit.as_secs_f64(),
+        }
+    }
+
+    /// A libav interrupt callback: makes blocking demuxer calls give up after the deadline.
+    pub(crate) fn interrupt(&self) -> impl FnMut() -> bool + Send + 'static {
+        let end = self.end;
+        move || Instant::now() >= end
+    }
+}
