@@ -3,7 +3,6 @@
 
 mod audio;
 mod bad_input;
-mod bench;
 mod picture;
 mod video;
 
