@@ -30,6 +30,7 @@ impl Backends {
             // Above the longest job, so the broker never takes a long render away from
             // a healthy worker.
             consumer_timeout: config.job_timeout + std::time::Duration::from_secs(15 * 60),
+            retry_delay: config.retry_delay,
         };
         let bus = Bus::connect(config.amqp_url.as_deref(), options, store.clone())
             .await

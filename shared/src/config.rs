@@ -32,6 +32,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("worker_slots", "jobs one worker runs at once (and its prefetch)"),
     ("job_timeout", "longest a conversion or render may run"),
     ("delivery_limit", "deliveries of a message before it is dead-lettered"),
+    ("retry_delay", "wait before a failed message is tried again (doubles per attempt, at most 5 min)"),
     ("max_image_pixels", "largest image (width × height) a conversion accepts"),
     ("max_media_duration", "longest video or audio a conversion accepts"),
 ];
@@ -80,6 +81,9 @@ pub struct Config {
     pub job_timeout: Duration,
     /// Deliveries of one message before it is dead-lettered.
     pub delivery_limit: u32,
+    /// Wait before the second delivery of a message that failed on our side; doubles with
+    /// each further attempt, up to 5 minutes.
+    pub retry_delay: Duration,
     /// Largest image (and video frame) a conversion accepts, in pixels.
     pub max_image_pixels: u64,
     /// Longest video or audio a conversion accepts.
@@ -263,6 +267,7 @@ impl Config {
             let n = parse_int::<u32>(s)?;
             if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
         })?;
+        let retry_delay = parse(raw, "retry_delay", "2s", parse_duration)?;
         let max_image_pixels = parse(raw, "max_image_pixels", "100000000", |s| {
             let n = parse_int::<u64>(s)?;
             if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
@@ -288,6 +293,7 @@ impl Config {
             worker_slots,
             job_timeout,
             delivery_limit,
+            retry_delay,
             max_image_pixels,
             max_media_duration,
         })

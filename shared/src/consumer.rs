@@ -1,7 +1,9 @@
 //! The consumer runner of workers and the notifier: takes deliveries from one queue, runs
 //! a handler on each (up to `slots` at once) and settles them by the handler's outcome.
 //!
-//! A handler that panics is treated as a retry; the runner lives on. Past the delivery
+//! A handler that panics is treated as a retry; the runner lives on. A retried message is
+//! held for the bus's retry delay (doubling per attempt) before it is released, so that a
+//! passing outage of a backend does not use up its deliveries at once. Past the delivery
 //! limit a retry becomes a dead-letter. On shutdown the runner takes no new deliveries
 //! and waits for the handlers under way; what they leave unsettled the broker redelivers.
 
@@ -71,9 +73,10 @@ pub async fn consume(bus: Bus, queue: Queue, slots: u16, handler: Arc<dyn Handle
                 };
                 failures = 0;
                 let handler = handler.clone();
-                let delivery_limit = bus.delivery_limit();
+                let bus = bus.clone();
+                let shutdown = shutdown.clone();
                 running.spawn(async move {
-                    handle(queue, delivery, handler.as_ref(), delivery_limit).await;
+                    handle(queue, delivery, handler.as_ref(), &bus, &shutdown).await;
                     drop(slot);
                 });
             },
@@ -90,7 +93,8 @@ pub async fn consume(bus: Bus, queue: Queue, slots: u16, handler: Arc<dyn Handle
 }
 
 /// Runs the handler on one delivery behind a panic boundary and settles it.
-async fn handle(queue: Queue, delivery: Delivery, handler: &dyn Handler, delivery_limit: u32) {
+async fn handle(queue: Queue, delivery: Delivery, handler: &dyn Handler, bus: &Bus, shutdown: &CancellationToken) {
+    let delivery_limit = bus.delivery_limit();
     let attempt = delivery.attempt;
     let envelope = &delivery.envelope;
     let span = tracing::info_span!(
@@ -117,6 +121,13 @@ async fn handle(queue: Queue, delivery: Delivery, handler: &dyn Handler, deliver
         }
     };
     drop(entered);
+    if settle == Settle::Retry {
+        tokio::select! {
+            // Unsettled at shutdown: the broker (or the outbox) delivers it again.
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(bus.retry_delay(attempt)) => {}
+        }
+    }
     match delivery.settle(settle).await {
         Ok(()) => crate::metrics::bus_consumed(queue, label),
         Err(e) => tracing::warn!(parent: &span, error = %e, "consumer: settling failed; the message will come again"),

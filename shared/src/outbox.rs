@@ -135,7 +135,12 @@ mod tests {
 
     async fn local_bus(store: &Store) -> Bus {
         let options =
-            BusOptions { namespace: String::new(), delivery_limit: 5, consumer_timeout: Duration::from_secs(60) };
+            BusOptions {
+                namespace: String::new(),
+                delivery_limit: 5,
+                consumer_timeout: Duration::from_secs(60),
+                retry_delay: Duration::from_millis(10),
+            };
         Bus::connect(None, options, store.clone()).await.expect("local bus")
     }
 

@@ -92,7 +92,12 @@ async fn measure(config: &Config, database_url: &str, port: u16, pid: u32, size_
         bail!("upload failed: {status} {text}");
     }
     println!("  time        {:.1} s ({:.0} MiB/s)", elapsed.as_secs_f64(), size_mib as f64 / elapsed.as_secs_f64());
-    println!("  api RSS     before {}, peak {}", mib(baseline), mib(hwm));
+    println!(
+        "  api RSS     idle {}, peak {} (the upload path's own: {})",
+        mib(baseline),
+        mib(hwm),
+        mib(hwm.saturating_sub(baseline))
+    );
     println!("  bar         peak ≤ {}: {}", mib(BAR), if hwm <= BAR { "PASS" } else { "FAIL" });
     Ok(())
 }

@@ -8,6 +8,7 @@ use actix_web::http::header;
 use actix_web::{put, web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use futures::StreamExt;
+use reelfarm_shared::blob::BlobError;
 use reelfarm_shared::store::StoreError;
 use serde::Deserialize;
 use tokio_stream::wrappers::ReceiverStream;
@@ -134,6 +135,10 @@ pub async fn upload(
         (Err(message), _) => {
             store.abort_upload(&id, &attempt).await?;
             return Err(ApiError::invalid_request(format!("The upload was interrupted: {message}")));
+        }
+        (_, Ok(Err(BlobError::TooLarge(message)))) => {
+            store.abort_upload(&id, &attempt).await?;
+            return Err(ApiError::payload_too_large(format!("The upload is too large: {message}")));
         }
         (_, Ok(Err(e))) => {
             store.abort_upload(&id, &attempt).await?;

@@ -31,6 +31,9 @@ pub enum BlobError {
     Io(#[from] std::io::Error),
     #[error("blob store backend: {0}")]
     Backend(String),
+    /// The body exceeds the largest object the store can write.
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 /// An inclusive byte range as in HTTP `Range: bytes=start-end`; `end: None` reads to the end.

@@ -24,8 +24,13 @@ use tokio::io::AsyncReadExt;
 use super::{BlobBackend, BlobError, BlobMeta, BlobRead, ByteRange, ByteStream};
 use crate::config::BlobLocation;
 
-/// Size of an upload part (S3 wants at least 5 MiB for every part but the last).
+/// Size of the first upload parts (S3 wants at least 5 MiB for every part but the last).
 const PART_SIZE: usize = 8 * 1024 * 1024;
+/// S3 allows at most this many parts per object.
+const MAX_PARTS: i32 = 10_000;
+/// Parts from this number on are twice as big, so that an object can reach
+/// 2000 × 8 MiB + 8000 × 16 MiB = 141 GiB while at most two parts (32 MiB) are in memory.
+const DOUBLE_FROM_PART: i32 = 2001;
 /// Keys per DeleteObjects request (the S3 maximum).
 const DELETE_BATCH: i32 = 1000;
 const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
@@ -96,12 +101,20 @@ impl S3Blobs {
         loop {
             let number = parts.len() as i32 + 1;
             let len = current.len() as u64;
-            let (uploaded, next) = tokio::join!(self.upload_part(key, upload_id, number, current), read_part(body));
+            let next_size = part_size(number + 1);
+            let (uploaded, next) =
+                tokio::join!(self.upload_part(key, upload_id, number, current), read_part(body, next_size));
             parts.push(uploaded?);
             total += len;
             let next = next?;
             if next.is_empty() {
                 return Ok((total, parts));
+            }
+            if number == MAX_PARTS {
+                return Err(BlobError::TooLarge(format!(
+                    "the body is larger than {} GiB, the most this store writes in one object",
+                    max_object_size() >> 30
+                )));
             }
             current = next;
         }
@@ -180,7 +193,7 @@ impl S3Blobs {
 impl BlobBackend for S3Blobs {
     async fn put(&self, key: &str, mut body: ByteStream, content_type: &str) -> Result<u64, BlobError> {
         let key = self.full_key(key);
-        let first = read_part(&mut body).await?;
+        let first = read_part(&mut body, PART_SIZE).await?;
         if first.len() < PART_SIZE {
             let size = first.len() as u64;
             self.put_single(&key, first, content_type).await?;
@@ -319,10 +332,24 @@ fn credentials_from_env() -> Result<Credentials, BlobError> {
     }
 }
 
-/// Reads up to one part from `body`; shorter only at the end of the body.
-async fn read_part(body: &mut ByteStream) -> Result<Bytes, BlobError> {
-    let mut buf = BytesMut::with_capacity(PART_SIZE);
-    let mut limited = body.take(PART_SIZE as u64);
+/// Size of part `number` (1-based) of a multipart upload.
+fn part_size(number: i32) -> usize {
+    if number < DOUBLE_FROM_PART {
+        PART_SIZE
+    } else {
+        2 * PART_SIZE
+    }
+}
+
+/// The largest object a multipart upload of `MAX_PARTS` parts can hold.
+fn max_object_size() -> u64 {
+    (1..=MAX_PARTS).map(|n| part_size(n) as u64).sum()
+}
+
+/// Reads up to `size` bytes from `body`; shorter only at the end of the body.
+async fn read_part(body: &mut ByteStream, size: usize) -> Result<Bytes, BlobError> {
+    let mut buf = BytesMut::with_capacity(size);
+    let mut limited = body.take(size as u64);
     while limited.read_buf(&mut buf).await? > 0 {}
     Ok(buf.freeze())
 }
@@ -340,4 +367,25 @@ fn status<E>(err: &SdkError<E>) -> Option<u16> {
 
 fn backend<E: std::error::Error + 'static>(operation: &str, err: SdkError<E>) -> BlobError {
     BlobError::Backend(format!("{operation}: {}", DisplayErrorContext(&err)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_grow_so_that_large_objects_fit_in_two_buffered_parts() {
+        assert_eq!(part_size(1), 8 << 20);
+        assert_eq!(part_size(2000), 8 << 20);
+        assert_eq!(part_size(2001), 16 << 20);
+        assert_eq!(part_size(MAX_PARTS), 16 << 20);
+        assert_eq!(max_object_size(), (2000 * 8 + 8000 * 16) << 20);
+        assert!(max_object_size() > 140 << 30);
+    }
+
+    #[test]
+    fn content_ranges_parse() {
+        assert_eq!(parse_content_range("bytes 0-9/100"), Some((0, 9, 100)));
+        assert_eq!(parse_content_range("bytes */100"), None);
+    }
 }

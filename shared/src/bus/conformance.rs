@@ -117,7 +117,12 @@ impl Env {
             Adapter::Local => String::new(),
             Adapter::Amqp => format!("test-{}", uuid::Uuid::new_v4().simple()),
         };
-        let options = BusOptions { namespace, delivery_limit, consumer_timeout: Duration::from_secs(3600) };
+        let options = BusOptions {
+            namespace,
+            delivery_limit,
+            consumer_timeout: Duration::from_secs(3600),
+            retry_delay: Duration::from_millis(10),
+        };
         let (bus, amqp) = connect(adapter, &options, &store).await;
         let mut env = Env { adapter, _dir: dir, store, options, bus, amqp, relay: None };
         env.start_relay(env.relay());
@@ -188,11 +193,11 @@ impl Env {
 }
 
 async fn connect(adapter: Adapter, options: &BusOptions, store: &Store) -> (Bus, Option<Arc<AmqpBus>>) {
-    let delivery_limit = options.delivery_limit;
+    let (delivery_limit, retry_delay) = (options.delivery_limit, options.retry_delay);
     match adapter {
         Adapter::Local => {
             let backend = Arc::new(LocalBus::new(options.clone(), store.clone()));
-            (Bus { backend, delivery_limit }, None)
+            (Bus { backend, delivery_limit, retry_delay }, None)
         }
         Adapter::Amqp => {
             let url = crate::testing::amqp_url();
@@ -200,7 +205,7 @@ async fn connect(adapter: Adapter, options: &BusOptions, store: &Store) -> (Bus,
                 .await
                 .unwrap_or_else(|e| panic!("RabbitMQ at {} does not answer: {e}", crate::backends::redact(&url)));
             let amqp = Arc::new(amqp);
-            (Bus { backend: amqp.clone(), delivery_limit }, Some(amqp))
+            (Bus { backend: amqp.clone(), delivery_limit, retry_delay }, Some(amqp))
         }
     }
 }

@@ -102,24 +102,37 @@ pub struct BusOptions {
     pub delivery_limit: u32,
     /// Longest a consumer may hold a message unacknowledged (above the job timeout).
     pub consumer_timeout: std::time::Duration,
+    /// Wait before a retried message is released for its next delivery; doubles with each
+    /// attempt, up to [`MAX_RETRY_DELAY`].
+    pub retry_delay: std::time::Duration,
 }
+
+/// Longest wait between two deliveries of a retried message.
+pub const MAX_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The bus: a cheap-to-clone handle over the configured adapter.
 #[derive(Clone)]
 pub struct Bus {
     backend: Arc<dyn BusBackend>,
     delivery_limit: u32,
+    retry_delay: std::time::Duration,
 }
 
 impl Bus {
     /// `amqp_url: None` selects the in-process bus, which keeps its durability in `store`.
     pub async fn connect(amqp_url: Option<&str>, options: BusOptions, store: Store) -> Result<Bus, BusError> {
-        let delivery_limit = options.delivery_limit;
+        let (delivery_limit, retry_delay) = (options.delivery_limit, options.retry_delay);
         let backend: Arc<dyn BusBackend> = match amqp_url {
             None => Arc::new(local::LocalBus::new(options, store)),
             Some(url) => Arc::new(amqp::AmqpBus::connect(url, options).await?),
         };
-        Ok(Bus { backend, delivery_limit })
+        Ok(Bus { backend, delivery_limit, retry_delay })
+    }
+
+    /// How long a consumer holds a message that failed at `attempt` (1-based) before
+    /// releasing it for the next delivery: the retry delay doubled per attempt, capped.
+    pub fn retry_delay(&self, attempt: u32) -> std::time::Duration {
+        backoff(self.retry_delay, attempt)
     }
 
     /// Deliveries of one message before it is dead-lettered: a consumer turns a retry at
@@ -153,3 +166,25 @@ impl Bus {
 
 #[cfg(test)]
 mod conformance;
+
+/// `base` doubled for each attempt after the first, capped at [`MAX_RETRY_DELAY`].
+fn backoff(base: std::time::Duration, attempt: u32) -> std::time::Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
+    base.saturating_mul(factor).min(MAX_RETRY_DELAY)
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use std::time::Duration;
+
+    use super::{backoff, MAX_RETRY_DELAY};
+
+    #[test]
+    fn retry_delay_doubles_per_attempt_up_to_the_cap() {
+        let base = Duration::from_secs(2);
+        let delays: Vec<u64> = (1..=5).map(|a| backoff(base, a).as_secs()).collect();
+        assert_eq!(delays, [2, 4, 8, 16, 32]);
+        assert_eq!(backoff(base, 40), MAX_RETRY_DELAY);
+        assert_eq!(backoff(Duration::ZERO, 3), Duration::ZERO);
+    }
+}
