@@ -14,6 +14,7 @@ pub mod message;
 pub mod metrics;
 pub mod outbox;
 pub mod store;
+pub mod template;
 pub mod testing;
 pub mod token;
 

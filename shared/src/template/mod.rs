@@ -1,0 +1,35 @@
+//! The template format: the versioned JSON "project definition" a template arrives in,
+//! its validation, the variables derived from it, and the rich-text markup of text
+//! layers. Rendering lives in the worker; this module is what the api, the admin CLI and
+//! the renderer share.
+//!
+//! Reading: [`Template::from_json`] (shape errors with JSON paths, then every rule of
+//! [`Template::validate`]). Publishing: [`json_schema`] (committed as
+//! `docs/template.schema.json`); the format is documented in `docs/templates.md`.
+
+pub mod color;
+pub mod fonts;
+pub mod rich;
+pub mod values;
+
+mod error;
+mod layer;
+mod parse;
+mod schema;
+mod types;
+mod validate;
+mod variables;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::{TemplateError, ValidationError};
+pub use layer::{
+    Align, Content, Fit, Font, Frame, ImageLayer, Layer, ShapeKind, ShapeLayer, SoundLayer, TextFit, TextLayer, VAlign,
+    Variable, VideoLayer,
+};
+pub use schema::json_schema;
+pub use types::{
+    Animation, Canvas, Clip, Direction, Easing, Rect, Soundtrack, Source, Template, Transition, VERSION,
+};
+pub use variables::{Requirements, TemplateVariable, VariableType};

@@ -1,0 +1,175 @@
+//! Template variables (spec §2.6): the replaceable layers as the API lists them, and the
+//! check of a text value against its variable's rules.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::layer::{Content, Layer, TextLayer};
+use super::rich;
+use super::types::{Clip, Source, Template};
+
+/// A variable as the API shows it in a template's `variables` (spec §2.6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateVariable {
+    /// Key of the value in a job's `template_variables`.
+    pub id: Uuid,
+    /// Label of the variable.
+    pub name: String,
+    /// Ordering hint.
+    pub weight: f64,
+    /// `text`, `image`, `video` or `sound`.
+    #[serde(rename = "type")]
+    pub kind: VariableType,
+    /// What a value must satisfy; depends on the type.
+    pub requirements: Requirements,
+    /// The template's own content: text as HTML paragraphs, media as a file address.
+    pub default: String,
+    /// Id of the clip that holds the variable.
+    pub clip_id: String,
+}
+
+/// The type of a variable, from its layer's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VariableType {
+    Text,
+    Image,
+    Video,
+    Sound,
+}
+
+/// Requirements by type, serialised as a plain object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum Requirements {
+    /// From the text layer's settings; lengths count visible characters.
+    Text { multiline: bool, minimum_length: u32, maximum_length: u32 },
+    /// The layer's box in pixels and how long it shows, in seconds.
+    Video { width: u32, height: u32, duration: f64 },
+    /// The layer's box in pixels (the image covers it).
+    Image { width: u32, height: u32 },
+    /// How long the layer plays, in seconds.
+    Sound { duration: f64 },
+}
+
+impl Template {
+    /// The variables, clip by clip in layer order. `resolve` gives the address of an
+    /// `asset` or `file` default source (a `url` is used as it is).
+    pub fn variables(&self, resolve: impl Fn(&Source) -> String) -> Vec<TemplateVariable> {
+        self.variable_layers()
+            .filter_map(|(clip, layer)| {
+                let variable = layer.variable.as_ref()?;
+                let (kind, requirements, default) = describe(clip, layer, &resolve)?;
+                Some(TemplateVariable {
+                    id: variable.id,
+                    name: variable.name.clone(),
+                    weight: variable.weight,
+                    kind,
+                    requirements,
+                    default,
+                    clip_id: clip.id.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// The layer whose variable has this id, with its clip.
+    pub fn variable_layer(&self, id: Uuid) -> Option<(&Clip, &Layer)> {
+        self.variable_layers().find(|(_, layer)| layer.variable.as_ref().is_some_and(|v| v.id == id))
+    }
+
+    /// Checks a job's value for a text variable: valid markup, visible length within
+    /// `minimum_length..=maximum_length`, and one line (no `<br/>`, `<li>` or second
+    /// paragraph) when the variable is not multiline. The error names the variable.
+    pub fn check_text_value(&self, variable_id: &str, value: &str) -> Result<(), String> {
+        let layer = Uuid::parse_str(variable_id).ok().and_then(|id| self.variable_layer(id)).map(|(_, layer)| layer);
+        let Some(layer) = layer else {
+            return Err(format!("{variable_id:?} is not a variable of this template"));
+        };
+        let name = layer.variable.as_ref().map(|v| v.name.as_str()).unwrap_or_default();
+        let Content::Text(text) = &layer.content else {
+            return Err(format!("variable {name:?} is a {} variable, not a text variable", layer.content.kind_name()));
+        };
+        check_text(text, value).map_err(|problem| format!("variable {name:?}: value {problem}"))
+    }
+
+    fn variable_layers(&self) -> impl Iterator<Item = (&Clip, &Layer)> {
+        self.clips
+            .iter()
+            .flat_map(|clip| clip.layers.iter().map(move |layer| (clip, layer)))
+            .filter(|(_, layer)| layer.variable.is_some())
+    }
+}
+
+/// Type, requirements and default of a variable layer (`None` for shapes, which cannot
+/// be variables).
+fn describe(
+    clip: &Clip,
+    layer: &Layer,
+    resolve: &impl Fn(&Source) -> String,
+) -> Option<(VariableType, Requirements, String)> {
+    let address = |source: &Source| match source {
+        Source::Url { url } => url.clone(),
+        other => resolve(other),
+    };
+    let duration = layer.duration_in(clip.duration);
+    Some(match &layer.content {
+        Content::Text(text) => (
+            VariableType::Text,
+            Requirements::Text {
+                multiline: text.multiline,
+                minimum_length: text.minimum_length,
+                maximum_length: text.maximum_length,
+            },
+            as_paragraphs(&text.text),
+        ),
+        Content::Image(image) => (
+            VariableType::Image,
+            Requirements::Image { width: pixels(image.frame.width), height: pixels(image.frame.height) },
+            address(&image.source),
+        ),
+        Content::Video(video) => (
+            VariableType::Video,
+            Requirements::Video { width: pixels(video.frame.width), height: pixels(video.frame.height), duration },
+            address(&video.source),
+        ),
+        Content::Sound(sound) => (VariableType::Sound, Requirements::Sound { duration }, address(&sound.source)),
+        Content::Shape(_) => return None,
+    })
+}
+
+/// A box size rounded to whole pixels.
+fn pixels(size: f64) -> u32 {
+    // `as` saturates: negative and NaN sizes (refused by validation) become 0.
+    size.round() as u32
+}
+
+/// Text markup as HTML paragraphs: wrapped in `<p>…</p>` unless it already has block
+/// elements (`<p>`, `<ul>`, `<ol>`), which cannot go inside a paragraph.
+fn as_paragraphs(markup: &str) -> String {
+    let lower = markup.to_ascii_lowercase();
+    let has_blocks = ["<p>", "<p ", "<ul", "<ol"].iter().any(|tag| lower.contains(tag));
+    if has_blocks {
+        markup.to_owned()
+    } else {
+        format!("<p>{markup}</p>")
+    }
+}
+
+/// Checks `markup` against a text layer's value rules. The error is a predicate for the
+/// caller to prefix with its subject (`text …`, `value …`).
+pub(crate) fn check_text(rules: &TextLayer, markup: &str) -> Result<(), String> {
+    let parsed = rich::parse(markup).map_err(|e| format!("is not valid markup {e}"))?;
+    let length = parsed.visible_len();
+    let (min, max) = (rules.minimum_length as usize, rules.maximum_length as usize);
+    if length < min {
+        return Err(format!("has {length} visible characters; at least {min} required"));
+    }
+    if length > max {
+        return Err(format!("has {length} visible characters; at most {max} allowed"));
+    }
+    if !rules.multiline && parsed.has_line_breaks() {
+        return Err("must be a single line (multiline is false): no <br/>, <li> or second paragraph".to_owned());
+    }
+    Ok(())
+}
