@@ -1,22 +1,45 @@
 //! `reelfarm admin …`: operator commands against the configured metadata store.
 
 use anyhow::Context;
-use reelfarm_shared::store::{Credits, LibraryKind, LibraryOwner};
-use reelfarm_shared::{Config, Store};
+use reelfarm_shared::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError};
+use reelfarm_shared::{Blobs, Config, Store};
 
-use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TokenCommand, UserCommand};
+use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand};
+
+pub mod template;
 
 pub async fn run(command: Admin, config: Config) -> anyhow::Result<()> {
     let store = Store::connect(&config.database_url).await.context("metadata store")?;
-    let result = execute(command, &store).await;
+    let result = execute(command, &store, &config).await;
     store.close().await;
     println!("{}", result?);
     Ok(())
 }
 
 /// Runs one command; returns what to print.
-async fn execute(command: Admin, store: &Store) -> anyhow::Result<String> {
+async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Result<String> {
     Ok(match command {
+        Admin::Template(TemplateCommand::Import { file, owner, public }) => {
+            let blobs = Blobs::connect(&config.blob, &config.public_url).await.context("blob store")?;
+            let options = template::ImportOptions { owner, public, time_limit: config.job_timeout };
+            template::import(store, &blobs, &file, &options).await?.id
+        }
+        Admin::Template(TemplateCommand::Share { template_id, user_or_group }) => {
+            let template = store.template(&template_id).await?;
+            let (target, shown) = match store.find_user(&user_or_group).await {
+                Ok(user) => (ShareTarget::User(user.id), format!("user {}", user.name)),
+                Err(StoreError::NotFound(_)) => {
+                    let group = store.find_group(&user_or_group).await.map_err(|e| match e {
+                        StoreError::NotFound(_) => StoreError::NotFound("user or group"),
+                        e => e,
+                    })?;
+                    (ShareTarget::Group(group.id), format!("group {}", group.name))
+                }
+                Err(e) => return Err(e.into()),
+            };
+            store.share_template(&template.id, &target).await?;
+            format!("template {} shared with {shown}", template.id)
+        }
         Admin::User(UserCommand::Create { name, group, credits }) => {
             anyhow::ensure!(!name.trim().is_empty(), "user name must not be empty");
             anyhow::ensure!(credits >= 0, "credits must not be negative");

@@ -21,12 +21,44 @@ pub enum Command {
         #[arg(value_enum)]
         role: Role,
     },
-    /// Administration: users, groups, tokens, credits, libraries.
+    /// Administration: users, groups, tokens, credits, libraries, templates.
     #[command(subcommand)]
     Admin(Admin),
     /// Benchmarks against a baseline measured in the same run.
     #[command(subcommand)]
     Bench(Bench),
+    /// Renders a template file into an MP4 (thumbnail next to it as .jpg), locally: no
+    /// server needed.
+    Render(RenderArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// The template (JSON, format version 1). `file` sources are read relative to its
+    /// directory; `url` sources are downloaded first.
+    pub template: PathBuf,
+    /// Values of the template's variables: a JSON object from variable id to value, as a
+    /// job's `template_variables` (or an object holding `template_variables`).
+    #[arg(long)]
+    pub values: Option<PathBuf>,
+    /// Output size: the template's own, or the shorter side in pixels.
+    #[arg(long, value_enum, default_value = "default")]
+    pub quality: QualityArg,
+    /// The MP4 to write; the thumbnail goes next to it with the extension `.jpg`.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QualityArg {
+    /// The template's own size.
+    Default,
+    #[value(name = "480p")]
+    P480,
+    #[value(name = "720p")]
+    P720,
+    #[value(name = "1080p")]
+    P1080,
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,6 +105,9 @@ pub enum Admin {
     /// Libraries.
     #[command(subcommand)]
     Library(LibraryCommand),
+    /// Templates.
+    #[command(subcommand)]
+    Template(TemplateCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,6 +156,24 @@ pub enum LibraryCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum TemplateCommand {
+    /// Validates a template file, stores its media, renders its thumb and preview, and
+    /// prints the template id. `file` sources are read relative to the file's directory.
+    Import {
+        file: PathBuf,
+        /// Owning user (name or id); required unless --public.
+        #[arg(long, required_unless_present = "public")]
+        owner: Option<String>,
+        /// Visible to every user.
+        #[arg(long)]
+        public: bool,
+    },
+    /// Shares a template with a user or a group (name or id; a user wins over a group
+    /// of the same name).
+    Share { template_id: String, user_or_group: String },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LibraryKindArg {
     Public,
@@ -146,10 +199,18 @@ mod tests {
             vec!["reelfarm", "admin", "token", "revoke", "rf_abcd"],
             vec!["reelfarm", "admin", "credits", "set", "ann", "20"],
             vec!["reelfarm", "admin", "library", "create", "Stock", "--kind", "stock"],
+            vec!["reelfarm", "admin", "template", "import", "t.json", "--owner", "ann"],
+            vec!["reelfarm", "admin", "template", "import", "t.json", "--public"],
+            vec!["reelfarm", "admin", "template", "share", "id", "ann"],
             vec!["reelfarm", "serve", "all"],
+            vec!["reelfarm", "render", "t.json", "-o", "out.mp4"],
+            vec!["reelfarm", "render", "t.json", "--values", "v.json", "--quality", "720p", "-o", "out.mp4"],
         ] {
             Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         }
         assert!(Cli::try_parse_from(["reelfarm", "admin", "library", "create", "G", "--kind", "group"]).is_err());
+        assert!(Cli::try_parse_from(["reelfarm", "render", "t.json"]).is_err(), "an output is required");
+        assert!(Cli::try_parse_from(["reelfarm", "render", "t.json", "--quality", "4k", "-o", "o.mp4"]).is_err());
+        assert!(Cli::try_parse_from(["reelfarm", "admin", "template", "import", "t.json"]).is_err(), "owner or public");
     }
 }

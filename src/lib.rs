@@ -4,4 +4,5 @@
 pub mod admin;
 pub mod bench;
 pub mod cli;
+pub mod render;
 pub mod serve;

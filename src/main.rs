@@ -2,10 +2,17 @@
 //! configuration, initialises telemetry and runs.
 
 use clap::Parser;
-use reelfarm::{admin, bench, cli, serve};
+use reelfarm::{admin, bench, cli, render, serve};
 
 fn main() -> std::process::ExitCode {
+    return_big_buffers_to_the_os();
     let cli = cli::Cli::parse();
+    if let cli::Command::Render(args) = cli.command {
+        // Works on files alone: no configuration, no data directory.
+        init_telemetry(false, true);
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+        return exit_code(runtime.block_on(render::run(args)));
+    }
     let config = match reelfarm_shared::Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(e) => {
@@ -23,14 +30,32 @@ fn main() -> std::process::ExitCode {
                 tokio::task::spawn_blocking(move || bench::convert::run(seconds, rounds)).await?
             }
             cli::Command::Bench(cli::Bench::Upload { size_mib }) => bench::upload::run(&config, size_mib).await,
+            cli::Command::Render(args) => render::run(args).await,
         }
     });
+    exit_code(result)
+}
+
+fn exit_code(result: anyhow::Result<()>) -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("reelfarm: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// glibc raises its mmap threshold each time a big block is freed, after which the
+/// 8 MiB upload parts come from its heap arenas and stay resident there, fragmented: a
+/// 4 GiB upload then grew the api by 40 MiB. A fixed threshold serves every block of 1 MiB
+/// or more by `mmap` and unmaps it when freed, so streaming holds constant memory.
+fn return_big_buffers_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; it is called before any thread
+    // is started.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 mod convert;
 pub mod media;
+pub mod render;
 
 pub use convert::ConvertHandler;
 

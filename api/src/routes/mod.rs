@@ -7,6 +7,7 @@ mod files;
 mod libraries;
 mod objects;
 mod ops;
+mod templates;
 mod uploads;
 mod users;
 
@@ -23,6 +24,8 @@ pub(crate) fn configure(cfg: &mut ServiceConfig) {
         .service(objects::get)
         .service(objects::remove)
         .service(objects::list)
+        .service(templates::list)
+        .service(templates::get)
         .service(uploads::upload)
         .service(files::get);
 }

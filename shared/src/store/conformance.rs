@@ -5,6 +5,8 @@ use std::time::Duration;
 use super::*;
 use crate::message::{Envelope, Message, Queue};
 
+mod templates;
+
 async fn sqlite_store() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::connect(&format!("sqlite://{}/reelfarm.db", dir.path().display())).await.unwrap();
@@ -46,6 +48,7 @@ async fn suite(store: Store) {
     libraries(&store).await;
     outbox(&store).await;
     webhook_secrets(&store).await;
+    templates::templates(&store).await;
 }
 
 async fn users_and_groups(store: &Store) {

@@ -18,11 +18,13 @@ mod libraries;
 mod outbox;
 mod postgres;
 mod sqlite;
+mod templates;
 mod users;
 
 pub use assets::STALE_UPLOAD_MS;
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::OutboxRow;
+pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateQuality, TemplateRecord};
 pub use users::{Credits, Group, TokenRecord, User};
 
 /// The SQL dialect behind the pool.

@@ -28,19 +28,19 @@
 //! For benchmarks, [`convert`] is the entry point; `tests/bench.rs` holds the ignored
 //! comparisons against the ffmpeg CLI.
 
-mod audio;
-mod audio_enc;
-mod av;
+pub(crate) mod audio;
+pub(crate) mod audio_enc;
+pub(crate) mod av;
 mod avprobe;
 mod error;
-mod heif;
-mod limits;
-mod mux;
+pub(crate) mod heif;
+pub(crate) mod limits;
+pub(crate) mod mux;
 mod poster;
-mod raster;
-mod sniff;
-mod still;
-mod svg;
+pub(crate) mod raster;
+pub(crate) mod sniff;
+pub(crate) mod still;
+pub(crate) mod svg;
 mod video;
 mod video_enc;
 mod waveform;

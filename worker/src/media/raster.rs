@@ -109,6 +109,21 @@ pub(crate) fn convert(job: &Job, sniffed: Sniffed) -> Result<Converted, MediaErr
     })
 }
 
+/// Decodes a JPEG, PNG, GIF (first frame), WebP or HEIF picture upright: the EXIF
+/// orientation (or HEIF transformation) is applied. For the template renderer.
+pub(crate) fn decode_upright(path: &Path, sniffed: Sniffed, limits: &Limits) -> Result<DynamicImage, MediaError> {
+    if sniffed == Sniffed::Heif {
+        return heif::decode(path, limits);
+    }
+    let mut decoder = open(path, sniffed, limits)?;
+    let (width, height) = decoder.dimensions();
+    limits.check_pixels(width, height)?;
+    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    let mut img = DynamicImage::from_decoder(decoder)?;
+    img.apply_orientation(orientation);
+    Ok(img)
+}
+
 /// An `image` decoder for the sniffed format, with allocation limits derived from
 /// `limits` (the pixel check itself happens before decoding).
 fn open(path: &Path, sniffed: Sniffed, limits: &Limits) -> Result<impl ImageDecoder, MediaError> {

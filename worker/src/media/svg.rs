@@ -84,7 +84,7 @@ pub(crate) fn convert(job: &Job) -> Result<Converted, MediaError> {
     })
 }
 
-fn parse(path: &Path) -> Result<Tree, MediaError> {
+pub(crate) fn parse(path: &Path) -> Result<Tree, MediaError> {
     if std::fs::metadata(path)?.len() > MAX_SVG_BYTES {
         return Err(MediaError::Unsupported(
             "SVG files above 64 MiB are not accepted".into(),
@@ -114,7 +114,7 @@ fn options() -> Options<'static> {
 }
 
 /// Intrinsic size in whole pixels (at least 1×1).
-fn intrinsic_size(tree: &Tree) -> (u32, u32) {
+pub(crate) fn intrinsic_size(tree: &Tree) -> (u32, u32) {
     let size = tree.size();
     (
         (size.width().ceil() as u32).max(1),
@@ -123,7 +123,7 @@ fn intrinsic_size(tree: &Tree) -> (u32, u32) {
 }
 
 /// Rasterises the drawing to `width` × `height` straight (non-premultiplied) RGBA.
-fn render(tree: &Tree, width: u32, height: u32) -> Result<DynamicImage, MediaError> {
+pub(crate) fn render(tree: &Tree, width: u32, height: u32) -> Result<DynamicImage, MediaError> {
     let mut pixmap =
         Pixmap::new(width, height).ok_or_else(|| MediaError::Internal("cannot allocate the canvas".into()))?;
     let size = tree.size();

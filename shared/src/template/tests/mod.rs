@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{Template, TemplateError, ValidationError};
 
+mod examples;
 mod parse;
 mod timing;
 mod validate;

@@ -1,0 +1,278 @@
+//! Templates (spec §2.5, §2.6, §4.5, §4.6): the ones the caller may use, and one in full.
+
+use std::collections::HashMap;
+
+use actix_web::{get, web, HttpResponse};
+use reelfarm_shared::store::{ShareTarget, StoreError, TemplateRecord};
+use reelfarm_shared::template::{Source, Template, TemplateVariable};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::pagination::PageQuery;
+use crate::state::AppState;
+
+/// `owner` and `created_by` of a public template imported without an owner.
+pub const OPERATOR: &str = "operator";
+
+/// A template (spec §2.5). In lists, `json` is left out.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplateJson {
+    pub id: String,
+    pub name: String,
+    /// Length of the video in seconds.
+    pub duration: f64,
+    /// Absolute address of a JPEG still of the template with its default content.
+    pub thumb: String,
+    /// Absolute address of a low-resolution (480p) MP4 of the template with its defaults.
+    pub preview: String,
+    /// The template's id (templates are not made from projects here).
+    pub original_moov_id: String,
+    /// The template's id.
+    pub original_project_id: String,
+    pub public: bool,
+    pub category: String,
+    pub tags: Vec<String>,
+    /// The replaceable fields; `id` and `type` are what a job needs.
+    pub variables: Vec<VariableJson>,
+    /// The clips (scenes) in playing order.
+    pub clips: Vec<ClipJson>,
+    pub archived: bool,
+    /// Id of the user who imported it for, or `operator`.
+    pub created_by: String,
+    pub created_at: String,
+    /// Whether the template has variables (can be filled in by a job).
+    pub quick_editable: bool,
+    /// Always true: jobs render the current version of the template.
+    pub allow_updates: bool,
+    /// Always 0: no premium assets are charged.
+    pub premium_assets_price: u32,
+    /// Users and groups the template is shared with; shown to its owner only.
+    pub shares: Vec<ShareJson>,
+    /// Id of the owning user, or `operator`.
+    pub owner: String,
+    /// Always false.
+    pub has_comments: bool,
+    /// Native size: `480p`, `720p` or `1080p` (the canvas's shorter side).
+    pub quality: String,
+    /// The template document (see `docs/templates.md`); only in `GET …/templates/{id}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub json: Option<serde_json::Value>,
+}
+
+/// A template variable (spec §2.6).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VariableJson {
+    /// Key of the value in a job's `template_variables` (a UUID).
+    pub id: String,
+    pub name: String,
+    pub weight: f64,
+    /// `text`, `image`, `video` or `sound`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// text: `multiline`, `minimum_length`, `maximum_length`; image: `width`, `height`
+    /// (pixels); video: `width`, `height`, `duration` (seconds); sound: `duration`.
+    #[schema(value_type = Object)]
+    pub requirements: serde_json::Value,
+    /// Placeholder content: text as HTML paragraphs, media as an absolute file address.
+    pub default: String,
+    /// Id of the clip that holds the variable.
+    pub clip_id: String,
+}
+
+/// One clip (scene) of a template.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClipJson {
+    pub id: String,
+    /// When the clip starts in the video, in seconds.
+    pub start: f64,
+    /// Length of the clip in seconds, including the overlap of its transitions.
+    pub duration: f64,
+    /// Ids of the clip's variables, in layer order.
+    pub variables: Vec<String>,
+}
+
+/// Someone a template is shared with.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShareJson {
+    /// Id of the user or group.
+    pub id: String,
+    /// `user` or `group`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Same as `id`.
+    pub guid: String,
+}
+
+/// Public addresses of the default media of templates, by asset id; assets are looked up
+/// once per request.
+#[derive(Default)]
+struct AssetAddresses(HashMap<String, String>);
+
+impl AssetAddresses {
+    /// Looks up the assets that are defaults of `template`'s variables.
+    async fn load(&mut self, template: &Template, state: &AppState) -> Result<(), ApiError> {
+        let layers = template.clips.iter().flat_map(|c| &c.layers).filter(|l| l.variable.is_some());
+        for source in layers.filter_map(|l| l.content.source()) {
+            let Source::Asset { asset } = source else { continue };
+            if self.0.contains_key(asset) {
+                continue;
+            }
+            let address = match state.backends.store.asset(asset).await {
+                Ok(a) => a.original_key.map(|k| state.backends.blobs.public_url(&k)).unwrap_or_default(),
+                // The asset was deleted since the import: there is no default to show.
+                Err(StoreError::NotFound(_)) => String::new(),
+                Err(e) => return Err(e.into()),
+            };
+            self.0.insert(asset.clone(), address);
+        }
+        Ok(())
+    }
+}
+
+/// The stored document, read for its shape only: it was validated when imported, and a
+/// rule added since must not make an existing template unreadable.
+fn document(record: &TemplateRecord) -> Result<Template, ApiError> {
+    serde_json::from_str(&record.json)
+        .map_err(|e| ApiError::from(StoreError::Corrupt(format!("template {} document: {e}", record.id))))
+}
+
+fn variable_json(v: TemplateVariable) -> VariableJson {
+    VariableJson {
+        id: v.id.to_string(),
+        name: v.name,
+        weight: v.weight,
+        kind: serde_json::to_value(v.kind).ok().and_then(|k| k.as_str().map(str::to_string)).unwrap_or_default(),
+        requirements: serde_json::to_value(&v.requirements).unwrap_or_default(),
+        default: v.default,
+        clip_id: v.clip_id,
+    }
+}
+
+impl TemplateJson {
+    fn new(
+        record: &TemplateRecord,
+        template: &Template,
+        assets: &AssetAddresses,
+        shares: Vec<ShareTarget>,
+        with_json: bool,
+        state: &AppState,
+    ) -> TemplateJson {
+        let blobs = &state.backends.blobs;
+        let resolve = |source: &Source| match source {
+            Source::File { file } => record.files.get(file).map(|key| blobs.public_url(key)).unwrap_or_default(),
+            Source::Asset { asset } => assets.0.get(asset).cloned().unwrap_or_default(),
+            Source::Url { url } => url.clone(),
+        };
+        let variables: Vec<VariableJson> = template.variables(resolve).into_iter().map(variable_json).collect();
+        let clips = template
+            .clips
+            .iter()
+            .zip(template.clip_starts())
+            .map(|(clip, start)| ClipJson {
+                id: clip.id.clone(),
+                start,
+                duration: clip.duration,
+                variables: variables.iter().filter(|v| v.clip_id == clip.id).map(|v| v.id.clone()).collect(),
+            })
+            .collect();
+        let owner = record.owner_user_id.clone().unwrap_or_else(|| OPERATOR.to_string());
+        let address = |key: &Option<String>| key.as_deref().map(|k| blobs.public_url(k));
+        TemplateJson {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            duration: record.duration_ms as f64 / 1000.0,
+            thumb: address(&record.thumb_key).unwrap_or_else(|| state.static_url("library.svg")),
+            preview: address(&record.preview_key).unwrap_or_default(),
+            original_moov_id: record.id.clone(),
+            original_project_id: record.id.clone(),
+            public: record.public,
+            category: record.category.clone(),
+            tags: record.tags.clone(),
+            quick_editable: !variables.is_empty(),
+            variables,
+            clips,
+            archived: record.archived,
+            created_by: owner.clone(),
+            created_at: reelfarm_shared::id::iso8601(record.created_at),
+            allow_updates: true,
+            premium_assets_price: 0,
+            shares: shares
+                .into_iter()
+                .map(|s| {
+                    let (kind, id) = match s {
+                        ShareTarget::User(id) => ("user", id),
+                        ShareTarget::Group(id) => ("group", id),
+                    };
+                    ShareJson { guid: id.clone(), id, kind: kind.into() }
+                })
+                .collect(),
+            owner,
+            has_comments: false,
+            quality: record.quality.as_str().into(),
+            json: with_json.then(|| serde_json::from_str(&record.json).unwrap_or_default()),
+        }
+    }
+}
+
+/// The JSON of `record` as `caller` sees it.
+async fn template_json(
+    record: &TemplateRecord,
+    caller: &Caller,
+    assets: &mut AssetAddresses,
+    with_json: bool,
+    state: &AppState,
+) -> Result<TemplateJson, ApiError> {
+    let template = document(record)?;
+    assets.load(&template, state).await?;
+    let shares = if record.owner_user_id.as_deref() == Some(caller.user.id.as_str()) {
+        state.backends.store.template_shares(&record.id).await?
+    } else {
+        Vec::new()
+    };
+    Ok(TemplateJson::new(record, &template, assets, shares, with_json, state))
+}
+
+/// The templates the caller may use (own, shared with them or their groups, public),
+/// newest first, without `json`.
+#[utoipa::path(
+    tag = "templates",
+    params(PageQuery),
+    responses(
+        (status = 200, body = Vec<TemplateJson>),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+#[get("/generator/v1/templates")]
+pub async fn list(state: web::Data<AppState>, caller: Caller, query: web::Query<PageQuery>) -> Result<HttpResponse, ApiError> {
+    let page = query.parse()?;
+    let records = state.backends.store.visible_templates(&caller.user.id, page.limit, page.offset()).await?;
+    let mut assets = AssetAddresses::default();
+    let mut out = Vec::with_capacity(records.len());
+    for record in &records {
+        out.push(template_json(record, &caller, &mut assets, false, &state).await?);
+    }
+    Ok(HttpResponse::Ok().json(out))
+}
+
+/// One template with its variables and its document (`json`).
+#[utoipa::path(
+    tag = "templates",
+    params(("id" = String, Path, description = "Template id")),
+    responses(
+        (status = 200, body = TemplateJson),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+#[get("/generator/v1/templates/{id}")]
+pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    let record = state.backends.store.visible_template(&id, &caller.user.id).await?;
+    let json = template_json(&record, &caller, &mut AssetAddresses::default(), true, &state).await?;
+    Ok(HttpResponse::Ok().json(json))
+}

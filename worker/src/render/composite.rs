@@ -1,0 +1,281 @@
+//! Compositing in YUV 4:2:0 at output size: alpha blending of layer pictures onto the
+//! canvas (per plane, chroma with the 2×2-averaged alpha; a layer's opacity only scales
+//! its alpha) and the transitions between two clip canvases.
+
+use reelfarm_shared::template::{Direction, Transition};
+
+use super::geom::{round_even, IRect};
+use super::picture::{half, Picture, Yuv};
+
+/// Blends `src` onto `dst` with its top-left corner at (`x`, `y`) (made even), scaled by
+/// `opacity` (0..=1) and limited to `clip` (canvas pixels).
+pub(crate) fn blit(dst: &mut Picture, src: &Picture, x: i64, y: i64, opacity: f64, clip: IRect) {
+    let op = (opacity.clamp(0.0, 1.0) * 256.0).round() as u32;
+    if op == 0 {
+        return;
+    }
+    let (x, y) = (x & !1, y & !1);
+    let area = IRect {
+        x0: x,
+        y0: y,
+        x1: x + i64::from(src.width),
+        y1: y + i64::from(src.height),
+    }
+    .intersect(&IRect::of_size(dst.width, dst.height))
+    .intersect(&clip.even_origin());
+    if area.is_empty() {
+        return;
+    }
+    // Luma.
+    let (sx0, sy0) = ((area.x0 - x) as usize, (area.y0 - y) as usize);
+    let (w, h) = (area.width() as usize, area.height() as usize);
+    let luma = Region {
+        sx: sx0,
+        sy: sy0,
+        dx: area.x0 as usize,
+        dy: area.y0 as usize,
+        w,
+        h,
+    };
+    let alpha = src.has_alpha().then_some(src.a.as_slice());
+    blend_plane(
+        &mut dst.y,
+        dst.width as usize,
+        &src.y,
+        src.width as usize,
+        alpha,
+        op,
+        &luma,
+    );
+    // Chroma: the area's origin is even, its end rounds up.
+    let (cdx1, cdy1) = (half(area.x1 as u32) as usize, half(area.y1 as u32) as usize);
+    let (cdx0, cdy0) = (area.x0 as usize / 2, area.y0 as usize / 2);
+    let (csx0, csy0) = (sx0 / 2, sy0 / 2);
+    let cw = (cdx1 - cdx0).min(src.chroma_width() as usize - csx0);
+    let ch = (cdy1 - cdy0).min(src.chroma_height() as usize - csy0);
+    let chroma = Region {
+        sx: csx0,
+        sy: csy0,
+        dx: cdx0,
+        dy: cdy0,
+        w: cw,
+        h: ch,
+    };
+    let calpha = src.has_alpha().then_some(src.ca.as_slice());
+    let (dcw, scw) = (dst.chroma_width() as usize, src.chroma_width() as usize);
+    blend_plane(&mut dst.u, dcw, &src.u, scw, calpha, op, &chroma);
+    blend_plane(&mut dst.v, dcw, &src.v, scw, calpha, op, &chroma);
+}
+
+/// A block of `w` × `h` samples from (sx, sy) of the source to (dx, dy) of the target.
+struct Region {
+    sx: usize,
+    sy: usize,
+    dx: usize,
+    dy: usize,
+    w: usize,
+    h: usize,
+}
+
+fn blend_plane(
+    dst: &mut [u8],
+    dst_stride: usize,
+    src: &[u8],
+    src_stride: usize,
+    alpha: Option<&[u8]>,
+    op: u32,
+    r: &Region,
+) {
+    for row in 0..r.h {
+        let s = (r.sy + row) * src_stride + r.sx;
+        let d = (r.dy + row) * dst_stride + r.dx;
+        let (Some(src_row), Some(dst_row)) = (src.get(s..s + r.w), dst.get_mut(d..d + r.w)) else {
+            continue;
+        };
+        match alpha {
+            None if op >= 256 => dst_row.copy_from_slice(src_row),
+            None => {
+                let k = op.min(256);
+                for (d, s) in dst_row.iter_mut().zip(src_row) {
+                    *d = ((u32::from(*d) * (256 - k) + u32::from(*s) * k + 128) >> 8) as u8;
+                }
+            }
+            Some(alpha) => {
+                let Some(alpha_row) = alpha.get(s..s + r.w) else {
+                    continue;
+                };
+                for ((d, s), a) in dst_row.iter_mut().zip(src_row).zip(alpha_row) {
+                    // Weight in 0..=256: alpha (0..=255 → 0..=256) times opacity.
+                    let a = u32::from(*a);
+                    let k = ((a + (a >> 7)) * op) >> 8;
+                    if k != 0 {
+                        *d = ((u32::from(*d) * (256 - k) + u32::from(*s) * k + 128) >> 8) as u8;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `out = a·(1 − t) + b·t` on every plane (opaque pictures of one size).
+pub(crate) fn mix(out: &mut Picture, b: &Picture, t: f64) {
+    let k = (t.clamp(0.0, 1.0) * 256.0).round() as u32;
+    for (o, s) in [(&mut out.y, &b.y), (&mut out.u, &b.u), (&mut out.v, &b.v)] {
+        for (o, s) in o.iter_mut().zip(s.iter()) {
+            *o = ((u32::from(*o) * (256 - k) + u32::from(*s) * k + 128) >> 8) as u8;
+        }
+    }
+}
+
+/// `out = out·(1 − t) + colour·t` on every plane.
+pub(crate) fn tint(out: &mut Picture, color: Yuv, t: f64) {
+    let k = (t.clamp(0.0, 1.0) * 256.0).round() as u32;
+    for (plane, c) in [(&mut out.y, color.y), (&mut out.u, color.u), (&mut out.v, color.v)] {
+        let c = u32::from(c) * k + 128;
+        for o in plane.iter_mut() {
+            *o = ((u32::from(*o) * (256 - k) + c) >> 8) as u8;
+        }
+    }
+}
+
+/// Which clip canvases a transition at `progress` needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Needs {
+    Outgoing,
+    Incoming,
+    Both,
+}
+
+pub(crate) fn needs(transition: &Transition, progress: f64) -> Needs {
+    match transition {
+        Transition::FadeColor { .. } if progress < 0.5 => Needs::Outgoing,
+        Transition::FadeColor { .. } => Needs::Incoming,
+        Transition::Cut => Needs::Incoming,
+        _ => Needs::Both,
+    }
+}
+
+/// Combines the canvases of the outgoing clip and the incoming one (`b`) into `out` at
+/// `progress` (0..1). `out` already holds the outgoing clip for [`Needs::Outgoing`] and
+/// [`Needs::Both`], the incoming one for [`Needs::Incoming`]; `b` is only read for
+/// [`Needs::Both`]. Slides move both clips: the outgoing one comes as `a` then.
+pub(crate) fn transition(out: &mut Picture, a: Option<&Picture>, b: &Picture, transition: &Transition, progress: f64) {
+    let (w, h) = (i64::from(out.width), i64::from(out.height));
+    match transition {
+        Transition::Cut => {}
+        Transition::Crossfade { .. } => mix(out, b, progress),
+        Transition::FadeColor { color, .. } => {
+            // Out to the colour in the first half, in from it in the second.
+            let t = if progress < 0.5 {
+                progress * 2.0
+            } else {
+                (1.0 - progress) * 2.0
+            };
+            tint(out, Yuv::of(*color), t);
+        }
+        Transition::Wipe { direction, .. } => {
+            let full = IRect::of_size(out.width, out.height);
+            let (dx, dy) = (round_even(w as f64 * progress), round_even(h as f64 * progress));
+            let revealed = match direction {
+                Direction::Left => IRect { x0: w - dx, ..full },
+                Direction::Right => IRect { x1: dx, ..full },
+                Direction::Up => IRect { y0: h - dy, ..full },
+                Direction::Down => IRect { y1: dy, ..full },
+            };
+            blit(out, b, 0, 0, 1.0, revealed);
+        }
+        Transition::Slide { direction, .. } => {
+            let (px, py) = (round_even(w as f64 * progress), round_even(h as f64 * progress));
+            let ((ax, ay), (bx, by)) = match direction {
+                Direction::Left => ((-px, 0), (w - px, 0)),
+                Direction::Right => ((px, 0), (px - w, 0)),
+                Direction::Up => ((0, -py), (0, h - py)),
+                Direction::Down => ((0, py), (0, py - h)),
+            };
+            let full = IRect::of_size(out.width, out.height);
+            if let Some(a) = a {
+                blit(out, a, ax, ay, 1.0, full);
+            }
+            blit(out, b, bx, by, 1.0, full);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flat(y: u8) -> Picture {
+        Picture::filled(
+            8,
+            4,
+            Yuv {
+                y,
+                u: 128,
+                v: 128,
+                a: 255,
+            },
+        )
+    }
+
+    #[test]
+    fn blending_respects_alpha_opacity_and_clip() {
+        let mut canvas = flat(16);
+        let mut layer = flat(235);
+        layer.reset(4, 2, true);
+        layer.fill(Yuv {
+            y: 235,
+            u: 128,
+            v: 128,
+            a: 255,
+        });
+        blit(&mut canvas, &layer, 2, 2, 0.5, IRect::of_size(8, 4));
+        assert_eq!(canvas.at(1, 2).y, 16);
+        assert_eq!(canvas.at(2, 2).y, 126);
+        let mut canvas = flat(16);
+        blit(
+            &mut canvas,
+            &layer,
+            0,
+            0,
+            1.0,
+            IRect {
+                x0: 0,
+                y0: 0,
+                x1: 2,
+                y1: 4,
+            },
+        );
+        assert_eq!((canvas.at(1, 0).y, canvas.at(2, 0).y), (235, 16));
+    }
+
+    #[test]
+    fn wipe_and_slide_move_the_boundary_in_their_direction() {
+        let a = flat(16);
+        let b = flat(235);
+        let mut out = a.clone();
+        transition(
+            &mut out,
+            None,
+            &b,
+            &Transition::Wipe {
+                duration: 1.0,
+                direction: Direction::Right,
+            },
+            0.5,
+        );
+        assert_eq!((out.at(3, 0).y, out.at(4, 0).y), (235, 16));
+        let mut out = a.clone();
+        transition(
+            &mut out,
+            Some(&a),
+            &b,
+            &Transition::Slide {
+                duration: 1.0,
+                direction: Direction::Left,
+            },
+            0.25,
+        );
+        assert_eq!((out.at(5, 0).y, out.at(6, 0).y), (16, 235));
+    }
+}

@@ -1,0 +1,251 @@
+//! The output: H.264 (libx264, yuv420p, BT.709 tagged, constant frame rate with
+//! pts = frame index in 1/fps) and AAC (48 kHz stereo) muxed into a faststart MP4 on a
+//! thread of its own, fed through a bounded channel so compositing the next frames
+//! overlaps x264's work; canvases come back through a second channel to be reused.
+//! Plus the JPEG thumbnail.
+
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use ffmpeg::format::Pixel;
+use ffmpeg::{codec, color, encoder, ffi, frame, Dictionary, Packet, Rational};
+use ffmpeg_next as ffmpeg;
+use image::codecs::jpeg::JpegEncoder;
+use image::{DynamicImage, ImageEncoder, RgbImage};
+
+use super::picture::{half, Picture};
+use super::plan::SAMPLE_RATE;
+use super::RenderError;
+use crate::media::audio_enc::{AudioEncoder, Planar};
+use crate::media::av;
+use crate::media::mux::Muxer;
+use crate::media::still::{self, Scaler};
+use crate::media::MediaError;
+
+/// Frames in flight between the compositor and the encoder.
+const QUEUE: usize = 3;
+/// AAC bit rate (stereo).
+const AUDIO_BITRATE: usize = 160_000;
+/// Long side of the thumbnail.
+const THUMB_SIDE: u32 = 640;
+
+/// Encoder settings.
+pub(crate) struct Output<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) fps: u32,
+    pub(crate) crf: u8,
+    pub(crate) preset: &'a str,
+}
+
+enum Work {
+    Video(Picture),
+    Audio(Planar),
+}
+
+/// The encoder thread and its channels.
+pub(crate) struct Encoder {
+    work: Option<SyncSender<Work>>,
+    recycled: Receiver<Picture>,
+    thread: Option<JoinHandle<Result<(), MediaError>>>,
+}
+
+/// Everything the encoder thread owns.
+struct Encoding {
+    video: encoder::Video,
+    audio: AudioEncoder,
+    muxer: Muxer,
+    video_index: usize,
+    audio_index: usize,
+    frame: frame::Video,
+    next_pts: i64,
+}
+
+impl Encoder {
+    /// Opens the encoders and the file (errors surface here), then starts the thread.
+    pub(crate) fn start(out: &Output) -> Result<Encoder, RenderError> {
+        av::init();
+        let mut muxer = Muxer::create(out.path, "mp4")?;
+        let video = open_x264(out)?;
+        let audio = AudioEncoder::new("aac", SAMPLE_RATE, 2, AUDIO_BITRATE, true)?;
+        let video_index = muxer.add_stream(&video, time_base(out.fps), None)?;
+        let audio_index = muxer.add_stream(audio.encoder(), audio.time_base(), None)?;
+        muxer.start()?;
+        let encoding = Encoding {
+            video,
+            audio,
+            muxer,
+            video_index,
+            audio_index,
+            frame: frame::Video::new(Pixel::YUV420P, out.width, out.height),
+            next_pts: 0,
+        };
+        let (work_tx, work_rx) = mpsc::sync_channel::<Work>(QUEUE);
+        let (recycle_tx, recycled) = mpsc::channel::<Picture>();
+        let thread = std::thread::Builder::new()
+            .name("render-encode".into())
+            .spawn(move || encoding.run(work_rx, recycle_tx))
+            .map_err(RenderError::Io)?;
+        Ok(Encoder {
+            work: Some(work_tx),
+            recycled,
+            thread: Some(thread),
+        })
+    }
+
+    /// A canvas the encoder is done with, if one came back.
+    pub(crate) fn recycled(&self) -> Option<Picture> {
+        self.recycled.try_recv().ok()
+    }
+
+    /// Queues a frame (blocks while the queue is full). `false` when the encoder stopped
+    /// (its error comes from [`Encoder::finish`]).
+    pub(crate) fn video(&self, canvas: Picture) -> bool {
+        self.work.as_ref().is_some_and(|w| w.send(Work::Video(canvas)).is_ok())
+    }
+
+    /// Queues samples.
+    pub(crate) fn audio(&self, pcm: Planar) -> bool {
+        self.work.as_ref().is_some_and(|w| w.send(Work::Audio(pcm)).is_ok())
+    }
+
+    /// Flushes the encoders and closes the file.
+    pub(crate) fn finish(mut self) -> Result<(), RenderError> {
+        self.work.take();
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result.map_err(RenderError::from),
+            Some(Err(_)) => Err(RenderError::Internal("the encoder thread crashed".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Encoder {
+    fn drop(&mut self) {
+        self.work.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Encoding {
+    fn run(mut self, work: Receiver<Work>, recycle: mpsc::Sender<Picture>) -> Result<(), MediaError> {
+        for item in work {
+            match item {
+                Work::Video(canvas) => {
+                    self.encode_video(&canvas)?;
+                    let _ = recycle.send(canvas);
+                }
+                Work::Audio(pcm) => {
+                    let (muxer, index) = (&mut self.muxer, self.audio_index);
+                    self.audio.push(&pcm, &mut |p| muxer.write(index, p))?;
+                }
+            }
+        }
+        let (muxer, index) = (&mut self.muxer, self.audio_index);
+        self.audio.finish(&mut |p| muxer.write(index, p))?;
+        self.video
+            .send_eof()
+            .map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
+        self.drain()?;
+        self.muxer.finish()?;
+        Ok(())
+    }
+
+    fn encode_video(&mut self, canvas: &Picture) -> Result<(), MediaError> {
+        // SAFETY: x264 may still reference the previous buffer; this copies it away first.
+        if unsafe { ffi::av_frame_make_writable(self.frame.as_mut_ptr()) } < 0 {
+            return Err(MediaError::Internal("cannot allocate a video frame".into()));
+        }
+        let (w, h) = (canvas.width as usize, canvas.height as usize);
+        let planes = [
+            (&canvas.y, w, h),
+            (&canvas.u, half(canvas.width) as usize, half(canvas.height) as usize),
+            (&canvas.v, half(canvas.width) as usize, half(canvas.height) as usize),
+        ];
+        for (i, (plane, pw, ph)) in planes.into_iter().enumerate() {
+            let stride = self.frame.stride(i);
+            let data = self.frame.data_mut(i);
+            for row in 0..ph {
+                if let (Some(dst), Some(src)) = (
+                    data.get_mut(row * stride..row * stride + pw),
+                    plane.get(row * pw..row * pw + pw),
+                ) {
+                    dst.copy_from_slice(src);
+                }
+            }
+        }
+        self.frame.set_pts(Some(self.next_pts));
+        self.next_pts += 1;
+        self.video
+            .send_frame(&self.frame)
+            .map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
+        self.drain()
+    }
+
+    /// Writes every packet x264 has ready, each lasting one frame.
+    fn drain(&mut self) -> Result<(), MediaError> {
+        let mut packet = Packet::empty();
+        while self.video.receive_packet(&mut packet).is_ok() {
+            let mut out = std::mem::replace(&mut packet, Packet::empty());
+            out.set_duration(1);
+            self.muxer.write(self.video_index, out)?;
+        }
+        Ok(())
+    }
+}
+
+fn time_base(fps: u32) -> Rational {
+    Rational(1, i32::try_from(fps).unwrap_or(30))
+}
+
+/// libx264 at the given preset and CRF, yuv420p, BT.709 limited range.
+fn open_x264(out: &Output) -> Result<encoder::Video, MediaError> {
+    let codec = encoder::find_by_name("libx264")
+        .ok_or_else(|| MediaError::Internal("the libx264 encoder is not available".into()))?;
+    let mut ctx = codec::context::Context::new_with_codec(codec)
+        .encoder()
+        .video()
+        .map_err(|e| MediaError::Internal(format!("libx264: {e}")))?;
+    ctx.set_width(out.width);
+    ctx.set_height(out.height);
+    ctx.set_format(Pixel::YUV420P);
+    ctx.set_time_base(time_base(out.fps));
+    ctx.set_frame_rate(Some(Rational(i32::try_from(out.fps).unwrap_or(30), 1)));
+    ctx.set_colorspace(color::Space::BT709);
+    ctx.set_color_range(color::Range::MPEG);
+    ctx.set_flags(codec::Flags::GLOBAL_HEADER);
+    // SAFETY: field writes on an unopened context; 0 lets x264 pick its threads.
+    unsafe {
+        let raw = ctx.as_mut_ptr();
+        (*raw).color_primaries = ffi::AVColorPrimaries::AVCOL_PRI_BT709;
+        (*raw).color_trc = ffi::AVColorTransferCharacteristic::AVCOL_TRC_BT709;
+        (*raw).thread_count = 0;
+    }
+    let mut options = Dictionary::new();
+    options.set("preset", out.preset);
+    options.set("crf", &out.crf.to_string());
+    ctx.open_as_with(codec, options)
+        .map_err(|e| MediaError::Internal(format!("opening libx264: {e}")))
+}
+
+/// Writes `canvas` as a JPEG whose long side is at most 640 pixels.
+pub(crate) fn write_thumbnail(canvas: &Picture, path: &Path) -> Result<(), RenderError> {
+    let rgb = RgbImage::from_raw(canvas.width, canvas.height, canvas.to_rgb())
+        .ok_or_else(|| RenderError::Internal("thumbnail size mismatch".into()))?;
+    let (w, h) = still::fit(
+        canvas.width,
+        canvas.height,
+        THUMB_SIDE.min(canvas.width.max(canvas.height)),
+    );
+    let img = Scaler::new().resize(&DynamicImage::ImageRgb8(rgb), w, h)?.into_rgb8();
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    JpegEncoder::new_with_quality(&mut file, 85)
+        .write_image(img.as_raw(), img.width(), img.height(), image::ExtendedColorType::Rgb8)
+        .map_err(|e| RenderError::Internal(format!("writing the thumbnail: {e}")))?;
+    std::io::Write::flush(&mut file)?;
+    Ok(())
+}

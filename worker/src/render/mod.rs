@@ -1,0 +1,152 @@
+//! Template rendering: one engine for the worker and for `reelfarm render`.
+//!
+//! [`render`] turns a validated [`Template`] (job values already applied, see
+//! `reelfarm_shared::template::values`) and local copies of its sources into an MP4
+//! (H.264 yuv420p + AAC 48 kHz stereo, faststart, constant frame rate, exactly
+//! `round(duration × fps)` frames and as many seconds of sound) and a JPEG thumbnail.
+//! Everything runs in process through libav* (no ffmpeg CLI).
+//!
+//! How (see the submodules): the timeline is resolved first ([`plan`]); each clip's
+//! layers are prepared when the clip begins — text (the cosmic-text rasteriser in
+//! [`text`]), shapes and images rendered once to YUV+alpha at their box size, videos
+//! opened with a decoder that seeks to `trim_start` and never decodes past what the
+//! layer shows. Frames are composited in YUV 4:2:0 at output size (per-plane alpha
+//! blending, transitions between two clip canvases) on the calling thread while x264
+//! encodes on its own threads, fed through a bounded channel; canvases are recycled.
+//! Sound is mixed sample-exact in step with the frames.
+//!
+//! Thumbnail: the frame at one third of the video — past most entrance animations and the
+//! first transition, and the same frame on every run.
+
+pub mod text;
+
+mod anim;
+mod audio;
+mod composite;
+mod draw;
+mod encode;
+mod error;
+mod geom;
+mod image;
+mod layer;
+mod picture;
+mod plan;
+mod resample;
+mod run;
+mod sound;
+mod source;
+mod video;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reelfarm_shared::template::{Source, Template};
+
+pub use error::RenderError;
+pub use source::sources;
+
+/// Output size: the template's own, or the shorter side set to 480, 720 or 1080 pixels
+/// (every position, size and font size scaled by the same factor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Quality {
+    #[default]
+    Default,
+    P480,
+    P720,
+    P1080,
+}
+
+impl Quality {
+    /// Parses the API's names: `default`, `480p`, `720p`, `1080p`.
+    pub fn parse(name: &str) -> Option<Quality> {
+        match name {
+            "default" => Some(Quality::Default),
+            "480p" => Some(Quality::P480),
+            "720p" => Some(Quality::P720),
+            "1080p" => Some(Quality::P1080),
+            _ => None,
+        }
+    }
+
+    /// The shorter side in pixels, `None` for the template's own size.
+    pub fn short_side(self) -> Option<u32> {
+        match self {
+            Quality::Default => None,
+            Quality::P480 => Some(480),
+            Quality::P720 => Some(720),
+            Quality::P1080 => Some(1080),
+        }
+    }
+}
+
+/// How to render.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderSettings {
+    pub quality: Quality,
+    /// x264 constant rate factor (default 23).
+    pub crf: u8,
+    /// x264 preset (default `veryfast`).
+    pub preset: &'static str,
+    /// Wall-clock budget; past it the render stops with [`RenderError::TimedOut`].
+    pub time_limit: Duration,
+}
+
+impl Default for RenderSettings {
+    fn default() -> Self {
+        RenderSettings { quality: Quality::Default, crf: 23, preset: "veryfast", time_limit: Duration::from_secs(3600) }
+    }
+}
+
+/// Progress of a render, reported after every frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub frames_done: u64,
+    pub frames_total: u64,
+}
+
+/// What [`render`] produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderOutput {
+    /// Output size in pixels.
+    pub width: u32,
+    pub height: u32,
+    /// Number of video frames.
+    pub frames: u64,
+    /// Seconds (frames / fps).
+    pub duration: f64,
+}
+
+/// Renders `template` into `out_mp4` and its thumbnail into `out_jpg`. `resolve` gives
+/// the local file of each source (see [`sources`]); `progress` is called after every
+/// frame. Blocking: run it on `spawn_blocking` or a thread. On error the partial MP4 is
+/// removed.
+pub fn render(
+    template: &Template,
+    resolve: &dyn Fn(&Source) -> Option<PathBuf>,
+    settings: &RenderSettings,
+    out_mp4: &Path,
+    out_jpg: &Path,
+    progress: &dyn Fn(Progress),
+) -> Result<RenderOutput, RenderError> {
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run::render(template, resolve, settings, out_mp4, out_jpg, progress)
+    })) {
+        Ok(result) => result,
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!(%detail, "render panicked");
+            Err(RenderError::Internal("the renderer crashed on this template".into()))
+        }
+    };
+    if result.is_err() {
+        let _ = std::fs::remove_file(out_mp4);
+    }
+    result
+}

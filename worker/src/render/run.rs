@@ -1,0 +1,290 @@
+//! One render from start to finish: check the template and every source, open the
+//! sounds, then frame by frame prepare the clips coming up, composite, hand the canvas to
+//! the encoder thread and mix the sound up to the end of that frame.
+
+use std::path::{Path, PathBuf};
+
+use reelfarm_shared::template::{Content, Source, Template};
+
+use super::audio::{Mixer, Track, TrackSpec};
+use super::composite::{needs, transition, Needs};
+use super::encode::{write_thumbnail, Encoder, Output};
+use super::layer::{prepare, Visual};
+use super::picture::{Picture, Yuv};
+use super::plan::{Plan, Shot};
+use super::source::Resolver;
+use super::{Progress, RenderError, RenderOutput, RenderSettings};
+use crate::media::limits::Deadline;
+use crate::media::{self, Limits};
+
+pub(super) fn render(
+    template: &Template,
+    resolve: &dyn Fn(&Source) -> Option<PathBuf>,
+    settings: &RenderSettings,
+    out_mp4: &Path,
+    out_jpg: &Path,
+    progress: &dyn Fn(Progress),
+) -> Result<RenderOutput, RenderError> {
+    template.validate().map_err(|errors| {
+        RenderError::Template(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+    })?;
+    let deadline = Deadline::after(settings.time_limit);
+    let limits = Limits {
+        time_limit: settings.time_limit,
+        ..Limits::default()
+    };
+    let plan = Plan::new(template, settings.quality);
+    let resolver = Resolver { resolve };
+    check_sources(template, &resolver, &limits)?;
+    let tracks = open_tracks(template, &plan, &resolver, &deadline)?;
+    let mut mixer = Mixer::new(tracks, plan.samples);
+    let mut frames = Frames {
+        template,
+        plan: &plan,
+        resolver: &resolver,
+        deadline: &deadline,
+        limits: &limits,
+        background: Yuv::of(template.canvas.background),
+        clips: Vec::new(),
+        scratch_a: Picture::default(),
+        scratch_b: Picture::default(),
+    };
+    // Every still is decoded, fitted and converted now, before x264 allocates its frames:
+    // the big transient buffers of decoding are gone by then, and a bad picture fails the
+    // render before any encoding. Video decoders start at their layer's first frame.
+    frames.prepare()?;
+    let encoder = Encoder::start(&Output {
+        path: out_mp4,
+        width: plan.width,
+        height: plan.height,
+        fps: plan.fps,
+        crf: settings.crf,
+        preset: settings.preset,
+    })?;
+    let thumb_frame = plan.frames / 3;
+    let mut thumb = None;
+    for n in 0..plan.frames {
+        deadline.check()?;
+        let mut canvas = encoder.recycled().unwrap_or_default();
+        canvas.reset(plan.width, plan.height, false);
+        frames.compose(n, &mut canvas)?;
+        if n == thumb_frame {
+            thumb = Some(canvas.clone());
+        }
+        let pcm = mixer.mix_until(plan.sample(plan.time(n + 1)), &deadline)?;
+        if !encoder.video(canvas) || !encoder.audio(pcm) {
+            // The encoder stopped: its error says why.
+            encoder.finish()?;
+            return Err(RenderError::Internal("the encoder stopped early".into()));
+        }
+        progress(Progress {
+            frames_done: n + 1,
+            frames_total: plan.frames,
+        });
+    }
+    let rest = mixer.mix_until(plan.samples, &deadline)?;
+    if !rest[0].is_empty() {
+        encoder.audio(rest);
+    }
+    drop(frames);
+    encoder.finish()?;
+    if let Some(thumb) = thumb {
+        write_thumbnail(&thumb, out_jpg)?;
+    }
+    Ok(RenderOutput {
+        width: plan.width,
+        height: plan.height,
+        frames: plan.frames,
+        duration: plan.time(plan.frames),
+    })
+}
+
+/// The layers of each clip, prepared before the first frame and dropped after the clip.
+struct Frames<'a> {
+    template: &'a Template,
+    plan: &'a Plan,
+    resolver: &'a Resolver<'a>,
+    deadline: &'a Deadline,
+    limits: &'a Limits,
+    background: Yuv,
+    clips: Vec<Option<Vec<Visual>>>,
+    scratch_a: Picture,
+    scratch_b: Picture,
+}
+
+impl Frames<'_> {
+    fn compose(&mut self, n: u64, canvas: &mut Picture) -> Result<(), RenderError> {
+        match self.plan.shot(n) {
+            Shot::Clip(i) => self.draw_clip(i, n, canvas)?,
+            Shot::Transition { from, progress } => {
+                let Some(kind) = self.plan.clips[from].transition.clone() else {
+                    return self.draw_clip(from, n, canvas);
+                };
+                match needs(&kind, progress) {
+                    Needs::Outgoing => {
+                        self.draw_clip(from, n, canvas)?;
+                        transition(canvas, None, &Picture::default(), &kind, progress);
+                    }
+                    Needs::Incoming => {
+                        self.draw_clip(from + 1, n, canvas)?;
+                        transition(canvas, None, &Picture::default(), &kind, progress);
+                    }
+                    Needs::Both => {
+                        let mut a = std::mem::take(&mut self.scratch_a);
+                        let mut b = std::mem::take(&mut self.scratch_b);
+                        a.reset(canvas.width, canvas.height, false);
+                        b.reset(canvas.width, canvas.height, false);
+                        let slide = matches!(kind, reelfarm_shared::template::Transition::Slide { .. });
+                        let result = (|| {
+                            self.draw_clip(from, n, if slide { &mut a } else { canvas })?;
+                            self.draw_clip(from + 1, n, &mut b)
+                        })();
+                        if result.is_ok() {
+                            transition(canvas, slide.then_some(&a), &b, &kind, progress);
+                        }
+                        self.scratch_a = a;
+                        self.scratch_b = b;
+                        result?;
+                    }
+                }
+            }
+        }
+        // Release the clips that are over.
+        for (i, span) in self.plan.clips.iter().enumerate() {
+            if span.end <= n + 1 {
+                self.clips[i] = None;
+            } else if let Some(layers) = self.clips[i].as_mut() {
+                layers
+                    .iter_mut()
+                    .filter(|l| l.span.end_frame <= n + 1)
+                    .for_each(Visual::retire);
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare(&mut self) -> Result<(), RenderError> {
+        for (i, clip) in self.template.clips.iter().enumerate() {
+            let mut layers = Vec::new();
+            for layer in &clip.layers {
+                if let Some(v) = prepare(self.plan, i, layer, self.resolver, self.deadline, self.limits)? {
+                    layers.push(v);
+                }
+            }
+            self.clips.push(Some(layers));
+        }
+        Ok(())
+    }
+
+    fn draw_clip(&mut self, i: usize, n: u64, canvas: &mut Picture) -> Result<(), RenderError> {
+        canvas.fill(self.background);
+        if let Some(layers) = self.clips[i].as_mut() {
+            for layer in layers.iter_mut().filter(|l| l.span.contains(n)) {
+                layer.draw(canvas, n, self.plan, self.deadline)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every source is present and readable (probed by the media engine) before any work.
+fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> Result<(), RenderError> {
+    let layers = template
+        .clips
+        .iter()
+        .flat_map(|c| &c.layers)
+        .filter_map(|l| l.content.source().map(|s| (l.id.as_str(), s)));
+    let soundtrack = template.soundtrack.as_ref().map(|s| ("soundtrack", &s.source));
+    for (who, source) in layers.chain(soundtrack) {
+        let path = resolver.path(who, source)?;
+        media::probe(&path, limits).map_err(RenderError::source(who))?;
+    }
+    Ok(())
+}
+
+/// The sound layers, the unmuted video layers' sound and the soundtrack, opened. Video
+/// sound fades across the transitions at its clip's edges.
+fn open_tracks(
+    template: &Template,
+    plan: &Plan,
+    resolver: &Resolver,
+    deadline: &Deadline,
+) -> Result<Vec<Track>, RenderError> {
+    let mut tracks = Vec::new();
+    for (i, clip) in template.clips.iter().enumerate() {
+        let into = if i > 0 {
+            plan.clips[i - 1].transition.as_ref().map_or(0.0, |t| t.duration())
+        } else {
+            0.0
+        };
+        let out = plan.clips[i].transition.as_ref().map_or(0.0, |t| t.duration());
+        for layer in &clip.layers {
+            let span = plan.layer(i, layer);
+            let (start, end) = (plan.sample(span.start), plan.sample(span.end));
+            if end <= start {
+                continue;
+            }
+            let spec = match &layer.content {
+                Content::Sound(s) => TrackSpec {
+                    who: &layer.id,
+                    path: &resolver.path(&layer.id, &s.source)?,
+                    trim: s.trim_start,
+                    looping: s.loop_,
+                    volume: s.volume,
+                    start,
+                    end,
+                    fade_in: s.fade_in,
+                    fade_out: s.fade_out,
+                }
+                .open_with(deadline)?,
+                Content::Video(v) if !v.mute && v.volume > 0.0 && !is_still(&resolver.path(&layer.id, &v.source)?) => {
+                    let clip_end = plan.clips[i].start + clip.duration;
+                    TrackSpec {
+                        who: &layer.id,
+                        path: &resolver.path(&layer.id, &v.source)?,
+                        trim: v.trim_start,
+                        looping: v.loop_,
+                        volume: v.volume,
+                        start,
+                        end,
+                        fade_in: if layer.start < into { into - layer.start } else { 0.0 },
+                        fade_out: if span.end > clip_end - out {
+                            out - (clip_end - span.end)
+                        } else {
+                            0.0
+                        },
+                    }
+                    .open_with(deadline)?
+                }
+                _ => None,
+            };
+            tracks.extend(spec);
+        }
+    }
+    if let Some(s) = &template.soundtrack {
+        let spec = TrackSpec {
+            who: "soundtrack",
+            path: &resolver.path("soundtrack", &s.source)?,
+            trim: s.trim_start,
+            looping: s.loop_,
+            volume: s.volume,
+            start: 0,
+            end: plan.samples,
+            fade_in: s.fade_in,
+            fade_out: s.fade_out,
+        };
+        tracks.extend(spec.open_with(deadline)?);
+    }
+    Ok(tracks)
+}
+
+/// Whether a video layer's source is a still picture (shown as an image, silent).
+fn is_still(path: &Path) -> bool {
+    !matches!(media::sniff::sniff(path), Ok(media::sniff::Sniffed::Other) | Err(_))
+}
+
+impl TrackSpec<'_> {
+    fn open_with(&self, deadline: &Deadline) -> Result<Option<Track>, RenderError> {
+        Track::open(self, deadline)
+    }
+}

@@ -1,0 +1,57 @@
+//! Media sources of a template. The renderer only reads local files: the caller fetches
+//! what [`sources`] lists (assets from the blob store, URLs over HTTP, files next to the
+//! template) and passes a resolver from each [`Source`] to its local path. Every file is
+//! then opened through the media engine (`av::open_input`'s protocol and demuxer
+//! allow-lists for audio and video), never by libav following a URL.
+
+use std::path::PathBuf;
+
+use reelfarm_shared::template::{Content, Source, Template};
+
+use super::RenderError;
+
+/// Every distinct source the template uses (layers clip by clip, then the soundtrack), in
+/// order of first use.
+pub fn sources(template: &Template) -> Vec<Source> {
+    let layers = template
+        .clips
+        .iter()
+        .flat_map(|clip| &clip.layers)
+        .filter_map(|layer| match &layer.content {
+            Content::Image(i) => Some(&i.source),
+            Content::Video(v) => Some(&v.source),
+            Content::Sound(s) => Some(&s.source),
+            Content::Text(_) | Content::Shape(_) => None,
+        });
+    let mut out: Vec<Source> = Vec::new();
+    for source in layers.chain(template.soundtrack.as_ref().map(|s| &s.source)) {
+        if !out.contains(source) {
+            out.push(source.clone());
+        }
+    }
+    out
+}
+
+/// How a source is named in messages.
+pub(crate) fn describe(source: &Source) -> String {
+    match source {
+        Source::Asset { asset } => format!("asset {asset:?}"),
+        Source::Url { url } => format!("url {url:?}"),
+        Source::File { file } => format!("file {file:?}"),
+    }
+}
+
+/// The caller's resolver, with errors naming the layer.
+pub(crate) struct Resolver<'a> {
+    pub(crate) resolve: &'a dyn Fn(&Source) -> Option<PathBuf>,
+}
+
+impl Resolver<'_> {
+    /// The local file of `source`, used by layer `layer`.
+    pub(crate) fn path(&self, layer: &str, source: &Source) -> Result<PathBuf, RenderError> {
+        (self.resolve)(source).ok_or_else(|| RenderError::MissingSource {
+            layer: layer.to_owned(),
+            what: describe(source),
+        })
+    }
+}

@@ -1,0 +1,100 @@
+use reelfarm_shared::template::values::apply_values;
+
+use super::*;
+
+#[test]
+fn a_corrupt_source_fails_with_a_readable_error_naming_the_layer() {
+    let s = Scratch::new();
+    s.ffmpeg(
+        &["-f", "lavfi", "-i", "testsrc2=s=64x64:r=10:d=2", "-c:v", "libx264"],
+        "good.mp4",
+    );
+    let bytes = std::fs::read(s.path("good.mp4")).expect("read");
+    std::fs::write(s.path("broken.mp4"), &bytes[..bytes.len().min(600)]).expect("write");
+    let video = json!({ "id": "background", "kind": "video", "source": { "file": "broken.mp4" }, "x": 0, "y": 0, "width": 64, "height": 64 });
+    let err = s
+        .render(template(64, 64, vec![clip("c", 1.0, vec![video])]), Quality::Default)
+        .err()
+        .expect("refused");
+    assert_eq!(err.key(), "render.bad_source", "{err}");
+    assert!(err.is_bad_input());
+    let message = err.to_string();
+    assert!(message.contains("layer \"background\""), "{message}");
+    assert!(!s.path("out.mp4").exists(), "no partial output is left");
+}
+
+#[test]
+fn a_missing_file_and_a_picture_that_is_not_an_image_name_their_layer() {
+    let s = Scratch::new();
+    let image = json!({ "id": "logo", "kind": "image", "source": { "file": "absent.png" }, "x": 0, "y": 0, "width": 10, "height": 10 });
+    let err = s
+        .render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("layer \"logo\""), "{err}");
+    std::fs::write(s.path("notes.png"), b"these are not pixels at all, just text").expect("write");
+    let image = json!({ "id": "logo2", "kind": "image", "source": { "file": "notes.png" }, "x": 0, "y": 0, "width": 10, "height": 10 });
+    let err = s
+        .render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("layer \"logo2\""), "{err}");
+    assert!(err.is_bad_input(), "{err}");
+}
+
+#[test]
+fn an_unresolved_source_is_reported_as_not_fetched() {
+    let s = Scratch::new();
+    let image = json!({ "id": "photo", "kind": "image", "source": { "url": "https://example.com/p.png" }, "x": 0, "y": 0, "width": 10, "height": 10 });
+    let err = s
+        .render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default)
+        .err()
+        .expect("refused");
+    assert_eq!(err.key(), "render.missing_source");
+    assert!(
+        err.to_string().contains("\"photo\"") && err.to_string().contains("https://example.com/p.png"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_invalid_template_is_refused_naming_the_layer() {
+    let s = Scratch::new();
+    let json = template(
+        64,
+        64,
+        vec![clip("c", 1.0, vec![rect("late", 0.0, 0.0, 10.0, 10.0, "#ffffff")])],
+    );
+    let mut t = Template::from_json(serde_json::to_vec(&json).expect("json")).expect("valid");
+    t.clips[0].layers[0].end = Some(5.0);
+    let err = s.render_template(&t, Quality::Default).err().expect("refused");
+    assert_eq!(err.key(), "render.invalid_template");
+    assert!(err.to_string().contains("layer \"late\""), "{err}");
+}
+
+#[test]
+fn an_unknown_variable_id_is_refused_naming_it_and_values_reach_the_video() {
+    let id = "5b1a2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+    let mut layer = rect("placeholder", 0.0, 0.0, 64.0, 64.0, "#ffffff");
+    layer["kind"] = json!("image");
+    layer.as_object_mut().expect("object").remove("color");
+    layer["source"] = json!({ "file": "white.png" });
+    layer["variable"] = json!({ "id": id, "name": "Picture" });
+    let json = template(64, 64, vec![clip("c", 0.5, vec![layer])]);
+    let t = Template::from_json(serde_json::to_vec(&json).expect("json")).expect("valid");
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let values = json!({ unknown: "x" }).as_object().cloned().expect("object");
+    let errors = apply_values(&t, &values).expect_err("refused");
+    assert_eq!(errors[0].variable, unknown);
+    assert!(errors[0].message.contains(unknown), "{}", errors[0].message);
+    // A file value is not accepted through values; an asset id becomes an asset source,
+    // which this render cannot resolve: reported as not fetched, naming the layer.
+    let values = json!({ id: "asset-1" }).as_object().cloned().expect("object");
+    let applied = apply_values(&t, &values).expect("applied");
+    let s = Scratch::new();
+    let err = s.render_template(&applied, Quality::Default).err().expect("refused");
+    assert!(
+        err.to_string().contains("\"placeholder\"") && err.to_string().contains("asset-1"),
+        "{err}"
+    );
+}
