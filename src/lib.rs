@@ -6,3 +6,4 @@ pub mod bench;
 pub mod cli;
 pub mod render;
 pub mod serve;
+pub mod sources;

@@ -3,7 +3,7 @@
 //! the template, `url` sources downloaded into a temporary directory first; `asset`
 //! sources need the API. A progress bar shows frames, speed and time left.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
@@ -11,12 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use reelfarm_shared::template::values::apply_values;
 use reelfarm_shared::template::{Source, Template};
 use reelfarm_worker::render::{self, Progress, Quality, RenderSettings};
-use tokio::io::AsyncWriteExt;
 
 use crate::cli::{QualityArg, RenderArgs};
+use crate::sources::{download, local_file};
 
-/// Largest file a `url` source may be.
-const MAX_DOWNLOAD: u64 = 4 << 30;
 
 pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
     let bytes = tokio::fs::read(&args.template)
@@ -35,8 +33,12 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
         .build()?;
     for (i, source) in render::sources(&template).into_iter().enumerate() {
         let path = match &source {
-            Source::File { file } => local_file(&base, file)?,
-            Source::Url { url } => download(&client, url, &downloads.path().join(format!("source-{i}"))).await?,
+            Source::File { file } => local_file(&base, file).map_err(|e| anyhow!("file {e}"))?,
+            Source::Url { url } => {
+                let target = downloads.path().join(format!("source-{i}"));
+                download(&client, url, &target).await?;
+                target
+            }
             Source::Asset { asset } => bail!("asset {asset:?}: asset sources need a server (use the API)"),
         };
         files.push((source, path));
@@ -107,65 +109,4 @@ async fn with_values(template: &Template, path: &Path) -> anyhow::Result<Templat
         let lines: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
         anyhow!("{}:\n{}", path.display(), lines.join("\n"))
     })
-}
-
-/// A `file` source: relative to the template's directory, never absolute or above it.
-fn local_file(base: &Path, file: &str) -> anyhow::Result<PathBuf> {
-    let relative = Path::new(file);
-    let safe = relative
-        .components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    if !safe || file.contains('\\') {
-        bail!("file {file:?}: must be a relative path inside the template's directory (not absolute, no `..`)");
-    }
-    let path = base.join(relative);
-    if !path.is_file() {
-        bail!("file {file:?}: {} does not exist", path.display());
-    }
-    Ok(path)
-}
-
-/// Downloads a `url` source to `path` (streamed, at most [`MAX_DOWNLOAD`] bytes).
-async fn download(client: &reqwest::Client, url: &str, path: &Path) -> anyhow::Result<PathBuf> {
-    let mut response = client
-        .get(url)
-        .send()
-        .await
-        .with_context(|| format!("downloading {url}"))?;
-    if !response.status().is_success() {
-        bail!("downloading {url}: HTTP {}", response.status());
-    }
-    let mut file = tokio::fs::File::create(path)
-        .await
-        .with_context(|| format!("creating {}", path.display()))?;
-    let mut written: u64 = 0;
-    while let Some(chunk) = response.chunk().await.with_context(|| format!("downloading {url}"))? {
-        written += chunk.len() as u64;
-        if written > MAX_DOWNLOAD {
-            bail!("downloading {url}: larger than {} GiB", MAX_DOWNLOAD >> 30);
-        }
-        file.write_all(&chunk).await?;
-    }
-    file.flush().await?;
-    Ok(path.to_path_buf())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_sources_stay_inside_the_template_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.png"), b"x").unwrap();
-        assert_eq!(local_file(dir.path(), "a.png").unwrap(), dir.path().join("a.png"));
-        for bad in ["/etc/passwd", "../a.png", "media/../../a.png", "..\\a.png"] {
-            let err = local_file(dir.path(), bad).unwrap_err().to_string();
-            assert!(err.contains("relative path"), "{bad}: {err}");
-        }
-        assert!(local_file(dir.path(), "missing.png")
-            .unwrap_err()
-            .to_string()
-            .contains("does not exist"));
-    }
 }
