@@ -72,6 +72,16 @@ pub enum Bench {
         #[arg(long, default_value_t = 1)]
         rounds: u32,
     },
+    /// The render engine against the hand-written ffmpeg CLI filtergraph making the same
+    /// reference composition.
+    Render {
+        /// Output size: `1080p`, `720p` or `both`.
+        #[arg(long, default_value = "both")]
+        quality: String,
+        /// Runs of each side; the best is reported.
+        #[arg(long, default_value_t = 1)]
+        rounds: u32,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {

@@ -29,6 +29,10 @@ fn main() -> std::process::ExitCode {
             cli::Command::Bench(cli::Bench::Convert { seconds, rounds }) => {
                 tokio::task::spawn_blocking(move || bench::convert::run(seconds, rounds)).await?
             }
+            cli::Command::Bench(cli::Bench::Render { quality, rounds }) => {
+                let heights = bench::render::heights(&quality)?;
+                tokio::task::spawn_blocking(move || bench::render::run(&heights, rounds)).await?
+            }
             cli::Command::Bench(cli::Bench::Upload { size_mib }) => bench::upload::run(&config, size_mib).await,
             cli::Command::Render(args) => render::run(args).await,
         }

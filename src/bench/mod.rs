@@ -3,6 +3,7 @@
 //! `docs/performance.md`.
 
 pub mod convert;
+pub mod render;
 pub mod upload;
 
 /// Peak and current resident set size of process `pid`, in bytes (Linux `/proc`).
