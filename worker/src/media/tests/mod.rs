@@ -3,6 +3,7 @@
 
 mod audio;
 mod bad_input;
+mod passthrough;
 mod picture;
 mod video;
 
