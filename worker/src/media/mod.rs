@@ -255,17 +255,22 @@ impl Job<'_> {
     }
 }
 
+/// The message a panic carried, for the log.
+pub(crate) fn panic_detail(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("unknown panic")
+}
+
 /// The panic boundary: a panic inside the engine (a bug, or a library asserting on input
 /// we failed to vet) becomes an error instead of taking the worker down.
 fn guarded<T>(work: impl FnOnce() -> Result<T, MediaError>) -> Result<T, MediaError> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
         Ok(result) => result,
         Err(panic) => {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let detail = panic_detail(&*panic);
             tracing::error!(%detail, "media conversion panicked");
             Err(MediaError::Internal("the converter crashed on this file".into()))
         }

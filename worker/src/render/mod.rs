@@ -136,11 +136,7 @@ pub fn render(
     })) {
         Ok(result) => result,
         Err(panic) => {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let detail = crate::media::panic_detail(&*panic);
             tracing::error!(%detail, "render panicked");
             Err(RenderError::Internal("the renderer crashed on this template".into()))
         }
