@@ -17,6 +17,10 @@
 //!
 //! Thumbnail: the frame at one third of the video — past most entrance animations and the
 //! first transition, and the same frame on every run.
+//!
+//! Snapshot: [`snapshot`] draws one frame with the same compositor, without encoding video
+//! or sound, and returns it in RGB as the thumbnail converts it (previews, and the golden
+//! thumbnails of the example templates in `tests/golden/`).
 
 pub mod text;
 
@@ -33,6 +37,7 @@ mod picture;
 mod plan;
 mod resample;
 mod run;
+mod snapshot;
 mod sound;
 mod source;
 mod video;
@@ -46,6 +51,7 @@ use std::time::Duration;
 use reelfarm_shared::template::{Source, Template};
 
 pub use error::RenderError;
+pub use snapshot::snapshot;
 pub use source::sources;
 
 /// Output size: the template's own, or the shorter side set to 480, 720 or 1080 pixels

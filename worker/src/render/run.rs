@@ -13,7 +13,7 @@ use super::layer::{prepare, Visual};
 use super::picture::{Picture, Yuv};
 use super::plan::{Plan, Shot};
 use super::source::Resolver;
-use super::{Progress, RenderError, RenderOutput, RenderSettings};
+use super::{Progress, Quality, RenderError, RenderOutput, RenderSettings};
 use crate::media::limits::Deadline;
 use crate::media::{self, Limits};
 
@@ -25,34 +25,20 @@ pub(super) fn render(
     out_jpg: &Path,
     progress: &dyn Fn(Progress),
 ) -> Result<RenderOutput, RenderError> {
-    template.validate().map_err(|errors| {
-        RenderError::Template(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
-    })?;
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits {
         time_limit: settings.time_limit,
         ..Limits::default()
     };
-    let plan = Plan::new(template, settings.quality);
     let resolver = Resolver { resolve };
-    check_sources(template, &resolver, &limits)?;
+    let plan = checked_plan(template, settings.quality, &resolver, &limits)?;
     let tracks = open_tracks(template, &plan, &resolver, &deadline)?;
     let mut mixer = Mixer::new(tracks, plan.samples);
-    let mut frames = Frames {
-        template,
-        plan: &plan,
-        resolver: &resolver,
-        deadline: &deadline,
-        limits: &limits,
-        background: Yuv::of(template.canvas.background),
-        clips: Vec::new(),
-        scratch_a: Picture::default(),
-        scratch_b: Picture::default(),
-    };
+    let mut frames = Frames::new(template, &plan, &resolver, &deadline, &limits);
     // Every still is decoded, fitted and converted now, before x264 allocates its frames:
     // the big transient buffers of decoding are gone by then, and a bad picture fails the
     // render before any encoding. Video decoders start at their layer's first frame.
-    frames.prepare()?;
+    frames.prepare(|_| true)?;
     let encoder = Encoder::start(&Output {
         path: out_mp4,
         width: plan.width,
@@ -61,7 +47,7 @@ pub(super) fn render(
         crf: settings.crf,
         preset: settings.preset,
     })?;
-    let thumb_frame = plan.frames / 3;
+    let thumb_frame = thumbnail_frame(&plan);
     let mut thumb = None;
     for n in 0..plan.frames {
         deadline.check()?;
@@ -99,8 +85,30 @@ pub(super) fn render(
     })
 }
 
-/// The layers of each clip, prepared before the first frame and dropped after the clip.
-struct Frames<'a> {
+/// The template checked, its timeline resolved for `quality` and every source probed:
+/// what a render and a snapshot do before anything else.
+pub(super) fn checked_plan(
+    template: &Template,
+    quality: Quality,
+    resolver: &Resolver,
+    limits: &Limits,
+) -> Result<Plan, RenderError> {
+    template.validate().map_err(|errors| {
+        RenderError::Template(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+    })?;
+    let plan = Plan::new(template, quality);
+    check_sources(template, resolver, limits)?;
+    Ok(plan)
+}
+
+/// The frame the thumbnail shows: one third of the video.
+pub(super) fn thumbnail_frame(plan: &Plan) -> u64 {
+    plan.frames / 3
+}
+
+/// The compositor: the layers of each clip, prepared before the first frame and dropped
+/// after the clip, drawn frame by frame. Renders and snapshots both draw through it.
+pub(super) struct Frames<'a> {
     template: &'a Template,
     plan: &'a Plan,
     resolver: &'a Resolver<'a>,
@@ -112,8 +120,30 @@ struct Frames<'a> {
     scratch_b: Picture,
 }
 
-impl Frames<'_> {
-    fn compose(&mut self, n: u64, canvas: &mut Picture) -> Result<(), RenderError> {
+impl<'a> Frames<'a> {
+    pub(super) fn new(
+        template: &'a Template,
+        plan: &'a Plan,
+        resolver: &'a Resolver<'a>,
+        deadline: &'a Deadline,
+        limits: &'a Limits,
+    ) -> Frames<'a> {
+        Frames {
+            template,
+            plan,
+            resolver,
+            deadline,
+            limits,
+            background: Yuv::of(template.canvas.background),
+            clips: Vec::new(),
+            scratch_a: Picture::default(),
+            scratch_b: Picture::default(),
+        }
+    }
+
+    /// Draws frame `n` onto `canvas` (sized to the plan, opaque) and releases what the
+    /// frames after it no longer need.
+    pub(super) fn compose(&mut self, n: u64, canvas: &mut Picture) -> Result<(), RenderError> {
         match self.plan.shot(n) {
             Shot::Clip(i) => self.draw_clip(i, n, canvas)?,
             Shot::Transition { from, progress } => {
@@ -163,8 +193,14 @@ impl Frames<'_> {
         Ok(())
     }
 
-    fn prepare(&mut self) -> Result<(), RenderError> {
+    /// Prepares the layers of the clips `wanted` accepts (by index); the others draw as
+    /// the background alone.
+    pub(super) fn prepare(&mut self, wanted: impl Fn(usize) -> bool) -> Result<(), RenderError> {
         for (i, clip) in self.template.clips.iter().enumerate() {
+            if !wanted(i) {
+                self.clips.push(None);
+                continue;
+            }
             let mut layers = Vec::new();
             for layer in &clip.layers {
                 if let Some(v) = prepare(self.plan, i, layer, self.resolver, self.deadline, self.limits)? {

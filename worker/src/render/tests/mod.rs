@@ -5,6 +5,7 @@
 
 mod audio;
 mod errors;
+mod golden;
 mod layers;
 mod timing;
 mod transitions;

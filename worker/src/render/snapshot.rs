@@ -1,0 +1,107 @@
+//! One frame of a template as an RGB picture, without encoding video or sound: the frame a
+//! render shows at a given time, drawn by the render's own compositor ([`Frames`]) and
+//! converted from YUV as the thumbnail is. Only the clips on that frame are prepared.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use image::RgbImage;
+use reelfarm_shared::template::{Source, Template};
+
+use super::picture::Picture;
+use super::plan::{Plan, Shot};
+use super::run::{checked_plan, Frames};
+use super::source::Resolver;
+use super::{Quality, RenderError};
+use crate::media::limits::Deadline;
+use crate::media::Limits;
+
+/// Wall-clock budget of one snapshot (decoding a video layer up to the frame is the slow
+/// part).
+const TIME_LIMIT: Duration = Duration::from_secs(600);
+
+/// The frame of `template` at `at` seconds (frame `round(at × fps)`, within the video) at
+/// `quality`, in RGB exactly as the thumbnail converts it before scaling. `resolve` gives
+/// the local file of each source, as for [`render`](super::render). Blocking.
+pub fn snapshot(
+    template: &Template,
+    resolve: &dyn Fn(&Source) -> Option<PathBuf>,
+    quality: Quality,
+    at: f64,
+) -> Result<RgbImage, RenderError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        frame_at(template, resolve, quality, at)
+    })) {
+        Ok(result) => result,
+        Err(panic) => {
+            let detail = crate::media::panic_detail(&*panic);
+            tracing::error!(%detail, "snapshot panicked");
+            Err(RenderError::Internal("the renderer crashed on this template".into()))
+        }
+    }
+}
+
+fn frame_at(
+    template: &Template,
+    resolve: &dyn Fn(&Source) -> Option<PathBuf>,
+    quality: Quality,
+    at: f64,
+) -> Result<RgbImage, RenderError> {
+    let limits = Limits {
+        time_limit: TIME_LIMIT,
+        ..Limits::default()
+    };
+    let deadline = Deadline::after(TIME_LIMIT);
+    let resolver = Resolver { resolve };
+    let plan = checked_plan(template, quality, &resolver, &limits)?;
+    let n = frame_index(&plan, at);
+    let shown = match plan.shot(n) {
+        Shot::Clip(i) => i..=i,
+        Shot::Transition { from, .. } => from..=from + 1,
+    };
+    let mut frames = Frames::new(template, &plan, &resolver, &deadline, &limits);
+    frames.prepare(|i| shown.contains(&i))?;
+    let mut canvas = Picture::default();
+    canvas.reset(plan.width, plan.height, false);
+    frames.compose(n, &mut canvas)?;
+    rgb(&canvas)
+}
+
+/// `round(at × fps)`, within the video's frames (a negative or NaN time is frame 0).
+fn frame_index(plan: &Plan, at: f64) -> u64 {
+    ((at * f64::from(plan.fps)).round().max(0.0) as u64).min(plan.frames - 1)
+}
+
+/// The canvas in RGB, converted as the thumbnail's is.
+fn rgb(canvas: &Picture) -> Result<RgbImage, RenderError> {
+    RgbImage::from_raw(canvas.width, canvas.height, canvas.to_rgb())
+        .ok_or_else(|| RenderError::Internal("snapshot size mismatch".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_to_the_nearest_frame_within_the_video() {
+        let template = Template::from_json(
+            br##"{"version": 1, "name": "t", "canvas": {"width": 160, "height": 90, "fps": 10, "background": "#000000"},
+                 "clips": [{"id": "a", "duration": 2, "layers": []}]}"##,
+        )
+        .expect("template");
+        let plan = Plan::new(&template, Quality::Default);
+        assert_eq!(plan.frames, 20);
+        for (at, n) in [
+            (0.0, 0),
+            (0.04, 0),
+            (0.06, 1),
+            (0.66, 7),
+            (1.95, 19),
+            (5.0, 19),
+            (-1.0, 0),
+            (f64::NAN, 0),
+        ] {
+            assert_eq!(frame_index(&plan, at), n, "at {at}");
+        }
+    }
+}
