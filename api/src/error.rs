@@ -73,6 +73,11 @@ impl ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "error.unauthorized", message)
     }
 
+    /// 402: the credits of the caller's contract do not cover the renders (spec §7).
+    pub fn contract_exceeded(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYMENT_REQUIRED, "error.generator_contract_exceeded", message)
+    }
+
     pub fn forbidden(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::FORBIDDEN, "error.forbidden", message)
     }

@@ -12,6 +12,8 @@ pub mod consumer;
 pub mod id;
 pub mod message;
 pub mod metrics;
+pub mod notification;
+pub mod outbound;
 pub mod outbox;
 pub mod store;
 pub mod template;

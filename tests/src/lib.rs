@@ -3,13 +3,15 @@
 //! cache) or distributed mode (PostgreSQL, RabbitMQ, Redis, Garage), each test with its
 //! own database, queue namespace, cache namespace and bucket prefix.
 
+pub mod files;
 pub mod media;
 
 use std::time::Duration;
 
 pub use reelfarm::cli::Role;
 use reelfarm::serve::Service;
-use reelfarm_shared::store::User;
+use reelfarm::admin::template::{import, ImportOptions};
+use reelfarm_shared::store::{TemplateRecord, User};
 use reelfarm_shared::Config;
 use serde_json::Value;
 
@@ -149,6 +151,35 @@ impl TestApp {
 
     pub async fn post_form(&self, path: &str, token: &str, form: &[(&str, &str)]) -> reqwest::Response {
         self.client.post(self.url(path)).bearer_auth(token).form(form).send().await.unwrap()
+    }
+
+    /// Imports a template file as `reelfarm admin template import` does.
+    pub async fn import_template(&self, file: &std::path::Path, owner: Option<&User>, public: bool) -> TemplateRecord {
+        let options = ImportOptions { owner: owner.map(|u| u.name.clone()), public, time_limit: Duration::from_secs(120) };
+        let backends = &self.service.backends;
+        import(&backends.store, &backends.blobs, file, &options).await.unwrap_or_else(|e| panic!("import: {e:#}"))
+    }
+
+    /// POSTs `body` as JSON, with extra headers.
+    pub async fn post_json(&self, path: &str, token: &str, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self.client.post(self.url(path)).bearer_auth(token).json(body);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Polls the job until it is no longer `started` (120 s at most).
+    pub async fn wait_for_job(&self, token: &str, id: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let job = json(self.get(&format!("/generator/v1/jobs/{id}"), token).await, 200).await;
+            if job["status"] != "started" {
+                return job;
+            }
+            assert!(std::time::Instant::now() < deadline, "job {id} still started after 120 s: {job}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Adds an object and uploads `file` to its signed address; returns the PUT's record.

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use reelfarm::admin::template::{import, ImportOptions};
-use reelfarm_shared::store::{ShareTarget, TemplateRecord, User};
+use reelfarm_shared::store::{ShareTarget, TemplateRecord};
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;
@@ -69,15 +69,6 @@ fn write_template(dir: &Path, name: &str) -> PathBuf {
     file
 }
 
-async fn import_as(app: &TestApp, file: &Path, owner: Option<&User>, public: bool) -> TemplateRecord {
-    let options = ImportOptions {
-        owner: owner.map(|u| u.name.clone()),
-        public,
-        time_limit: std::time::Duration::from_secs(120),
-    };
-    let backends = &app.service.backends;
-    import(&backends.store, &backends.blobs, file, &options).await.unwrap_or_else(|e| panic!("import: {e:#}"))
-}
 
 fn ids(list: &Value) -> Vec<&str> {
     list.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect()
@@ -88,7 +79,7 @@ async fn imported_templates_have_every_field_with_its_type(mode: Mode) {
     let (owner, token) = app.user_with_token("author").await;
     let dir = tempfile::tempdir().unwrap();
     let file = write_template(dir.path(), "Tiny promo");
-    let record = import_as(&app, &file, Some(&owner), false).await;
+    let record = app.import_template(&file, Some(&owner), false).await;
     assert!(record.blob_prefix.starts_with(&format!("templates/{}/", record.id)));
 
     let t = json(app.get(&format!("/generator/v1/templates/{}", record.id), &token).await, 200).await;
@@ -166,7 +157,7 @@ async fn templates_are_listed_newest_first_in_pages_without_json(mode: Mode) {
     let dir = tempfile::tempdir().unwrap();
     let mut imported = Vec::new();
     for name in ["First", "Second", "Third"] {
-        imported.push(import_as(&app, &write_template(dir.path(), name), Some(&owner), false).await.id);
+        imported.push(app.import_template(&write_template(dir.path(), name), Some(&owner), false).await.id);
     }
     let newest_first: Vec<&str> = imported.iter().rev().map(String::as_str).collect();
 
@@ -194,8 +185,8 @@ async fn private_templates_are_seen_by_owner_and_shares_only(mode: Mode) {
     let (ann, ann_token) = app.user_with_token("ann").await;
     let (bob, bob_token) = app.user_with_token("bob").await;
     let dir = tempfile::tempdir().unwrap();
-    let private = import_as(&app, &write_template(dir.path(), "Private"), Some(&ann), false).await;
-    let public = import_as(&app, &write_template(dir.path(), "Public"), None, true).await;
+    let private = app.import_template(&write_template(dir.path(), "Private"), Some(&ann), false).await;
+    let public = app.import_template(&write_template(dir.path(), "Public"), None, true).await;
 
     let path = |t: &TemplateRecord| format!("/generator/v1/templates/{}", t.id);
     error(app.get(&path(&private), &bob_token).await, 404, "error.not_found").await;

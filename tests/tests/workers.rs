@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use reelfarm_tests::media;
-use reelfarm_tests::{Mode, Role, TestApp};
+use reelfarm_tests::{json, Mode, Role, TestApp};
 
 /// Waits until `n` consumers are subscribed to the test's convert queue.
 async fn wait_for_consumers(app: &TestApp, n: usize) {
@@ -104,6 +104,69 @@ async fn a_worker_killed_mid_conversion_leaves_the_asset_to_another() {
     let mut sorted = heights.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, vec![480, 720, 1080], "one set of renditions");
+    rescuer.stop();
+    rescuer.wait().await.unwrap();
+    app.stop().await;
+}
+
+/// A 1280×720, 8 s, 25 fps template of a shape and a text: long enough to kill its render.
+fn long_template(dir: &std::path::Path) -> std::path::PathBuf {
+    let template = serde_json::json!({
+        "version": 1,
+        "name": "Long",
+        "canvas": { "width": 1280, "height": 720, "fps": 25, "background": "#102030" },
+        "clips": [{
+            "id": "only",
+            "duration": 8,
+            "layers": [
+                { "id": "box", "kind": "shape", "x": 100, "y": 100, "width": 600, "height": 300, "color": "#c04040",
+                  "animations": [{ "kind": "scale", "from": 0.5, "to": 1.5 }] },
+                { "id": "title", "kind": "text", "x": 100, "y": 500, "width": 1000, "height": 120,
+                  "text": "Survives a crash", "font": { "family": "Liberation Sans", "size": 64 } }
+            ]
+        }]
+    });
+    let file = dir.join("long.json");
+    std::fs::write(&file, serde_json::to_vec(&template).unwrap()).unwrap();
+    file
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_render_leaves_the_render_to_another_which_finishes_it_once() {
+    let app = TestApp::spawn_role(Mode::Distributed, Role::Api, &[("REELFARM_WORKER_SLOTS", "1")]).await;
+    let (doomed, _doomed_dir) = app.start_worker().await;
+    let user = app.create_user("patient", None, 5).await;
+    let token = app.token_for(&user).await;
+    let dir = tempfile::tempdir().unwrap();
+    let template = app.import_template(&long_template(dir.path()), Some(&user), false).await;
+    let body = serde_json::json!({ "template_id": template.id, "options": {}, "values": [{ "external_id": "x" }] });
+    let created = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    let job_id = created["id"].as_str().unwrap();
+
+    // Kill the worker once frames are being rendered.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let job = json(app.get(&format!("/generator/v1/jobs/{job_id}"), &token).await, 200).await;
+        let progress = job["videos"][0]["progress"].as_u64().unwrap();
+        if job["videos"][0]["status"] == "started" && progress > 0 {
+            assert!(progress < 100, "the render was too quick to interrupt");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the render never started: {job}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    doomed.kill().await;
+
+    let (rescuer, _dir) = app.start_worker().await;
+    let job = app.wait_for_job(&token, job_id).await;
+    let video = &job["videos"][0];
+    assert_eq!(video["status"], "success", "{job}");
+    let probe = media::probe_url(video["url"].as_str().unwrap(), dir.path()).await;
+    assert!((probe.duration.unwrap() - 8.0).abs() < 0.05, "{:?}", probe.duration);
+    let render = app.service.backends.store.render(video["id"].as_str().unwrap()).await.unwrap();
+    assert_eq!(render.attempts, 2, "rendered again after the kill, and only once more");
+    let credits = json(app.get("/generator/v1/users/me/credits", &token).await, 200).await;
+    assert_eq!(credits["credits"], 4, "charged once");
     rescuer.stop();
     rescuer.wait().await.unwrap();
     app.stop().await;

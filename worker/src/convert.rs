@@ -52,7 +52,7 @@ impl From<std::io::Error> for Failure {
 }
 
 impl ConvertHandler {
-    pub fn new(config: &Config, backends: Backends) -> anyhow::Result<ConvertHandler> {
+    pub fn new(config: &Config, backends: Backends, worker_id: String) -> anyhow::Result<ConvertHandler> {
         let work_dir = config.data_dir.join("work");
         std::fs::create_dir_all(&work_dir)?;
         Ok(ConvertHandler {
@@ -64,12 +64,7 @@ impl ConvertHandler {
             },
             work_dir,
             delivery_limit: config.delivery_limit,
-            worker_id: format!(
-                "{}-{}-{}",
-                std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
-                std::process::id(),
-                reelfarm_shared::token::random_base62(4)
-            ),
+            worker_id,
         })
     }
 

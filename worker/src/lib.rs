@@ -9,15 +9,30 @@ use reelfarm_shared::{Backends, Config};
 use tokio_util::sync::CancellationToken;
 
 mod convert;
+mod job;
 pub mod media;
 pub mod render;
 
 pub use convert::ConvertHandler;
+pub use job::RenderHandler;
 
-/// Consumes the worker's queues until `shutdown`; jobs under way finish first.
+/// Consumes the worker's queues (conversions and renders) until `shutdown`; work under
+/// way finishes first.
 pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let handler = Arc::new(ConvertHandler::new(config, backends.clone())?);
+    // This worker's name in diagnostics: host, process and a random suffix.
+    let worker_id = format!(
+        "{}-{}-{}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
+        std::process::id(),
+        reelfarm_shared::token::random_base62(4)
+    );
+    let convert = Arc::new(ConvertHandler::new(config, backends.clone(), worker_id.clone())?);
+    let render = Arc::new(RenderHandler::new(config, backends.clone(), worker_id)?);
     tracing::info!(slots = config.worker_slots, "worker consuming");
-    consume(backends.bus.clone(), Queue::Convert, config.worker_slots, handler, shutdown).await;
+    let bus = &backends.bus;
+    tokio::join!(
+        consume(bus.clone(), Queue::Convert, config.worker_slots, convert, shutdown.clone()),
+        consume(bus.clone(), Queue::Render, config.worker_slots, render, shutdown),
+    );
     Ok(())
 }

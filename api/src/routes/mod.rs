@@ -4,6 +4,7 @@
 use utoipa_actix_web::service_config::ServiceConfig;
 
 mod files;
+mod jobs;
 mod libraries;
 mod objects;
 mod ops;
@@ -26,6 +27,12 @@ pub(crate) fn configure(cfg: &mut ServiceConfig) {
         .service(objects::list)
         .service(templates::list)
         .service(templates::get)
+        .service(jobs::create)
+        .service(jobs::get)
+        .service(jobs::list)
+        .service(jobs::of_template)
+        .service(jobs::project)
+        .service(jobs::credits)
         .service(uploads::upload)
         .service(files::get);
 }

@@ -134,7 +134,7 @@ impl AssetAddresses {
 
 /// The stored document, read for its shape only: it was validated when imported, and a
 /// rule added since must not make an existing template unreadable.
-fn document(record: &TemplateRecord) -> Result<Template, ApiError> {
+pub(crate) fn document(record: &TemplateRecord) -> Result<Template, ApiError> {
     serde_json::from_str(&record.json)
         .map_err(|e| ApiError::from(StoreError::Corrupt(format!("template {} document: {e}", record.id))))
 }

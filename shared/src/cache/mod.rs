@@ -47,6 +47,9 @@ async fn bounded<T>(call: impl std::future::Future<Output = Result<T, CacheError
         .unwrap_or_else(|_| Err(CacheError::Backend(format!("no answer within {CALL_TIMEOUT:?}"))))
 }
 
+/// How long a render's live progress is kept after its last update.
+const PROGRESS_TTL: Duration = Duration::from_secs(3600);
+
 /// The cache: a cheap-to-clone handle that namespaces keys.
 #[derive(Clone)]
 pub struct Cache {
@@ -92,6 +95,16 @@ impl Cache {
     /// Counts one request against `key`'s limit (`rate` per second, `burst` at once).
     pub async fn throttle(&self, key: &str, rate: u32, burst: u32) -> Result<RateDecision, CacheError> {
         bounded(self.backend.throttle(&self.key(key), rate, burst)).await
+    }
+
+    /// Records the live progress of a render (percent of its frames done).
+    pub async fn set_render_progress(&self, render_id: &str, percent: u8) -> Result<(), CacheError> {
+        self.set(&format!("progress:{render_id}"), &[percent.min(100)], PROGRESS_TTL).await
+    }
+
+    /// The live progress of a render, when one was recorded in the last hour.
+    pub async fn render_progress(&self, render_id: &str) -> Result<Option<u8>, CacheError> {
+        Ok(self.get(&format!("progress:{render_id}")).await?.and_then(|v| v.first().copied()))
     }
 
     /// Checks the backend answers (readiness probe).

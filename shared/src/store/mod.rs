@@ -14,6 +14,7 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Transaction};
 
 mod assets;
+mod jobs;
 mod libraries;
 mod outbox;
 mod postgres;
@@ -22,6 +23,10 @@ mod templates;
 mod users;
 
 pub use assets::STALE_UPLOAD_MS;
+pub use jobs::{
+    Idempotency, JobCreation, JobRecord, JobStatus, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
+    RenderStatus, IDEMPOTENCY_TTL_MS,
+};
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::OutboxRow;
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateQuality, TemplateRecord};

@@ -1,0 +1,677 @@
+//! Jobs, their renders (job videos), the projects they create, credits and idempotency
+//! keys of job requests.
+//!
+//! A job is written in one transaction: its idempotency key, the credit debit (one
+//! conditional update: never read-then-write), the job, its renders, its projects and one
+//! `render.v1` outbox row per render. A render ends in one transaction too: its outcome,
+//! the refund of a failed render's credit, the job's own status and the
+//! `render_finished.v1` event for the notifier.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::{flag, is_unique_violation, outbox, Result, Store, StoreError};
+use crate::id::now_ms;
+use crate::message::{Envelope, Message};
+
+/// How long an `Idempotency-Key` is remembered.
+pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// Where a job is (DESIGN.md): `started` until every render ended, then `finished`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    Started,
+    Finished,
+    /// The job as a whole could not run.
+    Error,
+}
+
+impl JobStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Started => "started",
+            JobStatus::Finished => "finished",
+            JobStatus::Error => "error",
+        }
+    }
+
+    fn parse(s: &str) -> Result<JobStatus> {
+        [JobStatus::Started, JobStatus::Finished, JobStatus::Error]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| StoreError::Corrupt(format!("job status {s:?}")))
+    }
+}
+
+/// Where a render (job video) is: `pending` → `started` → `success` | `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenderStatus {
+    Pending,
+    Started,
+    Success,
+    Failed,
+}
+
+impl RenderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RenderStatus::Pending => "pending",
+            RenderStatus::Started => "started",
+            RenderStatus::Success => "success",
+            RenderStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Result<RenderStatus> {
+        [RenderStatus::Pending, RenderStatus::Started, RenderStatus::Success, RenderStatus::Failed]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| StoreError::Corrupt(format!("render status {s:?}")))
+    }
+
+    /// Whether the render ended (success or failure).
+    pub fn is_final(self) -> bool {
+        matches!(self, RenderStatus::Success | RenderStatus::Failed)
+    }
+}
+
+/// A job to create. Ids are chosen by the caller, so that the response (and with it an
+/// idempotency record) can be written in the same transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    pub id: String,
+    pub user_id: String,
+    pub template_id: String,
+    pub quality: String,
+    pub create_render: bool,
+    pub create_project: bool,
+    /// JSON array of the validated notifications.
+    pub notifications: String,
+    pub renders: Vec<NewRender>,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// One element of a job request's `values`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRender {
+    pub id: String,
+    pub external_id: String,
+    pub title: String,
+    /// JSON object passed through.
+    pub metadata: String,
+    /// JSON object: variable id → value.
+    pub template_variables: String,
+    /// The project created with it: id and the template document with the values applied.
+    pub project: Option<(String, String)>,
+}
+
+/// The idempotency record of a job request.
+#[derive(Debug, Clone, Copy)]
+pub struct Idempotency<'a> {
+    pub key: &'a str,
+    /// Hash of the request body: the same key with another body is a conflict.
+    pub request_hash: &'a str,
+    /// The response to give to a repeated request.
+    pub response: &'a str,
+}
+
+/// What [`Store::create_job`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobCreation {
+    Created,
+    /// The idempotency key was used for the same request before: its first response.
+    Replayed(String),
+    /// The caller's credits do not cover the renders; nothing was written.
+    CreditsExhausted { needed: i64 },
+}
+
+/// A stored job with its renders in request order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    pub id: String,
+    pub user_id: String,
+    pub template_id: String,
+    pub status: JobStatus,
+    pub quality: String,
+    pub create_render: bool,
+    pub create_project: bool,
+    /// JSON array.
+    pub notifications: String,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub renders: Vec<RenderRecord>,
+}
+
+impl JobRecord {
+    /// The record [`Store::create_job`] writes for `job`: what its creation answers.
+    pub fn from_new(job: &NewJob) -> JobRecord {
+        let (status, render_status) = if job.create_render {
+            (JobStatus::Started, RenderStatus::Pending)
+        } else {
+            // Without a render the video is done at once: the project is all there is.
+            (JobStatus::Finished, RenderStatus::Success)
+        };
+        let finished_at = (!job.create_render).then_some(job.created_at);
+        let renders = job
+            .renders
+            .iter()
+            .enumerate()
+            .map(|(position, r)| RenderRecord {
+                id: r.id.clone(),
+                job_id: job.id.clone(),
+                position: position as i64,
+                external_id: r.external_id.clone(),
+                title: r.title.clone(),
+                metadata: r.metadata.clone(),
+                template_variables: r.template_variables.clone(),
+                status: render_status,
+                error: None,
+                project_id: r.project.as_ref().map(|(id, _)| id.clone()),
+                video_key: None,
+                thumb_key: None,
+                width: None,
+                height: None,
+                duration_ms: None,
+                attempts: 0,
+                worker: None,
+                created_at: job.created_at,
+                started_at: None,
+                finished_at,
+            })
+            .collect();
+        JobRecord {
+            id: job.id.clone(),
+            user_id: job.user_id.clone(),
+            template_id: job.template_id.clone(),
+            status,
+            quality: job.quality.clone(),
+            create_render: job.create_render,
+            create_project: job.create_project,
+            notifications: job.notifications.clone(),
+            created_at: job.created_at,
+            finished_at,
+            renders,
+        }
+    }
+}
+
+/// A stored render (job video).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderRecord {
+    pub id: String,
+    pub job_id: String,
+    pub position: i64,
+    pub external_id: String,
+    pub title: String,
+    pub metadata: String,
+    pub template_variables: String,
+    pub status: RenderStatus,
+    pub error: Option<String>,
+    pub project_id: Option<String>,
+    pub video_key: Option<String>,
+    pub thumb_key: Option<String>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+    pub duration_ms: Option<i64>,
+    pub attempts: i64,
+    pub worker: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// A stored project.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectRecord {
+    pub id: String,
+    pub user_id: String,
+    pub template_id: String,
+    pub job_id: String,
+    pub render_id: String,
+    pub title: String,
+    pub json: String,
+    pub created_at: i64,
+}
+
+/// How a render ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RenderOutcome {
+    Success { video_key: String, thumb_key: String, width: i64, height: i64, duration_ms: i64 },
+    Failed { error: String },
+}
+
+const JOB_COLUMNS: &str =
+    "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at";
+const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
+    project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
+const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
+
+fn job_from(row: &AnyRow) -> Result<JobRecord> {
+    Ok(JobRecord {
+        id: row.try_get("id")?,
+        user_id: row.try_get("user_id")?,
+        template_id: row.try_get("template_id")?,
+        status: JobStatus::parse(row.try_get("status")?)?,
+        quality: row.try_get("quality")?,
+        create_render: flag(row, "create_render")?,
+        create_project: flag(row, "create_project")?,
+        notifications: row.try_get("notifications")?,
+        created_at: row.try_get("created_at")?,
+        finished_at: row.try_get("finished_at")?,
+        renders: Vec::new(),
+    })
+}
+
+fn render_from(row: &AnyRow) -> Result<RenderRecord> {
+    Ok(RenderRecord {
+        id: row.try_get("id")?,
+        job_id: row.try_get("job_id")?,
+        position: row.try_get("position")?,
+        external_id: row.try_get("external_id")?,
+        title: row.try_get("title")?,
+        metadata: row.try_get("metadata")?,
+        template_variables: row.try_get("template_variables")?,
+        status: RenderStatus::parse(row.try_get("status")?)?,
+        error: row.try_get("error")?,
+        project_id: row.try_get("project_id")?,
+        video_key: row.try_get("video_key")?,
+        thumb_key: row.try_get("thumb_key")?,
+        width: row.try_get("width")?,
+        height: row.try_get("height")?,
+        duration_ms: row.try_get("duration_ms")?,
+        attempts: row.try_get("attempts")?,
+        worker: row.try_get("worker")?,
+        created_at: row.try_get("created_at")?,
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
+    Ok(ProjectRecord {
+        id: row.try_get("id")?,
+        user_id: row.try_get("user_id")?,
+        template_id: row.try_get("template_id")?,
+        job_id: row.try_get("job_id")?,
+        render_id: row.try_get("render_id")?,
+        title: row.try_get("title")?,
+        json: row.try_get("json")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// Whose credits a user spends: the first group they joined, or their own (DESIGN.md:
+/// credits are counted per user, or per group for group members).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CreditAccount {
+    User(String),
+    Group(String),
+}
+
+impl CreditAccount {
+    fn encode(&self) -> String {
+        match self {
+            CreditAccount::User(id) => format!("user:{id}"),
+            CreditAccount::Group(id) => format!("group:{id}"),
+        }
+    }
+
+    fn decode(s: &str) -> Result<CreditAccount> {
+        match s.split_once(':') {
+            Some(("user", id)) => Ok(CreditAccount::User(id.to_string())),
+            Some(("group", id)) => Ok(CreditAccount::Group(id.to_string())),
+            _ => Err(StoreError::Corrupt(format!("credit account {s:?}"))),
+        }
+    }
+
+    fn table(&self) -> (&'static str, &str) {
+        match self {
+            CreditAccount::User(id) => ("users", id),
+            CreditAccount::Group(id) => ("user_groups", id),
+        }
+    }
+
+    async fn of_user(conn: &mut sqlx::AnyConnection, user_id: &str) -> Result<CreditAccount> {
+        let group: Option<String> = sqlx::query_scalar(
+            "SELECT group_id FROM group_members WHERE user_id = $1 ORDER BY joined_at, group_id LIMIT 1",
+        )
+        .bind(user_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+        Ok(group.map_or_else(|| CreditAccount::User(user_id.to_string()), CreditAccount::Group))
+    }
+
+    /// Takes `n` credits if there are that many: one conditional update, so that
+    /// concurrent requests can never spend a credit twice.
+    async fn debit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<bool> {
+        let (table, id) = self.table();
+        let done = sqlx::query(&format!("UPDATE {table} SET credits = credits - $1 WHERE id = $2 AND credits >= $1"))
+            .bind(n)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn credit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<()> {
+        let (table, id) = self.table();
+        sqlx::query(&format!("UPDATE {table} SET credits = credits + $1 WHERE id = $2"))
+            .bind(n)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Creates a job with its renders, projects and work, charging one credit per render.
+    /// With `idempotency`, a key already used for the same request gives back its first
+    /// response (and charges nothing); used for another request, it is a `Conflict`.
+    pub async fn create_job(&self, job: &NewJob, idempotency: Option<Idempotency<'_>>) -> Result<JobCreation> {
+        let now = job.created_at;
+        let mut tx = self.begin().await?;
+        if let Some(idem) = idempotency {
+            sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2 AND created_at < $3")
+                .bind(&job.user_id)
+                .bind(idem.key)
+                .bind(now - IDEMPOTENCY_TTL_MS)
+                .execute(&mut *tx)
+                .await?;
+            let inserted = sqlx::query(
+                "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, job_id, response, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&job.user_id)
+            .bind(idem.key)
+            .bind(idem.request_hash)
+            .bind(&job.id)
+            .bind(idem.response)
+            .bind(now)
+            .execute(&mut *tx)
+            .await;
+            match inserted {
+                Ok(_) => {}
+                Err(e) if is_unique_violation(&e) => {
+                    tx.rollback().await?;
+                    return self.replay(&job.user_id, idem).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+
+        let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
+        let account = CreditAccount::of_user(&mut *tx, &job.user_id).await?;
+        if charges > 0 && !account.debit(&mut tx, charges).await? {
+            tx.rollback().await?;
+            return Ok(JobCreation::CreditsExhausted { needed: charges });
+        }
+
+        let record = JobRecord::from_new(job);
+        sqlx::query(&format!("INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"))
+            .bind(&job.id)
+            .bind(&job.user_id)
+            .bind(&job.template_id)
+            .bind(record.status.as_str())
+            .bind(&job.quality)
+            .bind(i64::from(job.create_render))
+            .bind(i64::from(job.create_project))
+            .bind(&job.notifications)
+            .bind(now)
+            .bind(record.finished_at)
+            .bind((charges > 0).then(|| account.encode()))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| {
+                if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
+                    StoreError::NotFound("template")
+                } else {
+                    e.into()
+                }
+            })?;
+        for (render, stored) in job.renders.iter().zip(&record.renders) {
+            sqlx::query(
+                "INSERT INTO renders (id, job_id, position, external_id, title, metadata, template_variables, \
+                 status, charged, project_id, created_at, finished_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            )
+            .bind(&render.id)
+            .bind(&job.id)
+            .bind(stored.position)
+            .bind(&render.external_id)
+            .bind(&render.title)
+            .bind(&render.metadata)
+            .bind(&render.template_variables)
+            .bind(stored.status.as_str())
+            .bind(i64::from(job.create_render))
+            .bind(&stored.project_id)
+            .bind(now)
+            .bind(stored.finished_at)
+            .execute(&mut *tx)
+            .await?;
+            if let Some((project_id, json)) = &render.project {
+                sqlx::query(&format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"))
+                    .bind(project_id)
+                    .bind(&job.user_id)
+                    .bind(&job.template_id)
+                    .bind(&job.id)
+                    .bind(&render.id)
+                    .bind(&render.title)
+                    .bind(json)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            if job.create_render {
+                outbox::enqueue(&mut tx, &Envelope::new(Message::RenderV1 { render_id: render.id.clone() })).await?;
+            }
+        }
+        tx.commit().await?;
+        if job.create_render {
+            self.outbox_written();
+        }
+        Ok(JobCreation::Created)
+    }
+
+    /// The answer to a request whose idempotency key is taken.
+    async fn replay(&self, user_id: &str, idem: Idempotency<'_>) -> Result<JobCreation> {
+        let row = sqlx::query("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
+            .bind(user_id)
+            .bind(idem.key)
+            .fetch_optional(&self.pool)
+            .await?
+            // Expired and removed meanwhile: a rare race; the client may simply retry.
+            .ok_or_else(|| StoreError::Conflict("the Idempotency-Key was just released; retry the request".into()))?;
+        let hash: String = row.try_get("request_hash")?;
+        if hash != idem.request_hash {
+            return Err(StoreError::Conflict(
+                "this Idempotency-Key was used with a different request in the last 24 hours".into(),
+            ));
+        }
+        Ok(JobCreation::Replayed(row.try_get("response")?))
+    }
+
+    /// The credits the user can spend (their group's, for group members).
+    pub async fn available_credits(&self, user_id: &str) -> Result<i64> {
+        let mut conn = self.pool.acquire().await?;
+        let account = CreditAccount::of_user(&mut *conn, user_id).await?;
+        let (table, id) = account.table();
+        sqlx::query_scalar(&format!("SELECT credits FROM {table} WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(StoreError::NotFound("user"))
+    }
+
+    /// The job with its renders.
+    pub async fn job(&self, id: &str) -> Result<JobRecord> {
+        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("job"))?;
+        let mut jobs = vec![job_from(&row)?];
+        self.attach_renders(&mut jobs).await?;
+        Ok(jobs.remove(0))
+    }
+
+    /// The user's jobs, newest first, `limit` from `offset`; only those of `template_id`
+    /// when given.
+    pub async fn jobs_of(
+        &self,
+        user_id: &str,
+        template_id: Option<&str>,
+        limit: u32,
+        offset: u64,
+    ) -> Result<Vec<JobRecord>> {
+        let filter = if template_id.is_some() { "AND template_id = $4" } else { "" };
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = $1 {filter} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+        );
+        let mut query = sqlx::query(&sql).bind(user_id).bind(i64::from(limit)).bind(offset as i64);
+        if let Some(template_id) = template_id {
+            query = query.bind(template_id);
+        }
+        let mut jobs = query.fetch_all(&self.pool).await?.iter().map(job_from).collect::<Result<Vec<_>>>()?;
+        self.attach_renders(&mut jobs).await?;
+        Ok(jobs)
+    }
+
+    /// Loads the renders of `jobs` with one query.
+    async fn attach_renders(&self, jobs: &mut [JobRecord]) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let placeholders: Vec<String> = (1..=jobs.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT {RENDER_COLUMNS} FROM renders WHERE job_id IN ({}) ORDER BY job_id, position",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for job in jobs.iter() {
+            query = query.bind(job.id.clone());
+        }
+        for row in query.fetch_all(&self.pool).await? {
+            let render = render_from(&row)?;
+            if let Some(job) = jobs.iter_mut().find(|j| j.id == render.job_id) {
+                job.renders.push(render);
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn render(&self, id: &str) -> Result<RenderRecord> {
+        let row = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("render"))?;
+        render_from(&row)
+    }
+
+    /// Marks the render started by `worker` and counts the attempt; returns the render as
+    /// it was before (its status tells whether an earlier attempt died while rendering),
+    /// or `None` when it already ended.
+    pub async fn start_render(&self, id: &str, worker: &str) -> Result<Option<RenderRecord>> {
+        let before = self.render(id).await?;
+        if before.status.is_final() {
+            return Ok(None);
+        }
+        let done = sqlx::query(
+            "UPDATE renders SET status = 'started', attempts = attempts + 1, worker = $1, started_at = $2 \
+             WHERE id = $3 AND status IN ('pending', 'started')",
+        )
+        .bind(worker)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok((done.rows_affected() == 1).then_some(before))
+    }
+
+    /// Puts a started render back to `pending` after an attempt that failed cleanly and
+    /// will be retried, so that `started` always means an attempt was interrupted.
+    pub async fn release_render(&self, id: &str) -> Result<()> {
+        sqlx::query("UPDATE renders SET status = 'pending' WHERE id = $1 AND status = 'started'")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records how the render ended, unless it ended already (then `false`): refunds the
+    /// credit of a failed render, finishes the job when it was its last open render, and
+    /// writes the `render_finished.v1` event when the job asked for notifications.
+    pub async fn end_render(&self, id: &str, outcome: &RenderOutcome) -> Result<bool> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
+            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => {
+                (RenderStatus::Success, None, Some(video_key), Some(thumb_key), Some(*width), Some(*height), Some(*duration_ms))
+            }
+            RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None),
+        };
+        let job_id: Option<String> = sqlx::query_scalar(
+            "UPDATE renders SET status = $1, error = $2, video_key = $3, thumb_key = $4, width = $5, height = $6, \
+             duration_ms = $7, finished_at = $8 WHERE id = $9 AND status IN ('pending', 'started') RETURNING job_id",
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(video_key)
+        .bind(thumb_key)
+        .bind(width)
+        .bind(height)
+        .bind(duration_ms)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(job_id) = job_id else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        let job = sqlx::query("SELECT credit_account, notifications FROM jobs WHERE id = $1")
+            .bind(&job_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if status == RenderStatus::Failed {
+            let refunded = sqlx::query("UPDATE renders SET charged = 0 WHERE id = $1 AND charged = 1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            let account: Option<String> = job.try_get("credit_account")?;
+            if let (1, Some(account)) = (refunded.rows_affected(), account) {
+                CreditAccount::decode(&account)?.credit(&mut tx, 1).await?;
+            }
+        }
+        sqlx::query(
+            "UPDATE jobs SET status = 'finished', finished_at = $1 WHERE id = $2 AND status = 'started' \
+             AND NOT EXISTS (SELECT 1 FROM renders WHERE job_id = $2 AND status IN ('pending', 'started'))",
+        )
+        .bind(now)
+        .bind(&job_id)
+        .execute(&mut *tx)
+        .await?;
+        let notifications: String = job.try_get("notifications")?;
+        let notify = serde_json::from_str::<Vec<serde_json::Value>>(&notifications).is_ok_and(|n| !n.is_empty());
+        if notify {
+            outbox::enqueue(&mut tx, &Envelope::new(Message::RenderFinishedV1 { render_id: id.to_string() })).await?;
+        }
+        tx.commit().await?;
+        if notify {
+            self.outbox_written();
+        }
+        Ok(true)
+    }
+
+    pub async fn project(&self, id: &str) -> Result<ProjectRecord> {
+        let row = sqlx::query(&format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("project"))?;
+        project_from(&row)
+    }
+}
+

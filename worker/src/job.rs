@@ -1,0 +1,398 @@
+//! The `render` queue: one video of a job, rendered from its template with the job's
+//! values.
+//!
+//! A render's sources become local files first: the template's placeholder files and
+//! assets from the blob store (an asset's converted rendition that fits the layer, never
+//! re-processed), addresses through the guarded outbound client (private addresses
+//! refused, size and time limits, the bytes sniffed against the variable's type). The
+//! renderer opens only those files. Progress goes to the cache as the frames are done.
+//!
+//! Idempotent and crash-safe: a render that ended is not rendered again; one found
+//! `started` was interrupted (its worker died) and is rendered again; on the last
+//! delivery such a render is failed instead of risking another crash. A failure on our
+//! side is retried until the delivery limit, then the render fails. A failed render's
+//! credit is refunded in the same transaction that records the failure.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use reelfarm_shared::asset::{Asset, AssetKind, AssetStatus};
+use reelfarm_shared::consumer::{Handler, Outcome};
+use reelfarm_shared::message::{Envelope, Message};
+use reelfarm_shared::outbound::{FetchLimits, Outbound, OutboundError};
+use reelfarm_shared::store::{RenderOutcome, RenderRecord, RenderStatus, StoreError, TemplateRecord};
+use reelfarm_shared::template::values::apply_values;
+use reelfarm_shared::template::{Content, Source, Template};
+use reelfarm_shared::{Backends, Config};
+use tokio::sync::watch;
+use tracing::Instrument;
+
+use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
+
+/// Largest file an address may give.
+const MAX_DOWNLOAD_BYTES: u64 = 2 << 30;
+/// Longest a download may take.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+/// Least time between two progress updates of one render.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
+
+pub struct RenderHandler {
+    backends: Backends,
+    outbound: Outbound,
+    work_dir: PathBuf,
+    time_limit: Duration,
+    delivery_limit: u32,
+    worker_id: String,
+}
+
+/// Why a render did not finish.
+enum Failure {
+    /// The job's input is at fault; the message is for its owner.
+    Permanent(String),
+    /// Our side (store, blobs, disk): a later attempt may work.
+    Transient(String),
+    /// The server of an address failed in a way that may pass (timeout, 5xx, 429); the
+    /// message is for the job's owner.
+    Remote(String),
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Failure {
+        Failure::Transient(format!("metadata store: {e}"))
+    }
+}
+
+impl From<reelfarm_shared::blob::BlobError> for Failure {
+    fn from(e: reelfarm_shared::blob::BlobError) -> Failure {
+        Failure::Transient(format!("blob store: {e}"))
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Transient(format!("work files: {e}"))
+    }
+}
+
+/// The media a layer takes from its source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Media {
+    Image,
+    Video,
+    Sound,
+}
+
+impl RenderHandler {
+    pub fn new(config: &Config, backends: Backends, worker_id: String) -> anyhow::Result<RenderHandler> {
+        let work_dir = config.data_dir.join("work");
+        std::fs::create_dir_all(&work_dir)?;
+        Ok(RenderHandler {
+            backends,
+            outbound: Outbound::new(&config.outbound_allow),
+            work_dir,
+            time_limit: config.job_timeout,
+            delivery_limit: config.delivery_limit,
+            worker_id,
+        })
+    }
+
+    async fn run(&self, render: &RenderRecord) -> Result<RenderOutcome, Failure> {
+        let store = &self.backends.store;
+        let job = store.job(&render.job_id).await?;
+        let record = store.template(&job.template_id).await?;
+        let template: Template = serde_json::from_str(&record.json)
+            .map_err(|e| Failure::Transient(format!("template {} document: {e}", record.id)))?;
+        let values: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&render.template_variables)
+            .map_err(|e| Failure::Transient(format!("render {} values: {e}", render.id)))?;
+        let applied = apply_values(&template, &values).map_err(|problems| {
+            let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+            Failure::Permanent(format!("the values no longer fit the template: {}", lines.join("; ")))
+        })?;
+        let quality = Quality::parse(&job.quality).unwrap_or_default();
+
+        let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
+        let fetched = self.fetch_sources(&applied, &record, quality, dir.path()).await?;
+        let (mp4, jpg) = (dir.path().join("video.mp4"), dir.path().join("thumb.jpg"));
+        let output = self.render(&applied, fetched, quality, render, &mp4, &jpg).await?;
+
+        let prefix = format!("renders/{}/{}-{}", job.id, render.id, reelfarm_shared::token::random_base62(16));
+        let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
+        let blobs = &self.backends.blobs;
+        blobs.put_file(&video_key, &mp4, "video/mp4").await?;
+        blobs.put_file(&thumb_key, &jpg, "image/jpeg").await?;
+        Ok(RenderOutcome::Success {
+            video_key,
+            thumb_key,
+            width: i64::from(output.width),
+            height: i64::from(output.height),
+            duration_ms: (output.duration * 1000.0).round() as i64,
+        })
+    }
+
+    /// Renders on a blocking thread while a task passes its progress to the cache.
+    async fn render(
+        &self,
+        template: &Template,
+        fetched: Vec<(Source, PathBuf)>,
+        quality: Quality,
+        render: &RenderRecord,
+        mp4: &Path,
+        jpg: &Path,
+    ) -> Result<render::RenderOutput, Failure> {
+        let (progress_tx, mut progress_rx) = watch::channel(0u8);
+        let cache = self.backends.cache.clone();
+        let render_id = render.id.clone();
+        // Stops with this render, also when the handler is dropped (the worker is killed).
+        let _reporter = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            while progress_rx.changed().await.is_ok() {
+                let percent = *progress_rx.borrow_and_update();
+                if let Err(e) = cache.set_render_progress(&render_id, percent).await {
+                    tracing::debug!(error = %e, "render progress not recorded");
+                }
+                tokio::time::sleep(PROGRESS_INTERVAL).await;
+            }
+        }));
+        let settings = RenderSettings { quality, time_limit: self.time_limit, ..RenderSettings::default() };
+        let (template, mp4, jpg) = (template.clone(), mp4.to_path_buf(), jpg.to_path_buf());
+        let span = tracing::Span::current();
+        let rendered = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let resolve = |s: &Source| fetched.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
+            let progress = |p: Progress| {
+                let percent = (p.frames_done * 100 / p.frames_total.max(1)).min(100) as u8;
+                progress_tx.send_if_modified(|current| std::mem::replace(current, percent) != percent);
+            };
+            render::render(&template, &resolve, &settings, &mp4, &jpg, &progress)
+        })
+        .await;
+        match rendered.map_err(|e| Failure::Transient(format!("render task: {e}")))? {
+            Ok(output) => Ok(output),
+            Err(e) if e.is_bad_input() => Err(Failure::Permanent(e.to_string())),
+            Err(RenderError::TimedOut { limit }) => {
+                Err(Failure::Permanent(format!("the render took longer than the limit of {limit:.0} s")))
+            }
+            Err(e) => Err(Failure::Transient(e.to_string())),
+        }
+    }
+
+    /// Fetches every source of `template` into `dir`; returns each with its local file.
+    async fn fetch_sources(
+        &self,
+        template: &Template,
+        record: &TemplateRecord,
+        quality: Quality,
+        dir: &Path,
+    ) -> Result<Vec<(Source, PathBuf)>, Failure> {
+        let blobs = &self.backends.blobs;
+        let mut fetched = Vec::new();
+        for (i, source) in render::sources(template).into_iter().enumerate() {
+            let target = dir.join(format!("source-{i}"));
+            match &source {
+                Source::File { file } => {
+                    let key = record.files.get(file).ok_or_else(|| {
+                        Failure::Transient(format!("template {} has no stored file {file:?}", record.id))
+                    })?;
+                    blobs.get_to_file(key, &target).await?;
+                }
+                Source::Asset { asset } => {
+                    let asset = match self.backends.store.asset(asset).await {
+                        Ok(a) if a.status == AssetStatus::Finished => a,
+                        Ok(_) | Err(StoreError::NotFound(_)) => {
+                            return Err(Failure::Permanent(format!("asset {asset:?} is no longer available")))
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    let (width, height) = needed_size(template, &source, quality);
+                    blobs.get_to_file(&best_rendition(&asset, width, height), &target).await?;
+                }
+                Source::Url { url } => {
+                    let limits = FetchLimits { max_bytes: MAX_DOWNLOAD_BYTES, timeout: DOWNLOAD_TIMEOUT };
+                    self.outbound.fetch_to_file(url, &target, &limits).await.map_err(|e| fetch_failure(url, e))?;
+                    for media in media_of(template, &source) {
+                        check_sniffed(&target, media).map_err(|problem| Failure::Permanent(format!("{url}: {problem}")))?;
+                    }
+                }
+            }
+            fetched.push((source, target));
+        }
+        Ok(fetched)
+    }
+
+    /// Records a failure; `Retry` when recording it failed (the store is down).
+    async fn fail(&self, render_id: &str, error: &str) -> Result<(), Outcome> {
+        match self.backends.store.end_render(render_id, &RenderOutcome::Failed { error: error.to_string() }).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Outcome::Retry(format!("recording the failure: {e}"))),
+        }
+    }
+}
+
+fn fetch_failure(url: &str, e: OutboundError) -> Failure {
+    if e.is_retryable() {
+        Failure::Remote(format!("could not fetch {url}: {e}"))
+    } else {
+        Failure::Permanent(format!("could not fetch {url}: {e}"))
+    }
+}
+
+/// What the layers using `source` take from it.
+fn media_of(template: &Template, source: &Source) -> Vec<Media> {
+    let mut media = Vec::new();
+    for layer in template.clips.iter().flat_map(|c| &c.layers) {
+        let m = match &layer.content {
+            Content::Image(i) if &i.source == source => Media::Image,
+            Content::Video(v) if &v.source == source => Media::Video,
+            Content::Sound(s) if &s.source == source => Media::Sound,
+            _ => continue,
+        };
+        if !media.contains(&m) {
+            media.push(m);
+        }
+    }
+    if template.soundtrack.as_ref().is_some_and(|s| &s.source == source) && !media.contains(&Media::Sound) {
+        media.push(Media::Sound);
+    }
+    media
+}
+
+/// Checks the first bytes of a downloaded file against what the layer takes: a file
+/// recognised as another kind (a web page, a document, an image for a video) is refused
+/// before any decoder sees it. Unrecognised bytes are left to the decoders.
+fn check_sniffed(path: &Path, media: Media) -> Result<(), String> {
+    use std::io::Read;
+    let mut head = vec![0u8; 8192];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
+    head.truncate(n);
+    let text = String::from_utf8_lossy(&head[..n.min(512)]).trim_start().to_ascii_lowercase();
+    let svg = text.starts_with("<svg") || (text.starts_with("<?xml") && String::from_utf8_lossy(&head).contains("<svg"));
+    if svg {
+        return if media == Media::Image { Ok(()) } else { Err("is an SVG image, not a video or sound file".into()) };
+    }
+    if text.starts_with("<!doctype html") || text.starts_with("<html") {
+        return Err("is a web page, not a media file".into());
+    }
+    let Some(kind) = infer::get(&head) else { return Ok(()) };
+    let ok = match kind.matcher_type() {
+        infer::MatcherType::Image => media == Media::Image,
+        infer::MatcherType::Video => matches!(media, Media::Video | Media::Sound),
+        infer::MatcherType::Audio => media == Media::Sound,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        let wanted = match media {
+            Media::Image => "an image",
+            Media::Video => "a video",
+            Media::Sound => "a sound file",
+        };
+        Err(format!("is {} ({}), not {wanted}", kind.mime_type(), kind.extension()))
+    }
+}
+
+/// The largest box, in output pixels, that a layer showing `source` fills.
+fn needed_size(template: &Template, source: &Source, quality: Quality) -> (u32, u32) {
+    let canvas = &template.canvas;
+    let scale = quality.short_side().map_or(1.0, |side| f64::from(side) / f64::from(canvas.width.min(canvas.height)));
+    let (mut width, mut height) = (0.0f64, 0.0f64);
+    for layer in template.clips.iter().flat_map(|c| &c.layers) {
+        if layer.content.source() == Some(source) {
+            if let Some(frame) = layer.content.frame() {
+                width = width.max(frame.width * scale);
+                height = height.max(frame.height * scale);
+            }
+        }
+    }
+    (width.ceil() as u32, height.ceil() as u32)
+}
+
+/// The blob of `asset` to render from: the smallest converted rendition at least as large
+/// as the box it fills (no re-processing, little decoding), the AAC rendition of a sound,
+/// the original of a vector image or when no rendition is large enough.
+fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
+    let original = asset.original_key.clone().unwrap_or_default();
+    let role = match asset.kind {
+        Some(AssetKind::Sprite) => "image",
+        Some(AssetKind::Video) => "video",
+        Some(AssetKind::Sound) => {
+            let aac = asset.renditions.iter().find(|r| r.role == "audio" && r.content_type == "audio/mp4");
+            return aac.map_or(original, |r| r.key.clone());
+        }
+        Some(AssetKind::Svg) | None => return original,
+    };
+    asset
+        .renditions
+        .iter()
+        .filter(|r| r.role == role)
+        .filter_map(|r| Some((r, r.width?, r.height?)))
+        .filter(|(_, w, h)| *w >= width && *h >= height)
+        .min_by_key(|(_, w, h)| u64::from(*w) * u64::from(*h))
+        .map_or(original, |(r, _, _)| r.key.clone())
+}
+
+#[async_trait]
+impl Handler for RenderHandler {
+    async fn handle(&self, envelope: &Envelope, attempt: u32) -> Outcome {
+        let Message::RenderV1 { render_id } = &envelope.message else {
+            return Outcome::Abort(format!("unexpected message {} on the render queue", envelope.message.kind()));
+        };
+        let span = tracing::info_span!("render", render_id = %render_id, attempt);
+        let store = &self.backends.store;
+        let before = match store.start_render(render_id, &self.worker_id).instrument(span.clone()).await {
+            Ok(Some(before)) => before,
+            // Ended already (a redelivery), or the job was deleted.
+            Ok(None) | Err(StoreError::NotFound(_)) => return Outcome::Done,
+            Err(e) => return Outcome::Retry(format!("starting the render: {e}")),
+        };
+        if before.status == RenderStatus::Started && attempt >= self.delivery_limit {
+            let error = format!(
+                "the render stopped its worker {} times (crash or kill) and was given up; please contact support",
+                before.attempts
+            );
+            span.in_scope(|| tracing::error!(%error, "render given up"));
+            return match self.fail(render_id, &error).instrument(span).await {
+                Ok(()) => Outcome::Abort(error),
+                Err(retry) => retry,
+            };
+        }
+        let started = Instant::now();
+        let result = self.run(&before).instrument(span.clone()).await;
+        let _entered = span.enter();
+        // A failure we gave up retrying is dead-lettered too, for the operators to look at.
+        let (error, dead_letter) = match result {
+            Ok(outcome) => {
+                return match store.end_render(render_id, &outcome).await {
+                    Ok(_) => {
+                        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "render finished");
+                        Outcome::Done
+                    }
+                    Err(e) => Outcome::Retry(format!("recording the render: {e}")),
+                };
+            }
+            Err(Failure::Transient(e) | Failure::Remote(e)) if attempt < self.delivery_limit => {
+                tracing::warn!(error = %e, "render will be retried");
+                if let Err(release) = store.release_render(render_id).await {
+                    // The next attempt then takes it for an interrupted one, which is
+                    // only a stricter reading of the same delivery count.
+                    tracing::warn!(error = %release, "render not put back to pending");
+                }
+                return Outcome::Retry(e);
+            }
+            Err(Failure::Transient(e)) => {
+                // Details are ours (endpoints, database errors): log them, show a summary.
+                tracing::error!(error = %e, "render failed on our side; giving up");
+                (format!("the render failed on our side after {attempt} attempts; the credit was refunded"), true)
+            }
+            Err(Failure::Remote(e)) => (format!("{e} (tried {attempt} times)"), true),
+            Err(Failure::Permanent(e)) => (e, false),
+        };
+        tracing::warn!(%error, "render failed");
+        drop(_entered);
+        match self.fail(render_id, &error).instrument(span).await {
+            Ok(()) if dead_letter => Outcome::Abort(error),
+            Ok(()) => Outcome::Done,
+            Err(retry) => retry,
+        }
+    }
+}
