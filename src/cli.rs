@@ -82,6 +82,19 @@ pub enum Bench {
         #[arg(long, default_value_t = 1)]
         rounds: u32,
     },
+    /// Job-creation throughput and latency of a `serve api` process on the configured
+    /// backends, against an authenticated read of the same api.
+    Jobs {
+        /// Length of each load phase in seconds.
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// Users the clients act for (round robin).
+        #[arg(long, default_value_t = 64)]
+        users: usize,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {

@@ -33,6 +33,9 @@ fn main() -> std::process::ExitCode {
                 let heights = bench::render::heights(&quality)?;
                 tokio::task::spawn_blocking(move || bench::render::run(&heights, rounds)).await?
             }
+            cli::Command::Bench(cli::Bench::Jobs { seconds, connections, users }) => {
+                bench::jobs::run(&config, seconds, connections, users).await
+            }
             cli::Command::Bench(cli::Bench::Upload { size_mib }) => bench::upload::run(&config, size_mib).await,
             cli::Command::Render(args) => render::run(args).await,
         }

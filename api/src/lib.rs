@@ -64,7 +64,7 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let port = listener.local_addr()?.port();
-        let state = web::Data::new(AppState { config, backends });
+        let state = web::Data::new(AppState::new(config, backends));
         let server = HttpServer::new(move || {
             let (app, openapi) = App::new()
                 .into_utoipa_app()

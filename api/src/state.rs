@@ -1,16 +1,81 @@
 //! What every handler can reach.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reelfarm_shared::store::{StoreError, TemplateRecord};
+use reelfarm_shared::template::Template;
 use reelfarm_shared::{Backends, Config};
+
+/// Most parsed template documents kept in memory; the cache starts over past it.
+const TEMPLATE_CACHE_SIZE: usize = 1024;
+/// How long a template found visible to a user is taken as visible without asking the
+/// store again (job creation's hot path): a share removed takes effect within this.
+const VISIBILITY_TTL: Duration = Duration::from_secs(10);
+/// Most (user, template) visibility entries kept; the cache starts over past it.
+const VISIBILITY_CACHE_SIZE: usize = 16 * 1024;
+
+/// A template found visible to a user, and when.
+type Visible = (Instant, Arc<TemplateRecord>);
 
 /// Shared by every worker thread of the server.
 pub struct AppState {
     pub config: Config,
     pub backends: Backends,
+    /// Parsed template documents by template id. A template's document never changes
+    /// once imported, so an entry never goes stale.
+    templates: Mutex<HashMap<String, Arc<Template>>>,
+    /// Templates recently found visible, by (user id, template id).
+    visible: Mutex<HashMap<(String, String), Visible>>,
 }
 
 impl AppState {
+    pub fn new(config: Config, backends: Backends) -> AppState {
+        AppState {
+            config,
+            backends,
+            templates: Mutex::new(HashMap::new()),
+            visible: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// The absolute public address of a static file the api serves.
     pub fn static_url(&self, name: &str) -> String {
         format!("{}/static/{name}", self.config.public_url)
+    }
+
+    /// The template `id` if `user_id` may see it (see [`VISIBILITY_TTL`]).
+    pub async fn visible_template(&self, id: &str, user_id: &str) -> Result<Arc<TemplateRecord>, StoreError> {
+        let key = (user_id.to_string(), id.to_string());
+        if let Some((at, record)) = self.visible.lock().expect("visibility cache lock").get(&key) {
+            if at.elapsed() < VISIBILITY_TTL {
+                return Ok(record.clone());
+            }
+        }
+        let record = Arc::new(self.backends.store.visible_template(id, user_id).await?);
+        let mut cache = self.visible.lock().expect("visibility cache lock");
+        if cache.len() >= VISIBILITY_CACHE_SIZE {
+            cache.clear();
+        }
+        cache.insert(key, (Instant::now(), record.clone()));
+        Ok(record)
+    }
+
+    /// The stored document of `record`, read for its shape only: it was validated when
+    /// imported, and a rule added since must not make an existing template unreadable.
+    pub fn template_document(&self, record: &TemplateRecord) -> Result<Arc<Template>, StoreError> {
+        if let Some(cached) = self.templates.lock().expect("template cache lock").get(&record.id) {
+            return Ok(cached.clone());
+        }
+        let template: Template = serde_json::from_str(&record.json)
+            .map_err(|e| StoreError::Corrupt(format!("template {} document: {e}", record.id)))?;
+        let template = Arc::new(template);
+        let mut cache = self.templates.lock().expect("template cache lock");
+        if cache.len() >= TEMPLATE_CACHE_SIZE {
+            cache.clear();
+        }
+        cache.insert(record.id.clone(), template.clone());
+        Ok(template)
     }
 }

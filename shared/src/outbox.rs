@@ -95,35 +95,47 @@ impl Relay {
         }
     }
 
-    /// Claims one batch and relays it; the number of rows claimed.
+    /// Claims one batch and relays it; the number of rows claimed. Rows a broker
+    /// confirmed are deleted together once the batch is through (one statement instead
+    /// of one per message).
     async fn relay_batch(&self) -> Result<usize, crate::store::StoreError> {
         let rows = self.store.outbox_claim(BATCH, self.lease).await?;
         let claimed = rows.len();
-        futures::stream::iter(rows).for_each_concurrent(CONCURRENCY, |row| self.relay_row(row)).await;
+        let confirmed: Vec<String> = futures::stream::iter(rows)
+            .map(|row| self.relay_row(row))
+            .buffer_unordered(CONCURRENCY)
+            .filter_map(|id| async move { id })
+            .collect()
+            .await;
+        if let Err(e) = self.store.outbox_delete_many(&confirmed).await {
+            // The rows come back when their lease ends and are published again.
+            tracing::warn!(rows = confirmed.len(), error = %e, "outbox: removing published messages failed");
+        }
         Ok(claimed)
     }
 
-    async fn relay_row(&self, row: OutboxRow) {
+    /// Publishes one row; the id of a row the broker confirmed, to be deleted. On the
+    /// local bus the row is marked published instead (its consumer's ack deletes it).
+    async fn relay_row(&self, row: OutboxRow) -> Option<String> {
         let envelope = &row.envelope;
         if let Err(e) = self.bus.publish(envelope).await {
             tracing::warn!(
                 message_id = %envelope.id, queue = envelope.message.queue().name(), error = %e,
                 "outbox: publishing failed; retrying when the lease ends"
             );
-            return;
+            return None;
         }
         if let Some(hook) = &self.after_publish {
             hook(envelope).await;
         }
-        let done = if self.bus.acks_through_outbox() {
-            self.store.outbox_mark_published_claimed(&envelope.id, row.deliveries).await.map(drop)
-        } else {
-            self.store.outbox_delete(&envelope.id).await
-        };
-        if let Err(e) = done {
+        if !self.bus.acks_through_outbox() {
+            return Some(envelope.id.clone());
+        }
+        if let Err(e) = self.store.outbox_mark_published_claimed(&envelope.id, row.deliveries).await {
             // The row comes back when its lease ends and is published again.
             tracing::warn!(message_id = %envelope.id, error = %e, "outbox: recording a published message failed");
         }
+        None
     }
 }
 

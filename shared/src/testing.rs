@@ -41,7 +41,7 @@ pub async fn fresh_postgres_database() -> String {
 /// Deletes the RabbitMQ queues and exchanges of a test deployment's `namespace`, so that
 /// test runs do not pile quorum queues up on the broker.
 pub async fn delete_amqp_namespace(namespace: &str) {
-    if let Err(e) = crate::bus::amqp::delete_namespace(&amqp_url(), namespace).await {
+    if let Err(e) = crate::bus::delete_namespace(&amqp_url(), namespace).await {
         eprintln!("deleting the test namespace {namespace} failed: {e}");
     }
 }

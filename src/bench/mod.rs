@@ -3,6 +3,7 @@
 //! `docs/performance.md`.
 
 pub mod convert;
+pub mod jobs;
 pub mod render;
 pub mod upload;
 
@@ -23,4 +24,16 @@ pub fn rss_of(pid: u32) -> Option<(u64, u64)> {
 /// `n` bytes in MiB with one decimal.
 pub fn mib(n: u64) -> String {
     format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+}
+
+/// Waits until the `serve api` child listens on `port` (30 s at most).
+pub async fn wait_for_api(port: u16) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!("`serve api` did not listen within 30 s");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(())
 }

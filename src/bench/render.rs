@@ -266,7 +266,7 @@ fn best<T>(
     let mut best: Option<T> = None;
     for _ in 0..rounds.max(1) {
         let r = run()?;
-        if best.as_ref().map_or(true, |b| key(&r) < key(b)) {
+        if best.as_ref().is_none_or(|b| key(&r) < key(b)) {
             best = Some(r);
         }
     }

@@ -38,13 +38,7 @@ pub async fn run(config: &Config, size_mib: u64) -> anyhow::Result<()> {
 
 async fn measure(config: &Config, database_url: &str, port: u16, pid: u32, size_mib: u64) -> anyhow::Result<()> {
     let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        if Instant::now() > deadline {
-            bail!("`serve api` did not listen within 30 s");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    super::wait_for_api(port).await?;
     let store = Store::connect(database_url).await?;
     let user = store.create_user("bench", None, 0).await?;
     let (_, token) = store.create_token(&user.id, 1).await?;

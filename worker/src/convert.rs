@@ -14,6 +14,7 @@ use reelfarm_shared::store::StoreError;
 use reelfarm_shared::{Backends, Config};
 use tracing::Instrument;
 
+use crate::failure::Failure;
 use crate::media::{self, Limits, MediaError, MediaKind, Role};
 
 pub struct ConvertHandler {
@@ -23,32 +24,6 @@ pub struct ConvertHandler {
     delivery_limit: u32,
     /// This worker's name in diagnostics: host, process and a random suffix.
     worker_id: String,
-}
-
-/// Why a conversion did not finish.
-enum Failure {
-    /// The file itself is the problem: retrying cannot help.
-    Permanent(String),
-    /// Our side (store, blobs, disk): a later attempt may succeed.
-    Transient(String),
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Failure {
-        Failure::Transient(format!("metadata store: {e}"))
-    }
-}
-
-impl From<reelfarm_shared::blob::BlobError> for Failure {
-    fn from(e: reelfarm_shared::blob::BlobError) -> Failure {
-        Failure::Transient(format!("blob store: {e}"))
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Failure {
-        Failure::Transient(format!("work files: {e}"))
-    }
 }
 
 impl ConvertHandler {
@@ -186,11 +161,11 @@ impl Handler for ConvertHandler {
                 tracing::info!("asset converted");
                 return Outcome::Done;
             }
-            Err(Failure::Transient(e)) if attempt < self.delivery_limit => {
+            Err(Failure::Transient(e) | Failure::Remote(e)) if attempt < self.delivery_limit => {
                 tracing::warn!(error = %e, "conversion will be retried");
                 return Outcome::Retry(e);
             }
-            Err(Failure::Transient(e)) => {
+            Err(Failure::Transient(e) | Failure::Remote(e)) => {
                 // The details are ours (endpoints, database errors): log them, show a summary.
                 tracing::error!(error = %e, attempt, "conversion failed on our side; giving up");
                 "the conversion failed on our side; please upload the file again".to_string()

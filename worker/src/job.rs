@@ -28,6 +28,7 @@ use reelfarm_shared::{Backends, Config};
 use tokio::sync::watch;
 use tracing::Instrument;
 
+use crate::failure::Failure;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
 
 /// Largest file an address may give.
@@ -44,35 +45,6 @@ pub struct RenderHandler {
     time_limit: Duration,
     delivery_limit: u32,
     worker_id: String,
-}
-
-/// Why a render did not finish.
-enum Failure {
-    /// The job's input is at fault; the message is for its owner.
-    Permanent(String),
-    /// Our side (store, blobs, disk): a later attempt may work.
-    Transient(String),
-    /// The server of an address failed in a way that may pass (timeout, 5xx, 429); the
-    /// message is for the job's owner.
-    Remote(String),
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Failure {
-        Failure::Transient(format!("metadata store: {e}"))
-    }
-}
-
-impl From<reelfarm_shared::blob::BlobError> for Failure {
-    fn from(e: reelfarm_shared::blob::BlobError) -> Failure {
-        Failure::Transient(format!("blob store: {e}"))
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Failure {
-        Failure::Transient(format!("work files: {e}"))
-    }
 }
 
 /// The media a layer takes from its source.

@@ -9,6 +9,7 @@ use reelfarm_shared::{Backends, Config};
 use tokio_util::sync::CancellationToken;
 
 mod convert;
+mod failure;
 mod job;
 pub mod media;
 pub mod render;

@@ -27,7 +27,6 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use self::request::{JobRequest, ValueRequest};
-use super::templates::document;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, FieldError};
 use crate::pagination::PageQuery;
@@ -187,8 +186,8 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency_key(&req)?;
     let request = request::parse(&body).map_err(ApiError::validation)?;
-    let record = state.backends.store.visible_template(&request.template_id, &caller.user.id).await?;
-    let template = document(&record)?;
+    let record = state.visible_template(&request.template_id, &caller.user.id).await?;
+    let template = state.template_document(&record)?;
     let renders = prepare_renders(&state, &caller, &template, &request).await?;
 
     let created_at = now_ms();

@@ -132,13 +132,6 @@ impl AssetAddresses {
     }
 }
 
-/// The stored document, read for its shape only: it was validated when imported, and a
-/// rule added since must not make an existing template unreadable.
-pub(crate) fn document(record: &TemplateRecord) -> Result<Template, ApiError> {
-    serde_json::from_str(&record.json)
-        .map_err(|e| ApiError::from(StoreError::Corrupt(format!("template {} document: {e}", record.id))))
-}
-
 fn variable_json(v: TemplateVariable) -> VariableJson {
     VariableJson {
         id: v.id.to_string(),
@@ -225,7 +218,7 @@ async fn template_json(
     with_json: bool,
     state: &AppState,
 ) -> Result<TemplateJson, ApiError> {
-    let template = document(record)?;
+    let template = state.template_document(record)?;
     assets.load(&template, state).await?;
     let shares = if record.owner_user_id.as_deref() == Some(caller.user.id.as_str()) {
         state.backends.store.template_shares(&record.id).await?

@@ -232,7 +232,7 @@ impl AmqpBus {
 
 /// Deletes the queues and exchanges of `namespace` on the broker at `url` (test runs give
 /// each deployment a namespace of its own and remove it afterwards).
-pub(crate) async fn delete_namespace(url: &str, namespace: &str) -> Result<(), BusError> {
+pub async fn delete_namespace(url: &str, namespace: &str) -> Result<(), BusError> {
     let connection = open(url, "cleanup").await?;
     let deleted = Names::new(namespace).delete(&connection).await;
     let _ = connection.close(200, "OK".into()).await;

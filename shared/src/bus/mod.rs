@@ -16,6 +16,7 @@ use crate::message::{Envelope, Queue};
 use crate::store::Store;
 
 pub(crate) mod amqp;
+pub use amqp::delete_namespace;
 mod local;
 
 #[derive(Debug, thiserror::Error)]

@@ -301,6 +301,11 @@ fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
     })
 }
 
+/// SQL of the encoded [`CreditAccount`] of user `$2`: the first group they joined, or
+/// their own.
+const ACCOUNT_OF_USER_2: &str = "COALESCE((SELECT 'group:' || group_id FROM group_members WHERE user_id = $2 \
+    ORDER BY joined_at, group_id LIMIT 1), 'user:' || $2)";
+
 /// Whose credits a user spends: the first group they joined, or their own (DESIGN.md:
 /// credits are counted per user, or per group for group members).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,13 +315,6 @@ enum CreditAccount {
 }
 
 impl CreditAccount {
-    fn encode(&self) -> String {
-        match self {
-            CreditAccount::User(id) => format!("user:{id}"),
-            CreditAccount::Group(id) => format!("group:{id}"),
-        }
-    }
-
     fn decode(s: &str) -> Result<CreditAccount> {
         match s.split_once(':') {
             Some(("user", id)) => Ok(CreditAccount::User(id.to_string())),
@@ -333,13 +331,11 @@ impl CreditAccount {
     }
 
     async fn of_user(conn: &mut sqlx::AnyConnection, user_id: &str) -> Result<CreditAccount> {
-        let group: Option<String> = sqlx::query_scalar(
-            "SELECT group_id FROM group_members WHERE user_id = $1 ORDER BY joined_at, group_id LIMIT 1",
-        )
-        .bind(user_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-        Ok(group.map_or_else(|| CreditAccount::User(user_id.to_string()), CreditAccount::Group))
+        let account: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
+            .bind(user_id)
+            .fetch_one(&mut *conn)
+            .await?;
+        CreditAccount::decode(&account)
     }
 
     /// Takes `n` credits if there are that many: one conditional update, so that
@@ -402,14 +398,12 @@ impl Store {
         }
 
         let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
-        let account = CreditAccount::of_user(&mut *tx, &job.user_id).await?;
-        if charges > 0 && !account.debit(&mut tx, charges).await? {
-            tx.rollback().await?;
-            return Ok(JobCreation::CreditsExhausted { needed: charges });
-        }
-
         let record = JobRecord::from_new(job);
-        sqlx::query(&format!("INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"))
+        // The account to charge is found in the same statement (one round trip less).
+        let account: Option<String> = sqlx::query_scalar(&format!(
+            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+             CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END) RETURNING credit_account"
+        ))
             .bind(&job.id)
             .bind(&job.user_id)
             .bind(&job.template_id)
@@ -420,8 +414,8 @@ impl Store {
             .bind(&job.notifications)
             .bind(now)
             .bind(record.finished_at)
-            .bind((charges > 0).then(|| account.encode()))
-            .execute(&mut *tx)
+            .bind(charges)
+            .fetch_one(&mut *tx)
             .await
             .map_err(|e| {
                 if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
@@ -430,6 +424,7 @@ impl Store {
                     e.into()
                 }
             })?;
+        let account = account.as_deref().map(CreditAccount::decode).transpose()?;
         for (render, stored) in job.renders.iter().zip(&record.renders) {
             sqlx::query(
                 "INSERT INTO renders (id, job_id, position, external_id, title, metadata, template_variables, \
@@ -467,6 +462,14 @@ impl Store {
                 outbox::enqueue(&mut tx, &Envelope::new(Message::RenderV1 { render_id: render.id.clone() })).await?;
             }
         }
+        // The debit comes last: it locks the account's row until the commit, and every
+        // job of the account waits for that lock.
+        if let Some(account) = &account {
+            if !account.debit(&mut tx, charges).await? {
+                tx.rollback().await?;
+                return Ok(JobCreation::CreditsExhausted { needed: charges });
+            }
+        }
         tx.commit().await?;
         if job.create_render {
             self.outbox_written();
@@ -495,7 +498,7 @@ impl Store {
     /// The credits the user can spend (their group's, for group members).
     pub async fn available_credits(&self, user_id: &str) -> Result<i64> {
         let mut conn = self.pool.acquire().await?;
-        let account = CreditAccount::of_user(&mut *conn, user_id).await?;
+        let account = CreditAccount::of_user(&mut conn, user_id).await?;
         let (table, id) = account.table();
         sqlx::query_scalar(&format!("SELECT credits FROM {table} WHERE id = $1"))
             .bind(id)

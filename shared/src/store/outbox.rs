@@ -106,6 +106,21 @@ impl Store {
         Ok(())
     }
 
+    /// Removes rows published to a broker that confirmed them, in one statement.
+    pub async fn outbox_delete_many(&self, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let placeholders: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql = format!("DELETE FROM outbox WHERE id IN ({})", placeholders.join(", "));
+        let mut query = sqlx::query(&sql);
+        for id in ids {
+            query = query.bind(id);
+        }
+        query.execute(&self.pool).await?;
+        Ok(())
+    }
+
     /// Marks a row as handed to the local bus, where it waits for its consumer's ack.
     pub async fn outbox_mark_published(&self, id: &str) -> Result<()> {
         sqlx::query("UPDATE outbox SET published_at = $1 WHERE id = $2")

@@ -205,10 +205,15 @@ impl Store {
     /// unexpired. Candidates are found by prefix; the hash is compared in constant time.
     pub async fn authenticate(&self, presented: &str) -> Result<Option<(User, TokenRecord)>> {
         let Some(prefix) = token::prefix_of(presented) else { return Ok(None) };
-        let rows = sqlx::query(&format!("SELECT {TOKEN_COLUMNS}, hash FROM tokens WHERE prefix = $1"))
-            .bind(prefix)
-            .fetch_all(&self.pool)
-            .await?;
+        // One round trip: the candidates with their users.
+        let rows = sqlx::query(
+            "SELECT t.id, t.user_id, t.prefix, t.created_at, t.expires_at, t.revoked_at, t.hash, \
+             u.name AS user_name, u.credits AS user_credits, u.created_at AS user_created_at \
+             FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.prefix = $1",
+        )
+        .bind(prefix)
+        .fetch_all(&self.pool)
+        .await?;
         let now = now_ms();
         for row in &rows {
             let hash: String = row.try_get("hash")?;
@@ -219,7 +224,12 @@ impl Store {
             if record.revoked_at.is_some() || record.expires_at <= now {
                 return Ok(None);
             }
-            let user = self.user(&record.user_id).await?;
+            let user = User {
+                id: record.user_id.clone(),
+                name: row.try_get("user_name")?,
+                credits: row.try_get("user_credits")?,
+                created_at: row.try_get("user_created_at")?,
+            };
             return Ok(Some((user, record)));
         }
         Ok(None)
