@@ -108,7 +108,7 @@ pub enum Bench {
 pub enum Role {
     /// The HTTP API (and upload endpoint).
     Api,
-    /// Conversion worker (scale out by running more).
+    /// Conversion and render worker (scale out by running more).
     Worker,
     /// Every role in one process (zero-setup embedded mode by default).
     All,

@@ -1,5 +1,6 @@
-//! reelfarm's worker: converts uploads into renditions (and, later, renders templates),
-//! consuming its queues with as many jobs at once as it has slots.
+//! reelfarm's worker: converts uploads into renditions and renders job videos from
+//! templates, consuming each of its two queues with as many messages at once as it has
+//! slots.
 
 use std::sync::Arc;
 
