@@ -168,6 +168,21 @@ where
     let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let started = Instant::now();
     let end = started + duration;
+    // Progress: the phase's seconds, with the requests sent so far.
+    let bar = indicatif::ProgressBar::new(duration.as_secs());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("  {bar:30} {pos}/{len} s  {msg}").expect("progress template"),
+    );
+    let ticker = {
+        let (bar, counter) = (bar.clone(), counter.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                bar.set_position(started.elapsed().as_secs());
+                bar.set_message(format!("{} requests", counter.load(std::sync::atomic::Ordering::Relaxed)));
+            }
+        })
+    };
     let clients: Vec<_> = (0..connections)
         .map(|_| {
             let (request, counter) = (request.clone(), counter.clone());
@@ -198,6 +213,8 @@ where
         phase.latencies.extend(latencies);
     }
     phase.elapsed = started.elapsed();
+    ticker.abort();
+    bar.finish_and_clear();
     phase.latencies.sort_unstable();
     phase
 }

@@ -28,8 +28,7 @@ pub struct ConvertHandler {
 
 impl ConvertHandler {
     pub fn new(config: &Config, backends: Backends, worker_id: String) -> anyhow::Result<ConvertHandler> {
-        let work_dir = config.data_dir.join("work");
-        std::fs::create_dir_all(&work_dir)?;
+        let work_dir = crate::work_dir(config)?;
         Ok(ConvertHandler {
             backends,
             limits: Limits {

@@ -23,7 +23,7 @@ use reelfarm_shared::message::{Envelope, Message};
 use reelfarm_shared::outbound::{FetchLimits, Outbound, OutboundError};
 use reelfarm_shared::store::{RenderOutcome, RenderRecord, RenderStatus, StoreError, TemplateRecord};
 use reelfarm_shared::template::values::apply_values;
-use reelfarm_shared::template::{Content, Source, Template};
+use reelfarm_shared::template::{Source, Template, VariableType};
 use reelfarm_shared::{Backends, Config};
 use tokio::sync::watch;
 use tracing::Instrument;
@@ -47,18 +47,9 @@ pub struct RenderHandler {
     worker_id: String,
 }
 
-/// The media a layer takes from its source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Media {
-    Image,
-    Video,
-    Sound,
-}
-
 impl RenderHandler {
     pub fn new(config: &Config, backends: Backends, worker_id: String) -> anyhow::Result<RenderHandler> {
-        let work_dir = config.data_dir.join("work");
-        std::fs::create_dir_all(&work_dir)?;
+        let work_dir = crate::work_dir(config)?;
         Ok(RenderHandler {
             backends,
             outbound: Outbound::new(&config.outbound_allow),
@@ -209,21 +200,14 @@ fn fetch_failure(url: &str, e: OutboundError) -> Failure {
 }
 
 /// What the layers using `source` take from it.
-fn media_of(template: &Template, source: &Source) -> Vec<Media> {
+fn media_of(template: &Template, source: &Source) -> Vec<VariableType> {
+    let layers = template.clips.iter().flat_map(|c| &c.layers).filter(|l| l.content.source() == Some(source));
+    let soundtrack = template.soundtrack.as_ref().filter(|s| &s.source == source).map(|_| VariableType::Sound);
     let mut media = Vec::new();
-    for layer in template.clips.iter().flat_map(|c| &c.layers) {
-        let m = match &layer.content {
-            Content::Image(i) if &i.source == source => Media::Image,
-            Content::Video(v) if &v.source == source => Media::Video,
-            Content::Sound(s) if &s.source == source => Media::Sound,
-            _ => continue,
-        };
+    for m in layers.filter_map(|l| l.content.variable_type()).chain(soundtrack) {
         if !media.contains(&m) {
             media.push(m);
         }
-    }
-    if template.soundtrack.as_ref().is_some_and(|s| &s.source == source) && !media.contains(&Media::Sound) {
-        media.push(Media::Sound);
     }
     media
 }
@@ -231,7 +215,7 @@ fn media_of(template: &Template, source: &Source) -> Vec<Media> {
 /// Checks the first bytes of a downloaded file against what the layer takes: a file
 /// recognised as another kind (a web page, a document, an image for a video) is refused
 /// before any decoder sees it. Unrecognised bytes are left to the decoders.
-fn check_sniffed(path: &Path, media: Media) -> Result<(), String> {
+fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
     use std::io::Read;
     let mut head = vec![0u8; 8192];
     let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
@@ -239,25 +223,25 @@ fn check_sniffed(path: &Path, media: Media) -> Result<(), String> {
     let text = String::from_utf8_lossy(&head[..n.min(512)]).trim_start().to_ascii_lowercase();
     let svg = text.starts_with("<svg") || (text.starts_with("<?xml") && String::from_utf8_lossy(&head).contains("<svg"));
     if svg {
-        return if media == Media::Image { Ok(()) } else { Err("is an SVG image, not a video or sound file".into()) };
+        return if media == VariableType::Image { Ok(()) } else { Err("is an SVG image, not a video or sound file".into()) };
     }
     if text.starts_with("<!doctype html") || text.starts_with("<html") {
         return Err("is a web page, not a media file".into());
     }
     let Some(kind) = infer::get(&head) else { return Ok(()) };
     let ok = match kind.matcher_type() {
-        infer::MatcherType::Image => media == Media::Image,
-        infer::MatcherType::Video => matches!(media, Media::Video | Media::Sound),
-        infer::MatcherType::Audio => media == Media::Sound,
+        infer::MatcherType::Image => media == VariableType::Image,
+        infer::MatcherType::Video => matches!(media, VariableType::Video | VariableType::Sound),
+        infer::MatcherType::Audio => media == VariableType::Sound,
         _ => false,
     };
     if ok {
         Ok(())
     } else {
         let wanted = match media {
-            Media::Image => "an image",
-            Media::Video => "a video",
-            Media::Sound => "a sound file",
+            VariableType::Image => "an image",
+            VariableType::Video => "a video",
+            VariableType::Sound | VariableType::Text => "a sound file",
         };
         Err(format!("is {} ({}), not {wanted}", kind.mime_type(), kind.extension()))
     }

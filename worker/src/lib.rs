@@ -18,6 +18,14 @@ pub mod render;
 pub use convert::ConvertHandler;
 pub use job::RenderHandler;
 
+/// The directory conversions and renders keep their temporary files in, created if
+/// missing.
+fn work_dir(config: &Config) -> std::io::Result<std::path::PathBuf> {
+    let dir = config.data_dir.join("work");
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
 /// Consumes the worker's queues (conversions and renders) until `shutdown`; work under
 /// way finishes first.
 pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToken) -> anyhow::Result<()> {

@@ -137,7 +137,7 @@ fn variable_json(v: TemplateVariable) -> VariableJson {
         id: v.id.to_string(),
         name: v.name,
         weight: v.weight,
-        kind: serde_json::to_value(v.kind).ok().and_then(|k| k.as_str().map(str::to_string)).unwrap_or_default(),
+        kind: v.kind.as_str().to_string(),
         requirements: serde_json::to_value(&v.requirements).unwrap_or_default(),
         default: v.default,
         clip_id: v.clip_id,

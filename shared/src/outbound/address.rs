@@ -100,6 +100,8 @@ pub(crate) fn refusal(allow: &[AllowEntry], addr: SocketAddr) -> Option<&'static
     non_public(addr.ip())
 }
 
+/// Classification only: these tests parse addresses and never connect anywhere (the
+/// client's tests in `outbound/tests.rs` talk to loopback servers only).
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,31 @@ pub enum VariableType {
     Sound,
 }
 
+impl VariableType {
+    /// The type's name in the API: `text`, `image`, `video`, `sound`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VariableType::Text => "text",
+            VariableType::Image => "image",
+            VariableType::Video => "video",
+            VariableType::Sound => "sound",
+        }
+    }
+}
+
+impl Content {
+    /// The type of a variable on a layer with this content; `None` for shapes.
+    pub fn variable_type(&self) -> Option<VariableType> {
+        match self {
+            Content::Text(_) => Some(VariableType::Text),
+            Content::Image(_) => Some(VariableType::Image),
+            Content::Video(_) => Some(VariableType::Video),
+            Content::Sound(_) => Some(VariableType::Sound),
+            Content::Shape(_) => None,
+        }
+    }
+}
+
 /// Requirements by type, serialised as a plain object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged, deny_unknown_fields)]

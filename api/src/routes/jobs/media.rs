@@ -4,7 +4,7 @@
 
 use reelfarm_shared::asset::{AssetKind, AssetStatus};
 use reelfarm_shared::store::StoreError;
-use reelfarm_shared::template::{Content, Template};
+use reelfarm_shared::template::{Template, VariableType};
 use uuid::Uuid;
 
 use super::request::ValueRequest;
@@ -20,38 +20,23 @@ const SOUND_TYPES: &[&str] = &["flac", "m4a", "mp3", "wav", "ogg", "wma", "aiff"
 /// sniffed when the file is fetched.
 const SCRIPT_TYPES: &[&str] = &["php", "asp", "aspx", "jsp", "cgi"];
 
-/// The media a variable takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Media {
-    Image,
-    Video,
-    Sound,
+/// The file types accepted for a media variable (spec §4.7.1).
+fn file_types(media: VariableType) -> &'static [&'static str] {
+    match media {
+        VariableType::Image => IMAGE_TYPES,
+        VariableType::Video => VIDEO_TYPES,
+        VariableType::Sound | VariableType::Text => SOUND_TYPES,
+    }
 }
 
-impl Media {
-    fn name(self) -> &'static str {
-        match self {
-            Media::Image => "image",
-            Media::Video => "video",
-            Media::Sound => "sound",
-        }
-    }
-
-    fn file_types(self) -> &'static [&'static str] {
-        match self {
-            Media::Image => IMAGE_TYPES,
-            Media::Video => VIDEO_TYPES,
-            Media::Sound => SOUND_TYPES,
-        }
-    }
-
-    /// Asset kinds usable for it (a sound variable can take a video's sound).
-    fn takes(self, kind: AssetKind) -> bool {
-        match self {
-            Media::Image => matches!(kind, AssetKind::Sprite | AssetKind::Svg),
-            Media::Video => kind == AssetKind::Video,
-            Media::Sound => matches!(kind, AssetKind::Sound | AssetKind::Video),
-        }
+/// Whether an asset of `kind` can fill a media variable (a sound variable can take a
+/// video's sound).
+fn takes(media: VariableType, kind: AssetKind) -> bool {
+    match media {
+        VariableType::Image => matches!(kind, AssetKind::Sprite | AssetKind::Svg),
+        VariableType::Video => kind == AssetKind::Video,
+        VariableType::Sound => matches!(kind, AssetKind::Sound | AssetKind::Video),
+        VariableType::Text => false,
     }
 }
 
@@ -71,12 +56,7 @@ pub(super) async fn check_media(
     for (key, given) in &value.template_variables {
         let Some(text) = given.as_str().map(str::trim) else { continue };
         let Some((_, layer)) = Uuid::parse_str(key).ok().and_then(|id| template.variable_layer(id)) else { continue };
-        let media = match &layer.content {
-            Content::Image(_) => Media::Image,
-            Content::Video(_) => Media::Video,
-            Content::Sound(_) => Media::Sound,
-            _ => continue,
-        };
+        let Some(media) = layer.content.variable_type().filter(|t| *t != VariableType::Text) else { continue };
         let lower = text.to_ascii_lowercase();
         let problem = if lower.starts_with("http://") || lower.starts_with("https://") {
             url_file_type(text, media)
@@ -94,20 +74,20 @@ pub(super) async fn check_media(
 }
 
 /// Whether the address's file name, when it has an extension, is of an accepted type.
-fn url_file_type(address: &str, media: Media) -> Option<Problem> {
+fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
     let url = url::Url::parse(address).ok()?;
     let name = url.path_segments()?.next_back()?;
     let (_, ext) = name.rsplit_once('.')?;
     let ext = ext.to_ascii_lowercase();
-    if media.file_types().contains(&ext.as_str()) || SCRIPT_TYPES.contains(&ext.as_str()) {
+    if file_types(media).contains(&ext.as_str()) || SCRIPT_TYPES.contains(&ext.as_str()) {
         return None;
     }
     Some((
         "error.unsupported_file_type",
         format!(
             "a {} value cannot be a .{ext} file; accepted types: {}",
-            media.name(),
-            media.file_types().join(", ").to_uppercase()
+            media.as_str(),
+            file_types(media).join(", ").to_uppercase()
         ),
     ))
 }
@@ -117,7 +97,7 @@ async fn asset_problem(
     caller: &Caller,
     groups: &[String],
     id: &str,
-    media: Media,
+    media: VariableType,
 ) -> Result<Option<Problem>, ApiError> {
     let store = &state.backends.store;
     let unknown = || Some(("error.unknown_asset", format!("no asset {id:?} in the libraries you can use")));
@@ -139,10 +119,10 @@ async fn asset_problem(
         return Ok(Some(("error.asset_not_ready", format!("asset {id:?} is {status}; only finished assets can be used"))));
     }
     match asset.kind {
-        Some(kind) if media.takes(kind) => Ok(None),
+        Some(kind) if takes(media, kind) => Ok(None),
         kind => Ok(Some((
             "error.unsupported_file_type",
-            format!("asset {id:?} is a {} asset; this variable takes a {}", kind.map_or("unknown", AssetKind::as_str), media.name()),
+            format!("asset {id:?} is a {} asset; this variable takes a {}", kind.map_or("unknown", AssetKind::as_str), media.as_str()),
         ))),
     }
 }
@@ -153,15 +133,15 @@ mod tests {
 
     #[test]
     fn addresses_are_checked_by_their_file_extension_when_they_have_one() {
-        assert_eq!(url_file_type("https://example.com/a/photo.JPG", Media::Image), None);
-        assert_eq!(url_file_type("https://example.com/a/photo", Media::Image), None);
-        assert_eq!(url_file_type("https://example.com/get.php?id=3", Media::Video), None);
-        assert_eq!(url_file_type("https://example.com/clip.mov?x=1", Media::Video), None);
-        assert_eq!(url_file_type("https://example.com/song.opus", Media::Sound), None);
-        let (key, message) = url_file_type("https://example.com/doc.pdf", Media::Image).unwrap();
+        assert_eq!(url_file_type("https://example.com/a/photo.JPG", VariableType::Image), None);
+        assert_eq!(url_file_type("https://example.com/a/photo", VariableType::Image), None);
+        assert_eq!(url_file_type("https://example.com/get.php?id=3", VariableType::Video), None);
+        assert_eq!(url_file_type("https://example.com/clip.mov?x=1", VariableType::Video), None);
+        assert_eq!(url_file_type("https://example.com/song.opus", VariableType::Sound), None);
+        let (key, message) = url_file_type("https://example.com/doc.pdf", VariableType::Image).unwrap();
         assert_eq!(key, "error.unsupported_file_type");
         assert!(message.contains(".pdf") && message.contains("PNG"), "{message}");
-        assert!(url_file_type("https://example.com/clip.mp4", Media::Sound).is_some());
-        assert!(url_file_type("https://example.com/photo.png", Media::Video).is_some());
+        assert!(url_file_type("https://example.com/clip.mp4", VariableType::Sound).is_some());
+        assert!(url_file_type("https://example.com/photo.png", VariableType::Video).is_some());
     }
 }

@@ -12,6 +12,19 @@ use std::process::Command;
 
 use super::{convert, probe, Converted, Limits, Probe, Rendition, Role};
 
+/// Patches the first track header's matrix of the MP4 at `path` to a 90° turn, as a phone
+/// held upright writes it.
+pub(super) fn turn_upright(path: &Path) {
+    let mut data = std::fs::read(path).expect("read");
+    let tkhd = data.windows(4).position(|w| w == b"tkhd").expect("tkhd");
+    let matrix: Vec<u8> = [0i32, 65536, 0, -65536, 0, 0, 0, 0, 0x4000_0000]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    data[tkhd + 44..tkhd + 80].copy_from_slice(&matrix);
+    std::fs::write(path, data).expect("write");
+}
+
 /// A scratch directory with an `out/` subdirectory for renditions.
 pub(super) struct Scratch {
     dir: tempfile::TempDir,

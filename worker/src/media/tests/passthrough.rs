@@ -191,14 +191,7 @@ fn qualifying_sources_are_copied_under_their_rungs_cap() {
 fn a_rotated_phone_video_keeps_its_rotation_in_the_copy_and_needs_no_video_encode() {
     let s = Scratch::new();
     let input = h264(&s, "640x360", 1, &["-preset", "veryfast", "-pix_fmt", "yuv420p"], "phone.mp4");
-    let mut data = std::fs::read(&input).expect("read");
-    let tkhd = data.windows(4).position(|w| w == b"tkhd").expect("tkhd");
-    let matrix: Vec<u8> = [0i32, 65536, 0, -65536, 0, 0, 0, 0, 0x4000_0000]
-        .iter()
-        .flat_map(|v| v.to_be_bytes())
-        .collect();
-    data[tkhd + 44..tkhd + 80].copy_from_slice(&matrix);
-    std::fs::write(&input, data).expect("write");
+    turn_upright(&input);
     let c = s.convert(&input);
     let outs = mp4s(&c);
     assert_eq!(outs.len(), 1, "one rung: the copy");

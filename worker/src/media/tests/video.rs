@@ -103,15 +103,7 @@ fn rotated_video_keeps_its_rotation_and_reports_the_displayed_size() {
         ],
         "rot.mp4",
     );
-    // Patch the track header's matrix to a 90° turn, as a phone held upright writes it.
-    let mut data = std::fs::read(&input).expect("read");
-    let tkhd = data.windows(4).position(|w| w == b"tkhd").expect("tkhd");
-    let matrix: Vec<u8> = [0i32, 65536, 0, -65536, 0, 0, 0, 0, 0x4000_0000]
-        .iter()
-        .flat_map(|v| v.to_be_bytes())
-        .collect();
-    data[tkhd + 44..tkhd + 80].copy_from_slice(&matrix);
-    std::fs::write(&input, data).expect("write");
+    turn_upright(&input);
     assert_eq!((probed(&input).width, probed(&input).height), (Some(480), Some(640)));
     let c = s.convert(&input);
     assert_eq!((c.width, c.height), (Some(480), Some(640)));
