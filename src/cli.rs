@@ -110,6 +110,8 @@ pub enum Role {
     Api,
     /// Conversion and render worker (scale out by running more).
     Worker,
+    /// Delivers callbacks, e-mails and uploads of finished renders.
+    Notifier,
     /// Every role in one process (zero-setup embedded mode by default).
     All,
 }

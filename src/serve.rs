@@ -50,6 +50,10 @@ impl Service {
             let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
             tasks.spawn(async move { reelfarm_worker::run(&config, backends, token).await });
         }
+        if matches!(role, Role::Notifier | Role::All) {
+            let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
+            tasks.spawn(async move { reelfarm_notifier::run(&config, backends, token).await });
+        }
         Ok(Service { api_port, backends, shutdown, tasks })
     }
 

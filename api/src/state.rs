@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use reelfarm_shared::integration::Sealer;
 use reelfarm_shared::store::{StoreError, TemplateRecord};
 use reelfarm_shared::template::Template;
 use reelfarm_shared::{Backends, Config};
@@ -23,6 +24,8 @@ type Visible = (Instant, Arc<TemplateRecord>);
 pub struct AppState {
     pub config: Config,
     pub backends: Backends,
+    /// Seals and opens the secrets of linked accounts (key from `config.secret_key`).
+    pub sealer: Sealer,
     /// Parsed template documents by template id. A template's document never changes
     /// once imported, so an entry never goes stale.
     templates: Mutex<HashMap<String, Arc<Template>>>,
@@ -33,6 +36,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(config: Config, backends: Backends) -> AppState {
         AppState {
+            sealer: Sealer::new(&config),
             config,
             backends,
             templates: Mutex::new(HashMap::new()),

@@ -21,6 +21,9 @@ pub const KEYS: &[(&str, &str)] = &[
     ("bus_url", "local or amqp://…"),
     ("redis_url", "redis://… (unset: in-memory cache)"),
     ("smtp_url", "smtp://host:port (unset: e-mail refused)"),
+    ("smtp_from", "sender of notification e-mails"),
+    ("google_api_url", "base of the YouTube Data and Google Drive APIs"),
+    ("google_oauth_url", "OAuth 2.0 token endpoint of Google accounts"),
     ("outbound_allow", "IP addresses or ip:port exempt from the private-address refusal"),
     ("webhook_retry_schedule", "delays between callback attempts"),
     ("namespace", "prefix of exchange, queue and cache key names"),
@@ -59,6 +62,13 @@ pub struct Config {
     pub redis_url: Option<String>,
     /// SMTP relay for e-mail notifications.
     pub smtp_url: Option<String>,
+    /// `From` of notification e-mails (`Name <address>` or an address).
+    pub smtp_from: String,
+    /// Base of the YouTube Data API v3 and Google Drive API v3 (`/youtube/v3`,
+    /// `/upload/youtube/v3`, `/drive/v3`, `/upload/drive/v3` below it), no trailing slash.
+    pub google_api_url: String,
+    /// Token endpoint of the OAuth 2.0 refresh-token exchange.
+    pub google_oauth_url: String,
     /// Addresses exempt from the outbound private-address refusal.
     pub outbound_allow: Vec<AllowEntry>,
     /// Delays between callback attempts.
@@ -214,6 +224,18 @@ impl Config {
             }
             Ok(s.to_string())
         })?;
+        let smtp_from = parse(raw, "smtp_from", "reelfarm <noreply@localhost>", |s| {
+            if s.contains('@') { Ok(s.to_string()) } else { Err("expected an e-mail address, optionally as `Name <address>`".into()) }
+        })?;
+        let http_base = |s: &str| -> Result<String, String> {
+            let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+            if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+                return Err("expected an http(s) address".into());
+            }
+            Ok(s.trim_end_matches('/').to_string())
+        };
+        let google_api_url = parse(raw, "google_api_url", "https://www.googleapis.com", http_base)?;
+        let google_oauth_url = parse(raw, "google_oauth_url", "https://oauth2.googleapis.com/token", http_base)?;
         let outbound_allow = parse(raw, "outbound_allow", "", |s| {
             list(s).map(parse_allow_entry).collect::<Result<Vec<_>, _>>()
         })?;
@@ -282,6 +304,9 @@ impl Config {
             amqp_url,
             redis_url,
             smtp_url,
+            smtp_from,
+            google_api_url,
+            google_oauth_url,
             outbound_allow,
             webhook_retry_schedule,
             namespace,

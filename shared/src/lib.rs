@@ -10,6 +10,7 @@ pub mod cache;
 pub mod config;
 pub mod consumer;
 pub mod id;
+pub mod integration;
 pub mod message;
 pub mod metrics;
 pub mod notification;

@@ -4,7 +4,9 @@
 //! own database, queue namespace, cache namespace and bucket prefix.
 
 pub mod files;
+pub mod google;
 pub mod media;
+pub mod smtp;
 
 use std::time::Duration;
 
@@ -212,9 +214,28 @@ impl TestApp {
     /// Starts another worker on the same backends, with its own data (work) directory,
     /// returned with that directory.
     pub async fn start_worker(&self) -> (Service, tempfile::TempDir) {
+        self.start_role(Role::Worker).await
+    }
+
+    /// Starts another process of `role` on the same backends, with its own data
+    /// directory, returned with that directory.
+    pub async fn start_role(&self, role: Role) -> (Service, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let config = Config { data_dir: dir.path().to_path_buf(), ..self.config.clone() };
-        (Service::start(Role::Worker, config).await.expect("worker starts"), dir)
+        (Service::start(role, config).await.expect("the role starts"), dir)
+    }
+
+    /// Stops the service and starts it again on the same backends, data and address, as
+    /// a restart of the process would.
+    pub async fn restart(self) -> TestApp {
+        let TestApp { mode, address, client, service, config, _data_dir, _namespace } = self;
+        service.stop();
+        tokio::time::timeout(Duration::from_secs(30), service.wait())
+            .await
+            .expect("service stops within 30 s")
+            .expect("service stops cleanly");
+        let service = Service::start(Role::All, config.clone()).await.expect("service starts again");
+        TestApp { mode, address, client, service, config, _data_dir, _namespace }
     }
 
     /// Stops the service and waits for it to drain.

@@ -4,8 +4,10 @@
 use utoipa_actix_web::service_config::ServiceConfig;
 
 mod files;
+mod integrations;
 mod jobs;
 mod libraries;
+mod notifications;
 mod objects;
 mod ops;
 mod templates;
@@ -21,6 +23,10 @@ pub(crate) fn configure(cfg: &mut ServiceConfig) {
         .service(libraries::personal)
         .service(users::webhook_secret)
         .service(users::rotate_webhook_secret)
+        .service(integrations::list)
+        .service(integrations::link)
+        .service(integrations::get)
+        .service(integrations::unlink)
         .service(objects::add)
         .service(objects::get)
         .service(objects::remove)
@@ -33,6 +39,7 @@ pub(crate) fn configure(cfg: &mut ServiceConfig) {
         .service(jobs::of_template)
         .service(jobs::project)
         .service(jobs::credits)
+        .service(notifications::of_job)
         .service(uploads::upload)
         .service(files::get);
 }

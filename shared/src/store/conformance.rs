@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::*;
 use crate::message::{Envelope, Message, Queue};
 
+mod integrations;
 mod templates;
 
 async fn sqlite_store() -> (Store, tempfile::TempDir) {
@@ -49,6 +50,7 @@ async fn suite(store: Store) {
     outbox(&store).await;
     webhook_secrets(&store).await;
     templates::templates(&store).await;
+    integrations::integrations(&store).await;
 }
 
 async fn users_and_groups(store: &Store) {

@@ -14,6 +14,8 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Transaction};
 
 mod assets;
+mod integrations;
+mod deliveries;
 mod jobs;
 mod libraries;
 mod outbox;
@@ -23,6 +25,8 @@ mod templates;
 mod users;
 
 pub use assets::STALE_UPLOAD_MS;
+pub use integrations::IntegrationRecord;
+pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, DeliveryStatus, NewDelivery};
 pub use jobs::{
     Idempotency, JobCreation, JobRecord, JobStatus, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
     RenderStatus, IDEMPOTENCY_TTL_MS,

@@ -1,0 +1,234 @@
+//! The caller's linked accounts (issue #6): the YouTube or Google Drive account the
+//! notifier uploads videos to. Linking happens in a dashboard outside this API, which
+//! hands over the OAuth client and refresh token; they are stored sealed and never shown
+//! again: every response carries the client id and dates only.
+
+use actix_web::{delete, get, put, web, HttpResponse};
+use reelfarm_shared::id::iso8601;
+use reelfarm_shared::integration::{link_account, LinkedAccount, Provider};
+use reelfarm_shared::store::IntegrationRecord;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody, FieldError};
+use crate::state::AppState;
+
+/// Longest value accepted for each field, in characters.
+pub const MAX_FIELD_CHARS: usize = 4096;
+
+/// A linked account as shown: never its secrets.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntegrationJson {
+    /// `youtube` or `gdrive`.
+    pub provider: String,
+    /// Always true (an unlinked provider answers 404).
+    pub linked: bool,
+    /// The OAuth client id.
+    pub client_id: String,
+    /// When the provider was first linked.
+    pub linked_at: String,
+    /// When the account was last linked (replacing the previous one).
+    pub updated_at: String,
+}
+
+impl IntegrationJson {
+    fn new(record: &IntegrationRecord) -> IntegrationJson {
+        IntegrationJson {
+            provider: record.provider.as_str().to_string(),
+            linked: true,
+            client_id: record.client_id.clone(),
+            linked_at: iso8601(record.linked_at),
+            updated_at: iso8601(record.updated_at),
+        }
+    }
+}
+
+/// Body of `PUT /api2/v1/users/me/integrations/{provider}` (documentation only: the body
+/// is read by [`parse_account`]).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct LinkForm {
+    /// OAuth 2.0 client id.
+    pub client_id: String,
+    /// OAuth 2.0 client secret (stored encrypted, never shown).
+    pub client_secret: String,
+    /// OAuth 2.0 refresh token of the account (stored encrypted, never shown).
+    pub refresh_token: String,
+}
+
+/// The caller's linked accounts.
+#[utoipa::path(
+    tag = "integrations",
+    responses((status = 200, body = Vec<IntegrationJson>), (status = 401, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+#[get("/api2/v1/users/me/integrations")]
+pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
+    let records = state.backends.store.integrations(&caller.user.id).await?;
+    Ok(HttpResponse::Ok().json(records.iter().map(IntegrationJson::new).collect::<Vec<_>>()))
+}
+
+/// Links an account of `provider`, replacing the one linked before.
+#[utoipa::path(
+    tag = "integrations",
+    params(("provider" = String, Path, description = "`youtube` or `gdrive`")),
+    request_body(content = LinkForm, content_type = "application/json"),
+    responses(
+        (status = 200, body = IntegrationJson),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Unknown provider"),
+    ),
+    security(("bearer" = []))
+)]
+#[put("/api2/v1/users/me/integrations/{provider}")]
+pub async fn link(
+    state: web::Data<AppState>,
+    caller: Caller,
+    provider: web::Path<String>,
+    body: web::Json<Value>,
+) -> Result<HttpResponse, ApiError> {
+    let provider = parse_provider(&provider)?;
+    let account = parse_account(&body).map_err(ApiError::validation)?;
+    let record = link_account(&state.backends.store, &state.sealer, &caller.user.id, provider, &account).await?;
+    Ok(HttpResponse::Ok().json(IntegrationJson::new(&record)))
+}
+
+/// The caller's linked account of `provider`.
+#[utoipa::path(
+    tag = "integrations",
+    params(("provider" = String, Path, description = "`youtube` or `gdrive`")),
+    responses(
+        (status = 200, body = IntegrationJson),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Unknown provider, or none linked"),
+    ),
+    security(("bearer" = []))
+)]
+#[get("/api2/v1/users/me/integrations/{provider}")]
+pub async fn get(
+    state: web::Data<AppState>,
+    caller: Caller,
+    provider: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let provider = parse_provider(&provider)?;
+    match state.backends.store.integration(&caller.user.id, provider).await? {
+        Some(record) => Ok(HttpResponse::Ok().json(IntegrationJson::new(&record))),
+        None => Err(not_linked(provider)),
+    }
+}
+
+/// Unlinks the caller's account of `provider`.
+#[utoipa::path(
+    tag = "integrations",
+    params(("provider" = String, Path, description = "`youtube` or `gdrive`")),
+    responses(
+        (status = 204, description = "Unlinked"),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Unknown provider, or none linked"),
+    ),
+    security(("bearer" = []))
+)]
+#[delete("/api2/v1/users/me/integrations/{provider}")]
+pub async fn unlink(
+    state: web::Data<AppState>,
+    caller: Caller,
+    provider: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let provider = parse_provider(&provider)?;
+    if state.backends.store.unlink_integration(&caller.user.id, provider).await? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(not_linked(provider))
+    }
+}
+
+fn parse_provider(name: &str) -> Result<Provider, ApiError> {
+    Provider::parse(name).ok_or_else(|| ApiError::not_found("Integration provider"))
+}
+
+fn not_linked(provider: Provider) -> ApiError {
+    ApiError::not_found(&format!("Linked {provider} account"))
+}
+
+/// Reads the body of a link: every field a non-empty string (trimmed, at most
+/// [`MAX_FIELD_CHARS`] characters); `Err` names each field in error.
+fn parse_account(body: &Value) -> Result<LinkedAccount, Vec<FieldError>> {
+    let Some(body) = body.as_object() else {
+        return Err(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]);
+    };
+    let mut errors = Vec::new();
+    let mut field = |name: &str| match body.get(name) {
+        Some(Value::String(s)) if s.trim().chars().count() > MAX_FIELD_CHARS => {
+            errors.push(FieldError::new(name, "error.too_long", format!("must be at most {MAX_FIELD_CHARS} characters")));
+            String::new()
+        }
+        Some(Value::String(s)) if s.trim().chars().any(char::is_control) => {
+            errors.push(FieldError::new(name, "error.invalid", "must not contain control characters"));
+            String::new()
+        }
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Value::String(_)) | None | Some(Value::Null) => {
+            errors.push(FieldError::new(name, "error.required", "is required and must not be empty"));
+            String::new()
+        }
+        Some(_) => {
+            errors.push(FieldError::new(name, "error.invalid", "must be a string"));
+            String::new()
+        }
+    };
+    let account = LinkedAccount {
+        client_id: field("client_id"),
+        client_secret: field("client_secret"),
+        refresh_token: field("refresh_token"),
+    };
+    if errors.is_empty() {
+        Ok(account)
+    } else {
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_link_needs_three_non_empty_strings() {
+        let account = parse_account(&json!({"client_id": " id ", "client_secret": "s", "refresh_token": "1//r\n"})).unwrap();
+        assert_eq!((account.client_id.as_str(), account.refresh_token.as_str()), ("id", "1//r"));
+
+        let errors = parse_account(&json!({"client_id": "", "client_secret": 5, "extra": true})).unwrap_err();
+        let named: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.key.as_str())).collect();
+        assert_eq!(
+            named,
+            [("client_id", "error.required"), ("client_secret", "error.invalid"), ("refresh_token", "error.required")]
+        );
+        let errors = parse_account(&json!({"client_id": "a\u{0}b", "client_secret": "x".repeat(4097), "refresh_token": "  "}))
+            .unwrap_err();
+        let keys: Vec<&str> = errors.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(keys, ["error.invalid", "error.too_long", "error.required"]);
+        assert_eq!(parse_account(&json!([])).unwrap_err()[0].key, "error.invalid");
+    }
+
+    #[test]
+    fn the_view_has_no_secrets() {
+        let record = IntegrationRecord {
+            user_id: "u".into(),
+            provider: Provider::Gdrive,
+            client_id: "cid".into(),
+            sealed: "SEALED".into(),
+            linked_at: 0,
+            updated_at: 1_000,
+        };
+        let shown = serde_json::to_value(IntegrationJson::new(&record)).unwrap();
+        assert_eq!(
+            shown,
+            json!({"provider": "gdrive", "linked": true, "client_id": "cid",
+                   "linked_at": "1970-01-01T00:00:00Z", "updated_at": "1970-01-01T00:00:01Z"})
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! The `events` queue's handler: a `render_finished.v1` plans one delivery per
+//! notification of the render's job. Planning is idempotent (a redelivered event plans
+//! nothing twice); the scheduler does the delivering.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+
+use reelfarm_shared::consumer::{Handler, Outcome};
+use reelfarm_shared::id::now_ms;
+use reelfarm_shared::message::{Envelope, Message};
+use reelfarm_shared::notification::Notification;
+use reelfarm_shared::store::{NewDelivery, StoreError};
+use reelfarm_shared::Backends;
+
+use crate::callback;
+use crate::channel::RenderFacts;
+
+pub struct EventHandler {
+    backends: Backends,
+    /// Delay before the first attempt of a planned delivery.
+    first_delay_ms: i64,
+    wake: Arc<Notify>,
+}
+
+impl EventHandler {
+    pub fn new(backends: Backends, first_delay: std::time::Duration, wake: Arc<Notify>) -> EventHandler {
+        EventHandler { backends, first_delay_ms: first_delay.as_millis() as i64, wake }
+    }
+
+    async fn plan(&self, render_id: &str) -> Result<u64, StoreError> {
+        let render = RenderFacts::load(&self.backends, render_id).await?;
+        let job = self.backends.store.job(&render.job_id).await?;
+        let notifications: Vec<Notification> = serde_json::from_str(&job.notifications)
+            .map_err(|e| StoreError::Corrupt(format!("notifications of job {}: {e}", job.id)))?;
+        let due_at = now_ms() + self.first_delay_ms;
+        let deliveries: Vec<NewDelivery> = notifications
+            .iter()
+            .enumerate()
+            .map(|(index, notification)| NewDelivery {
+                origin: format!("{render_id}:{index}"),
+                job_id: job.id.clone(),
+                render_id: render_id.to_string(),
+                user_id: job.user_id.clone(),
+                parent_id: None,
+                kind: kind(notification).to_string(),
+                notification: serde_json::to_string(notification).expect("notifications serialize"),
+                body: matches!(notification, Notification::Callback { .. }).then(|| callback::render_body(&render)),
+                due_at,
+            })
+            .collect();
+        self.backends.store.plan_deliveries(&deliveries).await
+    }
+}
+
+/// The notification's type, as the API names it.
+pub fn kind(notification: &Notification) -> &'static str {
+    match notification {
+        Notification::Callback { .. } => "callback",
+        Notification::UploadVideosite { .. } => "upload-videosite",
+        Notification::UploadCloudstorage { .. } => "upload-cloudstorage",
+        Notification::Email { .. } => "email",
+    }
+}
+
+#[async_trait]
+impl Handler for EventHandler {
+    async fn handle(&self, envelope: &Envelope, _attempt: u32) -> Outcome {
+        let Message::RenderFinishedV1 { render_id } = &envelope.message else {
+            return Outcome::Abort(format!("the notifier does not handle {}", envelope.message.kind()));
+        };
+        match self.plan(render_id).await {
+            Ok(planned) => {
+                tracing::debug!(render_id, planned, "notifier: deliveries planned");
+                if planned > 0 {
+                    self.wake.notify_one();
+                }
+                Outcome::Done
+            }
+            Err(StoreError::NotFound(what)) => {
+                tracing::info!(render_id, "notifier: the {what} is gone; nothing to deliver");
+                Outcome::Done
+            }
+            Err(e) if e.is_transient() => Outcome::Retry(e.to_string()),
+            Err(e) => Outcome::Abort(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! The delivery scheduler: claims due deliveries from the store, runs one attempt of each
+//! on its channel, and records the attempt with what follows it (done, another attempt on
+//! the retry schedule, or failed). Everything it knows lives in the store, so a restart,
+//! a crash or a second notifier loses nothing: a claimed delivery whose claimer died is
+//! due again when its lease runs out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use serde_json::Value;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+use tracing::Instrument;
+
+use reelfarm_shared::id::now_ms;
+use reelfarm_shared::notification::Notification;
+use reelfarm_shared::store::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
+use reelfarm_shared::Backends;
+
+use crate::callback;
+use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
+
+/// How long a claim holds a delivery; renewed every third of it while the attempt runs.
+const LEASE: Duration = Duration::from_secs(60);
+/// Longest sleep between looks at the store (deliveries planned by another notifier).
+const POLL: Duration = Duration::from_secs(2);
+
+/// The channels by notification type (`callback`, `email`, …). A type without a channel
+/// fails its deliveries with an error saying so.
+#[derive(Default)]
+pub struct Channels(HashMap<&'static str, Box<dyn Channel>>);
+
+impl Channels {
+    pub fn with(mut self, kind: &'static str, channel: impl Channel + 'static) -> Channels {
+        self.0.insert(kind, Box::new(channel));
+        self
+    }
+}
+
+pub struct Scheduler {
+    backends: Backends,
+    channels: Channels,
+    /// Delays before each attempt: `schedule[0]` before the first, and so on.
+    schedule: Vec<Duration>,
+    slots: usize,
+    wake: Arc<Notify>,
+}
+
+impl Scheduler {
+    pub fn new(backends: Backends, channels: Channels, schedule: Vec<Duration>, slots: usize) -> Scheduler {
+        Scheduler { backends, channels, schedule, slots: slots.max(1), wake: Arc::new(Notify::new()) }
+    }
+
+    /// Wakes the scheduler (deliveries were planned).
+    pub fn waker(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// The delay before the first attempt.
+    pub fn first_delay(&self) -> Duration {
+        self.schedule[0]
+    }
+
+    /// Runs until `shutdown`; attempts under way finish first.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let free = Arc::new(Semaphore::new(self.slots));
+        let mut running = JoinSet::new();
+        while !shutdown.is_cancelled() {
+            while running.try_join_next().is_some() {}
+            let available = free.available_permits();
+            let mut claimed_all = false;
+            if available > 0 {
+                match self.backends.store.claim_deliveries(LEASE, available as u32).await {
+                    Ok(claimed) => {
+                        claimed_all = claimed.len() == available;
+                        for delivery in claimed {
+                            let permit = free.clone().try_acquire_owned().expect("claimed no more than the free slots");
+                            let this = self.clone();
+                            running.spawn(async move {
+                                this.deliver(delivery).await;
+                                drop(permit);
+                            });
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "notifier: claiming deliveries failed"),
+                }
+            }
+            if claimed_all {
+                // Every slot is busy: wait for one to free up.
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = running.join_next() => {}
+                }
+                continue;
+            }
+            let wait = match self.backends.store.next_delivery_due().await {
+                Ok(Some(due)) => Duration::from_millis((due - now_ms()).clamp(0, POLL.as_millis() as i64) as u64),
+                _ => POLL,
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+            }
+        }
+        while running.join_next().await.is_some() {}
+    }
+
+    /// Runs one attempt of `delivery` and records it.
+    async fn deliver(&self, delivery: DeliveryRecord) {
+        let span = tracing::info_span!("delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts);
+        async {
+            let started_at = now_ms();
+            let clock = Instant::now();
+            let subject = self.subject(&delivery).await;
+            let outcome = match &subject {
+                Ok((notification, render)) => {
+                    let _lease = self.keep_lease(&delivery);
+                    self.attempt(&delivery, notification, render).await
+                }
+                Err(failed) => Err(failed.clone()),
+            };
+            let (attempt, after) = self.settle(&delivery, started_at, clock.elapsed(), &outcome);
+            let follow_up = match (&subject, &after) {
+                (_, AfterAttempt::Retry { .. }) | (Err(_), _) => None,
+                (Ok((notification, render)), _) => self.follow_up(&delivery, notification, render, &outcome),
+            };
+            match &after {
+                AfterAttempt::Delivered { .. } => tracing::info!("notifier: delivered"),
+                AfterAttempt::Retry { error, at, .. } => {
+                    tracing::warn!(error = %error, in_ms = at - now_ms(), "notifier: attempt failed; trying again")
+                }
+                AfterAttempt::Failed { error, .. } => tracing::error!(error = %error, "notifier: delivery failed"),
+            }
+            match self.backends.store.record_delivery_attempt(&delivery.id, &attempt, &after, follow_up.as_ref()).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!("notifier: the claim was lost before the attempt was recorded"),
+                // The lease runs out and the delivery is attempted again.
+                Err(e) => tracing::error!(error = %e, "notifier: recording the attempt failed"),
+            }
+            if follow_up.is_some() {
+                self.wake.notify_one();
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The delivery's notification and the facts of its render.
+    async fn subject(&self, delivery: &DeliveryRecord) -> Result<(Notification, RenderFacts), Failed> {
+        let notification: Notification = serde_json::from_str(&delivery.notification)
+            .map_err(|e| Failed::permanent(format!("the stored notification is unreadable: {e}")))?;
+        let render = RenderFacts::load(&self.backends, &delivery.render_id).await.map_err(|e| Failed {
+            retryable: e.is_transient(),
+            ..Failed::permanent(format!("reading the render: {e}"))
+        })?;
+        Ok((notification, render))
+    }
+
+    /// Renews the delivery's lease while the returned guard lives.
+    fn keep_lease(&self, delivery: &DeliveryRecord) -> AbortOnDropHandle<()> {
+        let (store, id, number) = (self.backends.store.clone(), delivery.id.clone(), delivery.attempts);
+        AbortOnDropHandle::new(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(LEASE / 3).await;
+                match store.renew_delivery_lease(&id, number, LEASE).await {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => tracing::warn!(error = %e, "notifier: renewing a lease failed"),
+                }
+            }
+        }))
+    }
+
+    /// One attempt on the delivery's channel.
+    async fn attempt(
+        &self,
+        delivery: &DeliveryRecord,
+        notification: &Notification,
+        render: &RenderFacts,
+    ) -> Result<Delivered, Failed> {
+        let Some(channel) = self.channels.0.get(delivery.kind.as_str()) else {
+            return Err(Failed::permanent(not_configured(&delivery.kind)));
+        };
+        let state = delivery.state.as_deref().and_then(|s| serde_json::from_str::<Value>(s).ok());
+        let attempt = Attempt {
+            delivery_id: &delivery.id,
+            number: delivery.attempts as u32,
+            notification,
+            render,
+            state: state.as_ref(),
+            body: delivery.body.as_deref(),
+        };
+        channel.attempt(&attempt).await
+    }
+
+    /// The attempt's record and what follows it, by the retry schedule.
+    fn settle(
+        &self,
+        delivery: &DeliveryRecord,
+        started_at: i64,
+        took: Duration,
+        outcome: &Result<Delivered, Failed>,
+    ) -> (DeliveryAttempt, AfterAttempt) {
+        let number = delivery.attempts;
+        let (status_code, error, after) = match outcome {
+            Ok(delivered) => {
+                let result = delivered.result.as_ref().map(Value::to_string);
+                (delivered.status_code, None, AfterAttempt::Delivered { result })
+            }
+            Err(failed) => {
+                let state = failed.state.as_ref().map(Value::to_string);
+                let after = match self.schedule.get(number as usize) {
+                    Some(delay) if failed.retryable => {
+                        AfterAttempt::Retry { at: now_ms() + jittered(*delay), error: failed.error.clone(), state }
+                    }
+                    _ if failed.retryable => AfterAttempt::Failed {
+                        error: format!("gave up after {number} attempts: {}", failed.error),
+                        state,
+                    },
+                    _ => AfterAttempt::Failed { error: failed.error.clone(), state },
+                };
+                (failed.status_code, Some(failed.error.clone()), after)
+            }
+        };
+        let attempt = DeliveryAttempt {
+            number,
+            started_at,
+            duration_ms: took.as_millis() as i64,
+            status_code: status_code.map(i64::from),
+            error,
+            outcome: after.outcome(),
+        };
+        (attempt, after)
+    }
+
+    /// What a delivery that ended plans next: after a video-site upload, the §6.2
+    /// callback when the notification asked for one.
+    fn follow_up(
+        &self,
+        delivery: &DeliveryRecord,
+        notification: &Notification,
+        render: &RenderFacts,
+        outcome: &Result<Delivered, Failed>,
+    ) -> Option<NewDelivery> {
+        let Notification::UploadVideosite { callback: Some(url), .. } = notification else { return None };
+        let body = match outcome {
+            Ok(delivered) => callback::videosite_body(render, callback::video_id(delivered.result.as_ref()), None),
+            Err(failed) => callback::videosite_body(render, None, Some(&failed.error)),
+        };
+        let callback = Notification::Callback { url: url.clone() };
+        Some(NewDelivery {
+            origin: format!("after:{}", delivery.id),
+            job_id: delivery.job_id.clone(),
+            render_id: delivery.render_id.clone(),
+            user_id: delivery.user_id.clone(),
+            parent_id: Some(delivery.id.clone()),
+            kind: "callback".into(),
+            notification: serde_json::to_string(&callback).expect("notifications serialize"),
+            body: Some(body),
+            due_at: now_ms() + self.first_delay().as_millis() as i64,
+        })
+    }
+}
+
+/// The error of a delivery whose type has no channel in this notifier.
+fn not_configured(kind: &str) -> String {
+    match kind {
+        "email" => "e-mail is not configured on this service (REELFARM_SMTP_URL is unset)".into(),
+        other => format!("notifications of type {other:?} are not available on this service"),
+    }
+}
+
+/// `delay` ± 10 %, in milliseconds.
+fn jittered(delay: Duration) -> i64 {
+    let ms = delay.as_millis() as f64;
+    (ms * rand::thread_rng().gen_range(0.9..=1.1)).round() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        for _ in 0..1000 {
+            let j = jittered(Duration::from_secs(300));
+            assert!((270_000..=330_000).contains(&j), "{j}");
+        }
+        assert_eq!(jittered(Duration::ZERO), 0);
+    }
+}
