@@ -224,18 +224,15 @@ fn google_error(status: u16, reason: &str, message: &str) -> HttpResponse {
     }))
 }
 
-/// Checks `Authorization: Bearer` (required or, on session PUTs, optional).
-fn check_bearer(req: &HttpRequest, state: &State, required: bool) -> Result<(), HttpResponse> {
+/// Checks `Authorization: Bearer` (required or, on session PUTs, optional); the refusal
+/// when it does not pass.
+fn unauthorized(req: &HttpRequest, state: &State, required: bool) -> Option<HttpResponse> {
     let header = req.headers().get("authorization").and_then(|v| v.to_str().ok());
     let valid = match header {
         None => !required,
         Some(h) => h.strip_prefix("Bearer ").is_some_and(|t| state.access_tokens.contains(t)),
     };
-    if valid {
-        Ok(())
-    } else {
-        Err(google_error(401, "authError", "Request had invalid authentication credentials."))
-    }
+    (!valid).then(|| google_error(401, "authError", "Request had invalid authentication credentials."))
 }
 
 #[derive(Deserialize)]
@@ -271,19 +268,19 @@ async fn token(form: web::Form<TokenForm>, state: Shared) -> HttpResponse {
 }
 
 /// The upload headers of a session's opening request: `(content type, length)`.
-fn upload_headers(req: &HttpRequest) -> Result<(String, u64), HttpResponse> {
+fn upload_headers(req: &HttpRequest) -> Result<(String, u64), Box<HttpResponse>> {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
     let json_body = header("content-type").is_some_and(|t| t.starts_with("application/json"));
     if !json_body {
-        return Err(google_error(400, "badContent", "The metadata must be application/json."));
+        return Err(Box::new(google_error(400, "badContent", "The metadata must be application/json.")));
     }
     let content_type = header("x-upload-content-type").unwrap_or_default();
     if !(content_type.starts_with("video/") || content_type == "application/octet-stream") {
-        return Err(google_error(400, "badContent", "Media type is not supported."));
+        return Err(Box::new(google_error(400, "badContent", "Media type is not supported.")));
     }
     let length = header("x-upload-content-length").and_then(|l| l.parse().ok());
     let Some(length) = length else {
-        return Err(google_error(400, "invalid", "X-Upload-Content-Length is required."));
+        return Err(Box::new(google_error(400, "invalid", "X-Upload-Content-Length is required.")));
     };
     Ok((content_type, length))
 }
@@ -306,7 +303,7 @@ struct OpenQuery {
 
 async fn open_video(req: HttpRequest, query: web::Query<OpenQuery>, body: web::Bytes, state: Shared, base: web::Data<String>) -> HttpResponse {
     let mut state = state.lock().unwrap();
-    if let Err(res) = check_bearer(&req, &state, true) {
+    if let Some(res) = unauthorized(&req, &state, true) {
         return res;
     }
     if query.upload_type.as_deref() != Some("resumable") {
@@ -318,7 +315,7 @@ async fn open_video(req: HttpRequest, query: web::Query<OpenQuery>, body: web::B
     }
     let upload = match upload_headers(&req) {
         Ok(u) => u,
-        Err(res) => return res,
+        Err(res) => return *res,
     };
     let Ok(metadata) = serde_json::from_slice::<Value>(&body) else {
         return google_error(400, "parseError", "Parse Error");
@@ -343,7 +340,7 @@ async fn open_video(req: HttpRequest, query: web::Query<OpenQuery>, body: web::B
 
 async fn open_file(req: HttpRequest, query: web::Query<OpenQuery>, body: web::Bytes, state: Shared, base: web::Data<String>) -> HttpResponse {
     let mut state = state.lock().unwrap();
-    if let Err(res) = check_bearer(&req, &state, true) {
+    if let Some(res) = unauthorized(&req, &state, true) {
         return res;
     }
     if query.upload_type.as_deref() != Some("resumable") {
@@ -351,7 +348,7 @@ async fn open_file(req: HttpRequest, query: web::Query<OpenQuery>, body: web::By
     }
     let upload = match upload_headers(&req) {
         Ok(u) => u,
-        Err(res) => return res,
+        Err(res) => return *res,
     };
     let Ok(metadata) = serde_json::from_slice::<Value>(&body) else {
         return google_error(400, "parseError", "Parse Error");
@@ -423,7 +420,7 @@ async fn session_put(req: HttpRequest, query: web::Query<SessionQuery>, body: we
             state.access_tokens.clear();
         }
     }
-    if let Err(res) = check_bearer(&req, state, false) {
+    if let Some(res) = unauthorized(&req, state, false) {
         return res;
     }
     if state.outage {
@@ -454,7 +451,7 @@ async fn session_put(req: HttpRequest, query: web::Query<SessionQuery>, body: we
     if end < start || end >= total || body.len() as u64 != end - start + 1 || start > held {
         return google_error(400, "badRequest", "The Content-Range does not match the body or the bytes held.");
     }
-    if end + 1 < total && body.len() as u64 % UNIT != 0 {
+    if end + 1 < total && !(body.len() as u64).is_multiple_of(UNIT) {
         return google_error(400, "badRequest", "Chunks but the last must be a multiple of 256 KiB.");
     }
     state.chunk_starts.push(start);
@@ -495,7 +492,7 @@ async fn session_put(req: HttpRequest, query: web::Query<SessionQuery>, body: we
 
 async fn playlist_insert(req: HttpRequest, body: web::Bytes, state: Shared) -> HttpResponse {
     let mut state = state.lock().unwrap();
-    if let Err(res) = check_bearer(&req, &state, true) {
+    if let Some(res) = unauthorized(&req, &state, true) {
         return res;
     }
     if req.query_string() != "part=snippet" {

@@ -107,7 +107,6 @@ async fn custom_subject_is_used_and_user_text_is_escaped_in_html() {
     attempt(&channel, &notification, &finished("<b>Bold</b> title")).await.unwrap();
 
     let mail = &smtp.wait_for(1).await[0];
-    eprintln!("RAW>>>\n{}\n<<<RAW", String::from_utf8_lossy(&mail.raw));
     // CR/LF cannot start a header: the subject stays one line, nobody else receives it.
     assert_eq!(mail.subject(), "Hello Bcc: eve@example.net");
     assert_eq!(mail.rcpt_tos, ["ann@example.com"]);
@@ -135,6 +134,10 @@ async fn default_subject_leaves_out_an_empty_title() {
     assert_eq!(mail.subject(), "Your video is ready");
     assert!(mail.text().contains(VIDEO_URL));
     assert!(mail.html().contains(VIDEO_URL));
+
+    // Titles outside ASCII reach the subject intact.
+    attempt(&channel, &email(&["ann@example.com"], None, None, None), &finished("Frühling – Ωmega")).await.unwrap();
+    assert_eq!(smtp.wait_for(2).await[1].subject(), "Your video \"Frühling – Ωmega\" is ready");
 }
 
 #[tokio::test]

@@ -3,7 +3,8 @@
 //! failure; non-2xx answers retried on the schedule with a stable `webhook-id`, then
 //! given up; refused addresses; every attempt visible through
 //! `GET /generator/v1/jobs/{id}/notifications`; retry state surviving a restart; two
-//! notifiers delivering each callback once.
+//! notifiers delivering each callback once; e-mail, video-site and cloud-drive
+//! notifications of a job reaching a real SMTP server and a fake of Google's APIs.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,6 +12,8 @@ use std::time::Duration;
 use reelfarm_notifier::signing;
 use reelfarm_shared::store::TemplateRecord;
 use reelfarm_tests::files::{FileServer, Received};
+use reelfarm_tests::google::{self, FakeGoogle, Kind};
+use reelfarm_tests::smtp::SmtpServer;
 use reelfarm_tests::{both_modes, json, Mode, Role, TestApp};
 use serde_json::{json, Value};
 
@@ -20,6 +23,8 @@ both_modes!(
     failing_answers_are_retried_on_the_schedule_with_one_webhook_id_then_given_up,
     a_callback_to_a_refused_address_fails_at_once,
     a_pending_retry_survives_a_restart,
+    one_job_delivers_every_notification_type,
+    an_unlinked_account_fails_its_upload_but_not_the_video,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,5 +299,144 @@ async fn two_notifiers(mode: Mode) {
         service.stop();
         service.wait().await.unwrap();
     }
+    w.app.stop().await;
+}
+
+/// Links the user's YouTube and Drive accounts to the fake's client.
+async fn link_accounts(w: &World) {
+    for provider in ["youtube", "gdrive"] {
+        let account = json!({
+            "client_id": google::CLIENT_ID,
+            "client_secret": google::CLIENT_SECRET,
+            "refresh_token": google::REFRESH_TOKEN,
+        });
+        let res = w.app.client.put(w.app.url(&format!("/api2/v1/users/me/integrations/{provider}")))
+            .bearer_auth(&w.token)
+            .json(&account)
+            .send()
+            .await
+            .unwrap();
+        json(res, 200).await;
+    }
+}
+
+async fn one_job_delivers_every_notification_type(mode: Mode) {
+    let smtp = SmtpServer::start().await;
+    let fake = FakeGoogle::start().await;
+    let oauth = fake.oauth_url();
+    let w = world(mode, &[
+        ("REELFARM_SMTP_URL", &smtp.url()),
+        ("REELFARM_GOOGLE_API_URL", &fake.address),
+        ("REELFARM_GOOGLE_OAUTH_URL", &oauth),
+    ])
+    .await;
+    link_accounts(&w).await;
+    let hook = w.receiver.statuses("/hook", &[200]);
+    let uploaded = w.receiver.statuses("/uploaded", &[200]);
+    let body = json!({
+        "template_id": w.template.id,
+        "options": {},
+        "values": [{ "external_id": "ext-9", "title": "Launch", "template_variables": { HEADLINE: "Launch day" } }],
+        "notifications": [
+            { "type": "callback", "payload": { "url": hook } },
+            { "type": "email", "payload": { "email": ["ann@example.com", "bob@example.com"], "subject": "Your launch video", "message": "Enjoy!" } },
+            { "type": "upload-videosite", "payload": { "title": "Launch", "description": "Our launch", "playlist_id": google::PLAYLIST_ID, "callback": uploaded } },
+            { "type": "upload-cloudstorage", "payload": { "title": "launch.mp4", "path": google::FOLDER_ID } },
+        ]
+    });
+    let created = json(w.app.post_json("/generator/v1/jobs", &w.token, &body, &[]).await, 200).await;
+    let job_id = created["id"].as_str().unwrap();
+    let job = w.app.wait_for_job(&w.token, job_id).await;
+    let video = &job["videos"][0];
+    assert_eq!(video["status"], "success", "{job}");
+    let video_url = video["url"].as_str().unwrap();
+    let mp4 = reqwest::get(video_url).await.unwrap().bytes().await.unwrap();
+
+    // The §6.2 callback follows the upload, so five deliveries in all.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deliveries = loop {
+        let deliveries = w.settled_deliveries(job_id).await;
+        if deliveries.as_array().unwrap().len() == 5 {
+            break deliveries;
+        }
+        assert!(std::time::Instant::now() < deadline, "{deliveries}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let list = deliveries.as_array().unwrap();
+    assert!(list.iter().all(|d| d["status"] == "delivered"), "{deliveries}");
+    let of_type = |t: &str| list.iter().filter(|d| d["type"] == t).collect::<Vec<_>>();
+    assert_eq!(of_type("callback").len(), 2);
+    assert_eq!(of_type("email")[0]["attempts"][0]["status_code"], 250, "{deliveries}");
+
+    // E-mail: one message to both recipients, with the link.
+    let mail = &smtp.wait_for(1).await[0];
+    let mut recipients = mail.rcpt_tos.clone();
+    recipients.sort();
+    assert_eq!(recipients, ["ann@example.com", "bob@example.com"]);
+    assert_eq!(mail.subject(), "Your launch video");
+    assert!(mail.text().contains(video_url) && mail.text().contains("Enjoy!"), "{}", mail.text());
+    assert!(mail.html().contains(video_url), "{}", mail.html());
+
+    // Uploads: the rendered bytes, as a private video in the playlist and as the file.
+    let uploads = fake.uploads();
+    let youtube = uploads.iter().find(|u| u.kind == Kind::Video).expect("a video upload");
+    let drive = uploads.iter().find(|u| u.kind == Kind::File).expect("a file upload");
+    assert!(youtube.bytes == mp4 && drive.bytes == mp4, "the uploaded bytes are the video's");
+    assert_eq!(youtube.metadata["snippet"]["title"], "Launch");
+    assert_eq!(youtube.metadata["snippet"]["description"], "Our launch");
+    assert_eq!(drive.metadata["name"], "launch.mp4");
+    assert_eq!(drive.metadata["parents"], json!([google::FOLDER_ID]));
+    assert_eq!(fake.playlist_items(), [(google::PLAYLIST_ID.to_string(), youtube.id.clone())]);
+    let site = of_type("upload-videosite")[0];
+    assert_eq!(site["result"], json!({ "video_id": youtube.id }));
+    assert_eq!(of_type("upload-cloudstorage")[0]["result"], json!({ "file_id": drive.id }));
+
+    // The §6.2 callback after the upload, signed like every callback.
+    let request = &w.receiver.wait_for("/uploaded", 1).await[0];
+    verify_signature(request, &w.secret().await);
+    let report: Value = serde_json::from_slice(&request.body).unwrap();
+    assert_eq!(
+        report,
+        json!({ "external_id": "ext-9", "type": "render", "status": "success", "payload": { "video_id": youtube.id }, "error": null })
+    );
+    let follow_up = list.iter().find(|d| d["follows"] == site["id"]).expect("the follow-up names its upload");
+    assert_eq!(follow_up["payload"], json!({ "url": uploaded }));
+    assert_eq!(w.receiver.hits("/hook"), 1);
+    w.app.stop().await;
+}
+
+async fn an_unlinked_account_fails_its_upload_but_not_the_video(mode: Mode) {
+    let w = world(mode, &[]).await;
+    let uploaded = w.receiver.statuses("/uploaded", &[200]);
+    let body = json!({
+        "template_id": w.template.id,
+        "options": {},
+        "values": [{ "external_id": "ext-2" }],
+        "notifications": [
+            { "type": "upload-videosite", "payload": { "title": "T", "description": "D", "callback": uploaded } },
+            { "type": "email", "payload": { "email": "ann@example.com" } },
+        ]
+    });
+    let created = json(w.app.post_json("/generator/v1/jobs", &w.token, &body, &[]).await, 200).await;
+    let job_id = created["id"].as_str().unwrap();
+    let job = w.app.wait_for_job(&w.token, job_id).await;
+    assert_eq!(job["videos"][0]["status"], "success", "{job}");
+
+    let request = &w.receiver.wait_for("/uploaded", 1).await[0];
+    let report: Value = serde_json::from_slice(&request.body).unwrap();
+    assert_eq!(report["status"], "failed", "{report}");
+    assert_eq!(report["payload"], json!({ "video_id": null }));
+    assert!(report["error"].as_str().unwrap().contains("no YouTube account is linked"), "{report}");
+
+    let deliveries = w.settled_deliveries(job_id).await;
+    let list = deliveries.as_array().unwrap();
+    let site = list.iter().find(|d| d["type"] == "upload-videosite").unwrap();
+    assert_eq!(site["status"], "failed");
+    assert_eq!(site["attempts"].as_array().unwrap().len(), 1, "not retried: {site}");
+    let email = list.iter().find(|d| d["type"] == "email").unwrap();
+    assert_eq!(email["status"], "failed");
+    assert!(email["error"].as_str().unwrap().contains("REELFARM_SMTP_URL"), "{email}");
+    let job = json(w.app.get(&format!("/generator/v1/jobs/{job_id}"), &w.token).await, 200).await;
+    assert_eq!(job["videos"][0]["status"], "success", "a notification never changes the video");
     w.app.stop().await;
 }

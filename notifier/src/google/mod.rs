@@ -74,7 +74,7 @@ pub(crate) struct Google {
 impl Google {
     fn new(config: &Config, backends: Backends, options: UploadOptions) -> anyhow::Result<Google> {
         anyhow::ensure!(
-            options.chunk_size > 0 && options.chunk_size % CHUNK_UNIT == 0,
+            options.chunk_size > 0 && options.chunk_size.is_multiple_of(CHUNK_UNIT),
             "the upload chunk size must be a positive multiple of 256 KiB, not {}",
             options.chunk_size
         );
