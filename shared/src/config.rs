@@ -27,7 +27,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("outbound_allow", "IP addresses or ip:port exempt from the private-address refusal"),
     ("webhook_retry_schedule", "delays between callback attempts"),
     ("namespace", "prefix of exchange, queue and cache key names"),
-    ("secret_key", "key for upload signatures (unset: generated into the data dir)"),
+    ("secret_key", "key of upload signatures and linked-account encryption (unset: generated into the data dir)"),
     ("upload_url_ttl", "validity of signed upload addresses"),
     ("rate_limit", "requests per second per token (0 disables)"),
     ("rate_limit_burst", "burst allowance per token"),
@@ -75,7 +75,8 @@ pub struct Config {
     pub webhook_retry_schedule: Vec<Duration>,
     /// Prefix of bus and cache names; empty in a normal deployment.
     pub namespace: String,
-    /// Key of upload signatures.
+    /// Key of upload signatures and of the linked accounts' encryption (changing it means
+    /// re-linking the accounts).
     pub secret_key: SecretString,
     /// Validity of a signed upload address.
     pub upload_url_ttl: Duration,

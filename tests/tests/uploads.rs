@@ -197,6 +197,18 @@ async fn a_dropped_connection_and_a_503_are_resumed_within_the_attempt() {
     assert_eq!(s.google.chunk_starts(), vec![0, u, 2 * u, resumed, resumed + u, resumed + u, resumed + 2 * u]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_first_chunk_is_sent_again_from_the_start() {
+    let s = setup(Mode::Embedded, true).await;
+    // The server holds nothing after the 503: its status answer is a 308 without Range.
+    s.google.fail_chunk(1, Fault::Status(503));
+    attempt(&s.youtube(), &videosite(None), &s.facts, 1, None).await.unwrap();
+    assert!(s.google.uploads()[0].bytes == s.video, "the uploaded bytes differ from the blob");
+    let u = CHUNK_UNIT;
+    assert_eq!(s.google.chunk_starts(), vec![0, 0, u, 2 * u, 3 * u, 4 * u, 5 * u]);
+    assert_eq!(s.google.counts().status_queries, 1);
+}
+
 async fn an_attempt_that_gives_up_keeps_the_session_and_the_next_attempt_resumes_it(mode: Mode) {
     let s = setup(mode, true).await;
     let channel = s.youtube();
