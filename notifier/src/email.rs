@@ -88,7 +88,9 @@ impl EmailChannel {
         // The server's own words (lettre keeps every line of the reply as the source).
         let detail = error.source().map(|s| s.to_string()).unwrap_or_else(|| error.to_string());
         let error_text = match status_code {
-            Some(code) if error.is_permanent() => format!("mail server {server} refused the message: {code} {detail}"),
+            Some(code) if error.is_permanent() => {
+                format!("mail server {server} refused the message: {code} {detail}")
+            }
             Some(code) => format!("mail server {server} deferred the message: {code} {detail}"),
             None if error.is_timeout() => {
                 format!("mail server {server} did not accept a connection within {:?}", self.timeout)
@@ -104,7 +106,11 @@ impl EmailChannel {
 
 #[async_trait]
 impl Channel for EmailChannel {
-    #[instrument(skip_all, fields(render_id = %attempt.render.render_id, delivery_id = %attempt.delivery_id, attempt = attempt.number))]
+    #[instrument(skip_all, fields(
+        render_id = %attempt.render.render_id,
+        delivery_id = %attempt.delivery_id,
+        attempt = attempt.number,
+    ))]
     async fn attempt(&self, attempt: &Attempt<'_>) -> Result<Delivered, Failed> {
         let Notification::Email { email, subject, message, logo } = attempt.notification else {
             return Err(Failed::permanent(format!(
@@ -145,52 +151,66 @@ impl Content {
     /// A finished render's message (the caller's subject, message and logo, and the link),
     /// or a failed render's notice (a fixed subject, the error; the caller's subject and
     /// message are written for a delivered video and left out, the logo kept).
-    fn of(render: &RenderFacts, subject: Option<&str>, message: Option<&str>, logo: Option<&str>) -> Result<Content, Failed> {
+    fn of(
+        render: &RenderFacts,
+        subject: Option<&str>,
+        message: Option<&str>,
+        logo: Option<&str>,
+    ) -> Result<Content, Failed> {
         let title = one_line(&render.title);
-        let quoted = if title.is_empty() { String::new() } else { format!(" \"{}\"", excerpt(&title, TITLE_IN_SUBJECT)) };
+        // ` "TITLE"` or nothing, to follow "Your video".
+        let quoted = match excerpt(&title, TITLE_IN_SUBJECT) {
+            t if t.is_empty() => t,
+            t => format!(" \"{t}\""),
+        };
         let logo = logo.filter(|l| is_web_address(l)).map(|l| {
-            format!("<p><img src=\"{}\" alt=\"\" style=\"max-width:240px;max-height:96px\"></p>\n", escape(l.trim()))
+            let src = escape(l.trim());
+            format!("<p><img src=\"{src}\" alt=\"\" style=\"max-width:240px;max-height:96px\"></p>\n")
         });
         let logo = logo.unwrap_or_default();
-        if render.succeeded() {
-            let Some(url) = render.video_url.as_deref().filter(|u| !u.is_empty()) else {
-                return Err(Failed::permanent("the render has no video to link to"));
-            };
-            let subject = subject.map(one_line).filter(|s| !s.is_empty());
-            let subject = subject.unwrap_or_else(|| format!("Your video{quoted} is ready"));
-            let message = message.map(|m| m.replace("\r\n", "\n")).filter(|m| !m.trim().is_empty());
-            let message = message.as_deref().map(str::trim);
-            let mut text = String::new();
-            let mut html = String::new();
-            if let Some(message) = message {
-                text.push_str(&format!("{message}\n\n"));
-                html.push_str(&format!("<p>{}</p>\n", escape(message).replace('\n', "<br>\n")));
-            }
-            text.push_str(&format!("Your video{quoted} is ready. Download it here:\n{url}\n"));
-            html.push_str(&format!(
-                "<p>Your video{} is ready.</p>\n<p><a href=\"{url}\">Download the video</a></p>\n<p style=\"font-size:small;color:#666\">{url}</p>\n",
-                escape(&quoted),
-                url = escape(url),
-            ));
-            Ok(Content { subject, text, html: page(&logo, &html) })
-        } else {
-            let error = render.error.as_deref().map(str::trim).filter(|e| !e.is_empty()).unwrap_or("unknown error");
-            let subject = format!("Your video{quoted} could not be created");
-            let text = format!("Your video{quoted} could not be created.\n\nError: {error}\n");
-            let html = format!(
-                "<p>Your video{} could not be created.</p>\n<p>Error: {}</p>\n",
-                escape(&quoted),
-                escape(error).replace('\n', "<br>\n")
-            );
-            Ok(Content { subject, text, html: page(&logo, &html) })
+        if !render.succeeded() {
+            return Ok(Content::failure(&quoted, render.error.as_deref(), &logo));
         }
+        let Some(url) = render.video_url.as_deref().filter(|u| !u.is_empty()) else {
+            return Err(Failed::permanent("the render has no video to link to"));
+        };
+        let subject = subject.map(one_line).filter(|s| !s.is_empty());
+        let subject = subject.unwrap_or_else(|| format!("Your video{quoted} is ready"));
+        let message = message.map(|m| m.replace("\r\n", "\n"));
+        let message = message.as_deref().map(str::trim).filter(|m| !m.is_empty());
+        let (mut text, mut html) = (String::new(), String::new());
+        if let Some(message) = message {
+            text.push_str(&format!("{message}\n\n"));
+            html.push_str(&format!("<p>{}</p>\n", escape(message).replace('\n', "<br>\n")));
+        }
+        text.push_str(&format!("Your video{quoted} is ready. Download it here:\n{url}\n"));
+        let (quoted, url) = (escape(&quoted), escape(url));
+        html.push_str(&format!(
+            "<p>Your video{quoted} is ready.</p>\n<p><a href=\"{url}\">Download the video</a></p>\n\
+             <p style=\"font-size:small;color:#666\">{url}</p>\n"
+        ));
+        Ok(Content { subject, text, html: page(&logo, &html) })
+    }
+
+    /// The notice of a failed render.
+    fn failure(quoted: &str, error: Option<&str>, logo: &str) -> Content {
+        let error = error.map(str::trim).filter(|e| !e.is_empty()).unwrap_or("unknown error");
+        let subject = format!("Your video{quoted} could not be created");
+        let text = format!("Your video{quoted} could not be created.\n\nError: {error}\n");
+        let html = format!(
+            "<p>Your video{} could not be created.</p>\n<p>Error: {}</p>\n",
+            escape(quoted),
+            escape(error).replace('\n', "<br>\n")
+        );
+        Content { subject, text, html: page(logo, &html) }
     }
 }
 
 /// The HTML document around a message's paragraphs.
 fn page(logo: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"></head>\n<body style=\"font-family:sans-serif\">\n{logo}{body}</body>\n</html>\n"
+        "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"></head>\n\
+         <body style=\"font-family:sans-serif\">\n{logo}{body}</body>\n</html>\n"
     )
 }
 
@@ -239,7 +259,8 @@ fn is_web_address(s: &str) -> bool {
 /// A Message-ID stable across the attempts of one delivery, so that a receiving system
 /// can recognise a message sent again after a lost reply.
 fn message_id(delivery_id: &str, domain: &str) -> String {
-    let id: String = delivery_id.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')).collect();
+    let id: String =
+        delivery_id.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')).collect();
     format!("<reelfarm.{id}@{domain}>")
 }
 

@@ -72,11 +72,17 @@ impl Scheduler {
         while !shutdown.is_cancelled() {
             while running.try_join_next().is_some() {}
             let available = free.available_permits();
-            let mut claimed_all = false;
-            if available > 0 {
+            // Claiming writes; look first whether anything is due.
+            let due = match available {
+                0 => None,
+                _ => self.backends.store.next_delivery_due().await.unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "notifier: reading the next due delivery failed");
+                    None
+                }),
+            };
+            if due.is_some_and(|due| due <= now_ms()) {
                 match self.backends.store.claim_deliveries(LEASE, available as u32).await {
                     Ok(claimed) => {
-                        claimed_all = claimed.len() == available;
                         for delivery in claimed {
                             let permit = free.clone().try_acquire_owned().expect("claimed no more than the free slots");
                             let this = self.clone();
@@ -85,26 +91,16 @@ impl Scheduler {
                                 drop(permit);
                             });
                         }
+                        continue;
                     }
                     Err(e) => tracing::warn!(error = %e, "notifier: claiming deliveries failed"),
                 }
             }
-            if claimed_all {
-                // Every slot is busy: wait for one to free up.
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = running.join_next() => {}
-                }
-                continue;
-            }
-            let wait = match self.backends.store.next_delivery_due().await {
-                Ok(Some(due)) => Duration::from_millis((due - now_ms()).clamp(0, POLL.as_millis() as i64) as u64),
-                _ => POLL,
-            };
+            let wait = due.map_or(POLL, |due| Duration::from_millis((due - now_ms()).clamp(10, POLL.as_millis() as i64) as u64));
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
+                _ = tokio::time::sleep(wait) => {}
                 Some(_) = running.join_next(), if !running.is_empty() => {}
             }
         }
