@@ -17,6 +17,7 @@ use lettre::transport::smtp::Error as SmtpError;
 use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tracing::instrument;
 
+use reelfarm_shared::html::escape;
 use reelfarm_shared::notification::Notification;
 use reelfarm_shared::Config;
 
@@ -214,21 +215,6 @@ fn page(logo: &str, body: &str) -> String {
     )
 }
 
-/// `s` safe as HTML text and as a quoted attribute value.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// `s` on one line: control characters (CR, LF, tabs …) and line separators become
 /// spaces, runs of white space one space. What goes into a header goes through here.

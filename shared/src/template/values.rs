@@ -124,20 +124,7 @@ fn text_markup(value: &Value) -> Result<String, String> {
 /// Plain text as markup showing exactly that text: `& < > " '` escaped, newlines as
 /// `<br/>`.
 fn escape(plain: &str) -> String {
-    let mut out = String::with_capacity(plain.len());
-    let normalised = plain.replace("\r\n", "\n");
-    for c in normalised.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' => out.push_str("<br/>"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::html::escape(&plain.replace("\r\n", "\n")).replace('\n', "<br/>")
 }
 
 /// The source of an image, video or sound value: an address or an asset id.
