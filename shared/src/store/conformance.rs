@@ -6,6 +6,7 @@ use super::*;
 use crate::message::{Envelope, Message, Queue};
 
 mod integrations;
+mod jobs;
 mod templates;
 
 async fn sqlite_store() -> (Store, tempfile::TempDir) {
@@ -51,6 +52,7 @@ async fn suite(store: Store) {
     webhook_secrets(&store).await;
     templates::templates(&store).await;
     integrations::integrations(&store).await;
+    jobs::jobs(&store).await;
 }
 
 async fn users_and_groups(store: &Store) {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::super::*;
 use crate::id::new_id;
 
-fn new_template(name: &str, owner: Option<&str>, public: bool) -> NewTemplate {
+pub(super) fn new_template(name: &str, owner: Option<&str>, public: bool) -> NewTemplate {
     let id = new_id();
     NewTemplate {
         blob_prefix: template_blob_prefix(&id),
