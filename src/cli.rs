@@ -30,6 +30,9 @@ pub enum Command {
     /// Renders a template file into an MP4 (thumbnail next to it as .jpg), locally: no
     /// server needed.
     Render(RenderArgs),
+    /// Applies the metadata store's migrations and exits (every role also migrates on
+    /// start; run this before a rollout so that a failing migration stops it early).
+    Migrate,
 }
 
 #[derive(Debug, clap::Args)]
@@ -228,6 +231,7 @@ mod tests {
             vec!["reelfarm", "admin", "template", "import", "t.json", "--public"],
             vec!["reelfarm", "admin", "template", "share", "id", "ann"],
             vec!["reelfarm", "serve", "all"],
+            vec!["reelfarm", "migrate"],
             vec!["reelfarm", "render", "t.json", "-o", "out.mp4"],
             vec!["reelfarm", "render", "t.json", "--values", "v.json", "--quality", "720p", "-o", "out.mp4"],
         ] {

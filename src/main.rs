@@ -26,6 +26,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             cli::Command::Serve { role } => serve::run(role, config).await,
             cli::Command::Admin(command) => admin::run(command, config).await,
+            cli::Command::Migrate => migrate(&config).await,
             cli::Command::Bench(cli::Bench::Convert { seconds, rounds }) => {
                 tokio::task::spawn_blocking(move || bench::convert::run(seconds, rounds)).await?
             }
@@ -41,6 +42,15 @@ fn main() -> std::process::ExitCode {
         }
     });
     exit_code(result)
+}
+
+/// `reelfarm migrate`: connecting the store applies its pending migrations.
+async fn migrate(config: &reelfarm_shared::Config) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let store = reelfarm_shared::Store::connect(&config.database_url).await.context("metadata store")?;
+    store.close().await;
+    println!("metadata store migrated");
+    Ok(())
 }
 
 fn exit_code(result: anyhow::Result<()>) -> std::process::ExitCode {

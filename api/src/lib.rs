@@ -4,6 +4,7 @@
 //! shutdown token fires, then drains in-flight requests.
 
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix_web::body::MessageBody;
@@ -56,6 +57,28 @@ impl utoipa::Modify for BearerAuth {
 pub struct Application {
     port: u16,
     server: actix_web::dev::Server,
+    in_flight: web::Data<InFlight>,
+}
+
+/// Requests being handled, counted by [`observe`] so that shutdown can wait for them.
+#[derive(Default)]
+struct InFlight(AtomicUsize);
+
+/// Counts a request as in flight while it lives (also when its handler fails or is
+/// dropped).
+struct InFlightGuard(web::Data<InFlight>);
+
+impl InFlightGuard {
+    fn new(in_flight: web::Data<InFlight>) -> InFlightGuard {
+        in_flight.0.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(in_flight)
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0 .0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Application {
@@ -65,11 +88,14 @@ impl Application {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let port = listener.local_addr()?.port();
         let state = web::Data::new(AppState::new(config, backends));
+        let in_flight = web::Data::new(InFlight::default());
+        let counted = in_flight.clone();
         let server = HttpServer::new(move || {
             let (app, openapi) = App::new()
                 .into_utoipa_app()
                 .openapi(ApiDoc::openapi())
                 .app_data(state.clone())
+                .app_data(counted.clone())
                 .app_data(extractor_errors::json())
                 .app_data(extractor_errors::query())
                 .app_data(extractor_errors::path())
@@ -85,7 +111,7 @@ impl Application {
         .shutdown_timeout(DRAIN_TIMEOUT.as_secs())
         .listen(listener)?
         .run();
-        Ok(Application { port, server })
+        Ok(Application { port, server, in_flight })
     }
 
     pub fn port(&self) -> u16 {
@@ -93,11 +119,23 @@ impl Application {
     }
 
     /// Serves until `shutdown` fires, then stops accepting and drains in-flight requests.
+    ///
+    /// Each of actix's workers runs its own runtime, and a pooled database connection
+    /// opened on one of them dies with it. So the server is paused (no new connections)
+    /// and the in-flight requests are waited for before any worker stops: a worker
+    /// without connections would otherwise stop at once and break the connections that
+    /// requests on the others are still using.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> std::io::Result<()> {
         let handle = self.server.handle();
+        let in_flight = self.in_flight.clone();
         let stopper = tokio::spawn(async move {
             shutdown.cancelled().await;
-            tracing::info!("api draining");
+            tracing::info!(in_flight = in_flight.0.load(Ordering::SeqCst), "api draining");
+            handle.pause().await;
+            let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+            while in_flight.0.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             handle.stop(true).await;
         });
         let result = self.server.await;
@@ -140,6 +178,7 @@ async fn observe(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<Se
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_string)
         .unwrap_or_else(reelfarm_shared::id::new_id);
+    let _in_flight = req.app_data::<web::Data<InFlight>>().cloned().map(InFlightGuard::new);
     let method = req.method().to_string();
     let span = tracing::info_span!("http", %method, path = %req.path(), %request_id, status = tracing::field::Empty);
     let started = std::time::Instant::now();

@@ -24,6 +24,12 @@ pub const KEYS: &[(&str, &str)] = &[
     ("smtp_from", "sender of notification e-mails"),
     ("google_api_url", "base of the YouTube Data and Google Drive APIs"),
     ("google_oauth_url", "OAuth 2.0 token endpoint of Google accounts"),
+    ("polly_region", "AWS region of Amazon Polly text-to-speech (unset: Polly disabled)"),
+    ("polly_endpoint", "Amazon Polly endpoint (unset: the region's AWS endpoint)"),
+    ("polly_access_key_id", "access key of Amazon Polly (unset: AWS_ACCESS_KEY_ID)"),
+    ("polly_secret_access_key", "secret key of Amazon Polly (unset: AWS_SECRET_ACCESS_KEY)"),
+    ("google_tts_url", "base of the Google Cloud Text-to-Speech API"),
+    ("google_tts_api_key", "API key of Google Cloud Text-to-Speech (unset: Google TTS disabled)"),
     ("outbound_allow", "IP addresses or ip:port exempt from the private-address refusal"),
     ("webhook_retry_schedule", "delays between callback attempts"),
     ("namespace", "prefix of exchange, queue and cache key names"),
@@ -69,6 +75,18 @@ pub struct Config {
     pub google_api_url: String,
     /// Token endpoint of the OAuth 2.0 refresh-token exchange.
     pub google_oauth_url: String,
+    /// AWS region of Amazon Polly; `None` disables the `polly` speech provider.
+    pub polly_region: Option<String>,
+    /// Amazon Polly endpoint (a fake or a VPC endpoint); `None` for the region's AWS one.
+    pub polly_endpoint: Option<String>,
+    /// Amazon Polly credentials; `None` takes `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`
+    /// (and `AWS_SESSION_TOKEN`) from the environment.
+    pub polly_credentials: Option<(String, SecretString)>,
+    /// Base of the Google Cloud Text-to-Speech REST API (`/v1/text:synthesize` below it),
+    /// no trailing slash.
+    pub google_tts_url: String,
+    /// API key of Google Cloud Text-to-Speech; `None` disables the `google` provider.
+    pub google_tts_api_key: Option<SecretString>,
     /// Addresses exempt from the outbound private-address refusal.
     pub outbound_allow: Vec<AllowEntry>,
     /// Delays between callback attempts.
@@ -237,6 +255,28 @@ impl Config {
         };
         let google_api_url = parse(raw, "google_api_url", "https://www.googleapis.com", http_base)?;
         let google_oauth_url = parse(raw, "google_oauth_url", "https://oauth2.googleapis.com/token", http_base)?;
+        let non_empty = |s: &str| -> Result<String, String> {
+            if s.is_empty() { Err("must not be empty".into()) } else { Ok(s.to_string()) }
+        };
+        let polly_region = optional(raw, "polly_region", |s| {
+            if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') { Ok(s.to_string()) } else { Err("expected a region such as eu-west-1".into()) }
+        })?;
+        let polly_endpoint = optional(raw, "polly_endpoint", http_base)?;
+        let polly_credentials = match (
+            optional(raw, "polly_access_key_id", non_empty)?,
+            optional(raw, "polly_secret_access_key", non_empty)?,
+        ) {
+            (Some(id), Some(secret)) => Some((id, SecretString::from(secret))),
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError {
+                    source_name: "REELFARM_POLLY_ACCESS_KEY_ID".into(),
+                    message: "polly_access_key_id and polly_secret_access_key go together".into(),
+                })
+            }
+        };
+        let google_tts_url = parse(raw, "google_tts_url", "https://texttospeech.googleapis.com", http_base)?;
+        let google_tts_api_key = optional(raw, "google_tts_api_key", non_empty)?.map(SecretString::from);
         let outbound_allow = parse(raw, "outbound_allow", "", |s| {
             list(s).map(parse_allow_entry).collect::<Result<Vec<_>, _>>()
         })?;
@@ -308,6 +348,11 @@ impl Config {
             smtp_from,
             google_api_url,
             google_oauth_url,
+            polly_region,
+            polly_endpoint,
+            polly_credentials,
+            google_tts_url,
+            google_tts_api_key,
             outbound_allow,
             webhook_retry_schedule,
             namespace,

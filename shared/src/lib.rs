@@ -21,6 +21,7 @@ pub mod store;
 pub mod template;
 pub mod testing;
 pub mod token;
+pub mod tts;
 
 pub use backends::Backends;
 pub use blob::Blobs;

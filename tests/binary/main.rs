@@ -4,6 +4,8 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod deploy;
+mod shutdown;
 mod templates;
 
 const BIN: &str = env!("CARGO_BIN_EXE_reelfarm");

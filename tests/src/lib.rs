@@ -5,7 +5,9 @@
 
 pub mod files;
 pub mod google;
+pub mod google_tts;
 pub mod media;
+pub mod polly;
 pub mod smtp;
 
 use std::time::Duration;

@@ -5,7 +5,9 @@
 //! assets from the blob store (an asset's converted rendition that fits the layer, never
 //! re-processed), addresses through the guarded outbound client (private addresses
 //! refused, size and time limits, the bytes sniffed against the variable's type). The
-//! renderer opens only those files. Progress goes to the cache as the frames are done.
+//! renderer opens only those files. Text-to-speech values become speech files first
+//! (`crate::tts`: synthesised once, cached in the blob store, fitted to the layer).
+//! Progress goes to the cache as the frames are done.
 //!
 //! Idempotent and crash-safe: a render that ended is not rendered again; one found
 //! `started` was interrupted (its worker died) and is rendered again; on the last
@@ -22,14 +24,15 @@ use reelfarm_shared::consumer::{Handler, Outcome};
 use reelfarm_shared::message::{Envelope, Message};
 use reelfarm_shared::outbound::{FetchLimits, Outbound, OutboundError};
 use reelfarm_shared::store::{RenderOutcome, RenderRecord, RenderStatus, StoreError, TemplateRecord};
-use reelfarm_shared::template::values::apply_values;
-use reelfarm_shared::template::{Source, Template, VariableType};
+use reelfarm_shared::template::values::{apply_values_with, speech_values};
+use reelfarm_shared::template::{Content, Source, Template, VariableType};
 use reelfarm_shared::{Backends, Config};
 use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::failure::Failure;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
+use crate::tts::Tts;
 
 /// Largest file an address may give.
 const MAX_DOWNLOAD_BYTES: u64 = 2 << 30;
@@ -41,6 +44,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 pub struct RenderHandler {
     backends: Backends,
     outbound: Outbound,
+    tts: Tts,
     work_dir: PathBuf,
     time_limit: Duration,
     delivery_limit: u32,
@@ -51,6 +55,7 @@ impl RenderHandler {
     pub fn new(config: &Config, backends: Backends, worker_id: String) -> anyhow::Result<RenderHandler> {
         let work_dir = crate::work_dir(config)?;
         Ok(RenderHandler {
+            tts: Tts::new(config, backends.blobs.clone())?,
             backends,
             outbound: Outbound::new(&config.outbound_allow),
             work_dir,
@@ -68,14 +73,15 @@ impl RenderHandler {
             .map_err(|e| Failure::Transient(format!("template {} document: {e}", record.id)))?;
         let values: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&render.template_variables)
             .map_err(|e| Failure::Transient(format!("render {} values: {e}", render.id)))?;
-        let applied = apply_values(&template, &values).map_err(|problems| {
+        let mut applied = apply_values_with(&template, &values, &self.tts.voices).map_err(|problems| {
             let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
             Failure::Permanent(format!("the values no longer fit the template: {}", lines.join("; ")))
         })?;
         let quality = Quality::parse(&job.quality).unwrap_or_default();
 
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
-        let fetched = self.fetch_sources(&applied, &record, quality, dir.path()).await?;
+        let spoken = self.speak(&mut applied, &values, dir.path()).await?;
+        let fetched = self.fetch_sources(&applied, &record, quality, dir.path(), spoken).await?;
         let (mp4, jpg) = (dir.path().join("video.mp4"), dir.path().join("thumb.jpg"));
         let output = self.render(&applied, fetched, quality, render, &mp4, &jpg).await?;
 
@@ -139,17 +145,55 @@ impl RenderHandler {
         }
     }
 
-    /// Fetches every source of `template` into `dir`; returns each with its local file.
+    /// Makes the speech of the text-to-speech values of `values` and points their layers
+    /// at it (an unguessable address under the reserved `.invalid` domain, never fetched;
+    /// the speech fills the layer's slot, so the layer's `trim_start` and `loop` no
+    /// longer apply). Returns the sources with their files.
+    async fn speak(
+        &self,
+        template: &mut Template,
+        values: &serde_json::Map<String, serde_json::Value>,
+        dir: &Path,
+    ) -> Result<Vec<(Source, PathBuf)>, Failure> {
+        let mut spoken = Vec::new();
+        let nonce = reelfarm_shared::token::random_base62(16);
+        for (i, (layer_id, speech)) in speech_values(template, values, &self.tts.voices).into_iter().enumerate() {
+            let Some((clip_duration, layer)) = template
+                .clips
+                .iter_mut()
+                .find_map(|c| c.layers.iter_mut().find(|l| l.id == layer_id).map(|l| (c.duration, l)))
+            else {
+                continue;
+            };
+            let slot = layer.duration_in(clip_duration);
+            let Content::Sound(sound) = &mut layer.content else { continue };
+            let file = dir.join(format!("speech-{i}.wav"));
+            self.tts.prepare(&speech, slot, &file).await?;
+            let source = Source::Url { url: format!("https://speech.invalid/{nonce}/{i}.wav") };
+            sound.source = source.clone();
+            sound.trim_start = 0.0;
+            sound.loop_ = false;
+            spoken.push((source, file));
+        }
+        Ok(spoken)
+    }
+
+    /// Fetches every source of `template` into `dir` (but those `ready` already);
+    /// returns each with its local file.
     async fn fetch_sources(
         &self,
         template: &Template,
         record: &TemplateRecord,
         quality: Quality,
         dir: &Path,
+        ready: Vec<(Source, PathBuf)>,
     ) -> Result<Vec<(Source, PathBuf)>, Failure> {
         let blobs = &self.backends.blobs;
-        let mut fetched = Vec::new();
+        let mut fetched = ready;
         for (i, source) in render::sources(template).into_iter().enumerate() {
+            if fetched.iter().any(|(s, _)| *s == source) {
+                continue;
+            }
             let target = dir.join(format!("source-{i}"));
             match &source {
                 Source::File { file } => {

@@ -14,6 +14,7 @@ mod failure;
 mod job;
 pub mod media;
 pub mod render;
+mod tts;
 
 pub use convert::ConvertHandler;
 pub use job::RenderHandler;

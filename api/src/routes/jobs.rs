@@ -18,8 +18,10 @@ use reelfarm_shared::id::{iso8601, new_id, now_ms};
 use reelfarm_shared::store::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, RenderStatus, StoreError,
 };
-use reelfarm_shared::template::values::apply_values;
+use reelfarm_shared::template::values::apply_values_with;
 use reelfarm_shared::template::Template;
+use reelfarm_shared::tts::is_speech;
+use reelfarm_shared::tts::voices::{espeak_voices, Voices};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -233,9 +235,14 @@ async fn prepare_renders(
     let mut errors = Vec::new();
     let mut renders = Vec::with_capacity(request.values.len());
     let mut groups = None;
+    let voices = Voices::new(&state.config);
+    if request.values.iter().any(|v| v.template_variables.values().any(is_speech)) {
+        // The first look at espeak's voices runs `espeak-ng --voices`: off the async threads.
+        let _ = web::block(|| espeak_voices().map(|_| ())).await;
+    }
     for (i, value) in request.values.iter().enumerate() {
         let path = format!("values[{i}].template_variables");
-        let applied = match apply_values(template, &value.template_variables) {
+        let applied = match apply_values_with(template, &value.template_variables, &voices) {
             Ok(applied) => applied,
             Err(problems) => {
                 errors.extend(problems.into_iter().map(|p| {

@@ -11,6 +11,7 @@ mod notifications;
 mod objects;
 mod ops;
 mod templates;
+mod tts;
 mod uploads;
 mod users;
 
@@ -39,6 +40,7 @@ pub(crate) fn configure(cfg: &mut ServiceConfig) {
         .service(jobs::of_template)
         .service(jobs::project)
         .service(jobs::credits)
+        .service(tts::voices)
         .service(notifications::of_job)
         .service(uploads::upload)
         .service(files::get);

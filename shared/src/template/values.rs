@@ -7,7 +7,10 @@
 //!   layer's `multiline`, `minimum_length` and `maximum_length` (visible characters);
 //! - image, video: a string that is an `http(s)://` address (fetched at render time) or,
 //!   otherwise, an asset id; `null` keeps the template's placeholder;
-//! - sound: as image, or a text-to-speech object (not available yet: refused).
+//! - sound: as image, or a text-to-speech object `{"type": "tts", "value", "identifier"}`
+//!   (checked by [`crate::tts::Speech`]; the layer keeps its placeholder source in the
+//!   applied template and the worker replaces it with the synthesised speech, see
+//!   [`speech_values`]).
 //!
 //! Every problem is reported at once, each naming its variable.
 
@@ -18,6 +21,8 @@ use uuid::Uuid;
 use super::layer::{Content, Layer};
 use super::types::{Source, Template};
 use super::variables::check_text;
+use crate::tts::voices::{Catalog, Unchecked};
+use crate::tts::{is_speech, Speech};
 
 /// A value that cannot be applied, with the id of its variable (the key as given).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -39,8 +44,19 @@ impl ValueError {
 }
 
 /// The template with `values` applied (variables without a value, or with `null`, keep
-/// their default). `Err` lists every value that cannot be applied.
+/// their default). `Err` lists every value that cannot be applied. Text-to-speech values
+/// are checked for their form only; [`apply_values_with`] checks their voices too.
 pub fn apply_values(template: &Template, values: &serde_json::Map<String, Value>) -> Result<Template, Vec<ValueError>> {
+    apply_values_with(template, values, &Unchecked)
+}
+
+/// [`apply_values`], checking text-to-speech values against `catalog` (the voices this
+/// deployment offers).
+pub fn apply_values_with(
+    template: &Template,
+    values: &serde_json::Map<String, Value>,
+    catalog: &dyn Catalog,
+) -> Result<Template, Vec<ValueError>> {
     let mut out = template.clone();
     let mut errors = Vec::new();
     for (key, value) in values {
@@ -54,7 +70,7 @@ pub fn apply_values(template: &Template, values: &serde_json::Map<String, Value>
             ));
             continue;
         };
-        if let Err(message) = apply(layer, value) {
+        if let Err(message) = apply(layer, value, catalog) {
             errors.push(ValueError::new(key, message));
         }
     }
@@ -74,7 +90,7 @@ fn variable_layer_mut(template: &mut Template, id: Uuid) -> Option<&mut Layer> {
 }
 
 /// Replaces the content of one variable layer; the error names the variable.
-fn apply(layer: &mut Layer, value: &Value) -> Result<(), String> {
+fn apply(layer: &mut Layer, value: &Value, catalog: &dyn Catalog) -> Result<(), String> {
     let name = layer.variable.as_ref().map(|v| v.name.clone()).unwrap_or_default();
     let who = format!("variable {name:?}");
     if value.is_null() {
@@ -89,14 +105,37 @@ fn apply(layer: &mut Layer, value: &Value) -> Result<(), String> {
         Content::Image(image) => image.source = media_source(value, "image").map_err(|p| format!("{who}: {p}"))?,
         Content::Video(video) => video.source = media_source(value, "video").map_err(|p| format!("{who}: {p}"))?,
         Content::Sound(sound) => {
-            if value.get("type").and_then(Value::as_str) == Some("tts") {
-                return Err(format!("{who}: text-to-speech is not available yet"));
+            if is_speech(value) {
+                // The source stays the placeholder: the worker puts the speech in its place.
+                Speech::from_value(value, catalog).map_err(|e| format!("{who}: {e}"))?;
+                return Ok(());
             }
             sound.source = media_source(value, "sound").map_err(|p| format!("{who}: {p}"))?;
         }
         Content::Shape(_) => return Err(format!("{who}: a shape layer cannot take a value")),
     }
     Ok(())
+}
+
+/// The text-to-speech values among `values`, by the id of the sound layer they replace
+/// (values that are not valid speech for `catalog` are left out: [`apply_values_with`]
+/// reports them).
+pub fn speech_values(
+    template: &Template,
+    values: &serde_json::Map<String, Value>,
+    catalog: &dyn Catalog,
+) -> Vec<(String, Speech)> {
+    let mut out = Vec::new();
+    for (key, value) in values.iter().filter(|(_, v)| is_speech(v)) {
+        let Some((_, layer)) = Uuid::parse_str(key).ok().and_then(|id| template.variable_layer(id)) else { continue };
+        if !matches!(layer.content, Content::Sound(_)) {
+            continue;
+        }
+        if let Ok(speech) = Speech::from_value(value, catalog) {
+            out.push((layer.id.clone(), speech));
+        }
+    }
+    out
 }
 
 /// The markup of a text value: a plain string (escaped) or a rich-text object.
@@ -359,13 +398,24 @@ mod tests {
     }
 
     #[test]
-    fn text_to_speech_is_refused_for_now() {
+    fn text_to_speech_values_are_checked_and_listed() {
         let tts = json!({ "type": "tts", "value": "Hello", "identifier": "p1;v;f;en-US;neural;none" });
         let errors = apply_values(&template(), &values(json!({ MUSIC: tts }))).unwrap_err();
         assert_eq!(errors[0].variable, MUSIC);
         assert!(
-            errors[0].message.contains("text-to-speech is not available yet"),
+            errors[0].message.contains("variable \"Music\"") && errors[0].message.contains("segment 1 (provider)"),
             "{errors:?}"
         );
+        let tts = json!({ "type": "tts", "value": "Hello.", "identifier": "polly;Joanna;female;en-US;neural;none" });
+        let given = values(json!({ MUSIC: tts, TITLE: "Hi" }));
+        let applied = apply_values(&template(), &given).unwrap();
+        let Content::Sound(sound) = content(&applied, "music") else { panic!() };
+        assert_eq!(sound.source, Source::File { file: "a.mp3".into() }, "the placeholder stays");
+        let speech = speech_values(&template(), &given, &Unchecked);
+        assert_eq!(speech.len(), 1);
+        assert_eq!((speech[0].0.as_str(), speech[0].1.voice.as_str()), ("music", "Joanna"));
+        let errors = apply_values(&template(), &values(json!({ TITLE: {"type": "tts", "value": "x", "identifier": "espeak;en"} })))
+            .unwrap_err();
+        assert!(errors[0].message.contains("\"Title\""), "{errors:?}");
     }
 }

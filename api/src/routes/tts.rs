@@ -1,0 +1,77 @@
+//! The voices of the text-to-speech providers of this deployment (issue #7, an addition),
+//! so that callers need not guess the identifiers of tts values.
+
+use actix_web::{get, web, HttpResponse};
+use reelfarm_shared::tts::voices::{Voice, Voices};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody};
+use crate::state::AppState;
+
+/// The providers available here, each with its voices.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VoicesJson {
+    pub providers: Vec<ProviderJson>,
+}
+
+/// One provider and its voices.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProviderJson {
+    /// `espeak`, `polly` or `google`: the first segment of an identifier.
+    pub provider: String,
+    /// The voices; empty for `google`, which takes any Google voice name (see `note`).
+    #[schema(value_type = Vec<Object>)]
+    pub voices: Vec<Voice>,
+    /// How identifiers of this provider are formed.
+    pub note: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct VoicesQuery {
+    /// Only this provider.
+    pub provider: Option<String>,
+}
+
+/// The text-to-speech voices available to jobs, by provider, with ready identifiers.
+#[utoipa::path(
+    tag = "jobs",
+    params(VoicesQuery),
+    responses((status = 200, body = VoicesJson), (status = 401, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+#[get("/generator/v1/tts/voices")]
+pub async fn voices(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    query: web::Query<VoicesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let catalog = Voices::new(&state.config);
+    // The first call runs `espeak-ng --voices`.
+    let providers = web::block(move || {
+        catalog
+            .providers()
+            .into_iter()
+            .filter(|(_, available)| *available)
+            .map(|(provider, _)| ProviderJson {
+                provider: provider.as_str().to_string(),
+                voices: catalog.list(provider),
+                note: note(provider.as_str()).to_string(),
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))?;
+    let providers =
+        providers.into_iter().filter(|p| query.provider.as_deref().is_none_or(|want| want == p.provider)).collect();
+    Ok(HttpResponse::Ok().json(VoicesJson { providers }))
+}
+
+fn note(provider: &str) -> &'static str {
+    match provider {
+        "espeak" => "espeak;VOICE;GENDER;LANGUAGE;none;none — local espeak-ng voices; gender female picks a female variant",
+        "polly" => "polly;VOICE;GENDER;LANGUAGE;ENGINE;none — voice, language and engine required (engine one of the voice's engines)",
+        _ => "google;VOICE;GENDER;LANGUAGE;none;none — any Google Cloud Text-to-Speech voice name such as en-US-Neural2-C; the language defaults to the voice's",
+    }
+}

@@ -1,0 +1,383 @@
+//! The voices a deployment offers: espeak-ng's installed voices (from `espeak-ng
+//! --voices`), Amazon Polly's voices (a catalogue compiled in) and Google's (any voice
+//! name of Google's form; Google checks the rest). Job validation checks identifiers
+//! against this, and `GET /generator/v1/tts/voices` lists it.
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use super::{Provider, Speech, SpeechError};
+use crate::config::Config;
+
+/// Checks (and completes) a parsed speech against what is available.
+pub trait Catalog: Send + Sync {
+    fn check(&self, speech: &mut Speech) -> Result<(), SpeechError>;
+}
+
+/// Takes every voice as given: for reading values whose voices were checked before
+/// (a stored job) or are not checked here (`reelfarm render`).
+pub struct Unchecked;
+
+impl Catalog for Unchecked {
+    fn check(&self, _speech: &mut Speech) -> Result<(), SpeechError> {
+        Ok(())
+    }
+}
+
+/// One voice, as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Voice {
+    /// A complete identifier using this voice, ready for a job's tts value.
+    pub identifier: String,
+    /// The voice segment.
+    pub voice: String,
+    /// Human-readable name.
+    pub name: String,
+    /// `female`, `male`, or empty when unknown.
+    pub gender: String,
+    /// Language code.
+    pub language: String,
+    /// Engines the voice offers (Polly); empty for the others.
+    pub engines: Vec<&'static str>,
+}
+
+/// The voices of this deployment's providers: espeak always (when installed), Polly when
+/// `polly_region` is set, Google when `google_tts_api_key` is set.
+#[derive(Debug, Clone)]
+pub struct Voices {
+    pub polly: bool,
+    pub google: bool,
+}
+
+impl Voices {
+    pub fn new(config: &Config) -> Voices {
+        Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() }
+    }
+
+    /// Every provider with whether it is available here.
+    pub fn providers(&self) -> Vec<(Provider, bool)> {
+        vec![
+            (Provider::Espeak, espeak_voices().is_ok()),
+            (Provider::Polly, self.polly),
+            (Provider::Google, self.google),
+        ]
+    }
+
+    /// The voices of `provider` (Google: none listed, any well-formed name is taken).
+    pub fn list(&self, provider: Provider) -> Vec<Voice> {
+        match provider {
+            Provider::Espeak => espeak_voices().map(|v| v.to_vec()).unwrap_or_default(),
+            Provider::Polly => polly_voices(),
+            Provider::Google => Vec::new(),
+        }
+    }
+}
+
+impl Catalog for Voices {
+    fn check(&self, speech: &mut Speech) -> Result<(), SpeechError> {
+        let unavailable =
+            |what: &str| Err(SpeechError::new("provider", format!("identifier segment 1 (provider): {what}")));
+        match speech.provider {
+            Provider::Espeak => match espeak_voices() {
+                Ok(voices) => check_espeak(voices, speech),
+                Err(e) => unavailable(&format!("espeak is not available on this server ({e})")),
+            },
+            Provider::Polly if !self.polly => unavailable("polly is not configured on this server"),
+            Provider::Polly => check_polly(speech),
+            Provider::Google if !self.google => unavailable("google is not configured on this server"),
+            Provider::Google => check_google(speech),
+        }
+    }
+}
+
+/// A well-formed BCP-47-like language code: `en`, `en-US`, `cmn-CN`, `en-GB-WLS`.
+pub fn is_language_code(code: &str) -> bool {
+    let mut parts = code.split('-');
+    let primary = parts.next().unwrap_or_default();
+    (2..=3).contains(&primary.len())
+        && primary.chars().all(|c| c.is_ascii_alphabetic())
+        && parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+fn primary(code: &str) -> String {
+    code.split('-').next().unwrap_or_default().to_ascii_lowercase()
+}
+
+fn check_espeak(voices: &[Voice], speech: &mut Speech) -> Result<(), SpeechError> {
+    let Some(voice) = voices.iter().find(|v| v.voice.eq_ignore_ascii_case(&speech.voice)) else {
+        return Err(SpeechError::new(
+            "voice",
+            format!(
+                "identifier segment 2 (voice): unknown espeak voice {:?}; GET /generator/v1/tts/voices lists them",
+                speech.voice
+            ),
+        ));
+    };
+    if let Some(language) = &speech.language {
+        if primary(language) != primary(&voice.language) {
+            return Err(SpeechError::new(
+                "language",
+                format!(
+                    "identifier segment 4 (language): {language:?} does not match voice {:?} ({})",
+                    voice.voice, voice.language
+                ),
+            ));
+        }
+    }
+    speech.voice = voice.voice.clone();
+    // espeak-ng's variants give another timbre: f3 a female one; the default is male.
+    if speech.gender.as_deref() == Some("female") {
+        speech.voice.push_str("+f3");
+    }
+    speech.language.get_or_insert_with(|| voice.language.clone());
+    Ok(())
+}
+
+fn check_polly(speech: &mut Speech) -> Result<(), SpeechError> {
+    let Some((id, language, _, engines)) = POLLY.iter().find(|(id, ..)| id.eq_ignore_ascii_case(&speech.voice)) else {
+        return Err(SpeechError::new(
+            "voice",
+            format!(
+                "identifier segment 2 (voice): unknown polly voice {:?}; GET /generator/v1/tts/voices lists them",
+                speech.voice
+            ),
+        ));
+    };
+    speech.voice = (*id).to_owned();
+    let given = speech.language.as_deref().unwrap_or(language);
+    if primary(given) != primary(language) {
+        return Err(SpeechError::new(
+            "language",
+            format!("identifier segment 4 (language): polly voice {id} speaks {language}, not {given}"),
+        ));
+    }
+    let engine = speech.engine.as_deref().unwrap_or_default();
+    if !engines.split(',').any(|e| e == engine) {
+        return Err(SpeechError::new(
+            "engine",
+            format!("identifier segment 5 (engine): polly voice {id} has no {engine} engine; it has {engines}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Google voice names: `LANGUAGE-REGION-Family-Variant`, e.g. `en-US-Neural2-C`,
+/// `en-US-Chirp3-HD-Aoede`.
+fn check_google(speech: &mut Speech) -> Result<(), SpeechError> {
+    let parts: Vec<&str> = speech.voice.split('-').collect();
+    let valid = parts.len() >= 3
+        && is_language_code(&format!("{}-{}", parts[0], parts[1]))
+        && parts[2..].iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric()));
+    if !valid {
+        return Err(SpeechError::new(
+            "voice",
+            format!(
+                "identifier segment 2 (voice): {:?} is not a google voice name such as en-US-Neural2-C",
+                speech.voice
+            ),
+        ));
+    }
+    let language = format!("{}-{}", parts[0], parts[1]);
+    if let Some(given) = &speech.language {
+        if !given.eq_ignore_ascii_case(&language) {
+            return Err(SpeechError::new(
+                "language",
+                format!("identifier segment 4 (language): {given:?} does not match voice {:?}", speech.voice),
+            ));
+        }
+    }
+    speech.language = Some(language);
+    Ok(())
+}
+
+/// espeak-ng's installed voices, read once per process (the MBROLA voices are left out:
+/// they need separately installed databases).
+pub fn espeak_voices() -> Result<&'static [Voice], String> {
+    static VOICES: OnceLock<Result<Vec<Voice>, String>> = OnceLock::new();
+    VOICES
+        .get_or_init(|| {
+            let output = Command::new("espeak-ng")
+                .arg("--voices")
+                .output()
+                .map_err(|e| format!("espeak-ng cannot be run: {e}"))?;
+            if !output.status.success() {
+                return Err(format!("espeak-ng --voices failed: {}", output.status));
+            }
+            Ok(parse_espeak_voices(&String::from_utf8_lossy(&output.stdout)))
+        })
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
+/// Reads `espeak-ng --voices`: `Pty Language Age/Gender VoiceName File Other`.
+fn parse_espeak_voices(listing: &str) -> Vec<Voice> {
+    let mut voices: Vec<Voice> = Vec::new();
+    for line in listing.lines().skip(1) {
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        let [_, language, age_gender, name, file, ..] = columns[..] else { continue };
+        if file.starts_with("mb/") || voices.iter().any(|v| v.voice == language) {
+            continue;
+        }
+        let gender = match age_gender.rsplit('/').next() {
+            Some("M") => "male",
+            Some("F") => "female",
+            _ => "",
+        };
+        voices.push(Voice {
+            identifier: format!("espeak;{language};{gender};{language};none;none"),
+            voice: language.to_owned(),
+            name: name.replace('_', " "),
+            gender: gender.to_owned(),
+            language: language.to_owned(),
+            engines: Vec::new(),
+        });
+    }
+    voices
+}
+
+fn polly_voices() -> Vec<Voice> {
+    POLLY
+        .iter()
+        .map(|(id, language, gender, engines)| {
+            let engines: Vec<&'static str> = engines.split(',').collect();
+            Voice {
+                identifier: format!("polly;{id};{gender};{language};{};none", engines[0]),
+                voice: (*id).to_owned(),
+                name: (*id).to_owned(),
+                gender: (*gender).to_owned(),
+                language: (*language).to_owned(),
+                engines,
+            }
+        })
+        .collect()
+}
+
+/// Amazon Polly's voices: id, language, gender, engines (first: the one listed in the
+/// identifier). A voice added by AWS later needs an entry here.
+const POLLY: &[(&str, &str, &str, &str)] = &[
+    ("Danielle", "en-US", "female", "neural,long-form,generative"),
+    ("Gregory", "en-US", "male", "neural,long-form"),
+    ("Ivy", "en-US", "female", "neural,standard"),
+    ("Joanna", "en-US", "female", "neural,standard,long-form,generative"),
+    ("Kendra", "en-US", "female", "neural,standard"),
+    ("Kimberly", "en-US", "female", "neural,standard"),
+    ("Salli", "en-US", "female", "neural,standard,generative"),
+    ("Joey", "en-US", "male", "neural,standard"),
+    ("Justin", "en-US", "male", "neural,standard"),
+    ("Kevin", "en-US", "male", "neural"),
+    ("Matthew", "en-US", "male", "neural,standard,generative"),
+    ("Ruth", "en-US", "female", "neural,long-form,generative"),
+    ("Stephen", "en-US", "male", "neural,generative"),
+    ("Patrick", "en-US", "male", "long-form"),
+    ("Nicole", "en-AU", "female", "standard"),
+    ("Olivia", "en-AU", "female", "neural,generative"),
+    ("Russell", "en-AU", "male", "standard"),
+    ("Amy", "en-GB", "female", "neural,standard,generative"),
+    ("Emma", "en-GB", "female", "neural,standard"),
+    ("Brian", "en-GB", "male", "neural,standard"),
+    ("Arthur", "en-GB", "male", "neural"),
+    ("Aditi", "en-IN", "female", "standard"),
+    ("Raveena", "en-IN", "female", "standard"),
+    ("Kajal", "en-IN", "female", "neural,generative"),
+    ("Niamh", "en-IE", "female", "neural"),
+    ("Aria", "en-NZ", "female", "neural"),
+    ("Ayanda", "en-ZA", "female", "neural,generative"),
+    ("Geraint", "en-GB-WLS", "male", "standard"),
+    ("Celine", "fr-FR", "female", "standard"),
+    ("Lea", "fr-FR", "female", "neural,standard,generative"),
+    ("Mathieu", "fr-FR", "male", "standard"),
+    ("Remi", "fr-FR", "male", "neural,generative"),
+    ("Chantal", "fr-CA", "female", "standard"),
+    ("Gabrielle", "fr-CA", "female", "neural,generative"),
+    ("Liam", "fr-CA", "male", "neural"),
+    ("Marlene", "de-DE", "female", "standard"),
+    ("Vicki", "de-DE", "female", "neural,standard,generative"),
+    ("Hans", "de-DE", "male", "standard"),
+    ("Daniel", "de-DE", "male", "neural,generative"),
+    ("Hannah", "de-AT", "female", "neural"),
+    ("Conchita", "es-ES", "female", "standard"),
+    ("Lucia", "es-ES", "female", "neural,standard,generative"),
+    ("Enrique", "es-ES", "male", "standard"),
+    ("Sergio", "es-ES", "male", "neural,generative"),
+    ("Mia", "es-MX", "female", "neural,standard,generative"),
+    ("Andres", "es-MX", "male", "neural,generative"),
+    ("Lupe", "es-US", "female", "neural,standard,generative"),
+    ("Penelope", "es-US", "female", "standard"),
+    ("Miguel", "es-US", "male", "standard"),
+    ("Pedro", "es-US", "male", "neural,generative"),
+    ("Carla", "it-IT", "female", "standard"),
+    ("Bianca", "it-IT", "female", "neural,standard,generative"),
+    ("Giorgio", "it-IT", "male", "standard"),
+    ("Adriano", "it-IT", "male", "neural"),
+    ("Mizuki", "ja-JP", "female", "standard"),
+    ("Takumi", "ja-JP", "male", "neural,standard"),
+    ("Kazuha", "ja-JP", "female", "neural"),
+    ("Tomoko", "ja-JP", "female", "neural"),
+    ("Seoyeon", "ko-KR", "female", "neural,standard,generative"),
+    ("Zhiyu", "cmn-CN", "female", "neural,standard"),
+    ("Camila", "pt-BR", "female", "neural,standard"),
+    ("Vitoria", "pt-BR", "female", "neural,standard"),
+    ("Ricardo", "pt-BR", "male", "standard"),
+    ("Thiago", "pt-BR", "male", "neural"),
+    ("Ines", "pt-PT", "female", "neural,standard"),
+    ("Cristiano", "pt-PT", "male", "standard"),
+    ("Tatyana", "ru-RU", "female", "standard"),
+    ("Maxim", "ru-RU", "male", "standard"),
+    ("Astrid", "sv-SE", "female", "standard"),
+    ("Elin", "sv-SE", "female", "neural"),
+    ("Filiz", "tr-TR", "female", "standard"),
+    ("Burcu", "tr-TR", "female", "neural"),
+    ("Gwyneth", "cy-GB", "female", "standard"),
+    ("Karl", "is-IS", "male", "standard"),
+    ("Dora", "is-IS", "female", "standard"),
+    ("Liv", "nb-NO", "female", "standard"),
+    ("Ida", "nb-NO", "female", "neural"),
+    ("Lotte", "nl-NL", "female", "standard"),
+    ("Ruben", "nl-NL", "male", "standard"),
+    ("Laura", "nl-NL", "female", "neural"),
+    ("Lisa", "nl-BE", "female", "neural"),
+    ("Naja", "da-DK", "female", "standard"),
+    ("Mads", "da-DK", "male", "standard"),
+    ("Sofie", "da-DK", "female", "neural"),
+    ("Ewa", "pl-PL", "female", "standard"),
+    ("Maja", "pl-PL", "female", "standard"),
+    ("Jacek", "pl-PL", "male", "standard"),
+    ("Jan", "pl-PL", "male", "standard"),
+    ("Ola", "pl-PL", "female", "neural"),
+    ("Carmen", "ro-RO", "female", "standard"),
+    ("Zeina", "arb", "female", "standard"),
+    ("Hala", "ar-AE", "female", "neural"),
+    ("Suvi", "fi-FI", "female", "neural"),
+    ("Arlet", "ca-ES", "female", "neural"),
+    ("Hiujin", "yue-CN", "female", "neural"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn espeak_listing_is_read_without_mbrola_voices_and_duplicates() {
+        let listing = "Pty Language       Age/Gender VoiceName          File                 Other Languages\n \
+             2  en-us           --/M      English_(America)  gmw/en-US            (en 3)\n \
+             5  en-us           --/F      us-mbrola-1        mb/mb-us1            (en 8)\n \
+             5  de              --/F      German             gmw/de\n";
+        let voices = parse_espeak_voices(listing);
+        assert_eq!(voices.len(), 2, "{voices:?}");
+        assert_eq!(voices[0].voice, "en-us");
+        assert_eq!(voices[0].name, "English (America)");
+        assert_eq!(voices[0].identifier, "espeak;en-us;male;en-us;none;none");
+        assert_eq!(voices[1].gender, "female");
+    }
+
+    #[test]
+    fn polly_identifiers_listed_are_valid() {
+        let catalog = Voices { polly: true, google: false };
+        for voice in polly_voices() {
+            Speech::parse(&voice.identifier, "Hi.".into(), &catalog)
+                .unwrap_or_else(|e| panic!("{}: {e}", voice.identifier));
+        }
+    }
+}

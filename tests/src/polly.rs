@@ -1,0 +1,131 @@
+//! A fake Amazon Polly on loopback speaking `SynthesizeSpeech`'s wire protocol: a
+//! SigV4-signed `POST /v1/speech` with a JSON body, answered with the audio bytes and
+//! `Content-Type: audio/pcm` (16-bit mono PCM at the requested rate) or `audio/mpeg`
+//! (never asked for by reelfarm; refused here), or with Polly's JSON errors. The audio
+//! is a tone, 0.3 s per word. It counts and records the requests.
+
+use std::sync::{Arc, Mutex};
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use serde_json::{json, Value};
+
+/// The voices the fake knows.
+const VOICES: &[&str] = &["Joanna", "Matthew", "Amy", "Brian", "Kevin"];
+
+#[derive(Default)]
+struct Shared {
+    requests: Vec<Value>,
+    /// Answers with this status (and a Polly error) instead of audio while set.
+    failing: Option<u16>,
+}
+
+/// The running fake; stopped when dropped.
+pub struct FakePolly {
+    /// `http://127.0.0.1:PORT` (the endpoint to configure).
+    pub address: String,
+    shared: Arc<Mutex<Shared>>,
+    handle: actix_web::dev::ServerHandle,
+}
+
+impl FakePolly {
+    pub async fn start() -> FakePolly {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let data = web::Data::from(shared.clone());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(data.clone())
+                .route("/v1/speech", web::post().to(speech))
+                .default_service(web::to(HttpResponse::NotFound))
+        })
+        .workers(1)
+        .disable_signals()
+        .listen(listener)
+        .unwrap()
+        .run();
+        let handle = server.handle();
+        tokio::spawn(server);
+        FakePolly { address: format!("http://127.0.0.1:{port}"), shared, handle }
+    }
+
+    /// `SynthesizeSpeech` requests received (signed and well-formed or not).
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.lock().unwrap().requests.clone()
+    }
+
+    /// Answers every request with `status` (`None`: audio again).
+    pub fn fail_with(&self, status: Option<u16>) {
+        self.shared.lock().unwrap().failing = status;
+    }
+}
+
+impl Drop for FakePolly {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        tokio::spawn(async move { handle.stop(false).await });
+    }
+}
+
+fn error(status: u16, kind: &str, message: &str) -> HttpResponse {
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
+        .insert_header(("x-amzn-ErrorType", kind))
+        .insert_header(("x-amzn-RequestId", "fake-request"))
+        .content_type("application/json")
+        .body(json!({ "message": message }).to_string())
+}
+
+async fn speech(req: HttpRequest, body: web::Bytes, shared: web::Data<Mutex<Shared>>) -> HttpResponse {
+    let signed = req.headers().get("authorization").and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.starts_with("AWS4-HMAC-SHA256 Credential=") && v.contains("/polly/aws4_request") && v.contains("Signature=")
+    });
+    let dated = req.headers().contains_key("x-amz-date");
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let failing = {
+        let mut shared = shared.lock().unwrap();
+        shared.requests.push(request.clone());
+        shared.failing
+    };
+    if !signed || !dated {
+        return error(403, "MissingAuthenticationTokenException", "Missing Authentication Token");
+    }
+    if let Some(status) = failing {
+        return error(status, "ServiceFailureException", "fake failure");
+    }
+    let text = request["Text"].as_str().unwrap_or_default();
+    let voice = request["VoiceId"].as_str().unwrap_or_default();
+    if text.is_empty() || text.chars().count() > 3000 {
+        return error(400, "TextLengthExceededException", "text empty or longer than 3000 characters");
+    }
+    if !VOICES.contains(&voice) {
+        return error(
+            400,
+            "ValidationException",
+            &format!("1 validation error detected: Value '{voice}' at 'voiceId'"),
+        );
+    }
+    if request["OutputFormat"] != "pcm" {
+        return error(400, "ValidationException", "the fake only speaks pcm");
+    }
+    let rate: u32 = request["SampleRate"].as_str().and_then(|r| r.parse().ok()).unwrap_or(16_000);
+    let seconds = 0.3 * text.split_whitespace().count() as f64;
+    HttpResponse::Ok()
+        .content_type("audio/pcm")
+        .insert_header(("x-amzn-RequestCharacters", text.chars().count().to_string()))
+        .insert_header(("x-amzn-RequestId", "fake-request"))
+        .body(tone_pcm(rate, seconds, 330.0))
+}
+
+/// `seconds` of a sine tone at `frequency` as 16-bit little-endian mono PCM.
+pub fn tone_pcm(rate: u32, seconds: f64, frequency: f64) -> Vec<u8> {
+    let n = (seconds * f64::from(rate)) as usize;
+    (0..n)
+        .flat_map(|i| {
+            {
+                let t = i as f64 / f64::from(rate);
+                ((t * frequency * std::f64::consts::TAU).sin() * 12_000.0) as i16
+            }
+            .to_le_bytes()
+        })
+        .collect()
+}

@@ -1,0 +1,181 @@
+//! Text-to-speech for sound variables (issue #7): the providers behind one trait, chosen
+//! by the identifier's first segment, and the preparation of their speech as a sound
+//! layer's source.
+//!
+//! A speech is synthesised once per (provider, voice, engine, language, text): the text
+//! is split at sentence ends to respect the provider's request limit, each piece
+//! synthesised, the pieces decoded, joined and loudness-normalised into a 48 kHz WAV that
+//! is kept in the blob store under [`Speech::cache_key`]. Each render then fits that
+//! speech to its layer's slot (see `docs/templates.md`, "Text-to-speech values").
+
+pub(crate) mod audio;
+mod espeak;
+mod google;
+mod polly;
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use prometheus::IntCounterVec;
+use reelfarm_shared::blob::BlobError;
+use reelfarm_shared::tts::voices::Voices;
+use reelfarm_shared::tts::{split_text, Provider, Speech};
+use reelfarm_shared::{Blobs, Config};
+
+use crate::failure::Failure;
+use crate::media::limits::Deadline;
+
+/// Why speech could not be had.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TtsError {
+    /// The provider refused the request (voice, language, engine, text): the values are at
+    /// fault.
+    #[error("{0}")]
+    Refused(String),
+    /// The provider failed in a way that may pass (timeout, 5xx, throttling).
+    #[error("{0}")]
+    Unavailable(String),
+    /// Our side: configuration, credentials, files.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<TtsError> for Failure {
+    fn from(e: TtsError) -> Failure {
+        match e {
+            TtsError::Refused(m) => Failure::Permanent(format!("text-to-speech: {m}")),
+            TtsError::Unavailable(m) => Failure::Remote(format!("text-to-speech: {m}")),
+            TtsError::Internal(m) => Failure::Transient(format!("text-to-speech: {m}")),
+        }
+    }
+}
+
+/// A speech provider: synthesises one piece of text (within its request limit) into a
+/// file the media engine reads (WAV).
+#[async_trait]
+pub(crate) trait Synthesizer: Send + Sync {
+    async fn synthesize(&self, speech: &Speech, text: &str, out: &Path) -> Result<(), TtsError>;
+}
+
+/// Syntheses (requests to a provider) and cache lookups, by provider and outcome.
+static SYNTHESES: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    let c = IntCounterVec::new(
+        prometheus::Opts::new("reelfarm_tts_requests_total", "Text-to-speech requests sent to a provider"),
+        &["provider"],
+    )
+    .expect("valid metric");
+    reelfarm_shared::metrics::REGISTRY.register(Box::new(c.clone())).expect("metric registered once");
+    c
+});
+static CACHE: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    let c = IntCounterVec::new(
+        prometheus::Opts::new(
+            "reelfarm_tts_cache_total",
+            "Text-to-speech values served from the cache (hit) or synthesised (miss)",
+        ),
+        &["outcome"],
+    )
+    .expect("valid metric");
+    reelfarm_shared::metrics::REGISTRY.register(Box::new(c.clone())).expect("metric registered once");
+    c
+});
+
+/// The providers of this worker, and where their speech is cached.
+pub(crate) struct Tts {
+    pub(crate) voices: Voices,
+    espeak: espeak::Espeak,
+    polly: Option<polly::Polly>,
+    google: Option<google::Google>,
+    blobs: Blobs,
+    time_limit: Duration,
+}
+
+impl Tts {
+    pub(crate) fn new(config: &Config, blobs: Blobs) -> anyhow::Result<Tts> {
+        Ok(Tts {
+            voices: Voices::new(config),
+            espeak: espeak::Espeak,
+            polly: polly::Polly::new(config).map_err(anyhow::Error::msg)?,
+            google: google::Google::new(config).map_err(anyhow::Error::msg)?,
+            blobs,
+            time_limit: config.job_timeout,
+        })
+    }
+
+    fn provider(&self, provider: Provider) -> Result<&dyn Synthesizer, TtsError> {
+        let not_configured = || TtsError::Refused(format!("{} is not configured on this server", provider.as_str()));
+        Ok(match provider {
+            Provider::Espeak => &self.espeak,
+            Provider::Polly => self.polly.as_ref().ok_or_else(not_configured)?,
+            Provider::Google => self.google.as_ref().ok_or_else(not_configured)?,
+        })
+    }
+
+    /// The speech of `speech` fitted to a slot of `slot` seconds, as the WAV file `out`
+    /// (work files `out` + suffixes beside it).
+    pub(crate) async fn prepare(&self, speech: &Speech, slot: f64, out: &Path) -> Result<(), Failure> {
+        let full = out.with_extension("speech.wav");
+        let key = speech.cache_key();
+        match self.blobs.get_to_file(&key, &full).await {
+            Ok(_) => CACHE.with_label_values(&["hit"]).inc(),
+            Err(BlobError::NotFound(_)) => {
+                CACHE.with_label_values(&["miss"]).inc();
+                self.synthesize(speech, &full).await?;
+                self.blobs.put_file(&key, &full, "audio/wav").await?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let (full, out, limit) = (full.clone(), out.to_path_buf(), self.time_limit);
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let mut samples = audio::decode(&full, &Deadline::after(limit))
+                .map_err(|e| Failure::Transient(format!("cached speech {}: {e}", full.display())))?;
+            if audio::fit(&mut samples, slot) {
+                tracing::info!(slot, "speech longer than its layer: cut with a fade-out");
+            }
+            audio::write_wav(&out, &samples).map_err(Failure::from)
+        })
+        .await
+        .map_err(|e| Failure::Transient(format!("speech task: {e}")))?
+    }
+
+    /// Synthesises every piece of the text and writes the joined, normalised speech.
+    async fn synthesize(&self, speech: &Speech, full: &Path) -> Result<(), Failure> {
+        let provider = self.provider(speech.provider)?;
+        let pieces = split_text(&speech.text, speech.provider.request_limit());
+        let mut files: Vec<PathBuf> = Vec::with_capacity(pieces.len());
+        for (i, piece) in pieces.iter().enumerate() {
+            let file = full.with_extension(format!("piece-{i}.wav"));
+            SYNTHESES.with_label_values(&[speech.provider.as_str()]).inc();
+            provider.synthesize(speech, piece, &file).await?;
+            files.push(file);
+        }
+        tracing::info!(provider = speech.provider.as_str(), pieces = pieces.len(), "speech synthesised");
+        let (full, limit) = (full.to_path_buf(), self.time_limit);
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let deadline = Deadline::after(limit);
+            let mut decoded = Vec::with_capacity(files.len());
+            for file in &files {
+                // A provider answering with something that is not audio.
+                let samples = audio::decode(file, &deadline).map_err(|e| {
+                    Failure::Remote(format!("text-to-speech: the provider's audio cannot be read: {e}"))
+                })?;
+                decoded.push(samples);
+                let _ = std::fs::remove_file(file);
+            }
+            let mut joined = audio::join(&decoded);
+            if joined.is_empty() {
+                return Err(Failure::Permanent("text-to-speech: the provider returned silence".into()));
+            }
+            audio::normalise(&mut joined);
+            audio::write_wav(&full, &joined).map_err(Failure::from)
+        })
+        .await
+        .map_err(|e| Failure::Transient(format!("speech task: {e}")))?
+    }
+}
