@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::loopback::Loopback;
 
 /// One canned response.
 #[derive(Clone)]
@@ -38,24 +40,16 @@ pub struct FileServer {
     /// `http://127.0.0.1:PORT`
     pub address: String,
     shared: Arc<Mutex<Shared>>,
-    handle: actix_web::dev::ServerHandle,
+    _server: Loopback,
 }
 
 impl FileServer {
     pub async fn start() -> FileServer {
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let data = web::Data::from(shared.clone());
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = HttpServer::new(move || App::new().app_data(data.clone()).default_service(web::to(answer)))
-            .workers(1)
-            .disable_signals()
-            .listen(listener)
-            .unwrap()
-            .run();
-        let handle = server.handle();
-        tokio::spawn(server);
-        FileServer { address: format!("http://127.0.0.1:{port}"), shared, handle }
+        let server = Loopback::start(shared.clone(), |routes| {
+            routes.default_service(web::to(answer));
+        });
+        FileServer { address: server.address.clone(), shared, _server: server }
     }
 
     /// Serves `body` at `path` with status 200.
@@ -102,13 +96,6 @@ impl FileServer {
             assert!(std::time::Instant::now() < deadline, "{path} received {} of {n} requests in 30 s", received.len());
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-    }
-}
-
-impl Drop for FileServer {
-    fn drop(&mut self) {
-        let handle = self.handle.clone();
-        tokio::spawn(async move { handle.stop(false).await });
     }
 }
 

@@ -5,7 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::loopback::Loopback;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
@@ -24,41 +26,21 @@ pub struct FakeGoogleTts {
     /// `http://127.0.0.1:PORT` (the base URL to configure).
     pub address: String,
     shared: Arc<Mutex<Shared>>,
-    handle: actix_web::dev::ServerHandle,
+    _server: Loopback,
 }
 
 impl FakeGoogleTts {
     pub async fn start() -> FakeGoogleTts {
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let data = web::Data::from(shared.clone());
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
-                .route("/v1/text:synthesize", web::post().to(synthesize))
-                .default_service(web::to(HttpResponse::NotFound))
-        })
-        .workers(1)
-        .disable_signals()
-        .listen(listener)
-        .unwrap()
-        .run();
-        let handle = server.handle();
-        tokio::spawn(server);
-        FakeGoogleTts { address: format!("http://127.0.0.1:{port}"), shared, handle }
+        let server = Loopback::start(shared.clone(), |routes| {
+            routes.route("/v1/text:synthesize", web::post().to(synthesize)).default_service(web::to(HttpResponse::NotFound));
+        });
+        FakeGoogleTts { address: server.address.clone(), shared, _server: server }
     }
 
     /// `text:synthesize` requests received.
     pub fn requests(&self) -> Vec<Value> {
         self.shared.lock().unwrap().requests.clone()
-    }
-}
-
-impl Drop for FakeGoogleTts {
-    fn drop(&mut self) {
-        let handle = self.handle.clone();
-        tokio::spawn(async move { handle.stop(false).await });
     }
 }
 

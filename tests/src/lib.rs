@@ -4,6 +4,7 @@
 //! own database, queue namespace, cache namespace and bucket prefix.
 
 pub mod files;
+pub mod loopback;
 pub mod google;
 pub mod google_tts;
 pub mod media;

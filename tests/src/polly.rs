@@ -6,7 +6,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::loopback::Loopback;
 use serde_json::{json, Value};
 
 /// The voices the fake knows.
@@ -24,29 +26,16 @@ pub struct FakePolly {
     /// `http://127.0.0.1:PORT` (the endpoint to configure).
     pub address: String,
     shared: Arc<Mutex<Shared>>,
-    handle: actix_web::dev::ServerHandle,
+    _server: Loopback,
 }
 
 impl FakePolly {
     pub async fn start() -> FakePolly {
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let data = web::Data::from(shared.clone());
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
-                .route("/v1/speech", web::post().to(speech))
-                .default_service(web::to(HttpResponse::NotFound))
-        })
-        .workers(1)
-        .disable_signals()
-        .listen(listener)
-        .unwrap()
-        .run();
-        let handle = server.handle();
-        tokio::spawn(server);
-        FakePolly { address: format!("http://127.0.0.1:{port}"), shared, handle }
+        let server = Loopback::start(shared.clone(), |routes| {
+            routes.route("/v1/speech", web::post().to(speech)).default_service(web::to(HttpResponse::NotFound));
+        });
+        FakePolly { address: server.address.clone(), shared, _server: server }
     }
 
     /// `SynthesizeSpeech` requests received (signed and well-formed or not).
@@ -57,13 +46,6 @@ impl FakePolly {
     /// Answers every request with `status` (`None`: audio again).
     pub fn fail_with(&self, status: Option<u16>) {
         self.shared.lock().unwrap().failing = status;
-    }
-}
-
-impl Drop for FakePolly {
-    fn drop(&mut self) {
-        let handle = self.handle.clone();
-        tokio::spawn(async move { handle.stop(false).await });
     }
 }
 
