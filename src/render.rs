@@ -105,6 +105,14 @@ async fn with_values(template: &Template, path: &Path) -> anyhow::Result<Templat
             .cloned()
             .ok_or_else(|| anyhow!("{}: expected a JSON object of variable values", path.display()))?,
     };
+    // Speech is synthesised by the workers' providers and cache; a local render would
+    // quietly keep the placeholder sound instead.
+    if let Some((id, _)) = map.iter().find(|(_, v)| reelfarm_shared::tts::is_speech(v)) {
+        bail!(
+            "{}: {id}: text-to-speech values are rendered by the service only (a job through `serve`), not by `reelfarm render`",
+            path.display()
+        );
+    }
     apply_values(template, &map).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
         anyhow!("{}:\n{}", path.display(), lines.join("\n"))

@@ -74,3 +74,23 @@ fn template_import_prints_the_id_and_refuses_bad_templates_with_their_json_path(
     let default = template["variables"][0]["default"].as_str().unwrap();
     assert_eq!(status_of(default), 200, "the default image is served without a token: {default}");
 }
+
+#[test]
+fn render_refuses_speech_values_it_cannot_synthesise() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = write_template(dir.path(), "Liberation Sans");
+    let values = dir.path().join("values.json");
+    let speech = serde_json::json!({ "0e8d7c6b-5a49-4382-9170-6f5e4d3c2b1a":
+        { "type": "tts", "value": "Hello", "identifier": "espeak;en;;en;none;none" } });
+    std::fs::write(&values, speech.to_string()).unwrap();
+    let out_file = dir.path().join("out.mp4");
+    let out = super::reelfarm(dir.path(), free_port())
+        .args(["render", template.to_str().unwrap(), "--values", values.to_str().unwrap(), "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("text-to-speech values are rendered by the service only"), "{stderr}");
+    assert!(!out_file.exists(), "no video without its speech");
+}
