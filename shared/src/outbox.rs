@@ -21,7 +21,7 @@ use crate::store::{OutboxRow, Store};
 /// Rows claimed at once.
 const BATCH: u32 = 100;
 /// Messages of a batch being published at once.
-const CONCURRENCY: usize = 16;
+const CONCURRENCY: usize = 64;
 /// How long other relays leave a claimed row alone.
 const LEASE: Duration = Duration::from_secs(30);
 /// How often to look for rows written by other processes (this process's writes wake the

@@ -36,7 +36,9 @@ use lapin::options::{
     ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
-use lapin::{Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind};
+use lapin::{
+    Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind, PublisherConfirm,
+};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
@@ -162,22 +164,35 @@ impl AmqpBus {
         Ok(connection)
     }
 
+    /// Publishes on one of the publisher's channels and waits for the broker's confirm.
+    /// The channel is held only while the message is sent: confirms of several messages
+    /// are awaited at once on one channel (lapin matches them by sequence number).
     async fn publish_on(&self, publisher: &Publisher, envelope: &Envelope) -> Result<(), BusError> {
         let slot = &publisher.channels[publisher.next.fetch_add(1, Ordering::Relaxed) % publisher.channels.len()];
-        let mut guard = slot.lock().await;
-        let channel = match guard.as_ref().filter(|c| c.status().connected()) {
-            Some(channel) => channel.clone(),
-            None => {
-                let channel = publisher.connection.create_channel().await.map_err(connection_error)?;
-                channel.confirm_select(ConfirmSelectOptions::default()).await.map_err(connection_error)?;
-                *guard = Some(channel.clone());
-                channel
+        let (channel, sent) = {
+            let mut guard = slot.lock().await;
+            let channel = match guard.as_ref().filter(|c| c.status().connected()) {
+                Some(channel) => channel.clone(),
+                None => {
+                    let channel = publisher.connection.create_channel().await.map_err(connection_error)?;
+                    channel.confirm_select(ConfirmSelectOptions::default()).await.map_err(connection_error)?;
+                    *guard = Some(channel.clone());
+                    channel
+                }
+            };
+            let sent = send(&channel, &self.names.exchange, envelope).await;
+            if sent.is_err() {
+                *guard = None;
             }
+            (channel, sent?)
         };
-        let result = publish_confirmed(&channel, &self.names.exchange, envelope).await;
+        let result = confirmed(sent, envelope).await;
         if matches!(result, Err(BusError::Connection(_))) {
             // Whatever is left pending on it must not be mistaken for the next message's.
-            *guard = None;
+            let mut guard = slot.lock().await;
+            if guard.as_ref().is_some_and(|c| c.id() == channel.id()) {
+                *guard = None;
+            }
         }
         result
     }
@@ -295,13 +310,14 @@ fn connection_error(e: lapin::Error) -> BusError {
 }
 
 /// Publishes persistently and mandatorily, and waits for the broker's confirm.
-async fn publish_confirmed(channel: &Channel, exchange: &str, envelope: &Envelope) -> Result<(), BusError> {
+/// Sends `envelope` as a persistent, mandatory message; the confirm to wait for.
+async fn send(channel: &Channel, exchange: &str, envelope: &Envelope) -> Result<PublisherConfirm, BusError> {
     let properties = BasicProperties::default()
         .with_delivery_mode(PERSISTENT)
         .with_content_type("application/json".into())
         .with_message_id(envelope.id.as_str().into())
         .with_timestamp(u64::try_from(envelope.enqueued_at / 1000).unwrap_or(0));
-    let confirm = channel
+    channel
         .basic_publish(
             exchange.into(),
             envelope.message.routing_key().into(),
@@ -310,7 +326,11 @@ async fn publish_confirmed(channel: &Channel, exchange: &str, envelope: &Envelop
             properties,
         )
         .await
-        .map_err(connection_error)?;
+        .map_err(connection_error)
+}
+
+/// Waits for the broker's confirm of a sent message: accepted and routed, or why not.
+async fn confirmed(confirm: PublisherConfirm, envelope: &Envelope) -> Result<(), BusError> {
     let confirmation = tokio::time::timeout(CONFIRM_TIMEOUT, confirm)
         .await
         .map_err(|_| BusError::Connection(format!("no publisher confirm within {CONFIRM_TIMEOUT:?}")))?
