@@ -34,6 +34,8 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// How long in-flight requests may take to finish after shutdown is asked.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the server then takes to stop its workers.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(OpenApi)]
 #[openapi(
@@ -108,7 +110,9 @@ impl Application {
                 .wrap(from_fn(observe))
         })
         .disable_signals()
-        .shutdown_timeout(DRAIN_TIMEOUT.as_secs())
+        // The requests were waited for already (`run_until_stopped`): what is left is
+        // closing idle connections, within the 45 s grace period of deploy/k8s.
+        .shutdown_timeout(STOP_TIMEOUT.as_secs())
         .listen(listener)?
         .run();
         Ok(Application { port, server, in_flight })

@@ -93,7 +93,8 @@ pub struct Failed {
     /// Whether a later attempt may succeed (timeouts, 5xx, refused connections) as
     /// opposed to a fault that will not go away (unlinked account, refused address).
     pub retryable: bool,
-    /// Kept for the next attempt (`None` forgets what was kept).
+    /// Kept for the next attempt (`None` keeps what an earlier attempt kept). A kept
+    /// `video_id` says the video is uploaded: given up, such a delivery counts as delivered.
     pub state: Option<Value>,
 }
 

@@ -39,28 +39,19 @@ impl EventHandler {
             .iter()
             .enumerate()
             .map(|(index, notification)| NewDelivery {
-                origin: format!("{render_id}:{index}"),
+                // Zero-padded: origins sort in planning order.
+                origin: format!("{render_id}:{index:03}"),
                 job_id: job.id.clone(),
                 render_id: render_id.to_string(),
                 user_id: job.user_id.clone(),
                 parent_id: None,
-                kind: kind(notification).to_string(),
+                kind: notification.kind().to_string(),
                 notification: serde_json::to_string(notification).expect("notifications serialize"),
                 body: matches!(notification, Notification::Callback { .. }).then(|| callback::render_body(&render)),
                 due_at,
             })
             .collect();
         self.backends.store.plan_deliveries(&deliveries).await
-    }
-}
-
-/// The notification's type, as the API names it.
-pub fn kind(notification: &Notification) -> &'static str {
-    match notification {
-        Notification::Callback { .. } => "callback",
-        Notification::UploadVideosite { .. } => "upload-videosite",
-        Notification::UploadCloudstorage { .. } => "upload-cloudstorage",
-        Notification::Email { .. } => "email",
     }
 }
 

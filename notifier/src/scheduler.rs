@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,9 @@ use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 const LEASE: Duration = Duration::from_secs(60);
 /// Longest sleep between looks at the store (deliveries planned by another notifier).
 const POLL: Duration = Duration::from_secs(2);
+/// How long a stopping notifier waits for the attempts under way (within the pod's
+/// grace period of `deploy/k8s`).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(240);
 
 /// The channels by notification type (`callback`, `email`, …). A type without a channel
 /// fails its deliveries with an error saying so.
@@ -65,7 +68,8 @@ impl Scheduler {
         self.schedule[0]
     }
 
-    /// Runs until `shutdown`; attempts under way finish first.
+    /// Runs until `shutdown`; attempts under way finish first (for at most
+    /// `SHUTDOWN_GRACE`).
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         let free = Arc::new(Semaphore::new(self.slots));
         let mut running = JoinSet::new();
@@ -82,6 +86,8 @@ impl Scheduler {
             };
             if due.is_some_and(|due| due <= now_ms()) {
                 match self.backends.store.claim_deliveries(LEASE, available as u32).await {
+                    // Nothing claimed: another notifier holds the due rows; wait below.
+                    Ok(claimed) if claimed.is_empty() => {}
                     Ok(claimed) => {
                         for delivery in claimed {
                             let permit = free.clone().try_acquire_owned().expect("claimed no more than the free slots");
@@ -104,7 +110,13 @@ impl Scheduler {
                 Some(_) = running.join_next(), if !running.is_empty() => {}
             }
         }
-        while running.join_next().await.is_some() {}
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while running.join_next().await.is_some() {} });
+        if drained.await.is_err() {
+            // Their leases run out and they are attempted again (an upload resumes from
+            // the state its last failed attempt kept, else from the start).
+            tracing::warn!(attempts = running.len(), "notifier: stopping with attempts under way");
+            running.abort_all();
+        }
     }
 
     /// Runs one attempt of `delivery` and records it.
@@ -121,10 +133,10 @@ impl Scheduler {
                 }
                 Err(failed) => Err(failed.clone()),
             };
-            let (attempt, after) = self.settle(&delivery, started_at, clock.elapsed(), &outcome);
+            let (attempt, after) = settle(&self.schedule, &delivery, started_at, clock.elapsed(), &outcome);
             let follow_up = match (&subject, &after) {
                 (_, AfterAttempt::Retry { .. }) | (Err(_), _) => None,
-                (Ok((notification, render)), _) => self.follow_up(&delivery, notification, render, &outcome),
+                (Ok((notification, render)), _) => self.follow_up(&delivery, notification, render, &after),
             };
             match &after {
                 AfterAttempt::Delivered { .. } => tracing::info!("notifier: delivered"),
@@ -195,46 +207,6 @@ impl Scheduler {
         channel.attempt(&attempt).await
     }
 
-    /// The attempt's record and what follows it, by the retry schedule.
-    fn settle(
-        &self,
-        delivery: &DeliveryRecord,
-        started_at: i64,
-        took: Duration,
-        outcome: &Result<Delivered, Failed>,
-    ) -> (DeliveryAttempt, AfterAttempt) {
-        let number = delivery.attempts;
-        let (status_code, error, after) = match outcome {
-            Ok(delivered) => {
-                let result = delivered.result.as_ref().map(Value::to_string);
-                (delivered.status_code, None, AfterAttempt::Delivered { result })
-            }
-            Err(failed) => {
-                let state = failed.state.as_ref().map(Value::to_string);
-                let after = match self.schedule.get(number as usize) {
-                    Some(delay) if failed.retryable => {
-                        AfterAttempt::Retry { at: now_ms() + jittered(*delay), error: failed.error.clone(), state }
-                    }
-                    _ if failed.retryable => AfterAttempt::Failed {
-                        error: format!("gave up after {number} attempts: {}", failed.error),
-                        state,
-                    },
-                    _ => AfterAttempt::Failed { error: failed.error.clone(), state },
-                };
-                (failed.status_code, Some(failed.error.clone()), after)
-            }
-        };
-        let attempt = DeliveryAttempt {
-            number,
-            started_at,
-            duration_ms: took.as_millis() as i64,
-            status_code: status_code.map(i64::from),
-            error,
-            outcome: after.outcome(),
-        };
-        (attempt, after)
-    }
-
     /// What a delivery that ended plans next: after a video-site upload, the §6.2
     /// callback when the notification asked for one.
     fn follow_up(
@@ -242,12 +214,16 @@ impl Scheduler {
         delivery: &DeliveryRecord,
         notification: &Notification,
         render: &RenderFacts,
-        outcome: &Result<Delivered, Failed>,
+        after: &AfterAttempt,
     ) -> Option<NewDelivery> {
         let Notification::UploadVideosite { callback: Some(url), .. } = notification else { return None };
-        let body = match outcome {
-            Ok(delivered) => callback::videosite_body(render, callback::video_id(delivered.result.as_ref()), None),
-            Err(failed) => callback::videosite_body(render, None, Some(&failed.error)),
+        let body = match after {
+            AfterAttempt::Delivered { result } => {
+                let result = result.as_deref().and_then(|r| serde_json::from_str::<Value>(r).ok());
+                callback::videosite_body(render, callback::video_id(result.as_ref()), None)
+            }
+            AfterAttempt::Failed { error, .. } => callback::videosite_body(render, None, Some(error)),
+            AfterAttempt::Retry { .. } => return None,
         };
         let callback = Notification::Callback { url: url.clone() };
         Some(NewDelivery {
@@ -262,6 +238,61 @@ impl Scheduler {
             due_at: now_ms() + self.first_delay().as_millis() as i64,
         })
     }
+}
+
+/// The attempt's record and what follows it, by the retry schedule.
+fn settle(
+schedule: &[Duration],
+    delivery: &DeliveryRecord,
+    started_at: i64,
+    took: Duration,
+    outcome: &Result<Delivered, Failed>,
+) -> (DeliveryAttempt, AfterAttempt) {
+    let number = delivery.attempts;
+    let (status_code, error, after) = match outcome {
+        Ok(delivered) => {
+            let result = delivered.result.as_ref().map(Value::to_string);
+            (delivered.status_code, None, AfterAttempt::Delivered { result })
+        }
+        Err(failed) => {
+            // A failure that keeps nothing keeps what an earlier attempt kept (a
+            // passing error before the channel got to its upload session).
+            let state = failed.state.as_ref().map(Value::to_string).or_else(|| delivery.state.clone());
+            let after = match schedule.get(number as usize) {
+                Some(delay) if failed.retryable => {
+                    AfterAttempt::Retry { at: now_ms() + jittered(*delay), error: failed.error.clone(), state }
+                }
+                _ => match uploaded_video(state.as_deref()) {
+                    // The video is up and only a later step (the playlist) failed: the
+                    // upload is delivered, with what went wrong after it.
+                    Some(video_id) => AfterAttempt::Delivered {
+                        result: Some(json!({ "video_id": video_id, "playlist_error": failed.error }).to_string()),
+                    },
+                    None if failed.retryable => AfterAttempt::Failed {
+                        error: format!("gave up after {number} attempts: {}", failed.error),
+                        state,
+                    },
+                    None => AfterAttempt::Failed { error: failed.error.clone(), state },
+                },
+            };
+            (failed.status_code, Some(failed.error.clone()), after)
+        }
+    };
+    let attempt = DeliveryAttempt {
+        number,
+        started_at,
+        duration_ms: took.as_millis() as i64,
+        status_code: status_code.map(i64::from),
+        error,
+        outcome: after.outcome(),
+    };
+    (attempt, after)
+}
+
+/// The id of a video that a video-site delivery's kept state says is uploaded.
+fn uploaded_video(state: Option<&str>) -> Option<String> {
+    let state: Value = serde_json::from_str(state?).ok()?;
+    state.get("video_id")?.as_str().map(str::to_string)
 }
 
 /// The error of a delivery whose type has no channel in this notifier.
@@ -281,6 +312,72 @@ fn jittered(delay: Duration) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn delivery(attempts: i64, state: Option<&str>) -> DeliveryRecord {
+        DeliveryRecord {
+            id: "d1".into(),
+            origin: "r1:000".into(),
+            job_id: "j1".into(),
+            render_id: "r1".into(),
+            user_id: "u1".into(),
+            parent_id: None,
+            kind: "upload-videosite".into(),
+            notification: "{}".into(),
+            body: None,
+            status: reelfarm_shared::store::DeliveryStatus::Pending,
+            attempts,
+            next_attempt_at: None,
+            state: state.map(str::to_string),
+            result: None,
+            last_error: None,
+            created_at: 0,
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn the_schedule_decides_what_follows_a_failure() {
+        let schedule = [Duration::ZERO, Duration::from_secs(5)];
+        let took = Duration::from_millis(3);
+        let transient = Err(Failed { status_code: Some(503), ..Failed::transient("busy") });
+
+        let (attempt, after) = settle(&schedule, &delivery(1, None), 0, took, &transient);
+        assert!(matches!(&after, AfterAttempt::Retry { error, .. } if error == "busy"), "{after:?}");
+        assert_eq!((attempt.number, attempt.status_code, attempt.outcome), (1, Some(503), "retry"));
+
+        let (_, after) = settle(&schedule, &delivery(2, None), 0, took, &transient);
+        assert!(matches!(&after, AfterAttempt::Failed { error, .. } if error == "gave up after 2 attempts: busy"));
+
+        let permanent = Err(Failed::permanent("no account"));
+        let (attempt, after) = settle(&schedule, &delivery(1, None), 0, took, &permanent);
+        assert!(matches!(&after, AfterAttempt::Failed { error, .. } if error == "no account"));
+        assert_eq!(attempt.outcome, "failed");
+
+        let delivered = Ok(Delivered { status_code: Some(200), result: Some(json!({ "video_id": "v1" })) });
+        let (_, after) = settle(&schedule, &delivery(1, None), 0, took, &delivered);
+        assert_eq!(after, AfterAttempt::Delivered { result: Some(r#"{"video_id":"v1"}"#.into()) });
+    }
+
+    #[test]
+    fn a_failure_that_keeps_nothing_keeps_the_earlier_state() {
+        let schedule = [Duration::ZERO, Duration::from_secs(5), Duration::from_secs(5)];
+        let kept = r#"{"session_uri":"http://127.0.0.1:9/s"}"#;
+        let outcome = Err(Failed::transient("database busy"));
+        let (_, after) = settle(&schedule, &delivery(1, Some(kept)), 0, Duration::ZERO, &outcome);
+        assert!(matches!(&after, AfterAttempt::Retry { state: Some(s), .. } if s == kept), "{after:?}");
+    }
+
+    #[test]
+    fn an_uploaded_video_whose_playlist_step_gave_up_is_delivered() {
+        let schedule = [Duration::ZERO];
+        let kept = r#"{"session_uri":"http://127.0.0.1:9/s","video_id":"v9"}"#;
+        let outcome = Err(Failed::transient("playlist: 503"));
+        let (attempt, after) = settle(&schedule, &delivery(1, Some(kept)), 0, Duration::ZERO, &outcome);
+        let AfterAttempt::Delivered { result: Some(result) } = &after else { panic!("{after:?}") };
+        let result: Value = serde_json::from_str(result).unwrap();
+        assert_eq!(result, json!({ "video_id": "v9", "playlist_error": "playlist: 503" }));
+        assert_eq!(attempt.error.as_deref(), Some("playlist: 503"));
+    }
 
     #[test]
     fn jitter_stays_within_ten_percent() {

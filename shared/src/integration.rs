@@ -81,17 +81,6 @@ pub enum SealError {
     Undecryptable,
 }
 
-impl SealError {
-    /// Stable key of the error.
-    pub fn key(&self) -> &'static str {
-        match self {
-            SealError::Malformed => "error.sealed_malformed",
-            SealError::UnknownVersion(_) => "error.sealed_unknown_version",
-            SealError::Undecryptable => "error.sealed_undecryptable",
-        }
-    }
-}
-
 /// Format version of sealed values: the first byte, also authenticated.
 const VERSION: u8 = 1;
 const NONCE_LEN: usize = 24;
@@ -184,10 +173,6 @@ pub struct RelinkNeeded {
     pub provider: Provider,
     #[source]
     pub source: SealError,
-}
-
-impl RelinkNeeded {
-    pub const KEY: &'static str = "error.integration_relink_needed";
 }
 
 /// Links (or re-links, replacing the previous one) `account` as the user's `provider`

@@ -193,12 +193,14 @@ async fn polly_and_google_speak_through_their_fakes_and_long_texts_are_split(mod
     // A provider refusing the request fails the video with its reason (voice unknown to
     // the fake), without retries.
     polly.fail_with(Some(400));
+    let asked_before = polly.requests().len();
     let res = w.app.post_json("/generator/v1/jobs", &w.token, &w.job(json!({ FIRST: { "type": "tts", "value": "New words.", "identifier": "polly;Amy;female;en-GB;neural;none" } })), &[]).await;
     let created = json(res, 200).await;
     let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
     let video = &job["videos"][0];
     assert_eq!(video["status"], "failed", "{video}");
     assert!(video["error"].as_str().unwrap().contains("text-to-speech"), "{video}");
+    assert_eq!(polly.requests().len(), asked_before + 1, "a refusal is not retried");
     w.app.stop().await;
 }
 
@@ -238,7 +240,8 @@ async fn invalid_identifiers_are_refused_naming_the_segment(mode: Mode) {
         let message = errors[0]["message"].as_str().unwrap();
         assert!(message.contains("variable \"first\"") && message.contains(words), "{words}: {message}");
     }
-    assert_eq!(w.metric("reelfarm_tts_requests_total").await, 0.0);
+    // Refused before anything was created, so nothing was synthesised either.
+    assert_eq!(json(w.app.get("/generator/v1/jobs", &w.token).await, 200).await, json!([]));
     w.app.stop().await;
 }
 
@@ -267,5 +270,8 @@ async fn the_voices_of_the_configured_providers_are_listed(mode: Mode) {
     json(res, 200).await;
     let only = json(w.app.get("/generator/v1/tts/voices?provider=polly", &w.token).await, 200).await;
     assert_eq!(only["providers"].as_array().unwrap().len(), 1);
+    let res = w.app.get("/generator/v1/tts/voices?provider=azure", &w.token).await;
+    let body = error(res, 400, "error.invalid_request").await;
+    assert!(body["message"].as_str().unwrap().contains("azure"), "{body}");
     w.app.stop().await;
 }

@@ -38,7 +38,7 @@ pub struct VoicesQuery {
 #[utoipa::path(
     tag = "jobs",
     params(VoicesQuery),
-    responses((status = 200, body = VoicesJson), (status = 401, body = ErrorBody)),
+    responses((status = 200, body = VoicesJson), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = []))
 )]
 #[get("/generator/v1/tts/voices")]
@@ -47,6 +47,11 @@ pub async fn voices(
     _caller: Caller,
     query: web::Query<VoicesQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(wanted) = query.provider.as_deref().filter(|p| reelfarm_shared::tts::Provider::parse(p).is_none()) {
+        return Err(ApiError::invalid_request(format!(
+            "unknown provider {wanted:?} in `provider`; use espeak, polly or google"
+        )));
+    }
     let catalog = Voices::new(&state.config);
     // The first call runs `espeak-ng --voices`.
     let providers = web::block(move || {

@@ -311,6 +311,8 @@ impl Store {
         .bind(job_id)
         .fetch_all(&self.pool)
         .await?;
+        let index: std::collections::HashMap<String, usize> =
+            out.iter().enumerate().map(|(i, (d, _))| (d.id.clone(), i)).collect();
         for row in attempts {
             let delivery_id: String = row.try_get("delivery_id")?;
             let outcome = match row.try_get::<String, _>("outcome")?.as_str() {
@@ -327,8 +329,8 @@ impl Store {
                 error: row.try_get("error")?,
                 outcome,
             };
-            if let Some((_, list)) = out.iter_mut().find(|(d, _)| d.id == delivery_id) {
-                list.push(attempt);
+            if let Some(&i) = index.get(&delivery_id) {
+                out[i].1.push(attempt);
             }
         }
         Ok(out)

@@ -44,13 +44,13 @@ impl Provider {
     }
 
     /// Most characters of one synthesis request (Polly: 3,000 billed characters; Google:
-    /// 5,000 bytes of UTF-8, so 1,600 characters of up to 3 bytes each, any script; espeak
-    /// has no limit but is fed pieces of this size).
+    /// 5,000 bytes of UTF-8, so 1,250 characters of up to 4 bytes each, any script and
+    /// emoji; espeak has no limit but is fed pieces of this size).
     pub fn request_limit(self) -> usize {
         match self {
             Provider::Espeak => 2_000,
             Provider::Polly => 3_000,
-            Provider::Google => 1_600,
+            Provider::Google => 1_250,
         }
     }
 

@@ -4,7 +4,8 @@
 //! longer than the limit at the limit.
 
 /// The pieces of `text`, each at most `limit` characters, in order. Joined with single
-/// spaces they give `text` with its whitespace runs collapsed.
+/// spaces they give `text` with its whitespace runs collapsed (and a space after each CJK
+/// sentence end, which CJK text writes without one).
 pub fn split_text(text: &str, limit: usize) -> Vec<String> {
     let limit = limit.max(1);
     let mut pieces = Vec::new();
@@ -29,6 +30,7 @@ pub fn split_text(text: &str, limit: usize) -> Vec<String> {
 
 /// The sentences of `text`, whitespace collapsed.
 fn sentences(text: &str) -> Vec<String> {
+    let text = text.replace('。', "。 ").replace('！', "！ ").replace('？', "？ ");
     let words: Vec<&str> = text.split_whitespace().collect();
     let mut out = Vec::new();
     let mut current: Vec<&str> = Vec::new();

@@ -123,4 +123,6 @@ fn long_texts_split_at_sentences_within_the_limit() {
     for piece in split_text(&"Lorem ipsum dolor sit amet. ".repeat(200), 300) {
         assert!(piece.chars().count() <= 300 && piece.ends_with('.'), "{piece}");
     }
+    // CJK text has no spaces: it is still split at its sentence ends.
+    assert_eq!(split_text("今日は晴れです。明日は雨です！本当？", 8), ["今日は晴れです。", "明日は雨です！", "本当？"]);
 }
