@@ -1,12 +1,15 @@
 //! The outbox relay: publishes the rows that state changes wrote to the outbox.
 //!
 //! Every process that writes outbox rows runs one; relays on several processes share the
-//! work through leases (a claimed row is left alone by the others until its lease ends).
-//! A row is deleted once the broker confirmed it, or, on the local bus, marked published
-//! and deleted when its consumer acknowledges it. A publish that fails leaves the row,
-//! which is claimed again when its lease ends; a relay dying between publishing and
-//! marking means the message is published twice, which consumers tolerate.
+//! work. On PostgreSQL with a broker, a batch is taken out of the outbox in a transaction
+//! held while it is published (other relays skip its locked rows): the confirmed rows go
+//! with the commit, the others are put back. Elsewhere rows are claimed with a lease (a
+//! claimed row is left alone by the others until its lease ends) and deleted once the
+//! broker confirmed them, or, on the local bus, marked published and deleted when their
+//! consumer acknowledges them. A relay dying mid-batch means messages are published
+//! again, which consumers tolerate.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bus::Bus;
 use crate::message::Envelope;
-use crate::store::{OutboxRow, Store};
+use crate::store::{OutboxRow, OutboxTake, Store};
 
 /// Rows claimed at once.
 const BATCH: u32 = 100;
@@ -99,6 +102,11 @@ impl Relay {
     /// confirmed are deleted together once the batch is through (one statement instead
     /// of one per message).
     async fn relay_batch(&self) -> Result<usize, crate::store::StoreError> {
+        if !self.bus.acks_through_outbox() {
+            if let Some(take) = self.store.outbox_take(BATCH).await? {
+                return self.relay_taken(take).await;
+            }
+        }
         let rows = self.store.outbox_claim(BATCH, self.lease).await?;
         let claimed = rows.len();
         let confirmed: Vec<String> = futures::stream::iter(rows)
@@ -112,6 +120,24 @@ impl Relay {
             tracing::warn!(rows = confirmed.len(), error = %e, "outbox: removing published messages failed");
         }
         Ok(claimed)
+    }
+
+    /// Publishes rows taken out of the outbox; those the broker did not confirm go back,
+    /// due when a lease would have ended, and the rest are gone with the commit.
+    async fn relay_taken(&self, mut take: OutboxTake) -> Result<usize, crate::store::StoreError> {
+        let rows = std::mem::take(&mut take.rows);
+        let confirmed: HashSet<String> = futures::stream::iter(rows.iter().cloned())
+            .map(|row| self.relay_row(row))
+            .buffer_unordered(CONCURRENCY)
+            .filter_map(|id| async move { id })
+            .collect()
+            .await;
+        let retry_at = crate::id::now_ms() + self.lease.as_millis() as i64;
+        for row in rows.iter().filter(|r| !confirmed.contains(&r.envelope.id)) {
+            take.put_back(row, retry_at).await?;
+        }
+        take.commit().await?;
+        Ok(rows.len())
     }
 
     /// Publishes one row; the id of a row the broker confirmed, to be deleted. On the

@@ -201,6 +201,39 @@ async fn outbox(store: &Store) {
 
     assert!(store.record_handled(&first.id).await.unwrap());
     assert!(!store.record_handled(&first.id).await.unwrap());
+    outbox_take(store).await;
+}
+
+/// Taking rows out for publishing (PostgreSQL): gone with the commit, back when the take
+/// is dropped, skipped by other takers meanwhile, a put-back row due again later.
+async fn outbox_take(store: &Store) {
+    if store.dialect() == Dialect::Sqlite {
+        assert!(store.outbox_take(10).await.unwrap().is_none(), "SQLite keeps the lease-and-delete relay");
+        return;
+    }
+    let a = Envelope::new(Message::RenderV1 { render_id: "ta".into() });
+    let b = Envelope::new(Message::RenderV1 { render_id: "tb".into() });
+    store.enqueue_message(&a).await.unwrap();
+    store.enqueue_message(&b).await.unwrap();
+    let take = store.outbox_take(10).await.unwrap().unwrap();
+    assert_eq!(take.rows.iter().map(|r| &r.envelope).collect::<Vec<_>>(), vec![&a, &b]);
+    let other = store.outbox_take(10).await.unwrap().unwrap();
+    assert!(other.rows.is_empty(), "rows being published are skipped");
+    other.commit().await.unwrap();
+    drop(take);
+    // The dropped transaction rolls back when its connection is next used.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(store.outbox_len().await.unwrap(), 2, "a dropped take gives everything back");
+
+    let mut take = store.outbox_take(10).await.unwrap().unwrap();
+    assert_eq!(take.rows.len(), 2);
+    let failed = take.rows[1].clone();
+    take.put_back(&failed, crate::id::now_ms() + 60_000).await.unwrap();
+    take.commit().await.unwrap();
+    assert_eq!(store.outbox_len().await.unwrap(), 1);
+    assert_eq!(store.outbox_get(&b.id).await.unwrap().unwrap().envelope, b);
+    assert!(store.outbox_take(10).await.unwrap().unwrap().rows.is_empty(), "the put-back row is due later");
+    store.outbox_delete(&b.id).await.unwrap();
 }
 
 async fn webhook_secrets(store: &Store) {

@@ -32,7 +32,7 @@ pub use jobs::{
     RenderStatus, IDEMPOTENCY_TTL_MS,
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
-pub use outbox::OutboxRow;
+pub use outbox::{OutboxRow, OutboxTake};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateQuality, TemplateRecord};
 pub use users::{Credits, Group, TokenRecord, User};
 
