@@ -173,12 +173,14 @@ impl Scheduler {
     /// Renews the delivery's lease while the returned guard lives.
     fn keep_lease(&self, delivery: &DeliveryRecord) -> AbortOnDropHandle<()> {
         let (store, id, number) = (self.backends.store.clone(), delivery.id.clone(), delivery.attempts);
+        // The claim set the due time to the lease's end.
+        let mut until = delivery.next_attempt_at.unwrap_or_default();
         AbortOnDropHandle::new(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(LEASE / 3).await;
-                match store.renew_delivery_lease(&id, number, LEASE).await {
-                    Ok(true) => {}
-                    Ok(false) => return,
+                match store.renew_delivery_lease(&id, number, until, LEASE).await {
+                    Ok(Some(renewed)) => until = renewed,
+                    Ok(None) => return,
                     Err(e) => tracing::warn!(error = %e, "notifier: renewing a lease failed"),
                 }
             }

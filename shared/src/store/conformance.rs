@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::*;
 use crate::message::{Envelope, Message, Queue};
 
+mod deliveries;
 mod integrations;
 mod jobs;
 mod templates;
@@ -53,6 +54,7 @@ async fn suite(store: Store) {
     templates::templates(&store).await;
     integrations::integrations(&store).await;
     jobs::jobs(&store).await;
+    deliveries::deliveries(&store).await;
 }
 
 async fn users_and_groups(store: &Store) {

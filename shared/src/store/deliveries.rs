@@ -203,18 +203,23 @@ impl Store {
         rows.iter().map(delivery_from).collect()
     }
 
-    /// Extends the lease of attempt `number` of delivery `id`; `false` when the claim was
-    /// lost (the delivery was claimed again, or settled).
-    pub async fn renew_delivery_lease(&self, id: &str, number: i64, lease: Duration) -> Result<bool> {
+    /// Extends the lease of attempt `number` of delivery `id`, which runs until `until`
+    /// (unix ms); the new end, or `None` when the claim was lost (the delivery was
+    /// claimed again or settled — a recorded attempt moves the due time, so a renewal
+    /// racing with it changes nothing).
+    pub async fn renew_delivery_lease(&self, id: &str, number: i64, until: i64, lease: Duration) -> Result<Option<i64>> {
+        let renewed = now_ms() + lease.as_millis() as i64;
         let done = sqlx::query(
-            "UPDATE deliveries SET next_attempt_at = $1 WHERE id = $2 AND attempts = $3 AND status = 'pending'",
+            "UPDATE deliveries SET next_attempt_at = $1 \
+             WHERE id = $2 AND attempts = $3 AND status = 'pending' AND next_attempt_at = $4",
         )
-        .bind(now_ms() + lease.as_millis() as i64)
+        .bind(renewed)
         .bind(id)
         .bind(number)
+        .bind(until)
         .execute(&self.pool)
         .await?;
-        Ok(done.rows_affected() == 1)
+        Ok((done.rows_affected() == 1).then_some(renewed))
     }
 
     /// Records attempt `attempt.number` of delivery `id` and what follows it, planning

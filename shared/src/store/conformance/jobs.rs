@@ -10,7 +10,7 @@ use super::templates::new_template;
 use crate::id::{new_id, now_ms};
 use crate::message::Message;
 
-fn new_job(user_id: &str, template_id: &str, renders: usize, create_render: bool, create_project: bool) -> NewJob {
+pub(super) fn new_job(user_id: &str, template_id: &str, renders: usize, create_render: bool, create_project: bool) -> NewJob {
     NewJob {
         id: new_id(),
         user_id: user_id.into(),
