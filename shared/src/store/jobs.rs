@@ -26,6 +26,41 @@ const JOB_COLUMNS: &str =
 const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
     project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
 const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
+/// The columns of a new render row, in the order [`bind_render`] binds them.
+const NEW_RENDER_COLUMNS: &str =
+    "id, job_id, position, external_id, title, metadata, template_variables, status, charged, project_id, created_at, finished_at";
+
+type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
+
+/// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
+fn bind_render<'q>(query: AnyQuery<'q>, job: &'q NewJob, render: &'q NewRender, stored: &'q RenderRecord) -> AnyQuery<'q> {
+    query
+        .bind(&render.id)
+        .bind(&job.id)
+        .bind(stored.position)
+        .bind(&render.external_id)
+        .bind(&render.title)
+        .bind(&render.metadata)
+        .bind(&render.template_variables)
+        .bind(stored.status.as_str())
+        .bind(i64::from(job.create_render))
+        .bind(&stored.project_id)
+        .bind(job.created_at)
+        .bind(stored.finished_at)
+}
+
+/// Binds the [`PROJECT_COLUMNS`] of the project created with `render`.
+fn bind_project<'q>(query: AnyQuery<'q>, job: &'q NewJob, render: &'q NewRender, id: &'q str, json: &'q str) -> AnyQuery<'q> {
+    query
+        .bind(id)
+        .bind(&job.user_id)
+        .bind(&job.template_id)
+        .bind(&job.id)
+        .bind(&render.id)
+        .bind(&render.title)
+        .bind(json)
+        .bind(job.created_at)
+}
 
 fn job_from(row: &AnyRow) -> Result<JobRecord> {
     Ok(JobRecord {
@@ -209,37 +244,11 @@ impl Store {
             })?;
         let account = account.as_deref().map(CreditAccount::decode).transpose()?;
         for (render, stored) in job.renders.iter().zip(&record.renders) {
-            sqlx::query(
-                "INSERT INTO renders (id, job_id, position, external_id, title, metadata, template_variables, \
-                 status, charged, project_id, created_at, finished_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-            )
-            .bind(&render.id)
-            .bind(&job.id)
-            .bind(stored.position)
-            .bind(&render.external_id)
-            .bind(&render.title)
-            .bind(&render.metadata)
-            .bind(&render.template_variables)
-            .bind(stored.status.as_str())
-            .bind(i64::from(job.create_render))
-            .bind(&stored.project_id)
-            .bind(now)
-            .bind(stored.finished_at)
-            .execute(&mut *tx)
-            .await?;
+            let sql = format!("INSERT INTO renders ({NEW_RENDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)");
+            bind_render(sqlx::query(&sql), job, render, stored).execute(&mut *tx).await?;
             if let Some((project_id, json)) = &render.project {
-                sqlx::query(&format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"))
-                    .bind(project_id)
-                    .bind(&job.user_id)
-                    .bind(&job.template_id)
-                    .bind(&job.id)
-                    .bind(&render.id)
-                    .bind(&render.title)
-                    .bind(json)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
+                let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
+                bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
             }
             if job.create_render {
                 outbox::enqueue(&mut tx, &Envelope::new(Message::RenderV1 { render_id: render.id.clone() })).await?;
@@ -290,8 +299,7 @@ impl Store {
                 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, (SELECT a FROM account) \
                 WHERE $11 = 0 OR EXISTS (SELECT 1 FROM debit_user) OR EXISTS (SELECT 1 FROM debit_group) \
                 RETURNING id), \
-             renders AS (INSERT INTO renders (id, job_id, position, external_id, title, metadata, template_variables, \
-                status, charged, project_id, created_at, finished_at) \
+             renders AS (INSERT INTO renders ({NEW_RENDER_COLUMNS}) \
                 SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM job))",
             render_rows.join(", ")
         );
@@ -312,7 +320,7 @@ impl Store {
         }
         sql.push_str(" SELECT count(*) FROM job");
 
-        let mut query = sqlx::query_scalar::<_, i64>(&sql)
+        let mut query = sqlx::query(&sql)
             .bind(&job.id)
             .bind(&job.user_id)
             .bind(&job.template_id)
@@ -325,31 +333,11 @@ impl Store {
             .bind(record.finished_at)
             .bind(charges);
         for (render, stored) in job.renders.iter().zip(&record.renders) {
-            query = query
-                .bind(&render.id)
-                .bind(&job.id)
-                .bind(stored.position)
-                .bind(&render.external_id)
-                .bind(&render.title)
-                .bind(&render.metadata)
-                .bind(&render.template_variables)
-                .bind(stored.status.as_str())
-                .bind(i64::from(job.create_render))
-                .bind(&stored.project_id)
-                .bind(now)
-                .bind(stored.finished_at);
+            query = bind_render(query, job, render, stored);
         }
         for render in &job.renders {
             if let Some((project_id, json)) = &render.project {
-                query = query
-                    .bind(project_id)
-                    .bind(&job.user_id)
-                    .bind(&job.template_id)
-                    .bind(&job.id)
-                    .bind(&render.id)
-                    .bind(&render.title)
-                    .bind(json)
-                    .bind(now);
+                query = bind_project(query, job, render, project_id, json);
             }
         }
         if job.create_render {
@@ -359,7 +347,7 @@ impl Store {
                 query = query.bind(envelope.id).bind(Queue::Render.name()).bind(payload).bind(envelope.enqueued_at);
             }
         }
-        let created = query.fetch_one(&self.pool).await.map_err(|e| {
+        let created: i64 = query.fetch_one(&self.pool).await.and_then(|row| row.try_get(0)).map_err(|e| {
             if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
                 StoreError::NotFound("template")
             } else {

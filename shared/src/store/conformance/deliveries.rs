@@ -50,7 +50,9 @@ pub(super) async fn deliveries(store: &Store) {
     assert!(store.claim_deliveries(lease, 10).await.unwrap().is_empty());
     assert!(store.next_delivery_due().await.unwrap().unwrap() >= until.min(now + 3_600_000));
 
-    // Renewals are fenced by the lease they extend.
+    // Renewals are fenced by the lease they extend (a millisecond later, so the new end
+    // differs from the old).
+    tokio::time::sleep(Duration::from_millis(5)).await;
     let renewed = store.renew_delivery_lease(&d.id, 1, until, lease).await.unwrap().expect("renewed");
     assert!(store.renew_delivery_lease(&d.id, 1, until, lease).await.unwrap().is_none(), "a stale lease end");
 
