@@ -63,7 +63,7 @@ fn deploy_files_and_the_readme_use_only_variables_the_binary_reads() {
             }
         }
     }
-    assert!(unknown.is_empty(), "variables the binary does not read (shared/src/config.rs KEYS): {unknown:#?}");
+    assert!(unknown.is_empty(), "variables the binary does not read (shared/src/config/mod.rs KEYS): {unknown:#?}");
 }
 
 /// `KEY=VALUE` lines of an env file; commented-out keys (`# KEY=…`) are returned apart.

@@ -2,13 +2,19 @@
 //! file → `REELFARM_*` environment. Every key is validated at start-up and a bad one is
 //! reported by name, with where it came from.
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use secrecy::SecretString;
 use url::Url;
+
+mod sources;
+#[cfg(test)]
+mod tests;
+
+pub use sources::parse_duration;
+use sources::{list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_int, read_toml, Raw};
 
 /// Every key the binary accepts, with its meaning. A TOML file uses the lower-case key
 /// (`listen = "0.0.0.0:8080"`); the environment uses `REELFARM_` + the upper-case key.
@@ -158,18 +164,6 @@ pub struct ConfigError {
     /// `REELFARM_LISTEN` or `listen (in FILE)`.
     pub source_name: String,
     pub message: String,
-}
-
-/// Raw values with their origin, before validation.
-#[derive(Default)]
-struct Raw {
-    values: BTreeMap<&'static str, (String, String)>,
-}
-
-impl Raw {
-    fn get(&self, key: &str) -> Option<&(String, String)> {
-        self.values.get(key)
-    }
 }
 
 impl Config {
@@ -368,236 +362,5 @@ impl Config {
             max_image_pixels,
             max_media_duration,
         })
-    }
-}
-
-fn read_toml(path: &Path, raw: &mut Raw) -> Result<(), ConfigError> {
-    let file_error = |message: String| ConfigError { source_name: path.display().to_string(), message };
-    let text = std::fs::read_to_string(path).map_err(|e| file_error(format!("cannot read: {e}")))?;
-    let table: toml::Table = text.parse().map_err(|e| file_error(format!("not valid TOML: {e}")))?;
-    for (name, value) in table {
-        let Some((key, _)) = KEYS.iter().find(|(k, _)| *k == name) else {
-            return Err(file_error(format!("unknown key `{name}`")));
-        };
-        let value = match value {
-            toml::Value::String(s) => s,
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            toml::Value::Array(items) => items
-                .into_iter()
-                .map(|v| match v {
-                    toml::Value::String(s) => s,
-                    other => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(","),
-            other => return Err(file_error(format!("key `{name}`: unsupported value {other}"))),
-        };
-        raw.values.insert(key, (value, format!("{name} (in {})", path.display())));
-    }
-    Ok(())
-}
-
-fn parse<T>(
-    raw: &Raw,
-    key: &'static str,
-    default: &str,
-    f: impl Fn(&str) -> Result<T, String>,
-) -> Result<T, ConfigError> {
-    match raw.get(key) {
-        Some((value, source)) => f(value.trim()).map_err(|message| ConfigError { source_name: source.clone(), message }),
-        None => f(default).map_err(|message| ConfigError {
-            source_name: format!("default of {key}"),
-            message,
-        }),
-    }
-}
-
-fn optional<T>(raw: &Raw, key: &'static str, f: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, ConfigError> {
-    match raw.get(key) {
-        Some((value, _)) if value.trim().is_empty() => Ok(None),
-        Some(_) => parse(raw, key, "", f).map(Some),
-        None => Ok(None),
-    }
-}
-
-fn list(s: &str) -> impl Iterator<Item = &str> {
-    s.split(',').map(str::trim).filter(|p| !p.is_empty())
-}
-
-fn parse_int<T: std::str::FromStr>(s: &str) -> Result<T, String> {
-    s.parse().map_err(|_| format!("expected a non-negative whole number, got `{s}`"))
-}
-
-/// `500ms`, `5s`, `5m`, `2h`, `1d`; a bare number is seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| format!("expected a duration like 5s, 5m or 2h, got `{s}`"))?;
-    let factor = match unit {
-        "ms" => 1,
-        "" | "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("unknown unit in `{s}`: use ms, s, m, h or d")),
-    };
-    // At most a year: no timeout or validity here is meant to be longer.
-    n.checked_mul(factor)
-        .filter(|&ms| ms <= 366 * 86_400_000)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("`{s}` is too long: at most 366d"))
-}
-
-fn parse_allow_entry(s: &str) -> Result<AllowEntry, String> {
-    if let Ok(addr) = s.parse::<SocketAddr>() {
-        return Ok(AllowEntry { ip: addr.ip(), port: Some(addr.port()) });
-    }
-    let bare = s.trim_start_matches('[').trim_end_matches(']');
-    bare.parse::<IpAddr>()
-        .map(|ip| AllowEntry { ip, port: None })
-        .map_err(|_| format!("`{s}` is not an IP address or IP:PORT"))
-}
-
-fn parse_blob_url(s: &str) -> Result<BlobLocation, String> {
-    if let Some(path) = s.strip_prefix("file://") {
-        if path.is_empty() {
-            return Err("file:// needs a directory".into());
-        }
-        return Ok(BlobLocation::Dir(PathBuf::from(path)));
-    }
-    let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
-    if url.scheme() != "s3" {
-        return Err("expected file://DIR or s3://BUCKET?endpoint=URL&region=R".into());
-    }
-    let bucket = url.host_str().filter(|b| !b.is_empty()).ok_or("s3:// needs a bucket name")?.to_string();
-    let prefix = url.path().trim_matches('/').to_string();
-    let mut endpoint = None;
-    let mut region = "us-east-1".to_string();
-    let mut public_base = None;
-    for (k, v) in url.query_pairs() {
-        match &*k {
-            "endpoint" => {
-                let e = Url::parse(&v).map_err(|e| format!("endpoint is not a URL: {e}"))?;
-                if !matches!(e.scheme(), "http" | "https") {
-                    return Err("endpoint must be http(s)".into());
-                }
-                endpoint = Some(v.trim_end_matches('/').to_string());
-            }
-            "region" => region = v.into_owned(),
-            "public_base" => public_base = Some(v.trim_end_matches('/').to_string()),
-            other => return Err(format!("unknown s3 parameter `{other}` (endpoint, region, public_base)")),
-        }
-    }
-    Ok(BlobLocation::S3 { bucket, prefix, endpoint, region, public_base })
-}
-
-/// The upload-signing key of an embedded deployment: generated once, kept in the data dir.
-fn load_or_create_secret(data_dir: &Path) -> Result<String, ConfigError> {
-    let path = data_dir.join("secret.key");
-    let err = |message: String| ConfigError { source_name: path.display().to_string(), message };
-    match std::fs::read_to_string(&path) {
-        Ok(s) if s.trim().len() >= 32 => return Ok(s.trim().to_string()),
-        Ok(_) => return Err(err("shorter than 32 characters; delete it or set REELFARM_SECRET_KEY".into())),
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err(format!("cannot read: {e}"))),
-        Err(_) => {}
-    }
-    std::fs::create_dir_all(data_dir).map_err(|e| err(format!("cannot create data dir: {e}")))?;
-    let secret = crate::token::random_base62(43);
-    let written = {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).and_then(|mut f| f.write_all(secret.as_bytes()))
-    };
-    match written {
-        Ok(()) => Ok(secret),
-        // Another process created it first: use theirs.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => load_or_create_secret(data_dir),
-        Err(e) => Err(err(format!("cannot write: {e}"))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        let dir = std::env::temp_dir().join(format!("rf-config-{}", crate::id::new_id()));
-        let mut v: Vec<(String, String)> = vec![("REELFARM_DATA_DIR".into(), dir.display().to_string())];
-        v.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        v
-    }
-
-    #[test]
-    fn defaults_are_the_embedded_backends() {
-        let c = Config::from_sources(None, env(&[])).unwrap();
-        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(c.public_url, "http://127.0.0.1:8080");
-        assert!(c.database_url.starts_with("sqlite://"));
-        assert!(matches!(c.blob, BlobLocation::Dir(_)));
-        assert!(c.amqp_url.is_none() && c.redis_url.is_none());
-        assert_eq!(c.webhook_retry_schedule.len(), 8);
-        assert_eq!(c.webhook_retry_schedule[2], Duration::from_secs(300));
-        assert_eq!((c.rate_limit, c.rate_limit_burst), (100, 1000));
-    }
-
-    #[test]
-    fn a_bad_value_is_reported_by_its_variable_name() {
-        let err = Config::from_sources(None, env(&[("REELFARM_LISTEN", "localhost")])).unwrap_err();
-        assert_eq!(err.source_name, "REELFARM_LISTEN");
-        let err = Config::from_sources(None, env(&[("REELFARM_BLOB_URL", "ftp://x")])).unwrap_err();
-        assert_eq!(err.source_name, "REELFARM_BLOB_URL");
-        let err = Config::from_sources(None, env(&[("REELFARM_WEBHOOK_RETRY_SCHEDULE", "5s,5 parsecs")]))
-            .unwrap_err();
-        assert!(err.to_string().contains("REELFARM_WEBHOOK_RETRY_SCHEDULE"), "{err}");
-        let err = Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", "short")])).unwrap_err();
-        assert_eq!(err.source_name, "REELFARM_SECRET_KEY");
-        let err = Config::from_sources(None, env(&[("REELFARM_BUS_URL", "amqp://127.0.0.1")])).unwrap_err();
-        assert_eq!(err.source_name, "REELFARM_SECRET_KEY", "replicas must share the key");
-        let err = Config::from_sources(None, env(&[("REELFARM_RATE_LIMIT_BURST", "0")])).unwrap_err();
-        assert_eq!(err.source_name, "REELFARM_RATE_LIMIT_BURST");
-    }
-
-    #[test]
-    fn toml_file_is_overridden_by_environment_and_unknown_keys_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("reelfarm.toml");
-        std::fs::write(&file, "listen = \"127.0.0.1:9000\"\nrate_limit = 7\noutbound_allow = [\"127.0.0.1\", \"[::1]:8080\"]\n")
-            .unwrap();
-        let c = Config::from_sources(Some(&file), env(&[("REELFARM_RATE_LIMIT", "9")])).unwrap();
-        assert_eq!(c.listen.port(), 9000);
-        assert_eq!(c.rate_limit, 9);
-        assert_eq!(c.outbound_allow.len(), 2);
-        assert!(c.outbound_allow[1].allows("[::1]:8080".parse().unwrap()));
-        assert!(!c.outbound_allow[1].allows("[::1]:8081".parse().unwrap()));
-
-        std::fs::write(&file, "lisen = \"x\"\n").unwrap();
-        let err = Config::from_sources(Some(&file), env(&[])).unwrap_err();
-        assert!(err.message.contains("unknown key `lisen`"), "{err}");
-    }
-
-    #[test]
-    fn s3_urls_carry_bucket_prefix_endpoint_and_region() {
-        let b = parse_blob_url("s3://media/tenant-a?endpoint=http://127.0.0.1:3900&region=garage").unwrap();
-        assert_eq!(
-            b,
-            BlobLocation::S3 {
-                bucket: "media".into(),
-                prefix: "tenant-a".into(),
-                endpoint: Some("http://127.0.0.1:3900".into()),
-                region: "garage".into(),
-                public_base: None,
-            }
-        );
-        assert!(parse_blob_url("s3://media?colour=blue").is_err());
-    }
-
-    #[test]
-    fn durations_take_units() {
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
-        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
-        assert!(parse_duration("3w").is_err());
-        assert!(parse_duration("99999999999999999d").is_err(), "no overflow");
     }
 }

@@ -1,0 +1,83 @@
+//! The configuration's sources, defaults and checks, key by key.
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    let dir = std::env::temp_dir().join(format!("rf-config-{}", crate::id::new_id()));
+    let mut v: Vec<(String, String)> = vec![("REELFARM_DATA_DIR".into(), dir.display().to_string())];
+    v.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    v
+}
+
+#[test]
+fn defaults_are_the_embedded_backends() {
+    let c = Config::from_sources(None, env(&[])).unwrap();
+    assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.public_url, "http://127.0.0.1:8080");
+    assert!(c.database_url.starts_with("sqlite://"));
+    assert!(matches!(c.blob, BlobLocation::Dir(_)));
+    assert!(c.amqp_url.is_none() && c.redis_url.is_none());
+    assert_eq!(c.webhook_retry_schedule.len(), 8);
+    assert_eq!(c.webhook_retry_schedule[2], Duration::from_secs(300));
+    assert_eq!((c.rate_limit, c.rate_limit_burst), (100, 1000));
+}
+
+#[test]
+fn a_bad_value_is_reported_by_its_variable_name() {
+    let err = Config::from_sources(None, env(&[("REELFARM_LISTEN", "localhost")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_LISTEN");
+    let err = Config::from_sources(None, env(&[("REELFARM_BLOB_URL", "ftp://x")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_BLOB_URL");
+    let err = Config::from_sources(None, env(&[("REELFARM_WEBHOOK_RETRY_SCHEDULE", "5s,5 parsecs")]))
+        .unwrap_err();
+    assert!(err.to_string().contains("REELFARM_WEBHOOK_RETRY_SCHEDULE"), "{err}");
+    let err = Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", "short")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_SECRET_KEY");
+    let err = Config::from_sources(None, env(&[("REELFARM_BUS_URL", "amqp://127.0.0.1")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_SECRET_KEY", "replicas must share the key");
+    let err = Config::from_sources(None, env(&[("REELFARM_RATE_LIMIT_BURST", "0")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_RATE_LIMIT_BURST");
+}
+
+#[test]
+fn toml_file_is_overridden_by_environment_and_unknown_keys_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("reelfarm.toml");
+    std::fs::write(&file, "listen = \"127.0.0.1:9000\"\nrate_limit = 7\noutbound_allow = [\"127.0.0.1\", \"[::1]:8080\"]\n")
+        .unwrap();
+    let c = Config::from_sources(Some(&file), env(&[("REELFARM_RATE_LIMIT", "9")])).unwrap();
+    assert_eq!(c.listen.port(), 9000);
+    assert_eq!(c.rate_limit, 9);
+    assert_eq!(c.outbound_allow.len(), 2);
+    assert!(c.outbound_allow[1].allows("[::1]:8080".parse().unwrap()));
+    assert!(!c.outbound_allow[1].allows("[::1]:8081".parse().unwrap()));
+
+    std::fs::write(&file, "lisen = \"x\"\n").unwrap();
+    let err = Config::from_sources(Some(&file), env(&[])).unwrap_err();
+    assert!(err.message.contains("unknown key `lisen`"), "{err}");
+}
+
+#[test]
+fn s3_urls_carry_bucket_prefix_endpoint_and_region() {
+    let b = parse_blob_url("s3://media/tenant-a?endpoint=http://127.0.0.1:3900&region=garage").unwrap();
+    assert_eq!(
+        b,
+        BlobLocation::S3 {
+            bucket: "media".into(),
+            prefix: "tenant-a".into(),
+            endpoint: Some("http://127.0.0.1:3900".into()),
+            region: "garage".into(),
+            public_base: None,
+        }
+    );
+    assert!(parse_blob_url("s3://media?colour=blue").is_err());
+}
+
+#[test]
+fn durations_take_units() {
+    assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+    assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+    assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+    assert!(parse_duration("3w").is_err());
+    assert!(parse_duration("99999999999999999d").is_err(), "no overflow");
+}
