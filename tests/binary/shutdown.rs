@@ -181,25 +181,11 @@ fn json_of((status, body): (u16, String), expected: u16) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
-/// A 1280×720, 8 s, 25 fps template of a shape and a text: long enough to stop mid-render.
+/// A 1280×720, 8 s, 25 fps template of a shape and a text (`tests/fixtures/long.json`):
+/// long enough to stop its render midway.
 fn long_template(dir: &std::path::Path) -> std::path::PathBuf {
-    let template = serde_json::json!({
-        "version": 1,
-        "name": "Long",
-        "canvas": { "width": 1280, "height": 720, "fps": 25, "background": "#102030" },
-        "clips": [{
-            "id": "only",
-            "duration": 8,
-            "layers": [
-                { "id": "box", "kind": "shape", "x": 100, "y": 100, "width": 600, "height": 300, "color": "#c04040",
-                  "animations": [{ "kind": "scale", "from": 0.5, "to": 1.5 }] },
-                { "id": "title", "kind": "text", "x": 100, "y": 500, "width": 1000, "height": 120,
-                  "text": "Survives a rollout", "font": { "family": "Liberation Sans", "size": 64 } }
-            ]
-        }]
-    });
     let file = dir.join("long.json");
-    std::fs::write(&file, serde_json::to_vec(&template).unwrap()).unwrap();
+    std::fs::write(&file, include_str!("../fixtures/long.json")).unwrap();
     file
 }
 

@@ -143,6 +143,16 @@ impl TestApp {
         self.service.backends.store.create_token(&user.id, 365).await.unwrap().1
     }
 
+    /// A new user `name` with `credits` and a token, owning `template` (a template document
+    /// whose files are in `dir`), imported as `reelfarm admin template import` does.
+    pub async fn maker(&self, name: &str, credits: i64, dir: &std::path::Path, template: &Value) -> (String, TemplateRecord) {
+        let file = dir.join("template.json");
+        std::fs::write(&file, serde_json::to_vec_pretty(template).unwrap()).unwrap();
+        let user = self.create_user(name, None, credits).await;
+        let token = self.token_for(&user).await;
+        (token, self.import_template(&file, Some(&user), false).await)
+    }
+
     /// A new user with a token.
     pub async fn user_with_token(&self, name: &str) -> (User, String) {
         let user = self.create_user(name, None, 0).await;

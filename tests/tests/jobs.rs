@@ -35,7 +35,7 @@ fn png(dir: &Path, name: &str, color: &str) -> PathBuf {
 
 /// A 320×240, 1.5 s, 10 fps template: three 100×100 image variables side by side (green
 /// placeholders), a single-line text variable (1–40 characters) and a tone soundtrack.
-fn write_template(dir: &Path) -> PathBuf {
+fn template(dir: &Path) -> Value {
     std::fs::create_dir_all(dir.join("media")).unwrap();
     png(&dir.join("media"), "green.png", "0x00ff00");
     media::ffmpeg(&["-f", "lavfi", "-i", "sine=f=440:d=2"], &dir.join("media/tone.wav"));
@@ -46,7 +46,7 @@ fn write_template(dir: &Path) -> PathBuf {
             "variable": { "id": variable, "name": id, "weight": 1 }
         })
     };
-    let template = json!({
+    json!({
         "version": 1,
         "name": "Jobs test",
         "canvas": { "width": 320, "height": 240, "fps": 10, "background": "#000000" },
@@ -67,10 +67,7 @@ fn write_template(dir: &Path) -> PathBuf {
                 }
             ]
         }]
-    });
-    let file = dir.join("jobs-test.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
-    file
+    })
 }
 
 /// The test's world: a running app, a user with credits, an imported template.
@@ -88,11 +85,8 @@ async fn world(mode: Mode, credits: i64) -> World {
 
 async fn world_with(mode: Mode, credits: i64, settings: &[(&str, &str)]) -> World {
     let app = TestApp::spawn_with(mode, settings).await;
-    let user = app.create_user("maker", None, credits).await;
-    let token = app.token_for(&user).await;
     let dir = tempfile::tempdir().unwrap();
-    let file = write_template(dir.path());
-    let template = app.import_template(&file, Some(&user), false).await;
+    let (token, template) = app.maker("maker", credits, dir.path(), &template(dir.path())).await;
     let files = FileServer::start().await;
     World { app, token, template, files, dir }
 }

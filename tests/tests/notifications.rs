@@ -6,7 +6,7 @@
 //! notifiers delivering each callback once; e-mail, video-site and cloud-drive
 //! notifications of a job reaching a real SMTP server and a fake of Google's APIs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use reelfarm_notifier::signing;
@@ -36,10 +36,10 @@ const IMAGE: &str = "11111111-1111-4111-8111-111111111111";
 const HEADLINE: &str = "44444444-4444-4444-8444-444444444444";
 
 /// A 160×120, 0.5 s, 10 fps template with an image and a text variable.
-fn write_template(dir: &Path) -> PathBuf {
+fn template(dir: &Path) -> Value {
     let green = dir.join("green.png");
     reelfarm_tests::media::ffmpeg(&["-f", "lavfi", "-i", "color=c=0x00ff00:s=64x64", "-frames:v", "1"], &green);
-    let template = json!({
+    json!({
         "version": 1,
         "name": "Callbacks test",
         "canvas": { "width": 160, "height": 120, "fps": 10, "background": "#000000" },
@@ -59,10 +59,7 @@ fn write_template(dir: &Path) -> PathBuf {
                 }
             ]
         }]
-    });
-    let file = dir.join("callbacks-test.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
-    file
+    })
 }
 
 struct World {
@@ -75,10 +72,8 @@ struct World {
 
 async fn world(mode: Mode, settings: &[(&str, &str)]) -> World {
     let app = TestApp::spawn_with(mode, settings).await;
-    let user = app.create_user("caller", None, 10).await;
-    let token = app.token_for(&user).await;
     let dir = tempfile::tempdir().unwrap();
-    let template = app.import_template(&write_template(dir.path()), Some(&user), false).await;
+    let (token, template) = app.maker("caller", 10, dir.path(), &template(dir.path())).await;
     World { app, token, template, receiver: FileServer::start().await, _dir: dir }
 }
 

@@ -3,7 +3,7 @@
 //! protocols, the synthesis cache, long texts split for the provider, identifiers refused
 //! naming their segment, and the voice list.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use reelfarm_shared::store::TemplateRecord;
 use reelfarm_tests::google_tts::{FakeGoogleTts, API_KEY};
@@ -24,7 +24,7 @@ const SECOND: &str = "bbbbbbbb-2222-4222-8222-222222222222";
 
 /// A 160×120, 3 s, 10 fps template with two sound variables: `first` plays from 0.5 s to
 /// 1.5 s, `second` from 1.5 s to 2.5 s; their placeholders are silence.
-fn write_template(dir: &Path) -> PathBuf {
+fn template(dir: &Path) -> Value {
     std::fs::create_dir_all(dir.join("media")).unwrap();
     media::ffmpeg(&["-f", "lavfi", "-i", "anullsrc=r=48000:cl=mono", "-t", "3"], &dir.join("media/silence.wav"));
     let sound = |id: &str, start: f64, end: f64, variable: &str| {
@@ -34,7 +34,7 @@ fn write_template(dir: &Path) -> PathBuf {
             "variable": { "id": variable, "name": id }
         })
     };
-    let template = json!({
+    json!({
         "version": 1,
         "name": "Speech test",
         "canvas": { "width": 160, "height": 120, "fps": 10, "background": "#202020" },
@@ -43,10 +43,7 @@ fn write_template(dir: &Path) -> PathBuf {
             "duration": 3,
             "layers": [sound("first", 0.5, 1.5, FIRST), sound("second", 1.5, 2.5, SECOND)]
         }]
-    });
-    let file = dir.join("speech-test.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&template).unwrap()).unwrap();
-    file
+    })
 }
 
 struct World {
@@ -58,10 +55,8 @@ struct World {
 
 async fn world(mode: Mode, settings: &[(&str, &str)]) -> World {
     let app = TestApp::spawn_with(mode, settings).await;
-    let user = app.create_user("speaker", None, 20).await;
-    let token = app.token_for(&user).await;
     let dir = tempfile::tempdir().unwrap();
-    let template = app.import_template(&write_template(dir.path()), Some(&user), false).await;
+    let (token, template) = app.maker("speaker", 20, dir.path(), &template(dir.path())).await;
     World { app, token, template, dir }
 }
 

@@ -4,7 +4,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{Result, Store, StoreError};
+use super::{missing_reference, Result, Store, StoreError};
 use crate::id::now_ms;
 use crate::integration::Provider;
 
@@ -55,13 +55,7 @@ impl Store {
         .bind(now)
         .execute(&self.pool)
         .await
-        .map_err(|e| {
-            if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
-                StoreError::NotFound("user")
-            } else {
-                e.into()
-            }
-        })?;
+        .map_err(missing_reference("user"))?;
         Ok(())
     }
 

@@ -10,7 +10,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
-use super::{flag, is_unique_violation, outbox, Dialect, Result, Store, StoreError};
+use super::{flag, is_unique_violation, missing_reference, outbox, Dialect, Result, Store, StoreError};
 use crate::id::now_ms;
 use crate::message::{Envelope, Message, Queue};
 
@@ -31,6 +31,23 @@ const NEW_RENDER_COLUMNS: &str =
     "id, job_id, position, external_id, title, metadata, template_variables, status, charged, project_id, created_at, finished_at";
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
+
+/// Binds `$1`–`$11` of a job's insert: its [`JOB_COLUMNS`] (as `record` says) and the
+/// credits it `charges`.
+fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, charges: i64) -> AnyQuery<'q> {
+    query
+        .bind(&job.id)
+        .bind(&job.user_id)
+        .bind(&job.template_id)
+        .bind(record.status.as_str())
+        .bind(&job.quality)
+        .bind(i64::from(job.create_render))
+        .bind(i64::from(job.create_project))
+        .bind(&job.notifications)
+        .bind(job.created_at)
+        .bind(record.finished_at)
+        .bind(charges)
+}
 
 /// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
 fn bind_render<'q>(query: AnyQuery<'q>, job: &'q NewJob, render: &'q NewRender, stored: &'q RenderRecord) -> AnyQuery<'q> {
@@ -218,30 +235,15 @@ impl Store {
         let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
         let record = JobRecord::from_new(job);
         // The account to charge is found in the same statement (one round trip less).
-        let account: Option<String> = sqlx::query_scalar(&format!(
+        let sql = format!(
             "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
              CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END) RETURNING credit_account"
-        ))
-            .bind(&job.id)
-            .bind(&job.user_id)
-            .bind(&job.template_id)
-            .bind(record.status.as_str())
-            .bind(&job.quality)
-            .bind(i64::from(job.create_render))
-            .bind(i64::from(job.create_project))
-            .bind(&job.notifications)
-            .bind(now)
-            .bind(record.finished_at)
-            .bind(charges)
+        );
+        let account: Option<String> = bind_job(sqlx::query(&sql), job, &record, charges)
             .fetch_one(&mut *tx)
             .await
-            .map_err(|e| {
-                if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
-                    StoreError::NotFound("template")
-                } else {
-                    e.into()
-                }
-            })?;
+            .and_then(|row| row.try_get(0))
+            .map_err(missing_reference("template"))?;
         let account = account.as_deref().map(CreditAccount::decode).transpose()?;
         for (render, stored) in job.renders.iter().zip(&record.renders) {
             let sql = format!("INSERT INTO renders ({NEW_RENDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)");
@@ -276,7 +278,6 @@ impl Store {
     async fn create_job_in_one_statement(&self, job: &NewJob) -> Result<JobCreation> {
         let record = JobRecord::from_new(job);
         let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
-        let now = job.created_at;
         // $1–$11: the job; then the rows, numbered on.
         let mut next = 12;
         let mut placeholders = |n: usize| {
@@ -320,18 +321,7 @@ impl Store {
         }
         sql.push_str(" SELECT count(*) FROM job");
 
-        let mut query = sqlx::query(&sql)
-            .bind(&job.id)
-            .bind(&job.user_id)
-            .bind(&job.template_id)
-            .bind(record.status.as_str())
-            .bind(&job.quality)
-            .bind(i64::from(job.create_render))
-            .bind(i64::from(job.create_project))
-            .bind(&job.notifications)
-            .bind(now)
-            .bind(record.finished_at)
-            .bind(charges);
+        let mut query = bind_job(sqlx::query(&sql), job, &record, charges);
         for (render, stored) in job.renders.iter().zip(&record.renders) {
             query = bind_render(query, job, render, stored);
         }
@@ -347,13 +337,7 @@ impl Store {
                 query = query.bind(envelope.id).bind(Queue::Render.name()).bind(payload).bind(envelope.enqueued_at);
             }
         }
-        let created: i64 = query.fetch_one(&self.pool).await.and_then(|row| row.try_get(0)).map_err(|e| {
-            if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
-                StoreError::NotFound("template")
-            } else {
-                e.into()
-            }
-        })?;
+        let created: i64 = query.fetch_one(&self.pool).await.and_then(|row| row.try_get(0)).map_err(missing_reference("template"))?;
         if created == 0 {
             return Ok(JobCreation::CreditsExhausted { needed: charges });
         }

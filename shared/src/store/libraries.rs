@@ -3,7 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{flag, is_unique_violation, Result, Store, StoreError};
+use super::{flag, is_unique_violation, missing_reference, Result, Store, StoreError};
 use crate::id::{new_id, now_ms};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,13 +137,7 @@ impl Store {
             .bind(library.created_at)
             .execute(&self.pool)
             .await
-            .map_err(|e| {
-                if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
-                    StoreError::NotFound("library owner")
-                } else {
-                    e.into()
-                }
-            })?;
+            .map_err(missing_reference("library owner"))?;
         Ok(library)
     }
 

@@ -80,6 +80,16 @@ pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     e.as_database_error().is_some_and(|d| d.is_unique_violation())
 }
 
+/// A foreign-key violation: the row refers to one that does not exist.
+pub(crate) fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error().is_some_and(|d| d.is_foreign_key_violation())
+}
+
+/// The error of a write whose foreign key found nothing: `missing` is not found.
+pub(crate) fn missing_reference(missing: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
+    move |e| if is_foreign_key_violation(&e) { StoreError::NotFound(missing) } else { e.into() }
+}
+
 /// The database driver's error, re-exported for callers that classify store errors.
 pub use sqlx::Error as SqlxError;
 

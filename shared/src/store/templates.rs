@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{flag, is_unique_violation, Result, Store, StoreError};
+use super::{flag, is_foreign_key_violation, is_unique_violation, Result, Store, StoreError};
 use crate::id::now_ms;
 
 /// A template's native size, named after the shorter side of its canvas.
@@ -159,7 +159,7 @@ impl Store {
         .execute(&self.pool)
         .await
         .map_err(|e| {
-            if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
+            if is_foreign_key_violation(&e) {
                 StoreError::NotFound("template owner")
             } else if is_unique_violation(&e) {
                 StoreError::Conflict(format!("a template with id {} exists already", new.id))
@@ -222,7 +222,7 @@ impl Store {
         match inserted {
             Ok(_) => Ok(()),
             Err(e) if is_unique_violation(&e) => Ok(()),
-            Err(e) if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) => {
+            Err(e) if is_foreign_key_violation(&e) => {
                 Err(StoreError::NotFound("template or share target"))
             }
             Err(e) => Err(e.into()),

@@ -5,7 +5,7 @@ use rand::RngCore;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{is_unique_violation, Result, Store, StoreError};
+use super::{is_unique_violation, missing_reference, Result, Store, StoreError};
 use crate::id::{is_id, new_id, now_ms};
 use crate::token;
 
@@ -191,13 +191,7 @@ impl Store {
         .bind(record.expires_at)
         .execute(&self.pool)
         .await
-        .map_err(|e| {
-            if e.as_database_error().is_some_and(|d| d.is_foreign_key_violation()) {
-                StoreError::NotFound("user")
-            } else {
-                e.into()
-            }
-        })?;
+        .map_err(missing_reference("user"))?;
         Ok((record, new.plaintext))
     }
 
