@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use reelfarm_shared::notification::Notification;
-use reelfarm_shared::store::{RenderStatus, StoreError};
+use reelfarm_shared::store::{JobRecord, RenderStatus, StoreError};
 use reelfarm_shared::Backends;
 
 /// What a delivery knows of the render it reports (the §6.1 fields, and where the video is).
@@ -34,14 +34,19 @@ pub struct RenderFacts {
 impl RenderFacts {
     /// The facts of an ended render, with its files' public addresses.
     pub async fn load(backends: &Backends, render_id: &str) -> Result<RenderFacts, StoreError> {
+        Ok(RenderFacts::load_with_job(backends, render_id).await?.0)
+    }
+
+    /// [`RenderFacts::load`], with the render's job (without its other renders).
+    pub async fn load_with_job(backends: &Backends, render_id: &str) -> Result<(RenderFacts, JobRecord), StoreError> {
         let render = backends.store.render(render_id).await?;
-        let job = backends.store.job(&render.job_id).await?;
+        let job = backends.store.job_alone(&render.job_id).await?;
         let address = |key: &Option<String>| key.as_deref().map(|k| backends.blobs.public_url(k));
         let succeeded = render.status == RenderStatus::Success;
-        Ok(RenderFacts {
-            job_id: job.id,
-            template_id: job.template_id,
-            user_id: job.user_id,
+        let facts = RenderFacts {
+            job_id: job.id.clone(),
+            template_id: job.template_id.clone(),
+            user_id: job.user_id.clone(),
             status: if succeeded { "success" } else { "failed" }.to_string(),
             video_url: address(&render.video_key),
             thumbnail_url: address(&render.thumb_key),
@@ -51,7 +56,8 @@ impl RenderFacts {
             error: render.error,
             project_id: render.project_id,
             video_key: render.video_key,
-        })
+        };
+        Ok((facts, job))
     }
 
     pub fn succeeded(&self) -> bool {

@@ -30,8 +30,7 @@ impl EventHandler {
     }
 
     async fn plan(&self, render_id: &str) -> Result<u64, StoreError> {
-        let render = RenderFacts::load(&self.backends, render_id).await?;
-        let job = self.backends.store.job(&render.job_id).await?;
+        let (render, job) = RenderFacts::load_with_job(&self.backends, render_id).await?;
         let notifications: Vec<Notification> = serde_json::from_str(&job.notifications)
             .map_err(|e| StoreError::Corrupt(format!("notifications of job {}: {e}", job.id)))?;
         let due_at = now_ms() + self.first_delay_ms;

@@ -98,7 +98,7 @@ impl DeliveryJson {
 #[get("/generator/v1/jobs/{id}/notifications")]
 pub async fn of_job(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
     let store = &state.backends.store;
-    match store.job(&id).await {
+    match store.job_alone(&id).await {
         Ok(job) if job.user_id == caller.user.id => {}
         Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
         Err(e) => return Err(e.into()),

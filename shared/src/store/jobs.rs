@@ -379,14 +379,19 @@ impl Store {
 
     /// The job with its renders.
     pub async fn job(&self, id: &str) -> Result<JobRecord> {
+        let mut jobs = vec![self.job_alone(id).await?];
+        self.attach_renders(&mut jobs).await?;
+        Ok(jobs.remove(0))
+    }
+
+    /// The job without its renders (`renders` is empty), for who needs one render only.
+    pub async fn job_alone(&self, id: &str) -> Result<JobRecord> {
         let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("job"))?;
-        let mut jobs = vec![job_from(&row)?];
-        self.attach_renders(&mut jobs).await?;
-        Ok(jobs.remove(0))
+        job_from(&row)
     }
 
     /// The user's jobs, newest first, `limit` from `offset`; only those of `template_id`
