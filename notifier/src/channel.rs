@@ -100,7 +100,7 @@ pub struct Failed {
     /// opposed to a fault that will not go away (unlinked account, refused address).
     pub retryable: bool,
     /// Kept for the next attempt (`None` keeps what an earlier attempt kept). A kept
-    /// `video_id` says the video is uploaded: given up, such a delivery counts as delivered.
+    /// `result` is what the delivery achieved already: given up, it is delivered with it.
     pub state: Option<Value>,
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -264,12 +264,10 @@ schedule: &[Duration],
                 Some(delay) if failed.retryable => {
                     AfterAttempt::Retry { at: now_ms() + jittered(*delay), error: failed.error.clone(), state }
                 }
-                _ => match uploaded_video(state.as_deref()) {
-                    // The video is up and only a later step (the playlist) failed: the
-                    // upload is delivered, with what went wrong after it.
-                    Some(video_id) => AfterAttempt::Delivered {
-                        result: Some(json!({ "video_id": video_id, "playlist_error": failed.error }).to_string()),
-                    },
+                _ => match kept_result(state.as_deref()) {
+                    // Something was achieved already (the video is up, only the playlist
+                    // step failed): given up, the delivery is delivered with what it kept.
+                    Some(result) => AfterAttempt::Delivered { result: Some(result.to_string()) },
                     None if failed.retryable => AfterAttempt::Failed {
                         error: format!("gave up after {number} attempts: {}", failed.error),
                         state,
@@ -291,10 +289,10 @@ schedule: &[Duration],
     (attempt, after)
 }
 
-/// The id of a video that a video-site delivery's kept state says is uploaded.
-fn uploaded_video(state: Option<&str>) -> Option<String> {
-    let state: Value = serde_json::from_str(state?).ok()?;
-    state.get("video_id")?.as_str().map(str::to_string)
+/// The `result` a failed attempt kept in its state: what the delivery achieved so far.
+fn kept_result(state: Option<&str>) -> Option<Value> {
+    let mut state: Value = serde_json::from_str(state?).ok()?;
+    Some(state.get_mut("result")?.take())
 }
 
 /// The error of a delivery whose type has no channel in this notifier.
@@ -314,6 +312,7 @@ fn jittered(delay: Duration) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn delivery(attempts: i64, state: Option<&str>) -> DeliveryRecord {
         DeliveryRecord {
@@ -372,7 +371,7 @@ mod tests {
     #[test]
     fn an_uploaded_video_whose_playlist_step_gave_up_is_delivered() {
         let schedule = [Duration::ZERO];
-        let kept = r#"{"session_uri":"http://127.0.0.1:9/s","video_id":"v9"}"#;
+        let kept = r#"{"session_uri":"http://127.0.0.1:9/s","result":{"video_id":"v9","playlist_error":"playlist: 503"}}"#;
         let outcome = Err(Failed::transient("playlist: 503"));
         let (attempt, after) = settle(&schedule, &delivery(1, Some(kept)), 0, Duration::ZERO, &outcome);
         let AfterAttempt::Delivered { result: Some(result) } = &after else { panic!("{after:?}") };

@@ -50,8 +50,8 @@ impl Channel for YouTubeChannel {
         let mut session = resumable::kept_session(attempt.state);
 
         // A previous attempt that uploaded the video but could not add it to the
-        // playlist kept the video's id: only the playlist is left to do.
-        let kept_video = attempt.state.and_then(|s| s.get("video_id")).and_then(Value::as_str);
+        // playlist kept its result: only the playlist is left to do.
+        let kept_video = attempt.state.and_then(|s| s["result"]["video_id"].as_str());
         let (status, video_id) = match kept_video {
             Some(id) => (200, id.to_string()),
             None => {
@@ -77,7 +77,10 @@ impl Channel for YouTubeChannel {
             match add_to_playlist(&mut auth, playlist_id, &video_id).await {
                 Ok(()) => {}
                 Err(failed) if failed.retryable => {
-                    let state = json!({ "session_uri": session, "video_id": video_id });
+                    // Kept as the delivery's result should it be given up (the video is
+                    // there either way).
+                    let result = json!({ "video_id": video_id, "playlist_error": failed.error });
+                    let state = json!({ "session_uri": session, "result": result });
                     return Err(Failed { state: Some(state), ..failed });
                 }
                 // The video is there: the delivery succeeded, and says what did not.
