@@ -30,6 +30,9 @@ pub enum Command {
     /// Renders a template file into an MP4 (thumbnail next to it as .jpg), locally: no
     /// server needed.
     Render(RenderArgs),
+    /// Drives a running deployment over its public API with a token and reports render
+    /// throughput and latencies (JSON and an HTML report with plots).
+    Loadtest(LoadtestArgs),
     /// Applies the metadata store's migrations and exits (every role also migrates on
     /// start; run this before a rollout so that a failing migration stops it early).
     Migrate,
@@ -50,6 +53,55 @@ pub struct RenderArgs {
     /// The MP4 to write; the thumbnail goes next to it with the extension `.jpg`.
     #[arg(short, long)]
     pub output: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LoadtestArgs {
+    /// Base address of the deployment's API [default: http://127.0.0.1:8080].
+    #[arg(long)]
+    pub url: Option<String>,
+    /// API token of the user whose credits the jobs spend.
+    #[arg(long, env = "REELFARM_LOADTEST_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// TOML scenario: `url`, `concurrency` or `rate`, `duration` or `jobs`,
+    /// `videos_per_job`, `qualities`, and `[[templates]]` with `id`, `weight` and
+    /// `values` (`{n}` in a value becomes the video's number). Options given here win.
+    #[arg(long)]
+    pub scenario: Option<PathBuf>,
+    /// A template to make jobs of: `ID` or `ID*WEIGHT` (repeatable).
+    #[arg(long = "template", value_name = "ID[*WEIGHT]")]
+    pub templates: Vec<String>,
+    /// A quality to ask for; jobs take them in turn (repeatable) [default: 480p].
+    #[arg(long = "quality", value_enum)]
+    pub qualities: Vec<QualityArg>,
+    /// Clients, each sending its next job once the last one's videos ended [default: 4].
+    #[arg(long, conflicts_with = "rate")]
+    pub concurrency: Option<usize>,
+    /// Jobs per second, sent whatever the completions.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// How long to send jobs (`90s`, `5m`).
+    #[arg(long, conflicts_with = "jobs")]
+    pub duration: Option<String>,
+    /// How many jobs to send.
+    #[arg(long)]
+    pub jobs: Option<u64>,
+    /// Videos per job (elements of `values`) [default: 1].
+    #[arg(long)]
+    pub videos_per_job: Option<u32>,
+    /// Where the callback listener binds; the deployment must be allowed to reach it
+    /// (`REELFARM_OUTBOUND_ALLOW`).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Polls the jobs once a second instead of receiving callbacks.
+    #[arg(long)]
+    pub poll: bool,
+    /// Longest wait for the videos still under way after the last job was sent.
+    #[arg(long, default_value = "30m", value_parser = reelfarm_shared::config::parse_duration)]
+    pub drain_timeout: std::time::Duration,
+    /// Directory of `report.json` and `report.html` (created if missing).
+    #[arg(short, long, default_value = "loadtest-report")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -97,6 +149,12 @@ pub enum Bench {
         /// Users the clients act for (round robin).
         #[arg(long, default_value_t = 64)]
         users: usize,
+    },
+    /// Render messages per second the configured RabbitMQ takes (confirmed) and hands
+    /// out (acknowledged).
+    Bus {
+        #[arg(long, default_value_t = 20_000)]
+        messages: u64,
     },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
@@ -234,6 +292,7 @@ mod tests {
             vec!["reelfarm", "migrate"],
             vec!["reelfarm", "render", "t.json", "-o", "out.mp4"],
             vec!["reelfarm", "render", "t.json", "--values", "v.json", "--quality", "720p", "-o", "out.mp4"],
+            vec!["reelfarm", "loadtest", "--token", "rf_x", "--template", "t*2", "--rate", "2", "--duration", "1m"],
         ] {
             Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         }
@@ -241,5 +300,9 @@ mod tests {
         assert!(Cli::try_parse_from(["reelfarm", "render", "t.json"]).is_err(), "an output is required");
         assert!(Cli::try_parse_from(["reelfarm", "render", "t.json", "--quality", "4k", "-o", "o.mp4"]).is_err());
         assert!(Cli::try_parse_from(["reelfarm", "admin", "template", "import", "t.json"]).is_err(), "owner or public");
+        assert!(
+            Cli::try_parse_from(["reelfarm", "loadtest", "--token", "t", "--rate", "1", "--concurrency", "2"]).is_err(),
+            "a pace, not two"
+        );
     }
 }

@@ -4,6 +4,8 @@
 pub mod admin;
 pub mod bench;
 pub mod cli;
+pub mod loadtest;
 pub mod render;
 pub mod serve;
 pub mod sources;
+pub mod stats;

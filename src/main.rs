@@ -2,28 +2,38 @@
 //! configuration, initialises telemetry and runs.
 
 use clap::Parser;
-use reelfarm::{admin, bench, cli, render, serve};
+use reelfarm::{admin, bench, cli, loadtest, render, serve};
 
 fn main() -> std::process::ExitCode {
     return_big_buffers_to_the_os();
     let cli = cli::Cli::parse();
-    if let cli::Command::Render(args) = cli.command {
-        // Works on files alone: no configuration, no data directory.
-        init_telemetry(false, true);
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-        return exit_code(runtime.block_on(render::run(args)));
+    match cli.command {
+        // These work on files or a remote deployment alone: no configuration, no data
+        // directory.
+        cli::Command::Render(args) => standalone(render::run(args)),
+        cli::Command::Loadtest(args) => standalone(loadtest::run(args)),
+        command => with_config(command, cli.config.as_deref()),
     }
-    let config = match reelfarm_shared::Config::load(cli.config.as_deref()) {
+}
+
+fn standalone(work: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
+    init_telemetry(false, true);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    exit_code(runtime.block_on(work))
+}
+
+fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> std::process::ExitCode {
+    let config = match reelfarm_shared::Config::load(config_file) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("reelfarm: {e}");
             return std::process::ExitCode::from(2);
         }
     };
-    init_telemetry(config.log_json, !matches!(cli.command, cli::Command::Serve { .. }));
+    init_telemetry(config.log_json, !matches!(command, cli::Command::Serve { .. }));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let result = runtime.block_on(async move {
-        match cli.command {
+        match command {
             cli::Command::Serve { role } => serve::run(role, config).await,
             cli::Command::Admin(command) => admin::run(command, config).await,
             cli::Command::Migrate => migrate(&config).await,
@@ -37,8 +47,9 @@ fn main() -> std::process::ExitCode {
             cli::Command::Bench(cli::Bench::Jobs { seconds, connections, users }) => {
                 bench::jobs::run(&config, seconds, connections, users).await
             }
+            cli::Command::Bench(cli::Bench::Bus { messages }) => bench::bus::run(&config, messages).await,
             cli::Command::Bench(cli::Bench::Upload { size_mib }) => bench::upload::run(&config, size_mib).await,
-            cli::Command::Render(args) => render::run(args).await,
+            cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
         }
     });
     exit_code(result)

@@ -19,6 +19,7 @@ use reelfarm_shared::{Blobs, Config, Store};
 use serde_json::json;
 
 use crate::admin::template::{import, ImportOptions};
+use crate::stats::Percentiles;
 
 const BAR_JOBS_PER_SECOND: f64 = 1500.0;
 const BAR_P99: Duration = Duration::from_millis(50);
@@ -26,35 +27,26 @@ const VARIABLE: &str = "6b1f8e0a-5c2d-4e3f-9a1b-2c3d4e5f6a7b";
 
 /// What one load phase measured.
 struct Phase {
-    ok: u64,
     failed: u64,
     elapsed: Duration,
-    /// Sorted latencies of the successful requests.
-    latencies: Vec<Duration>,
+    /// Latencies of the successful requests.
+    latency: Percentiles,
 }
 
 impl Phase {
     fn rate(&self) -> f64 {
-        self.ok as f64 / self.elapsed.as_secs_f64()
-    }
-
-    fn percentile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let i = ((self.latencies.len() as f64 * p).ceil() as usize).clamp(1, self.latencies.len()) - 1;
-        self.latencies[i]
+        self.latency.count as f64 / self.elapsed.as_secs_f64()
     }
 
     fn print(&self, name: &str) {
-        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+        let p = &self.latency;
         println!(
-            "  {name:<8} {:>7.0} req/s  p50 {}  p95 {}  p99 {}  ({} ok, {} failed)",
+            "  {name:<8} {:>7.0} req/s  p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms  ({} ok, {} failed)",
             self.rate(),
-            ms(self.percentile(0.50)),
-            ms(self.percentile(0.95)),
-            ms(self.percentile(0.99)),
-            self.ok,
+            p.p50,
+            p.p95,
+            p.p99,
+            p.count,
             self.failed
         );
     }
@@ -148,7 +140,7 @@ async fn measure(port: u16, tokens: Vec<String>, template_id: &str, seconds: u64
     create.print("jobs");
 
     println!("  ratio    jobs / baseline reads: {:.2}", create.rate() / read.rate().max(1.0));
-    let pass = create.rate() >= BAR_JOBS_PER_SECOND && create.percentile(0.99) <= BAR_P99 && create.failed == 0;
+    let pass = create.rate() >= BAR_JOBS_PER_SECOND && create.latency.p99 <= BAR_P99.as_secs_f64() * 1000.0 && create.failed == 0;
     println!(
         "  bar      ≥ {BAR_JOBS_PER_SECOND:.0} jobs/s with p99 ≤ {} ms: {} ({:.2}× the rate)",
         BAR_P99.as_millis(),
@@ -196,7 +188,7 @@ where
                         Err(_) => false,
                     };
                     if ok {
-                        latencies.push(sent.elapsed());
+                        latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
                     } else {
                         failed += 1;
                     }
@@ -205,16 +197,14 @@ where
             })
         })
         .collect();
-    let mut phase = Phase { ok: 0, failed: 0, elapsed: Duration::ZERO, latencies: Vec::new() };
+    let (mut latencies, mut failed) = (Vec::new(), 0);
     for client in clients {
-        let (latencies, failed) = client.await.expect("load client");
-        phase.ok += latencies.len() as u64;
-        phase.failed += failed;
-        phase.latencies.extend(latencies);
+        let (ms, refused) = client.await.expect("load client");
+        latencies.extend(ms);
+        failed += refused;
     }
-    phase.elapsed = started.elapsed();
+    let elapsed = started.elapsed();
     ticker.abort();
     bar.finish_and_clear();
-    phase.latencies.sort_unstable();
-    phase
+    Phase { failed, elapsed, latency: Percentiles::of(latencies) }
 }

@@ -2,6 +2,7 @@
 //! same run (never timed tests). Results and commands are recorded in
 //! `docs/performance.md`.
 
+pub mod bus;
 pub mod convert;
 pub mod jobs;
 pub mod render;

@@ -15,11 +15,17 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every variable the binary reads: `REELFARM_` + each key, and `REELFARM_CONFIG` (the
-/// file, read by the command line).
+/// The configuration's variables: `REELFARM_` + each key.
+fn keys() -> BTreeSet<String> {
+    KEYS.iter().map(|(k, _)| format!("{ENV_PREFIX}{}", k.to_ascii_uppercase())).collect()
+}
+
+/// Every variable the binary reads: the keys, and the two the command line reads
+/// (`REELFARM_CONFIG`, the file; `REELFARM_LOADTEST_TOKEN`, `loadtest`'s token).
 fn accepted() -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = KEYS.iter().map(|(k, _)| format!("{ENV_PREFIX}{}", k.to_ascii_uppercase())).collect();
+    let mut names = keys();
     names.insert(format!("{ENV_PREFIX}CONFIG"));
+    names.insert(format!("{ENV_PREFIX}LOADTEST_TOKEN"));
     names
 }
 
@@ -104,7 +110,7 @@ fn compose_env_file_lists_every_key_and_is_a_valid_distributed_configuration() {
     let path = root().join("deploy/.env.example");
     let (set, mentioned) = env_file(&path);
     let missing: Vec<String> =
-        accepted().into_iter().filter(|n| n != "REELFARM_CONFIG" && !set.contains_key(n) && !mentioned.contains(n)).collect();
+        keys().into_iter().filter(|n| !set.contains_key(n) && !mentioned.contains(n)).collect();
     assert!(missing.is_empty(), "deploy/.env.example must list every key (set or commented out): {missing:?}");
     assert_distributed(&set, "deploy/.env.example");
 

@@ -5,6 +5,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod deploy;
+mod loadtest;
 mod shutdown;
 mod templates;
 
@@ -59,8 +60,14 @@ fn get(base: &str, path: &str, token: Option<&str>) -> (u16, String) {
 }
 
 fn start(data_dir: &std::path::Path) -> Server {
+    start_with(data_dir, &[])
+}
+
+/// `serve all` with more configuration.
+fn start_with(data_dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
     let port = free_port();
     let child = reelfarm(data_dir, port)
+        .envs(env.iter().copied())
         .args(["serve", "all"])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

@@ -16,7 +16,7 @@ fn status_of(url: &str) -> u16 {
 
 /// A 1 s, 160×120 template with an image variable whose default is `media/dot.png`
 /// (made by the ffmpeg CLI), and a text layer in font `family`.
-fn write_template(dir: &std::path::Path, family: &str) -> std::path::PathBuf {
+pub(super) fn write_template(dir: &std::path::Path, family: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(dir.join("media")).unwrap();
     let png = dir.join("media/dot.png");
     let made = std::process::Command::new("ffmpeg")

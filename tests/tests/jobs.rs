@@ -144,6 +144,8 @@ async fn a_job_renders_every_value_with_urls_assets_placeholders_and_rich_text(m
     assert_eq!(videos.len(), 2);
     assert_eq!((videos[0]["external_id"].as_str(), videos[1]["external_id"].as_str()), (Some("first"), Some("second")));
     assert_eq!((videos[0]["status"].as_str(), videos[0]["url"].as_str(), videos[0]["error"].as_str()), (Some("pending"), Some(""), Some("")));
+    assert!(videos[0]["created_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{created}");
+    assert_eq!((&videos[0]["started_at"], &videos[0]["finished_at"]), (&Value::Null, &Value::Null));
     assert_eq!(w.credits().await, 8, "one credit per video");
 
     let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
@@ -152,6 +154,9 @@ async fn a_job_renders_every_value_with_urls_assets_placeholders_and_rich_text(m
         assert_eq!(video["status"], "success", "{video}");
         assert_eq!(video["external_id"], external_id);
         assert_eq!(video["progress"], 100);
+        // RFC 3339 in UTC with milliseconds: ordered as strings.
+        let times = ["created_at", "started_at", "finished_at"].map(|t| video[t].as_str().unwrap_or_else(|| panic!("{t}: {video}")));
+        assert!(times[0] <= times[1] && times[1] <= times[2], "{times:?}");
         let probe = probe_url(video["url"].as_str().unwrap(), w.dir.path()).await;
         assert_eq!((probe.width, probe.height), (Some(640), Some(480)), "480p of a 4:3 canvas");
         assert!((probe.duration.unwrap() - 1.5).abs() < 0.05, "duration {:?}", probe.duration);

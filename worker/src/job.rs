@@ -47,6 +47,7 @@ pub struct RenderHandler {
     tts: Tts,
     work_dir: PathBuf,
     time_limit: Duration,
+    encoder_threads: u16,
     delivery_limit: u32,
     worker_id: String,
 }
@@ -60,6 +61,7 @@ impl RenderHandler {
             outbound: Outbound::new(&config.outbound_allow),
             work_dir,
             time_limit: config.job_timeout,
+            encoder_threads: config.encoder_threads,
             delivery_limit: config.delivery_limit,
             worker_id,
         })
@@ -122,7 +124,12 @@ impl RenderHandler {
                 tokio::time::sleep(PROGRESS_INTERVAL).await;
             }
         }));
-        let settings = RenderSettings { quality, time_limit: self.time_limit, ..RenderSettings::default() };
+        let settings = RenderSettings {
+            quality,
+            time_limit: self.time_limit,
+            threads: self.encoder_threads,
+            ..RenderSettings::default()
+        };
         let (template, mp4, jpg) = (template.clone(), mp4.to_path_buf(), jpg.to_path_buf());
         let span = tracing::Span::current();
         let rendered = tokio::task::spawn_blocking(move || {

@@ -78,6 +78,12 @@ pub struct VideoJson {
     /// The request's `metadata`, passed through.
     #[schema(value_type = Object)]
     pub metadata: Value,
+    /// When the video was asked for (an addition).
+    pub created_at: String,
+    /// When a worker started its latest attempt; null while pending (an addition).
+    pub started_at: Option<String>,
+    /// When it ended (`success` or `failed`); null before (an addition).
+    pub finished_at: Option<String>,
 }
 
 /// A project: the template's document with a job's values applied.
@@ -126,6 +132,9 @@ impl JobJson {
                 project_id: r.project_id.clone(),
                 moov_id: r.project_id.clone(),
                 metadata: serde_json::from_str(&r.metadata).unwrap_or_else(|_| Value::Object(Map::new())),
+                created_at: iso8601(r.created_at),
+                started_at: r.started_at.map(iso8601),
+                finished_at: r.finished_at.map(iso8601),
             })
             .collect();
         JobJson {

@@ -45,6 +45,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("rate_limit_burst", "burst allowance per token"),
     ("log_format", "text or json"),
     ("worker_slots", "jobs one worker runs at once (and its prefetch)"),
+    ("encoder_threads", "x264 threads of each render (0: x264 chooses, about 1.5 per core)"),
     ("job_timeout", "longest a conversion or render may run"),
     ("delivery_limit", "deliveries of a message before it is dead-lettered"),
     ("retry_delay", "wait before a failed message is tried again (doubles per attempt, at most 5 min)"),
@@ -112,6 +113,8 @@ pub struct Config {
     pub log_json: bool,
     /// Jobs one worker runs at once; also its bus prefetch.
     pub worker_slots: u16,
+    /// x264 threads of each render; 0 lets x264 choose.
+    pub encoder_threads: u16,
     /// Longest a conversion or a render may run.
     pub job_timeout: Duration,
     /// Deliveries of one message before it is dead-lettered.
@@ -319,6 +322,7 @@ impl Config {
             let n = parse_int::<u16>(s)?;
             if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
         })?;
+        let encoder_threads = parse(raw, "encoder_threads", "0", parse_int::<u16>)?;
         let job_timeout = parse(raw, "job_timeout", "2h", parse_duration)?;
         let delivery_limit = parse(raw, "delivery_limit", "5", |s| {
             let n = parse_int::<u32>(s)?;
@@ -356,6 +360,7 @@ impl Config {
             rate_limit_burst,
             log_json,
             worker_slots,
+            encoder_threads,
             job_timeout,
             delivery_limit,
             retry_delay,

@@ -20,6 +20,7 @@ fn defaults_are_the_embedded_backends() {
     assert_eq!(c.webhook_retry_schedule.len(), 8);
     assert_eq!(c.webhook_retry_schedule[2], Duration::from_secs(300));
     assert_eq!((c.rate_limit, c.rate_limit_burst), (100, 1000));
+    assert_eq!(c.encoder_threads, 0, "x264 chooses");
 }
 
 #[test]
@@ -37,6 +38,8 @@ fn a_bad_value_is_reported_by_its_variable_name() {
     assert_eq!(err.source_name, "REELFARM_SECRET_KEY", "replicas must share the key");
     let err = Config::from_sources(None, env(&[("REELFARM_RATE_LIMIT_BURST", "0")])).unwrap_err();
     assert_eq!(err.source_name, "REELFARM_RATE_LIMIT_BURST");
+    let err = Config::from_sources(None, env(&[("REELFARM_ENCODER_THREADS", "-1")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_ENCODER_THREADS");
 }
 
 #[test]

@@ -38,6 +38,8 @@ pub(crate) struct Output<'a> {
     pub(crate) fps: u32,
     pub(crate) crf: u8,
     pub(crate) preset: &'a str,
+    /// 0: x264 chooses.
+    pub(crate) threads: u16,
 }
 
 enum Work {
@@ -218,12 +220,12 @@ fn open_x264(out: &Output) -> Result<encoder::Video, MediaError> {
     ctx.set_colorspace(color::Space::BT709);
     ctx.set_color_range(color::Range::MPEG);
     ctx.set_flags(codec::Flags::GLOBAL_HEADER);
-    // SAFETY: field writes on an unopened context; 0 lets x264 pick its threads.
+    // SAFETY: field writes on an unopened context; 0 threads lets x264 pick.
     unsafe {
         let raw = ctx.as_mut_ptr();
         (*raw).color_primaries = ffi::AVColorPrimaries::AVCOL_PRI_BT709;
         (*raw).color_trc = ffi::AVColorTransferCharacteristic::AVCOL_TRC_BT709;
-        (*raw).thread_count = 0;
+        (*raw).thread_count = i32::from(out.threads);
     }
     let mut options = Dictionary::new();
     options.set("preset", out.preset);

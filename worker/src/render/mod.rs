@@ -96,13 +96,15 @@ pub struct RenderSettings {
     pub crf: u8,
     /// x264 preset (default `veryfast`).
     pub preset: &'static str,
+    /// x264 threads; 0 (default) lets x264 choose.
+    pub threads: u16,
     /// Wall-clock budget; past it the render stops with [`RenderError::TimedOut`].
     pub time_limit: Duration,
 }
 
 impl Default for RenderSettings {
     fn default() -> Self {
-        RenderSettings { quality: Quality::Default, crf: 23, preset: "veryfast", time_limit: Duration::from_secs(3600) }
+        RenderSettings { quality: Quality::Default, crf: 23, preset: "veryfast", threads: 0, time_limit: Duration::from_secs(3600) }
     }
 }
 

@@ -46,6 +46,7 @@ pub(super) fn render(
         fps: plan.fps,
         crf: settings.crf,
         preset: settings.preset,
+        threads: settings.threads,
     })?;
     let thumb_frame = thumbnail_frame(&plan);
     let mut thumb = None;
