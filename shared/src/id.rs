@@ -4,7 +4,7 @@
 //! ordered by creation time, so "newest first" is also "largest id first". Timestamps are
 //! stored as Unix milliseconds and shown as ISO 8601 with a UTC offset (spec §2).
 
-use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
 use time::OffsetDateTime;
 
 /// A new time-ordered identifier.
@@ -22,12 +22,12 @@ pub fn now_ms() -> i64 {
     (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
-/// ISO 8601 / RFC 3339 with `+00:00`-style offset (`Z`) and millisecond precision.
+/// ISO 8601 / RFC 3339 in UTC (`Z`) with always three fractional digits, so that one
+/// fixed width makes string order time order (`…13.120Z` sorts before `…13.123Z`, which
+/// a trimmed `…13.12Z` would not).
 pub fn iso8601(ms: i64) -> String {
-    let t = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
-        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    let t = t.replace_nanosecond((ms.rem_euclid(1000) as u32) * 1_000_000).unwrap_or(t);
-    t.format(&Rfc3339).unwrap_or_default()
+    let t = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    t.format(format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z")).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -46,6 +46,9 @@ mod tests {
     #[test]
     fn iso8601_has_offset_and_millis() {
         assert_eq!(iso8601(1_649_367_553_123), "2022-04-07T21:39:13.123Z");
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_649_367_553_120), "2022-04-07T21:39:13.120Z");
+        assert!(iso8601(1_649_367_553_120) < iso8601(1_649_367_553_123), "string order is time order");
+        assert_eq!(iso8601(-1), "1969-12-31T23:59:59.999Z");
     }
 }

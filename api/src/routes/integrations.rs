@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(
             shown,
             json!({"provider": "gdrive", "linked": true, "client_id": "cid",
-                   "linked_at": "1970-01-01T00:00:00Z", "updated_at": "1970-01-01T00:00:01Z"})
+                   "linked_at": "1970-01-01T00:00:00.000Z", "updated_at": "1970-01-01T00:00:01.000Z"})
         );
     }
 }
