@@ -1,8 +1,9 @@
 #!/bin/bash
-# HEALTHCHECK of the reelfarm image, for every role. A process serving the api (`serve
-# api` or `serve all`) must answer GET /healthz with 200 on the port of REELFARM_LISTEN;
-# worker and notifier have no HTTP port and are healthy while their process runs (they
-# exit, and the container with them, when a backend they need fails for good).
+# HEALTHCHECK of the reelfarm image, for every role: GET /healthz must answer 200. A
+# process serving the api (`serve api` or `serve all`) answers on the port of
+# REELFARM_LISTEN; a worker or notifier on the port of REELFARM_OPS_LISTEN, and without
+# that key it is healthy while its process runs (it exits, and the container with it,
+# when a backend it needs fails for good).
 set -uo pipefail
 
 api=0 running=0
@@ -14,9 +15,13 @@ for cmdline in /proc/[0-9]*/cmdline; do
   esac
 done
 ((running)) || { echo "no reelfarm serve process" >&2; exit 1; }
-((api)) || exit 0
+if ((api)); then
+  listen=${REELFARM_LISTEN:-127.0.0.1:8080}
+else
+  listen=${REELFARM_OPS_LISTEN:-}
+  [[ -n $listen ]] || exit 0
+fi
 
-listen=${REELFARM_LISTEN:-127.0.0.1:8080}
 port=${listen##*:}
 exec 3<>"/dev/tcp/127.0.0.1/$port" || { echo "nothing listens on port $port" >&2; exit 1; }
 printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3

@@ -9,9 +9,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::Role;
 
-/// A started service: its api port (when it serves the api) and the handle to stop it.
+/// A started service: its api port (when it serves the api), its operations port (a
+/// worker or notifier with `ops_listen`) and the handle to stop it.
 pub struct Service {
     pub api_port: Option<u16>,
+    pub ops_port: Option<u16>,
     pub backends: Backends,
     shutdown: CancellationToken,
     tasks: JoinSet<anyhow::Result<()>>,
@@ -37,6 +39,11 @@ impl Service {
             relay.run(token).await;
             Ok(())
         });
+        let (store, token) = (backends.store.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            reelfarm_shared::housekeeping::run(store, token).await;
+            Ok(())
+        });
 
         let mut api_port = None;
         if matches!(role, Role::Api | Role::All) {
@@ -46,6 +53,14 @@ impl Service {
             let token = shutdown.clone();
             tasks.spawn(async move { app.run_until_stopped(token).await.context("api server") });
         }
+        let mut ops_port = None;
+        if let (Role::Worker | Role::Notifier, Some(listen)) = (role, config.ops_listen) {
+            let ops = reelfarm_api::OpsServer::build(listen, backends.clone())?;
+            ops_port = Some(ops.port());
+            tracing::info!(address = %format!("{}:{}", listen.ip(), ops.port()), "operations endpoints listening");
+            let token = shutdown.clone();
+            tasks.spawn(async move { ops.run_until_stopped(token).await.context("operations endpoints") });
+        }
         if matches!(role, Role::Worker | Role::All) {
             let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
             tasks.spawn(async move { reelfarm_worker::run(&config, backends, token).await });
@@ -54,7 +69,7 @@ impl Service {
             let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
             tasks.spawn(async move { reelfarm_notifier::run(&config, backends, token).await });
         }
-        Ok(Service { api_port, backends, shutdown, tasks })
+        Ok(Service { api_port, ops_port, backends, shutdown, tasks })
     }
 
     /// Asks every task to stop (in-flight work finishes or is left to the bus).

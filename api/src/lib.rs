@@ -89,6 +89,7 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let port = listener.local_addr()?.port();
+        let ops_backends = web::Data::new(backends.clone());
         let state = web::Data::new(AppState::new(config, backends));
         let in_flight = web::Data::new(InFlight::default());
         let counted = in_flight.clone();
@@ -97,6 +98,7 @@ impl Application {
                 .into_utoipa_app()
                 .openapi(ApiDoc::openapi())
                 .app_data(state.clone())
+                .app_data(ops_backends.clone())
                 .app_data(counted.clone())
                 .app_data(extractor_errors::json())
                 .app_data(extractor_errors::query())
@@ -141,6 +143,52 @@ impl Application {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             handle.stop(true).await;
+        });
+        let result = self.server.await;
+        stopper.abort();
+        result
+    }
+}
+
+/// The operations endpoints alone (`/healthz`, `/readyz`, `/metrics`) on a port of their
+/// own: what a worker or notifier process serves for probes and Prometheus.
+pub struct OpsServer {
+    port: u16,
+    server: actix_web::dev::Server,
+}
+
+impl OpsServer {
+    /// Binds `listen` (port 0 picks a free port).
+    pub fn build(listen: std::net::SocketAddr, backends: Backends) -> anyhow::Result<OpsServer> {
+        let listener = TcpListener::bind(listen).map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+        let port = listener.local_addr()?.port();
+        let backends = web::Data::new(backends);
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(backends.clone())
+                .service(routes::ops::healthz)
+                .service(routes::ops::readyz)
+                .service(routes::ops::metrics)
+                .default_service(web::to(|| async { ApiError::not_found("Route").error_response_owned() }))
+        })
+        .workers(1)
+        .disable_signals()
+        .shutdown_timeout(STOP_TIMEOUT.as_secs())
+        .listen(listener)?
+        .run();
+        Ok(OpsServer { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until `shutdown` fires (probes need no draining).
+    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> std::io::Result<()> {
+        let handle = self.server.handle();
+        let stopper = tokio::spawn(async move {
+            shutdown.cancelled().await;
+            handle.stop(false).await;
         });
         let result = self.server.await;
         stopper.abort();

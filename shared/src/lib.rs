@@ -9,6 +9,7 @@ pub mod bus;
 pub mod cache;
 pub mod config;
 pub mod consumer;
+pub mod housekeeping;
 pub mod html;
 pub mod id;
 pub mod integration;

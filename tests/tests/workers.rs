@@ -1,5 +1,6 @@
 //! Horizontally scaled workers on RabbitMQ: several share the convert queue, and a worker
-//! that dies mid-conversion leaves its message to another.
+//! that dies mid-conversion leaves its message to another; a worker serves probes and
+//! metrics on its operations port.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -155,5 +156,45 @@ async fn a_worker_killed_mid_render_leaves_the_render_to_another_which_finishes_
     assert_eq!(credits["credits"], 4, "charged once");
     rescuer.stop();
     rescuer.wait().await.unwrap();
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_with_an_ops_port_serves_probes_and_metrics() {
+    let app = TestApp::spawn_role(Mode::Distributed, Role::Api, &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = reelfarm_shared::Config {
+        data_dir: dir.path().to_path_buf(),
+        ops_listen: Some("127.0.0.1:0".parse().unwrap()),
+        ..app.config.clone()
+    };
+    let worker = reelfarm::serve::Service::start(Role::Worker, config).await.expect("the worker starts");
+    assert_eq!(worker.api_port, None);
+    let ops = format!("http://127.0.0.1:{}", worker.ops_port.expect("the ops port is bound"));
+
+    // It converts an upload, so its metrics have something to show.
+    wait_for_consumers(&app, 1).await;
+    let (_, token) = app.user_with_token("operator").await;
+    let png = media::png_with_alpha(dir.path());
+    let id = app.upload(&token, None, &png, "image/png").await["id"].as_str().unwrap().to_string();
+    assert_eq!(app.wait_for_asset(&token, &id).await["status"], "finished");
+
+    let get = |path: &str| reqwest::get(format!("{ops}{path}"));
+    assert_eq!(json(get("/healthz").await.unwrap(), 200).await, serde_json::json!({"status": "ok"}));
+    let ready = json(get("/readyz").await.unwrap(), 200).await;
+    assert_eq!(ready["status"], "ok", "{ready}");
+    assert_eq!(ready["checks"].as_object().unwrap().len(), 4, "{ready}");
+    let metrics = get("/metrics").await.unwrap();
+    assert_eq!(metrics.status(), 200);
+    assert!(metrics.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let text = metrics.text().await.unwrap();
+    let consumed = r#"reelfarm_bus_consumed_total{queue="convert",settle="ack"}"#;
+    assert!(text.lines().any(|l| l.starts_with(consumed)), "{text}");
+    let unknown = json(get("/api2/v1/libraries").await.unwrap(), 404).await;
+    assert_eq!(unknown["key"], "error.not_found", "only the operations endpoints: {unknown}");
+
+    worker.stop();
+    worker.wait().await.unwrap();
+    assert!(get("/healthz").await.is_err(), "the port is closed with the worker");
     app.stop().await;
 }

@@ -2,7 +2,9 @@
 //! templates, consuming each of its two queues with as many messages at once as it has
 //! slots.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use reelfarm_shared::consumer::consume;
 use reelfarm_shared::message::Queue;
@@ -39,11 +41,89 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     );
     let convert = Arc::new(ConvertHandler::new(config, backends.clone(), worker_id.clone())?);
     let render = Arc::new(RenderHandler::new(config, backends.clone(), worker_id)?);
+    // Nothing runs past `job_timeout`: twice that is surely left over.
+    let sweep = sweep_work_dir_hourly(work_dir(config)?, config.job_timeout * 2, shutdown.clone());
     tracing::info!(slots = config.worker_slots, "worker consuming");
     let bus = &backends.bus;
     tokio::join!(
         consume(bus.clone(), Queue::Convert, config.worker_slots, convert, shutdown.clone()),
         consume(bus.clone(), Queue::Render, config.worker_slots, render, shutdown),
+        sweep,
     );
     Ok(())
+}
+
+/// Sweeps the work directory at start and every hour until `shutdown`.
+async fn sweep_work_dir_hourly(dir: std::path::PathBuf, older_than: Duration, shutdown: CancellationToken) {
+    let mut rounds = tokio::time::interval(reelfarm_shared::housekeeping::INTERVAL);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = rounds.tick() => {}
+        }
+        let dir = dir.clone();
+        match tokio::task::spawn_blocking(move || sweep_work_dir(&dir, older_than)).await {
+            Ok(0) | Err(_) => {}
+            Ok(removed) => tracing::info!(removed, "housekeeping: removed what stopped runs left in the work directory"),
+        }
+    }
+}
+
+/// Removes the entries of `dir` last changed more than `older_than` ago: what conversions
+/// and renders of processes that died left behind (work under way made its directory when
+/// it started, less than `older_than` ago). Several workers may share `dir`; an entry
+/// another one removed first is skipped. Returns how many entries went.
+fn sweep_work_dir(dir: &Path, older_than: Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let now = SystemTime::now();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|modified| now.duration_since(modified).is_ok_and(|age| age > older_than));
+        if !stale {
+            continue;
+        }
+        let path = entry.path();
+        let gone = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        match gone {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "housekeeping: could not remove a stale work entry"),
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets the modification time of `path` to `age` ago.
+    fn age(path: &Path, age: Duration) {
+        let file = std::fs::File::open(path).unwrap();
+        file.set_modified(SystemTime::now() - age).unwrap();
+    }
+
+    #[test]
+    fn only_entries_older_than_the_limit_are_swept() {
+        let work = tempfile::tempdir().unwrap();
+        let hour = Duration::from_secs(3600);
+        for name in ["render-old", "render-new"] {
+            std::fs::create_dir(work.path().join(name)).unwrap();
+            std::fs::write(work.path().join(name).join("out.mp4"), b"partial").unwrap();
+        }
+        std::fs::write(work.path().join("stray-old"), b"x").unwrap();
+        age(&work.path().join("render-old"), 5 * hour);
+        age(&work.path().join("stray-old"), 5 * hour);
+        age(&work.path().join("render-new"), hour);
+
+        assert_eq!(sweep_work_dir(work.path(), 4 * hour), 2);
+        let left: Vec<_> = std::fs::read_dir(work.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["render-new"]);
+        assert_eq!(std::fs::read(work.path().join("render-new/out.mp4")).unwrap(), b"partial");
+        assert_eq!(sweep_work_dir(work.path(), 4 * hour), 0);
+        assert_eq!(sweep_work_dir(&work.path().join("missing"), hour), 0);
+    }
 }

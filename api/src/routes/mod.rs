@@ -9,7 +9,7 @@ mod jobs;
 mod libraries;
 mod notifications;
 mod objects;
-mod ops;
+pub(crate) mod ops;
 mod templates;
 mod tts;
 mod uploads;

@@ -1,10 +1,11 @@
-//! Operations: liveness, readiness (every backend), Prometheus metrics.
+//! Operations: liveness, readiness (every backend), Prometheus metrics. Served by the api
+//! and, for worker and notifier processes, by [`crate::OpsServer`].
 
 use actix_web::{get, web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::state::AppState;
+use reelfarm_shared::Backends;
 
 /// Readiness of each backend.
 #[derive(Debug, Serialize, ToSchema)]
@@ -25,8 +26,8 @@ pub async fn healthz() -> HttpResponse {
 /// Readiness: every backend (metadata store, blob store, bus, cache) answers.
 #[utoipa::path(tag = "operations", responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
 #[get("/readyz")]
-pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    let b = &state.backends;
+pub async fn readyz(backends: web::Data<Backends>) -> HttpResponse {
+    let b = backends.get_ref();
     // Each check gets two seconds: a probe must answer even when a backend hangs.
     async fn check<E: std::fmt::Display>(f: impl std::future::Future<Output = Result<(), E>>) -> Result<(), String> {
         match tokio::time::timeout(std::time::Duration::from_secs(2), f).await {

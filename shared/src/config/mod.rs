@@ -20,6 +20,7 @@ use sources::{list, load_or_create_secret, optional, parse, parse_allow_entry, p
 /// (`listen = "0.0.0.0:8080"`); the environment uses `REELFARM_` + the upper-case key.
 pub const KEYS: &[(&str, &str)] = &[
     ("listen", "api (and upload) listen address"),
+    ("ops_listen", "address of /healthz, /readyz and /metrics of worker and notifier processes (unset: none)"),
     ("public_url", "base of every address the api hands out"),
     ("data_dir", "embedded database, blobs, work files"),
     ("database_url", "sqlite://FILE or postgres://…"),
@@ -61,6 +62,9 @@ pub const ENV_PREFIX: &str = "REELFARM_";
 pub struct Config {
     /// Address the api binds.
     pub listen: SocketAddr,
+    /// Address a worker or notifier process serves its operations endpoints on (the api
+    /// serves them on `listen`); `None`: no such port.
+    pub ops_listen: Option<SocketAddr>,
     /// Base of `{base_url}`, `{upload_url}`, `{asset_base_url}`, without a trailing slash.
     pub public_url: String,
     /// Directory of the embedded database, local blobs and work files.
@@ -198,9 +202,11 @@ impl Config {
     }
 
     fn validate(raw: &Raw) -> Result<Config, ConfigError> {
-        let listen: SocketAddr = parse(raw, "listen", "127.0.0.1:8080", |s| {
+        let socket_addr = |s: &str| -> Result<SocketAddr, String> {
             s.parse().map_err(|_| "expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080".to_string())
-        })?;
+        };
+        let listen = parse(raw, "listen", "127.0.0.1:8080", socket_addr)?;
+        let ops_listen = optional(raw, "ops_listen", socket_addr)?;
         let public_url = parse(raw, "public_url", &format!("http://{listen}"), |s| {
             let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
             if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
@@ -336,6 +342,7 @@ impl Config {
         let max_media_duration = parse(raw, "max_media_duration", "3h", parse_duration)?;
         Ok(Config {
             listen,
+            ops_listen,
             public_url,
             data_dir,
             database_url,

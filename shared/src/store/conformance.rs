@@ -6,6 +6,7 @@ use super::*;
 use crate::message::{Envelope, Message, Queue};
 
 mod deliveries;
+mod housekeeping;
 mod integrations;
 mod jobs;
 mod templates;
@@ -55,6 +56,7 @@ async fn suite(store: Store) {
     integrations::integrations(&store).await;
     jobs::jobs(&store).await;
     deliveries::deliveries(&store).await;
+    housekeeping::housekeeping(&store).await;
 }
 
 async fn users_and_groups(store: &Store) {

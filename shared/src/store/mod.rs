@@ -16,6 +16,7 @@ use sqlx::{Any, AnyPool, Transaction};
 mod assets;
 mod integrations;
 mod deliveries;
+mod housekeeping;
 mod jobs;
 mod libraries;
 mod outbox;
@@ -27,6 +28,7 @@ mod users;
 pub use assets::STALE_UPLOAD_MS;
 pub use integrations::IntegrationRecord;
 pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, DeliveryStatus, NewDelivery};
+pub use housekeeping::{Pruned, HANDLED_RETENTION_MS};
 pub use jobs::{
     Idempotency, JobCreation, JobRecord, JobStatus, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
     RenderStatus, IDEMPOTENCY_TTL_MS,

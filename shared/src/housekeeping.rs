@@ -1,0 +1,35 @@
+//! Housekeeping: every process prunes the store once at start and hourly after, so that
+//! tables whose rows serve for a while (idempotency keys, handled-message ids) stay small.
+//! Processes pruning at once delete each row once; a failure is logged and tried again at
+//! the next round.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::id::now_ms;
+use crate::store::Store;
+
+/// Time between two rounds.
+pub const INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Prunes the store every [`INTERVAL`] until `shutdown`.
+pub async fn run(store: Store, shutdown: CancellationToken) {
+    let mut rounds = tokio::time::interval(INTERVAL);
+    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = rounds.tick() => {}
+        }
+        match store.prune(now_ms()).await {
+            Ok(pruned) if pruned == Default::default() => {}
+            Ok(pruned) => tracing::info!(
+                idempotency_keys = pruned.idempotency_keys,
+                handled_messages = pruned.handled_messages,
+                "housekeeping: pruned expired rows"
+            ),
+            Err(e) => tracing::warn!(error = %e, "housekeeping: pruning failed; trying again next round"),
+        }
+    }
+}
