@@ -44,6 +44,15 @@ pub fn bus_published(queue: Queue, ok: bool) {
     BUS_PUBLISHED.with_label_values(&[queue.name(), if ok { "ok" } else { "error" }]).inc();
 }
 
+static RENDER_SOUND: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter("reelfarm_render_sound_total", "Renders by where their sound came from: encoded, or kept from an earlier render", &["source"])
+});
+
+/// A render's sound was encoded (`false`) or written from kept packets (`true`).
+pub fn render_sound(kept: bool) {
+    RENDER_SOUND.with_label_values(&[if kept { "kept" } else { "encoded" }]).inc();
+}
+
 pub fn bus_consumed(queue: Queue, settle: &str) {
     BUS_CONSUMED.with_label_values(&[queue.name(), settle]).inc();
 }

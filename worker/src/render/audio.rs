@@ -4,7 +4,7 @@
 //! and soft-clipped. Produced in step with the video, so memory stays flat whatever the
 //! length; the total is exactly [`Plan::samples`](super::plan::Plan) samples.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use super::plan::SAMPLE_RATE;
 use super::sound::SoundReader;
@@ -34,7 +34,7 @@ pub(crate) struct Track {
 /// What a track plays and where.
 pub(crate) struct TrackSpec<'a> {
     pub(crate) who: &'a str,
-    pub(crate) path: &'a Path,
+    pub(crate) path: PathBuf,
     pub(crate) trim: f64,
     pub(crate) looping: bool,
     pub(crate) volume: f64,
@@ -50,7 +50,7 @@ impl Track {
     /// Opens the track's source; `None` when it has no sound (a silent video).
     pub(crate) fn open(spec: &TrackSpec, deadline: &Deadline) -> Result<Option<Track>, RenderError> {
         let Some(reader) =
-            SoundReader::open(spec.path, spec.trim, spec.looping, deadline).map_err(RenderError::source(spec.who))?
+            SoundReader::open(&spec.path, spec.trim, spec.looping, deadline).map_err(RenderError::source(spec.who))?
         else {
             return Ok(None);
         };

@@ -2,10 +2,13 @@
 //! pts = frame index in 1/fps) and AAC (48 kHz stereo) muxed into a faststart MP4 on a
 //! thread of its own, fed through a bounded channel so compositing the next frames
 //! overlaps x264's work; canvases come back through a second channel to be reused.
-//! Plus the JPEG thumbnail.
+//! The sound is either encoded from the mixed samples or, when an earlier render made the
+//! same, written from the packets kept then ([`super::sound_cache`]). Plus the JPEG
+//! thumbnail.
 
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use ffmpeg::format::Pixel;
@@ -16,6 +19,7 @@ use image::{DynamicImage, ImageEncoder, RgbImage};
 
 use super::picture::{half, Picture};
 use super::plan::SAMPLE_RATE;
+use super::sound_cache::Kept;
 use super::RenderError;
 use crate::media::audio_enc::{AudioEncoder, Planar};
 use crate::media::av;
@@ -27,6 +31,8 @@ use crate::media::MediaError;
 const QUEUE: usize = 3;
 /// AAC bit rate (stereo).
 const AUDIO_BITRATE: usize = 160_000;
+/// What the sound's encoding depends on besides the samples (part of the cache key).
+pub(crate) const SOUND_ENCODING: &str = "aac stereo 160000";
 /// Long side of the thumbnail.
 const THUMB_SIDE: u32 = 640;
 
@@ -42,6 +48,15 @@ pub(crate) struct Output<'a> {
     pub(crate) threads: u16,
 }
 
+/// Where the sound of the file comes from.
+pub(crate) enum Sound {
+    /// Samples sent with [`Encoder::audio`], encoded; with `keep`, [`Encoder::finish`]
+    /// also returns the packets.
+    Encode { keep: bool },
+    /// Packets of an earlier render, written in step with the video.
+    Kept(Arc<Kept>),
+}
+
 enum Work {
     Video(Picture),
     Audio(Planar),
@@ -51,7 +66,7 @@ enum Work {
 pub(crate) struct Encoder {
     work: Option<SyncSender<Work>>,
     recycled: Receiver<Picture>,
-    thread: Option<JoinHandle<Result<(), MediaError>>>,
+    thread: Option<JoinHandle<Result<Option<Vec<Packet>>, MediaError>>>,
 }
 
 /// Everything the encoder thread owns.
@@ -63,11 +78,17 @@ struct Encoding {
     audio_index: usize,
     frame: frame::Video,
     next_pts: i64,
+    fps: u32,
+    sound: Sound,
+    /// Next kept packet to write.
+    kept_next: usize,
+    /// The encoded packets, when they are to be kept.
+    recorded: Option<Vec<Packet>>,
 }
 
 impl Encoder {
     /// Opens the encoders and the file (errors surface here), then starts the thread.
-    pub(crate) fn start(out: &Output) -> Result<Encoder, RenderError> {
+    pub(crate) fn start(out: &Output, sound: Sound) -> Result<Encoder, RenderError> {
         av::init();
         let mut muxer = Muxer::create(out.path, "mp4")?;
         let video = open_x264(out)?;
@@ -83,6 +104,10 @@ impl Encoder {
             audio_index,
             frame: frame::Video::new(Pixel::YUV420P, out.width, out.height),
             next_pts: 0,
+            fps: out.fps,
+            recorded: matches!(sound, Sound::Encode { keep: true }).then(Vec::new),
+            sound,
+            kept_next: 0,
         };
         let (work_tx, work_rx) = mpsc::sync_channel::<Work>(QUEUE);
         let (recycle_tx, recycled) = mpsc::channel::<Picture>();
@@ -113,13 +138,14 @@ impl Encoder {
         self.work.as_ref().is_some_and(|w| w.send(Work::Audio(pcm)).is_ok())
     }
 
-    /// Flushes the encoders and closes the file.
-    pub(crate) fn finish(mut self) -> Result<(), RenderError> {
+    /// Flushes the encoders and closes the file; returns the sound's packets when they
+    /// were to be kept.
+    pub(crate) fn finish(mut self) -> Result<Option<Vec<Packet>>, RenderError> {
         self.work.take();
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(result)) => result.map_err(RenderError::from),
             Some(Err(_)) => Err(RenderError::Internal("the encoder thread crashed".into())),
-            None => Ok(()),
+            None => Ok(None),
         }
     }
 }
@@ -134,26 +160,45 @@ impl Drop for Encoder {
 }
 
 impl Encoding {
-    fn run(mut self, work: Receiver<Work>, recycle: mpsc::Sender<Picture>) -> Result<(), MediaError> {
+    fn run(mut self, work: Receiver<Work>, recycle: mpsc::Sender<Picture>) -> Result<Option<Vec<Packet>>, MediaError> {
         for item in work {
             match item {
                 Work::Video(canvas) => {
                     self.encode_video(&canvas)?;
                     let _ = recycle.send(canvas);
+                    // Kept sound up to the end of this frame.
+                    let until = self.next_pts * i64::from(SAMPLE_RATE) / i64::from(self.fps.max(1));
+                    self.write_kept(Some(until))?;
                 }
                 Work::Audio(pcm) => {
-                    let (muxer, index) = (&mut self.muxer, self.audio_index);
-                    self.audio.push(&pcm, &mut |p| muxer.write(index, p))?;
+                    let (muxer, index, recorded) = (&mut self.muxer, self.audio_index, &mut self.recorded);
+                    self.audio.push(&pcm, &mut |p| record_and_write(muxer, index, recorded, p))?;
                 }
             }
         }
-        let (muxer, index) = (&mut self.muxer, self.audio_index);
-        self.audio.finish(&mut |p| muxer.write(index, p))?;
+        if let Sound::Encode { .. } = self.sound {
+            let (muxer, index, recorded) = (&mut self.muxer, self.audio_index, &mut self.recorded);
+            self.audio.finish(&mut |p| record_and_write(muxer, index, recorded, p))?;
+        }
+        self.write_kept(None)?;
         self.video
             .send_eof()
             .map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
         self.drain()?;
         self.muxer.finish()?;
+        Ok(self.recorded)
+    }
+
+    /// Writes the kept sound's packets that start before sample `until` (all with `None`).
+    fn write_kept(&mut self, until: Option<i64>) -> Result<(), MediaError> {
+        let Sound::Kept(kept) = &self.sound else { return Ok(()) };
+        while let Some(packet) = kept.packets.get(self.kept_next) {
+            if until.is_some_and(|until| packet.pts().unwrap_or(0) >= until) {
+                break;
+            }
+            self.muxer.write(self.audio_index, packet.clone())?;
+            self.kept_next += 1;
+        }
         Ok(())
     }
 
@@ -198,6 +243,14 @@ impl Encoding {
         }
         Ok(())
     }
+}
+
+/// Writes an encoded sound packet, first keeping a copy when the packets are kept.
+fn record_and_write(muxer: &mut Muxer, index: usize, recorded: &mut Option<Vec<Packet>>, packet: Packet) -> Result<(), MediaError> {
+    if let Some(recorded) = recorded {
+        recorded.push(packet.clone());
+    }
+    muxer.write(index, packet)
 }
 
 fn time_base(fps: u32) -> Rational {

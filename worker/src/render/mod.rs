@@ -13,7 +13,8 @@
 //! layer shows. Frames are composited in YUV 4:2:0 at output size (per-plane alpha
 //! blending, transitions between two clip canvases) on the calling thread while x264
 //! encodes on its own threads, fed through a bounded channel; canvases are recycled.
-//! Sound is mixed sample-exact in step with the frames.
+//! Sound is mixed sample-exact in step with the frames, or, when an earlier render of the
+//! process made the same sound, its AAC packets are written again ([`sound_cache`]).
 //!
 //! Thumbnail: the frame at one third of the video — past most entrance animations and the
 //! first transition, and the same frame on every run.
@@ -39,6 +40,7 @@ mod resample;
 mod run;
 mod snapshot;
 mod sound;
+mod sound_cache;
 mod source;
 mod video;
 
@@ -125,6 +127,15 @@ pub struct RenderOutput {
     pub frames: u64,
     /// Seconds (frames / fps).
     pub duration: f64,
+    /// The sound was written from the packets of an earlier render of the same sound
+    /// instead of being mixed and encoded.
+    pub sound_kept: bool,
+}
+
+/// Forgets the sound kept from earlier renders of this process, so that the next render
+/// mixes and encodes its own (for benchmarks of a first render).
+pub fn forget_kept_sound() {
+    sound_cache::clear();
 }
 
 /// Renders `template` into `out_mp4` and its thumbnail into `out_jpg`. `resolve` gives

@@ -1,6 +1,7 @@
 //! One render from start to finish: check the template and every source, open the
 //! sounds, then frame by frame prepare the clips coming up, composite, hand the canvas to
-//! the encoder thread and mix the sound up to the end of that frame.
+//! the encoder thread and mix the sound up to the end of that frame (unless the same sound
+//! was encoded by an earlier render: then its packets are written as they were).
 
 use std::path::{Path, PathBuf};
 
@@ -8,10 +9,11 @@ use reelfarm_shared::template::{Content, Source, Template};
 
 use super::audio::{Mixer, Track, TrackSpec};
 use super::composite::{needs, transition, Needs};
-use super::encode::{write_thumbnail, Encoder, Output};
+use super::encode::{write_thumbnail, Encoder, Output, Sound, SOUND_ENCODING};
 use super::layer::{prepare, Visual};
 use super::picture::{Picture, Yuv};
 use super::plan::{Plan, Shot};
+use super::sound_cache::{self, Kept};
 use super::source::Resolver;
 use super::{Progress, Quality, RenderError, RenderOutput, RenderSettings};
 use crate::media::limits::Deadline;
@@ -32,8 +34,18 @@ pub(super) fn render(
     };
     let resolver = Resolver { resolve };
     let plan = checked_plan(template, settings.quality, &resolver, &limits)?;
-    let tracks = open_tracks(template, &plan, &resolver, &deadline)?;
-    let mut mixer = Mixer::new(tracks, plan.samples);
+    let specs = track_specs(template, &plan, &resolver)?;
+    let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
+    let kept = sound_key.as_ref().and_then(sound_cache::get);
+    reelfarm_shared::metrics::render_sound(kept.is_some());
+    let sound_kept = kept.is_some();
+    let (mut mixer, sound) = match kept {
+        Some(kept) => (None, Sound::Kept(kept)),
+        None => (
+            Some(Mixer::new(open_tracks(&specs, &deadline)?, plan.samples)),
+            Sound::Encode { keep: sound_key.is_some() },
+        ),
+    };
     let mut frames = Frames::new(template, &plan, &resolver, &deadline, &limits);
     // Every still is decoded, fitted and converted now, before x264 allocates its frames:
     // the big transient buffers of decoding are gone by then, and a bad picture fails the
@@ -47,7 +59,7 @@ pub(super) fn render(
         crf: settings.crf,
         preset: settings.preset,
         threads: settings.threads,
-    })?;
+    }, sound)?;
     let thumb_frame = thumbnail_frame(&plan);
     let mut thumb = None;
     for n in 0..plan.frames {
@@ -58,8 +70,11 @@ pub(super) fn render(
         if n == thumb_frame {
             thumb = Some(canvas.clone());
         }
-        let pcm = mixer.mix_until(plan.sample(plan.time(n + 1)), &deadline)?;
-        if !encoder.video(canvas) || !encoder.audio(pcm) {
+        let pcm = match &mut mixer {
+            Some(mixer) => Some(mixer.mix_until(plan.sample(plan.time(n + 1)), &deadline)?),
+            None => None,
+        };
+        if !encoder.video(canvas) || pcm.is_some_and(|pcm| !encoder.audio(pcm)) {
             // The encoder stopped: its error says why.
             encoder.finish()?;
             return Err(RenderError::Internal("the encoder stopped early".into()));
@@ -69,12 +84,17 @@ pub(super) fn render(
             frames_total: plan.frames,
         });
     }
-    let rest = mixer.mix_until(plan.samples, &deadline)?;
-    if !rest[0].is_empty() {
-        encoder.audio(rest);
+    if let Some(mixer) = &mut mixer {
+        let rest = mixer.mix_until(plan.samples, &deadline)?;
+        if !rest[0].is_empty() {
+            encoder.audio(rest);
+        }
     }
     drop(frames);
-    encoder.finish()?;
+    // Only a finished render's sound is kept: one cut short has part of it.
+    if let (Some(key), Some(packets)) = (sound_key, encoder.finish()?) {
+        sound_cache::put(key, Kept::new(packets));
+    }
     if let Some(thumb) = thumb {
         write_thumbnail(&thumb, out_jpg)?;
     }
@@ -83,6 +103,7 @@ pub(super) fn render(
         height: plan.height,
         frames: plan.frames,
         duration: plan.time(plan.frames),
+        sound_kept,
     })
 }
 
@@ -239,15 +260,10 @@ fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> R
     Ok(())
 }
 
-/// The sound layers, the unmuted video layers' sound and the soundtrack, opened. Video
-/// sound fades across the transitions at its clip's edges.
-fn open_tracks(
-    template: &Template,
-    plan: &Plan,
-    resolver: &Resolver,
-    deadline: &Deadline,
-) -> Result<Vec<Track>, RenderError> {
-    let mut tracks = Vec::new();
+/// What plays: the sound layers, the unmuted video layers' sound and the soundtrack.
+/// Video sound fades across the transitions at its clip's edges.
+fn track_specs<'a>(template: &'a Template, plan: &Plan, resolver: &Resolver) -> Result<Vec<TrackSpec<'a>>, RenderError> {
+    let mut specs = Vec::new();
     for (i, clip) in template.clips.iter().enumerate() {
         let into = if i > 0 {
             plan.clips[i - 1].transition.as_ref().map_or(0.0, |t| t.duration())
@@ -261,10 +277,10 @@ fn open_tracks(
             if end <= start {
                 continue;
             }
-            let spec = match &layer.content {
-                Content::Sound(s) => TrackSpec {
+            match &layer.content {
+                Content::Sound(s) => specs.push(TrackSpec {
                     who: &layer.id,
-                    path: &resolver.path(&layer.id, &s.source)?,
+                    path: resolver.path(&layer.id, &s.source)?,
                     trim: s.trim_start,
                     looping: s.loop_,
                     volume: s.volume,
@@ -272,13 +288,16 @@ fn open_tracks(
                     end,
                     fade_in: s.fade_in,
                     fade_out: s.fade_out,
-                }
-                .open_with(deadline)?,
-                Content::Video(v) if !v.mute && v.volume > 0.0 && !is_still(&resolver.path(&layer.id, &v.source)?) => {
+                }),
+                Content::Video(v) if !v.mute && v.volume > 0.0 => {
+                    let path = resolver.path(&layer.id, &v.source)?;
+                    if is_still(&path) {
+                        continue;
+                    }
                     let clip_end = plan.clips[i].start + clip.duration;
-                    TrackSpec {
+                    specs.push(TrackSpec {
                         who: &layer.id,
-                        path: &resolver.path(&layer.id, &v.source)?,
+                        path,
                         trim: v.trim_start,
                         looping: v.loop_,
                         volume: v.volume,
@@ -290,18 +309,16 @@ fn open_tracks(
                         } else {
                             0.0
                         },
-                    }
-                    .open_with(deadline)?
+                    })
                 }
-                _ => None,
-            };
-            tracks.extend(spec);
+                _ => {}
+            }
         }
     }
     if let Some(s) = &template.soundtrack {
-        let spec = TrackSpec {
+        specs.push(TrackSpec {
             who: "soundtrack",
-            path: &resolver.path("soundtrack", &s.source)?,
+            path: resolver.path("soundtrack", &s.source)?,
             trim: s.trim_start,
             looping: s.loop_,
             volume: s.volume,
@@ -309,8 +326,16 @@ fn open_tracks(
             end: plan.samples,
             fade_in: s.fade_in,
             fade_out: s.fade_out,
-        };
-        tracks.extend(spec.open_with(deadline)?);
+        });
+    }
+    Ok(specs)
+}
+
+/// The tracks opened for mixing (a silent video has none).
+fn open_tracks(specs: &[TrackSpec], deadline: &Deadline) -> Result<Vec<Track>, RenderError> {
+    let mut tracks = Vec::new();
+    for spec in specs {
+        tracks.extend(Track::open(spec, deadline)?);
     }
     Ok(tracks)
 }
@@ -318,10 +343,4 @@ fn open_tracks(
 /// Whether a video layer's source is a still picture (shown as an image, silent).
 fn is_still(path: &Path) -> bool {
     !matches!(media::sniff::sniff(path), Ok(media::sniff::Sniffed::Other) | Err(_))
-}
-
-impl TrackSpec<'_> {
-    fn open_with(&self, deadline: &Deadline) -> Result<Option<Track>, RenderError> {
-        Track::open(self, deadline)
-    }
 }

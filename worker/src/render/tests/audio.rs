@@ -106,3 +106,45 @@ fn soundtrack_fades_out_at_the_end_and_video_sound_is_mixed_in() {
     assert!(middle > 0.015, "the soundtrack loops: {middle}");
     assert!(last < middle / 4.0, "faded out at the end: {last} vs {middle}");
 }
+
+/// The sound of a template is encoded once per process: a second render of the same sound
+/// writes the kept packets and makes the same file byte for byte; a changed source, volume
+/// or length is a different sound, encoded anew.
+#[test]
+fn a_sound_made_before_is_written_from_kept_packets_and_any_change_encodes_anew() {
+    let s = Scratch::new();
+    tone(&s, 2, "bed.wav");
+    let with = |volume: f64, seconds: f64| {
+        let mut t = template(160, 90, vec![clip("c", seconds, vec![rect("r", 0.0, 0.0, 40.0, 40.0, "#ff0000")])]);
+        t["soundtrack"] = json!({ "source": { "file": "bed.wav" }, "volume": volume, "fade_out": 0.5 });
+        t
+    };
+    let render = |t: Value| {
+        let out = s.render(t, Quality::Default).expect("render");
+        let source = if out.output.sound_kept { "kept" } else { "encoded" };
+        (std::fs::read(&out.mp4).unwrap(), decode_audio(&out.mp4), source)
+    };
+
+    let (first, first_pcm, source) = render(with(0.5, 1.5));
+    assert_eq!(source, "encoded");
+    let (second, second_pcm, source) = render(with(0.5, 1.5));
+    assert_eq!(source, "kept");
+    assert!(first == second, "the same file byte for byte");
+    assert_eq!(first_pcm, second_pcm);
+    assert!(rms(&second_pcm[0], 0.2, 0.8) > 0.02, "the bed sounds");
+
+    let (_, louder, source) = render(with(1.0, 1.5));
+    assert_eq!(source, "encoded", "another volume");
+    assert!(rms(&louder[0], 0.2, 0.8) > 1.5 * rms(&first_pcm[0], 0.2, 0.8));
+    let (_, longer, source) = render(with(0.5, 2.0));
+    assert_eq!(source, "encoded", "another length");
+    assert!((longer[0].len() as f64 / 48_000.0 - 2.0).abs() <= 1024.0 / 48_000.0);
+
+    // The same name with other bytes (a value's file, say) is another sound.
+    s.ffmpeg(&["-f", "lavfi", "-i", "sine=f=440:d=2:sample_rate=44100"], "bed.wav");
+    let (_, other, source) = render(with(0.5, 1.5));
+    assert_eq!(source, "encoded", "other bytes under the same name");
+    assert_ne!(other, first_pcm);
+    let (_, _, source) = render(with(0.5, 1.5));
+    assert_eq!(source, "kept");
+}
