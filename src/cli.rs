@@ -130,7 +130,7 @@ pub enum Bench {
     /// The render engine against the hand-written ffmpeg CLI filtergraph making the same
     /// reference composition.
     Render {
-        /// Output size: `1080p`, `720p` or `both`.
+        /// Output size: `1080p`, `720p`, `480p`, `both` (1080p and 720p) or `all`.
         #[arg(long, default_value = "both")]
         quality: String,
         /// Runs of each side; the best is reported.

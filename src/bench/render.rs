@@ -108,7 +108,7 @@ fn inputs(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The ffmpeg CLI arguments for the same composition at `height` (1080 or 720).
+/// The ffmpeg CLI arguments for the same composition at `height` (1080, 720 or 480).
 fn baseline_args(dir: &Path, height: u32, out: &Path) -> Vec<String> {
     let fonts = Path::new(env!("CARGO_MANIFEST_DIR")).join("fonts");
     let regular = fonts
@@ -298,11 +298,7 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
     );
     let mut failed = false;
     for &height in heights {
-        let quality = if height == 720 {
-            Quality::P720
-        } else {
-            Quality::P1080
-        };
+        let quality = Quality::parse(&format!("{height}p")).ok_or_else(|| anyhow!("no quality for {height}p"))?;
         let (ours_time, ours_rss) = {
             let t = best(
                 rounds,
@@ -314,15 +310,21 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
         let repeat = best(rounds, || ours(dir.path(), &template, quality, false), |d| d.as_nanos())?;
         let (cli_time, cli_rss) = best(rounds, || cli(dir.path(), height), |(d, _)| d.as_nanos())?;
         let ratio = ours_time.as_secs_f64() / cli_time.as_secs_f64();
+        // The bar is the issue's, at 1080p and 720p; 480p is shown for information.
+        let barred = height >= 720;
         let pass = ratio <= RATIO_BAR;
-        failed |= !pass;
+        failed |= barred && !pass;
         println!(
             "{:<7} {:>12.2} {:>8.2} {:>6.2}× {:>9} {:>14} {:>14} {:>10.2}",
             format!("{height}p"),
             ours_time.as_secs_f64(),
             cli_time.as_secs_f64(),
             ratio,
-            if pass { "PASS" } else { "FAIL" },
+            match (barred, pass) {
+                (false, _) => "info",
+                (true, true) => "PASS",
+                (true, false) => "FAIL",
+            },
             mib(ours_rss),
             mib(cli_rss),
             repeat.as_secs_f64()
@@ -349,7 +351,9 @@ pub fn heights(quality: &str) -> anyhow::Result<Vec<u32>> {
     match quality {
         "1080p" => Ok(vec![1080]),
         "720p" => Ok(vec![720]),
+        "480p" => Ok(vec![480]),
         "both" => Ok(vec![1080, 720]),
-        other => bail!("--quality {other}: expected 1080p, 720p or both"),
+        "all" => Ok(vec![1080, 720, 480]),
+        other => bail!("--quality {other}: expected 1080p, 720p, 480p, both or all"),
     }
 }
