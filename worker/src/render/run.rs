@@ -37,8 +37,8 @@ pub(super) fn render(
     let specs = track_specs(template, &plan, &resolver)?;
     let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
     let kept = sound_key.as_ref().and_then(sound_cache::get);
-    reelfarm_shared::metrics::render_sound(kept.is_some());
     let sound_kept = kept.is_some();
+    reelfarm_shared::metrics::render_sound(sound_kept);
     let (mut mixer, sound) = match kept {
         Some(kept) => (None, Sound::Kept(kept)),
         None => (
