@@ -55,6 +55,7 @@ async fn suite(store: Store) {
     templates::templates(&store).await;
     integrations::integrations(&store).await;
     jobs::jobs(&store).await;
+    jobs::renders_ending_together_finish_their_job(&store).await;
     deliveries::deliveries(&store).await;
     housekeeping::housekeeping(&store).await;
 }

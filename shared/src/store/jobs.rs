@@ -509,7 +509,15 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         };
-        let job = sqlx::query("SELECT credit_account, notifications FROM jobs WHERE id = $1")
+        // Renders of one job ending at once (two workers) take turns from here: each sees
+        // the others' ends once they committed, so the last one finishes the job. Without
+        // the lock both would see the other still open and the job would stay `started`.
+        // (SQLite's writers are serialised already.)
+        let lock = match self.dialect {
+            Dialect::Postgres => "FOR UPDATE",
+            Dialect::Sqlite => "",
+        };
+        let job = sqlx::query(&format!("SELECT credit_account, notifications FROM jobs WHERE id = $1 {lock}"))
             .bind(&job_id)
             .fetch_one(&mut *tx)
             .await?;

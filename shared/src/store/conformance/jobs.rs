@@ -101,3 +101,30 @@ pub(super) async fn jobs(store: &Store) {
     let other = Idempotency { key: "k-1", request_hash: "h-2", response: "{}" };
     assert!(matches!(store.create_job(&again, Some(other)).await, Err(StoreError::Conflict(_))));
 }
+
+/// The renders of a job ending at the same moment (two workers) finish the job once the
+/// last one ended, whichever commits last: none sees only itself as ended.
+pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
+    let template = store.create_template(&new_template("Together", None, true)).await.unwrap();
+    let lena = store.create_user("lena", None, 60).await.unwrap();
+    let jobs: Vec<NewJob> = (0..20).map(|_| new_job(&lena.id, &template.id, 3, true, false)).collect();
+    for job in &jobs {
+        assert_eq!(store.create_job(job, None).await.unwrap(), JobCreation::Created);
+    }
+    let success = |i: usize| RenderOutcome::Success {
+        video_key: format!("v{i}"),
+        thumb_key: format!("t{i}"),
+        width: 2,
+        height: 2,
+        duration_ms: 1,
+    };
+    let endings = jobs.iter().flat_map(|j| &j.renders).enumerate().map(|(i, r)| {
+        let outcome = if i % 3 == 2 { RenderOutcome::Failed { error: "broken".into() } } else { success(i) };
+        async move { store.end_render(&r.id, &outcome).await.unwrap() }
+    });
+    assert!(futures::future::join_all(endings).await.into_iter().all(|ended| ended));
+    for job in &jobs {
+        assert_eq!(store.job(&job.id).await.unwrap().status, JobStatus::Finished, "job {}", job.id);
+    }
+    assert_eq!(store.available_credits(&lena.id).await.unwrap(), 20, "one refund per failed render");
+}
