@@ -15,13 +15,7 @@ pub const INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Prunes the store every [`INTERVAL`] until `shutdown`.
 pub async fn run(store: Store, shutdown: CancellationToken) {
-    let mut rounds = tokio::time::interval(INTERVAL);
-    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = rounds.tick() => {}
-        }
+    every_round(shutdown, || async {
         match store.prune(now_ms()).await {
             Ok(pruned) if pruned == Default::default() => {}
             Ok(pruned) => tracing::info!(
@@ -30,6 +24,20 @@ pub async fn run(store: Store, shutdown: CancellationToken) {
                 "housekeeping: pruned expired rows"
             ),
             Err(e) => tracing::warn!(error = %e, "housekeeping: pruning failed; trying again next round"),
+        }
+    })
+    .await
+}
+
+/// Runs `round` at once and then every [`INTERVAL`] (a late round is not caught up) until
+/// `shutdown`.
+pub async fn every_round<F: std::future::Future<Output = ()>>(shutdown: CancellationToken, mut round: impl FnMut() -> F) {
+    let mut rounds = tokio::time::interval(INTERVAL);
+    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = rounds.tick() => round().await,
         }
     }
 }

@@ -55,18 +55,16 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
 
 /// Sweeps the work directory at start and every hour until `shutdown`.
 async fn sweep_work_dir_hourly(dir: std::path::PathBuf, older_than: Duration, shutdown: CancellationToken) {
-    let mut rounds = tokio::time::interval(reelfarm_shared::housekeeping::INTERVAL);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = rounds.tick() => {}
-        }
+    reelfarm_shared::housekeeping::every_round(shutdown, || {
         let dir = dir.clone();
-        match tokio::task::spawn_blocking(move || sweep_work_dir(&dir, older_than)).await {
-            Ok(0) | Err(_) => {}
-            Ok(removed) => tracing::info!(removed, "housekeeping: removed what stopped runs left in the work directory"),
+        async move {
+            match tokio::task::spawn_blocking(move || sweep_work_dir(&dir, older_than)).await {
+                Ok(0) | Err(_) => {}
+                Ok(removed) => tracing::info!(removed, "housekeeping: removed what stopped runs left in the work directory"),
+            }
         }
-    }
+    })
+    .await
 }
 
 /// Removes the entries of `dir` last changed more than `older_than` ago: what conversions

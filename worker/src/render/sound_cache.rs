@@ -35,7 +35,8 @@ pub(crate) struct Kept {
 
 impl Kept {
     pub(crate) fn new(packets: Vec<Packet>) -> Kept {
-        let bytes = packets.iter().map(|p| p.size() + 96).sum();
+        // The payload plus, roughly, the packet structure and buffer header around it.
+        let bytes = packets.iter().map(|p| p.size() + 128).sum();
         Kept { packets, bytes }
     }
 }
