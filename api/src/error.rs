@@ -86,6 +86,18 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "error.not_found", format!("{what} not found"))
     }
 
+    /// 404 for a resource a field of the request names; `errors` names the field.
+    pub fn not_found_field(field: &str, what: &str) -> ApiError {
+        let mut e = ApiError::not_found(what);
+        e.body.errors = vec![FieldError::new(field, "error.not_found", format!("names no {} visible to you", what.to_lowercase()))];
+        e
+    }
+
+    /// 405: the path is served, but not with this method (the caller adds `Allow`).
+    pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "error.method_not_allowed", message)
+    }
+
     pub fn conflict(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::CONFLICT, "error.conflict", message)
     }

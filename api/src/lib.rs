@@ -21,10 +21,13 @@ use utoipa_actix_web::AppExt;
 pub mod auth;
 pub mod error;
 mod form;
+mod known_paths;
+mod openapi;
 mod pagination;
 mod routes;
 mod signing;
 pub mod state;
+mod text;
 
 use error::ApiError;
 use state::AppState;
@@ -36,24 +39,6 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the server then takes to stop its workers.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
-
-#[derive(OpenApi)]
-#[openapi(
-    info(title = "reelfarm", description = "Media libraries and template-driven video rendering"),
-    modifiers(&BearerAuth),
-    components(schemas(error::ErrorBody, error::FieldError))
-)]
-struct ApiDoc;
-
-struct BearerAuth;
-
-impl utoipa::Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
-    }
-}
 
 /// A bound, ready-to-run API server.
 pub struct Application {
@@ -96,7 +81,7 @@ impl Application {
         let server = HttpServer::new(move || {
             let (app, openapi) = App::new()
                 .into_utoipa_app()
-                .openapi(ApiDoc::openapi())
+                .openapi(openapi::ApiDoc::openapi())
                 .app_data(state.clone())
                 .app_data(ops_backends.clone())
                 .app_data(counted.clone())
@@ -105,10 +90,11 @@ impl Application {
                 .app_data(extractor_errors::path())
                 .configure(routes::configure)
                 .split_for_parts();
-            app.app_data(web::Data::new(openapi))
+            app.app_data(web::Data::new(known_paths::KnownPaths::new(&openapi)))
+                .app_data(web::Data::new(OpenApiJson(openapi::finish(&openapi))))
                 .service(openapi_json)
                 .service(static_file)
-                .default_service(web::to(|| async { ApiError::not_found("Route").error_response_owned() }))
+                .default_service(web::to(known_paths::unmatched))
                 .wrap(from_fn(observe))
         })
         .disable_signals()
@@ -197,15 +183,18 @@ impl OpsServer {
 }
 
 impl ApiError {
-    fn error_response_owned(self) -> HttpResponse {
+    pub(crate) fn error_response_owned(self) -> HttpResponse {
         actix_web::ResponseError::error_response(&self)
     }
 }
 
-/// The OpenAPI 3 document of every endpoint, generated from the handlers' types.
+/// The served OpenAPI document (see [`openapi::finish`]).
+struct OpenApiJson(serde_json::Value);
+
+/// The OpenAPI 3.1 document of every endpoint, generated from the handlers' types.
 #[get("/openapi.json")]
-async fn openapi_json(doc: web::Data<utoipa::openapi::OpenApi>) -> HttpResponse {
-    HttpResponse::Ok().json(doc.get_ref())
+async fn openapi_json(doc: web::Data<OpenApiJson>) -> HttpResponse {
+    HttpResponse::Ok().json(&doc.0)
 }
 
 /// Static images the API refers to (library thumbnails).

@@ -14,8 +14,10 @@ pub const MAX_LIMIT: u32 = 500;
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items per page, 1–500 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
     /// Page number from 1 (default 1).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 4294967295_u64)]
     pub page: Option<String>,
 }
 

@@ -159,8 +159,8 @@ async fn other_users_cannot_see_or_change_a_library(mode: Mode) {
     error(app.get(&format!("/api2/v1/objects/{object}"), &other).await, 404, "error.not_found").await;
     error(app.get(&format!("/api2/v1/libraries/{library_id}/assets"), &other).await, 404, "error.not_found").await;
     let res = app.post_form("/api2/v1/objects", &other, &[("filename", "y.png"), ("library_id", library_id)]).await;
-    let body = error(res, 400, "error.validation_failed").await;
-    assert_eq!(body["errors"][0]["field"], "library_id");
+    let body = error(res, 404, "error.not_found").await;
+    assert_eq!(body["errors"][0]["field"], "library_id", "the field naming the library is named");
     let res = app.client.delete(app.url(&format!("/api2/v1/objects/{object}"))).bearer_auth(&other).send().await.unwrap();
     error(res, 404, "error.not_found").await;
     json(app.get(&format!("/api2/v1/objects/{object}"), &owner).await, 200).await;

@@ -1,5 +1,9 @@
 //! Authentication, libraries and operations endpoints, in both modes.
 
+#[path = "foundation/contract.rs"]
+mod contract;
+
+use contract::*;
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;
 
@@ -12,6 +16,11 @@ both_modes!(
     operations_endpoints_answer,
     webhook_secret_can_be_read_and_rotated,
     stored_files_are_served_with_ranges,
+    library_endpoints_answer_the_spec_types,
+    asset_endpoints_answer_the_spec_types,
+    template_and_job_endpoints_answer_the_spec_types,
+    account_endpoints_answer_the_spec_types,
+    known_paths_answer_405_with_allow_for_other_methods,
 );
 
 async fn requests_without_a_valid_token_get_401(mode: Mode) {

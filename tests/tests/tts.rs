@@ -1,7 +1,8 @@
 //! Text-to-speech sound values end to end (issue #7), in both modes: espeak speech
-//! rendered into its layer's slot, Polly and Google through fakes of their wire
-//! protocols, the synthesis cache, long texts split for the provider, identifiers refused
-//! naming their segment, and the voice list.
+//! rendered into its layer's slot, espeak voices as users write them (issue #15: other
+//! codes, names, variants), Polly and Google through fakes of their wire protocols, the
+//! synthesis cache, long texts split for the provider, identifiers refused naming their
+//! segment, and the voice list.
 
 use std::path::Path;
 
@@ -14,6 +15,7 @@ use serde_json::{json, Value};
 
 both_modes!(
     an_espeak_value_renders_speech_in_its_slot_and_is_synthesised_once,
+    espeak_voices_render_by_code_other_code_name_and_variant,
     polly_and_google_speak_through_their_fakes_and_long_texts_are_split,
     invalid_identifiers_are_refused_naming_the_segment,
     the_voices_of_the_configured_providers_are_listed,
@@ -139,6 +141,36 @@ async fn an_espeak_value_renders_speech_in_its_slot_and_is_synthesised_once(mode
     w.app.stop().await;
 }
 
+/// A speech value of `text` with `identifier`.
+fn speech(text: &str, identifier: &str) -> Value {
+    json!({ "type": "tts", "value": text, "identifier": identifier })
+}
+
+async fn espeak_voices_render_by_code_other_code_name_and_variant(mode: Mode) {
+    let w = world(mode, &[]).await;
+    for (first, second) in [
+        // `en` is espeak-ng's other code of en-gb; the language en-US shares its `en`.
+        ("espeak;en;male;en-US;none;none", "espeak;en-us;male;en-US;none;none"),
+        ("espeak;en-gb-x-rp;male;en-GB;none;none", "espeak;en+f3;female;en;none;none"),
+    ] {
+        let text = format!("Hello there, this is {first} speaking.");
+        let video = w.render(json!({ FIRST: speech(&text, first), SECOND: speech(&text, second) })).await;
+        let probe = probe_url(video["url"].as_str().unwrap(), w.dir.path()).await;
+        assert_eq!(probe.audio_codec.as_deref(), Some("aac"));
+        let levels = w.loudness(&video).await;
+        assert!(silent(&levels, 0.0, 0.4), "{first}, {second}: {levels:?}");
+        assert!(voiced(&levels, 0.6, 1.4), "{first}: {levels:?}");
+        assert!(voiced(&levels, 1.6, 2.4), "{second}: {levels:?}");
+    }
+    let synthesised = w.metric("reelfarm_tts_requests_total{provider=\"espeak\"}").await;
+    assert_eq!(synthesised, 4.0);
+    // The voice's name, any case, is the same voice as `en`: its speech is in the cache.
+    let text = "Hello there, this is espeak;en;male;en-US;none;none speaking.";
+    w.render(json!({ FIRST: speech(text, "espeak;english (great britain);male;en-US;none;none") })).await;
+    assert_eq!(w.metric("reelfarm_tts_requests_total{provider=\"espeak\"}").await, synthesised, "from the cache");
+    w.app.stop().await;
+}
+
 async fn polly_and_google_speak_through_their_fakes_and_long_texts_are_split(mode: Mode) {
     let polly = FakePolly::start().await;
     let google = FakeGoogleTts::start().await;
@@ -208,8 +240,12 @@ async fn invalid_identifiers_are_refused_naming_the_segment(mode: Mode) {
             "segment 1 (provider): unknown provider \"azure\"",
         ),
         (
-            json!({ "type": "tts", "value": "Hi.", "identifier": "espeak;klingon;;;none;none" }),
-            "segment 2 (voice): unknown espeak voice \"klingon\"",
+            json!({ "type": "tts", "value": "Hi.", "identifier": "espeak;xx-nope;male;;none;none" }),
+            "segment 2 (voice): unknown espeak voice \"xx-nope\"; GET /generator/v1/tts/voices lists",
+        ),
+        (
+            json!({ "type": "tts", "value": "Hi.", "identifier": "espeak;en-us+nope;female;en-US;none;none" }),
+            "segment 2 (voice): unknown espeak variant \"nope\" in \"en-us+nope\"",
         ),
         (json!({ "type": "tts", "value": " ", "identifier": "espeak;en-us;;;none;none" }), "is empty"),
         (
@@ -257,6 +293,19 @@ async fn the_voices_of_the_configured_providers_are_listed(mode: Mode) {
     let espeak = &listed["providers"][0]["voices"];
     let english = espeak.as_array().unwrap().iter().find(|v| v["voice"] == "en-us").expect("espeak's en-us voice");
     assert_eq!(english["identifier"], "espeak;en-us;male;en-us;none;none");
+    // `en` reaches en-gb (espeak-ng's choice), listed with it and accepted as such.
+    let by_en: Vec<&Value> = espeak.as_array().unwrap().iter().filter(|v| v["aliases"] == json!(["en"])).collect();
+    assert_eq!(by_en.len(), 1, "{espeak}");
+    assert_eq!(by_en[0]["identifier"], "espeak;en-gb;male;en-gb;none;none");
+    let variants = listed["providers"][0]["variants"].as_array().unwrap();
+    let f3 = variants.iter().find(|v| v["variant"] == "f3").expect("espeak's f3 variant");
+    assert_eq!(f3["gender"], "female");
+    assert!(listed["providers"][0]["note"].as_str().unwrap().contains("+VARIANT"), "{listed}");
+    for identifier in [by_en[0]["identifier"].as_str().unwrap(), "espeak;en;male;en-gb;none;none", "espeak;en+f3;;;;"] {
+        let value = json!({ FIRST: { "type": "tts", "value": "Hi.", "identifier": identifier } });
+        let res = w.app.post_json("/generator/v1/jobs", &w.token, &w.job(value), &[]).await;
+        json(res, 200).await;
+    }
     let joanna = listed["providers"][1]["voices"].as_array().unwrap().iter().find(|v| v["voice"] == "Joanna").unwrap();
     assert_eq!(joanna["identifier"], "polly;Joanna;female;en-US;neural;none");
     // Every listed identifier is accepted by a job.

@@ -45,19 +45,6 @@ impl IntegrationJson {
     }
 }
 
-/// Body of `PUT /api2/v1/users/me/integrations/{provider}` (documentation only: the body
-/// is read by [`parse_account`]).
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
-pub struct LinkForm {
-    /// OAuth 2.0 client id.
-    pub client_id: String,
-    /// OAuth 2.0 client secret (stored encrypted, never shown).
-    pub client_secret: String,
-    /// OAuth 2.0 refresh token of the account (stored encrypted, never shown).
-    pub refresh_token: String,
-}
-
 /// The caller's linked accounts.
 #[utoipa::path(
     tag = "integrations",
@@ -74,7 +61,7 @@ pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
 #[utoipa::path(
     tag = "integrations",
     params(("provider" = String, Path, description = "`youtube` or `gdrive`")),
-    request_body(content = LinkForm, content_type = "application/json"),
+    request_body(content = super::bodies::LinkBody, content_type = "application/json"),
     responses(
         (status = 200, body = IntegrationJson),
         (status = 400, body = ErrorBody),
@@ -153,26 +140,19 @@ fn not_linked(provider: Provider) -> ApiError {
     ApiError::not_found(&format!("Linked {provider} account"))
 }
 
-/// Reads the body of a link: every field a non-empty string (trimmed, at most
-/// [`MAX_FIELD_CHARS`] characters); `Err` names each field in error.
+/// Reads the body of a link: every field a text field of at most [`MAX_FIELD_CHARS`]
+/// characters; `Err` names each field in error.
 fn parse_account(body: &Value) -> Result<LinkedAccount, Vec<FieldError>> {
     let Some(body) = body.as_object() else {
         return Err(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]);
     };
     let mut errors = Vec::new();
     let mut field = |name: &str| match body.get(name) {
-        Some(Value::String(s)) if s.trim().chars().count() > MAX_FIELD_CHARS => {
-            errors.push(FieldError::new(name, "error.too_long", format!("must be at most {MAX_FIELD_CHARS} characters")));
-            String::new()
-        }
-        Some(Value::String(s)) if s.trim().chars().any(char::is_control) => {
-            errors.push(FieldError::new(name, "error.invalid", "must not contain control characters"));
-            String::new()
-        }
-        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        Some(Value::String(_)) | None | Some(Value::Null) => {
-            errors.push(FieldError::new(name, "error.required", "is required and must not be empty"));
-            String::new()
+        value @ (Some(Value::String(_)) | None | Some(Value::Null)) => {
+            crate::text::field(name, value.and_then(Value::as_str), MAX_FIELD_CHARS).unwrap_or_else(|e| {
+                errors.push(e);
+                String::new()
+            })
         }
         Some(_) => {
             errors.push(FieldError::new(name, "error.invalid", "must be a string"));

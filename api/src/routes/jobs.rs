@@ -8,7 +8,7 @@
 //! nothing; with another body it is a 409.
 
 mod media;
-mod request;
+pub(crate) mod request;
 
 use std::collections::HashMap;
 
@@ -167,9 +167,10 @@ impl JobJson {
 /// Starts a job: one video per element of `values`, each costing one credit.
 #[utoipa::path(
     tag = "jobs",
-    request_body(content = Object, content_type = "application/json",
+    request_body(content = super::bodies::JobBody, content_type = "application/json",
         description = "template_id, options {quality, create_render, create_project}, values[], notifications[] (spec §4.7)"),
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried request safe for 24 hours")),
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+        description = "1 to 255 visible ASCII characters; makes a retried request safe for 24 hours")),
     responses(
         (status = 200, body = JobJson),
         (status = 400, body = ErrorBody),

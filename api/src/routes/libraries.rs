@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody, FieldError};
+use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
 /// Longest library name accepted, in characters.
@@ -156,16 +156,15 @@ pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
 }
 
 /// Form of `POST /api2/v1/users/me/libraries`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 pub struct CreateLibraryForm {
-    /// Name of the library, 1 to 100 characters.
     pub name: Option<String>,
 }
 
 /// Creates a personal library.
 #[utoipa::path(
     tag = "libraries",
-    request_body(content = CreateLibraryForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = super::bodies::CreateLibraryBody, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, body = LibraryJson),
         (status = 400, body = ErrorBody),
@@ -190,22 +189,9 @@ pub async fn create(
     Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
 }
 
-/// A library name: trimmed, non-empty, at most [`MAX_NAME_CHARS`] characters, no control
-/// characters.
+/// A library name: a text field of at most [`MAX_NAME_CHARS`] characters.
 pub fn parse_name(name: Option<String>) -> Result<String, ApiError> {
-    let invalid = |key: &str, message: String| ApiError::validation(vec![FieldError::new("name", key, message)]);
-    let name = name.unwrap_or_default();
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(invalid("error.required", "is required and must not be empty".into()));
-    }
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(invalid("error.too_long", format!("must be at most {MAX_NAME_CHARS} characters")));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(invalid("error.invalid", "must not contain control characters".into()));
-    }
-    Ok(name.to_string())
+    crate::text::field("name", name.as_deref(), MAX_NAME_CHARS).map_err(|e| ApiError::validation(vec![e]))
 }
 
 /// The caller's personal library, created on first use.

@@ -3,12 +3,13 @@
 
 use utoipa_actix_web::service_config::ServiceConfig;
 
+pub(crate) mod bodies;
 mod files;
-mod integrations;
-mod jobs;
-mod libraries;
+pub(crate) mod integrations;
+pub(crate) mod jobs;
+pub(crate) mod libraries;
 mod notifications;
-mod objects;
+pub(crate) mod objects;
 pub(crate) mod ops;
 mod templates;
 mod tts;
@@ -22,6 +23,7 @@ pub(crate) fn configure(cfg: &mut ServiceConfig) {
         .service(libraries::list)
         .service(libraries::create)
         .service(libraries::personal)
+        .service(users::me)
         .service(users::webhook_secret)
         .service(users::rotate_webhook_secret)
         .service(integrations::list)

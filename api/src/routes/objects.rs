@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody, FieldError};
+use crate::error::{ApiError, ErrorBody};
 use crate::pagination::PageQuery;
 use crate::state::AppState;
 
@@ -39,7 +39,7 @@ pub struct AssetFileJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<ImageJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub video: Option<Vec<VideoJson>>,
+    pub video: Option<Vec<VideoStreamJson>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audio: Option<AudioJson>,
 }
@@ -52,7 +52,8 @@ pub struct ImageJson {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct VideoJson {
+/// The video stream of a rendition.
+pub struct VideoStreamJson {
     pub width: u32,
     pub height: u32,
     pub codec: String,
@@ -110,7 +111,7 @@ fn file_json(r: &Rendition, kind: AssetKind, state: &AppState) -> AssetFileJson 
     let codec = r.codec.clone().unwrap_or_default();
     match shape {
         "video" => {
-            file.video = Some(vec![VideoJson {
+            file.video = Some(vec![VideoStreamJson {
                 width: r.width.unwrap_or(0),
                 height: r.height.unwrap_or(0),
                 codec,
@@ -177,12 +178,13 @@ pub struct AddObjectResponse {
     pub data: AssetJson,
 }
 
+/// Longest file name accepted, in characters.
+pub const MAX_FILENAME_CHARS: usize = 255;
+
 /// Form of `POST /api2/v1/objects`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 pub struct AddObjectForm {
-    /// Name of the file.
     pub filename: Option<String>,
-    /// Library to add to; the caller's personal library when absent.
     pub library_id: Option<String>,
 }
 
@@ -201,7 +203,7 @@ async fn visible_library(state: &AppState, caller: &Caller, id: &str) -> Result<
 /// Starts an upload: records the object and returns the signed address to PUT it to.
 #[utoipa::path(
     tag = "objects",
-    request_body(content = AddObjectForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = super::bodies::AddObjectBody, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, body = AddObjectResponse),
         (status = 400, body = ErrorBody),
@@ -219,33 +221,15 @@ pub async fn add(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let form: AddObjectForm = crate::form::read(&req, payload).await?;
-    let filename = form.filename.as_deref().map(str::trim).unwrap_or_default();
-    let problem = if filename.is_empty() {
-        Some(("error.required", "is required: the name of the file"))
-    } else if filename.chars().count() > 255 {
-        Some(("error.too_long", "must be at most 255 characters"))
-    } else if filename.chars().any(char::is_control) {
-        Some(("error.invalid", "must not contain control characters"))
-    } else {
-        None
-    };
-    if let Some((key, message)) = problem {
-        return Err(ApiError::validation(vec![FieldError::new("filename", key, message)]));
-    }
+    let filename = crate::text::field("filename", form.filename.as_deref(), MAX_FILENAME_CHARS)
+        .map_err(|e| ApiError::validation(vec![e]))?;
+    let filename = filename.as_str();
     let store = &state.backends.store;
     let library = match form.library_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         None => store.personal_library(&caller.user.id).await?,
         Some(id) => {
             let (library, editable) = visible_library(&state, &caller, id).await.map_err(|e| {
-                if e.key() == "error.not_found" {
-                    ApiError::validation(vec![FieldError::new(
-                        "library_id",
-                        "error.not_found",
-                        "no library with this id is visible to you",
-                    )])
-                } else {
-                    e
-                }
+                if e.key() == "error.not_found" { ApiError::not_found_field("library_id", "Library") } else { e }
             })?;
             if !editable {
                 return Err(ApiError::forbidden("This library is read-only for you"));

@@ -54,8 +54,10 @@ pub struct TemplateJson {
     pub owner: String,
     /// Always false.
     pub has_comments: bool,
-    /// Native size: `480p`, `720p` or `1080p` (the canvas's shorter side).
-    pub quality: String,
+    /// The qualities the template renders in at full sharpness: every one up to its
+    /// native size (the canvas's shorter side), e.g. `["480p", "720p", "1080p"]`. A job
+    /// may ask for a higher one; raster media are then upscaled.
+    pub quality: Vec<String>,
     /// The template document (see `docs/templates.md`); only in `GET …/templates/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
@@ -204,7 +206,7 @@ impl TemplateJson {
                 .collect(),
             owner,
             has_comments: false,
-            quality: record.quality.as_str().into(),
+            quality: record.quality.up_to().map(|q| q.as_str().to_string()).collect(),
             json: with_json.then(|| serde_json::from_str(&record.json).unwrap_or_default()),
         }
     }

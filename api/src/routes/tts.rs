@@ -2,7 +2,7 @@
 //! so that callers need not guess the identifiers of tts values.
 
 use actix_web::{get, web, HttpResponse};
-use reelfarm_shared::tts::voices::{Voice, Voices};
+use reelfarm_shared::tts::voices::{Variant, Voice, Voices};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -22,8 +22,15 @@ pub struct ProviderJson {
     /// `espeak`, `polly` or `google`: the first segment of an identifier.
     pub provider: String,
     /// The voices; empty for `google`, which takes any Google voice name (see `note`).
+    /// Each has `identifier`, `voice`, `name`, `gender`, `language`, `engines` and
+    /// `aliases` (espeak: the other codes that reach it in the voice segment, e.g. `en`).
     #[schema(value_type = Vec<Object>)]
     pub voices: Vec<Voice>,
+    /// espeak's variants (other timbres of any voice), each `{"variant", "name",
+    /// "gender"}`: `VOICE+VARIANT` in the voice segment, e.g. `en-us+f3`; empty for the
+    /// others.
+    #[schema(value_type = Vec<Object>)]
+    pub variants: Vec<Variant>,
     /// How identifiers of this provider are formed.
     pub note: String,
 }
@@ -31,7 +38,18 @@ pub struct ProviderJson {
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct VoicesQuery {
     /// Only this provider.
+    #[param(value_type = Option<ProviderName>, inline)]
     pub provider: Option<String>,
+}
+
+/// A text-to-speech provider, as the first segment of an identifier names it.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum ProviderName {
+    Espeak,
+    Polly,
+    Google,
 }
 
 /// The text-to-speech voices available to jobs, by provider, with ready identifiers.
@@ -62,6 +80,7 @@ pub async fn voices(
             .map(|(provider, _)| ProviderJson {
                 provider: provider.as_str().to_string(),
                 voices: catalog.list(provider),
+                variants: catalog.variants(provider),
                 note: note(provider.as_str()).to_string(),
             })
             .collect::<Vec<_>>()
@@ -75,7 +94,7 @@ pub async fn voices(
 
 fn note(provider: &str) -> &'static str {
     match provider {
-        "espeak" => "espeak;VOICE;GENDER;LANGUAGE;none;none — local espeak-ng voices; gender female picks a female variant",
+        "espeak" => "espeak;VOICE;GENDER;LANGUAGE;none;none — local espeak-ng voices; VOICE is a voice's code, one of its aliases or its name, any case, optionally followed by +VARIANT from variants (espeak;en-us+f3;female;en-US;none;none); gender female without a variant picks f3",
         "polly" => "polly;VOICE;GENDER;LANGUAGE;ENGINE;none — voice, language and engine required (engine one of the voice's engines)",
         _ => "google;VOICE;GENDER;LANGUAGE;none;none — any Google Cloud Text-to-Speech voice name such as en-US-Neural2-C; the language defaults to the voice's",
     }

@@ -38,7 +38,7 @@ pub struct UploadQuery {
 #[utoipa::path(
     tag = "objects",
     params(("id" = String, Path), UploadQuery),
-    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "The raw file"),
+    request_body(content = String, content_type = "application/octet-stream", description = "The raw file, any size"),
     responses(
         (status = 200, body = AssetJson, description = "Stored; conversion queued (status `processing`)"),
         (status = 400, body = ErrorBody),

@@ -1,4 +1,5 @@
-//! The caller's own settings: the webhook signing secret (DESIGN.md).
+//! The caller: their account (`GET /user/v1/users`, which existing clients read) and their
+//! webhook signing secret (DESIGN.md).
 
 use actix_web::{get, post, web, HttpResponse};
 use serde::Serialize;
@@ -7,6 +8,41 @@ use utoipa::ToSchema;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
+
+/// The calling user, as existing clients of this API read it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserJson {
+    /// A stable number of the user (in creation order).
+    pub id: i64,
+    /// The user's id: what the rest of the API calls a user id.
+    pub uuid: String,
+    pub name: String,
+    /// Always false here: a locked account cannot authenticate, so it never reads this.
+    pub locked: bool,
+    /// Renders the user may still start (their group's when they belong to one).
+    pub credits: i64,
+    pub created_at: String,
+}
+
+/// The caller's account.
+#[utoipa::path(
+    tag = "users",
+    responses((status = 200, body = UserJson), (status = 401, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+#[get("/user/v1/users")]
+pub async fn me(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
+    let credits = state.backends.store.available_credits(&caller.user.id).await?;
+    let user = &caller.user;
+    Ok(HttpResponse::Ok().json(UserJson {
+        id: user.number,
+        uuid: user.id.clone(),
+        name: user.name.clone(),
+        locked: false,
+        credits,
+        created_at: reelfarm_shared::id::iso8601(user.created_at),
+    }))
+}
 
 /// The secret that signs the caller's callbacks (Standard Webhooks).
 #[derive(Debug, Serialize, ToSchema)]

@@ -36,8 +36,15 @@ impl TemplateQuality {
     }
 
     pub fn parse(s: &str) -> Option<TemplateQuality> {
-        [TemplateQuality::P480, TemplateQuality::P720, TemplateQuality::P1080].into_iter().find(|q| q.as_str() == s)
+        TemplateQuality::ALL.into_iter().find(|q| q.as_str() == s)
     }
+
+    /// Every quality from the smallest up to this one.
+    pub fn up_to(self) -> impl Iterator<Item = TemplateQuality> {
+        TemplateQuality::ALL.into_iter().filter(move |q| *q <= self)
+    }
+
+    const ALL: [TemplateQuality; 3] = [TemplateQuality::P480, TemplateQuality::P720, TemplateQuality::P1080];
 }
 
 /// Everything of a template but what the store sets (`archived`, `created_at`). The id
@@ -273,5 +280,9 @@ mod tests {
             assert_eq!(TemplateQuality::parse(q).map(TemplateQuality::as_str), Some(q));
         }
         assert_eq!(TemplateQuality::parse("4k"), None);
+        let up_to = |q: TemplateQuality| q.up_to().map(TemplateQuality::as_str).collect::<Vec<_>>();
+        assert_eq!(up_to(TemplateQuality::P480), ["480p"]);
+        assert_eq!(up_to(TemplateQuality::P720), ["480p", "720p"]);
+        assert_eq!(up_to(TemplateQuality::P1080), ["480p", "720p", "1080p"]);
     }
 }

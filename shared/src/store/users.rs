@@ -12,6 +12,8 @@ use crate::token;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
     pub id: String,
+    /// A stable number, in creation order, for clients that type a user's id as an integer.
+    pub number: i64,
     pub name: String,
     pub credits: i64,
     pub created_at: i64,
@@ -43,12 +45,13 @@ pub enum Credits {
     Group { id: String, name: String, credits: i64 },
 }
 
-const USER_COLUMNS: &str = "id, name, credits, created_at";
+const USER_COLUMNS: &str = "id, number, name, credits, created_at";
 const TOKEN_COLUMNS: &str = "id, user_id, prefix, created_at, expires_at, revoked_at";
 
 fn user_from(row: &AnyRow) -> Result<User> {
     Ok(User {
         id: row.try_get("id")?,
+        number: row.try_get("number")?,
         name: row.try_get("name")?,
         credits: row.try_get("credits")?,
         created_at: row.try_get("created_at")?,
@@ -87,23 +90,35 @@ impl Store {
     /// member of it.
     pub async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> Result<User> {
         let now = now_ms();
-        let user = User { id: new_id(), name: name.to_string(), credits, created_at: now };
+        let mut user = User { id: new_id(), number: 0, name: name.to_string(), credits, created_at: now };
         let mut tx = self.begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO users (id, name, credits, webhook_secret, created_at) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(&user.id)
-        .bind(&user.name)
-        .bind(credits)
-        .bind(new_webhook_secret())
-        .bind(now)
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Err(e) if is_unique_violation(&e) => {
-                return Err(StoreError::Conflict(format!("a user named `{name}` exists already")))
+        // The next number is taken in the insert itself; two users created at the same
+        // moment may pick the same one, and the loser tries again with the next.
+        let mut tries = 0;
+        user.number = loop {
+            let inserted = sqlx::query_scalar::<_, i64>(
+                "INSERT INTO users (id, number, name, credits, webhook_secret, created_at) \
+                 SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, $4, $5 FROM users RETURNING number",
+            )
+            .bind(&user.id)
+            .bind(&user.name)
+            .bind(credits)
+            .bind(new_webhook_secret())
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await;
+            match inserted {
+                Ok(number) => break number,
+                Err(e) if is_unique_violation(&e) => {
+                    tx.rollback().await?;
+                    if matches!(self.find_user(name).await, Ok(u) if u.name == name) || tries == 8 {
+                        return Err(StoreError::Conflict(format!("a user named `{name}` exists already")));
+                    }
+                    tries += 1;
+                    tx = self.begin().await?;
+                }
+                Err(e) => return Err(e.into()),
             }
-            other => other?,
         };
         if let Some(group) = group {
             sqlx::query("INSERT INTO user_groups (id, name, credits, created_at) VALUES ($1, $2, 0, $3) ON CONFLICT (name) DO NOTHING")
@@ -202,7 +217,8 @@ impl Store {
         // One round trip: the candidates with their users.
         let rows = sqlx::query(
             "SELECT t.id, t.user_id, t.prefix, t.created_at, t.expires_at, t.revoked_at, t.hash, \
-             u.name AS user_name, u.credits AS user_credits, u.created_at AS user_created_at \
+             u.number AS user_number, u.name AS user_name, u.credits AS user_credits, \
+             u.created_at AS user_created_at \
              FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.prefix = $1",
         )
         .bind(prefix)
@@ -220,6 +236,7 @@ impl Store {
             }
             let user = User {
                 id: record.user_id.clone(),
+                number: row.try_get("user_number")?,
                 name: row.try_get("user_name")?,
                 credits: row.try_get("user_credits")?,
                 created_at: row.try_get("user_created_at")?,

@@ -68,8 +68,9 @@ pub const POLLY_ENGINES: [&str; 4] = ["standard", "neural", "long-form", "genera
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Speech {
     pub provider: Provider,
-    /// The provider's voice: an espeak voice (with its `+variant` when the gender asked
-    /// for one), a Polly voice id, a Google voice name.
+    /// The provider's voice: an espeak voice as espeak-ng takes it once checked (its code,
+    /// with the `+variant` given or the one gender `female` picks), a Polly voice id, a
+    /// Google voice name.
     pub voice: String,
     /// The gender label as given (`female`, `male`, …), when given.
     pub gender: Option<String>,

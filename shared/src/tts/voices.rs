@@ -1,13 +1,14 @@
-//! The voices a deployment offers: espeak-ng's installed voices (from `espeak-ng
-//! --voices`), Amazon Polly's voices (a catalogue compiled in) and Google's (any voice
-//! name of Google's form; Google checks the rest). Job validation checks identifiers
-//! against this, and `GET /generator/v1/tts/voices` lists it.
+//! The voices a deployment offers: espeak-ng's installed voices and variants (from
+//! `espeak-ng --voices`, see `voices/espeak.rs`), Amazon Polly's voices (a catalogue
+//! compiled in) and Google's (any voice name of Google's form; Google checks the rest).
+//! Job validation checks identifiers against this, and `GET /generator/v1/tts/voices`
+//! lists it.
 
-use std::process::Command;
-use std::sync::OnceLock;
+mod espeak;
 
 use serde::Serialize;
 
+pub use self::espeak::Variant;
 use super::{Provider, Speech, SpeechError};
 use crate::config::Config;
 
@@ -41,6 +42,9 @@ pub struct Voice {
     pub language: String,
     /// Engines the voice offers (Polly); empty for the others.
     pub engines: Vec<&'static str>,
+    /// Other codes that reach this voice in the voice segment (espeak: `en` for `en-gb`);
+    /// empty for the others.
+    pub aliases: Vec<String>,
 }
 
 /// The voices of this deployment's providers: espeak always (when installed), Polly when
@@ -59,7 +63,7 @@ impl Voices {
     /// Every provider with whether it is available here.
     pub fn providers(&self) -> Vec<(Provider, bool)> {
         vec![
-            (Provider::Espeak, espeak_voices().is_ok()),
+            (Provider::Espeak, espeak::installed().is_ok()),
             (Provider::Polly, self.polly),
             (Provider::Google, self.google),
         ]
@@ -73,6 +77,15 @@ impl Voices {
             Provider::Google => Vec::new(),
         }
     }
+
+    /// The variants of `provider` (espeak's, appended to a voice as `+VARIANT`; none for
+    /// the others).
+    pub fn variants(&self, provider: Provider) -> Vec<Variant> {
+        match provider {
+            Provider::Espeak => espeak::installed().map(|e| e.variants.clone()).unwrap_or_default(),
+            Provider::Polly | Provider::Google => Vec::new(),
+        }
+    }
 }
 
 impl Catalog for Voices {
@@ -80,8 +93,8 @@ impl Catalog for Voices {
         let unavailable =
             |what: &str| Err(SpeechError::new("provider", format!("identifier segment 1 (provider): {what}")));
         match speech.provider {
-            Provider::Espeak => match espeak_voices() {
-                Ok(voices) => check_espeak(voices, speech),
+            Provider::Espeak => match espeak::installed() {
+                Ok(espeak) => espeak.check(speech),
                 Err(e) => unavailable(&format!("espeak is not available on this server ({e})")),
             },
             Provider::Polly if !self.polly => unavailable("polly is not configured on this server"),
@@ -103,36 +116,6 @@ pub fn is_language_code(code: &str) -> bool {
 
 fn primary(code: &str) -> String {
     code.split('-').next().unwrap_or_default().to_ascii_lowercase()
-}
-
-fn check_espeak(voices: &[Voice], speech: &mut Speech) -> Result<(), SpeechError> {
-    let Some(voice) = voices.iter().find(|v| v.voice.eq_ignore_ascii_case(&speech.voice)) else {
-        return Err(SpeechError::new(
-            "voice",
-            format!(
-                "identifier segment 2 (voice): unknown espeak voice {:?}; GET /generator/v1/tts/voices lists them",
-                speech.voice
-            ),
-        ));
-    };
-    if let Some(language) = &speech.language {
-        if primary(language) != primary(&voice.language) {
-            return Err(SpeechError::new(
-                "language",
-                format!(
-                    "identifier segment 4 (language): {language:?} does not match voice {:?} ({})",
-                    voice.voice, voice.language
-                ),
-            ));
-        }
-    }
-    speech.voice = voice.voice.clone();
-    // espeak-ng's variants give another timbre: f3 a female one; the default is male.
-    if speech.gender.as_deref() == Some("female") {
-        speech.voice.push_str("+f3");
-    }
-    speech.language.get_or_insert_with(|| voice.language.clone());
-    Ok(())
 }
 
 fn check_polly(speech: &mut Speech) -> Result<(), SpeechError> {
@@ -195,46 +178,7 @@ fn check_google(speech: &mut Speech) -> Result<(), SpeechError> {
 /// espeak-ng's installed voices, read once per process (the MBROLA voices are left out:
 /// they need separately installed databases).
 pub fn espeak_voices() -> Result<&'static [Voice], String> {
-    static VOICES: OnceLock<Result<Vec<Voice>, String>> = OnceLock::new();
-    VOICES
-        .get_or_init(|| {
-            let output = Command::new("espeak-ng")
-                .arg("--voices")
-                .output()
-                .map_err(|e| format!("espeak-ng cannot be run: {e}"))?;
-            if !output.status.success() {
-                return Err(format!("espeak-ng --voices failed: {}", output.status));
-            }
-            Ok(parse_espeak_voices(&String::from_utf8_lossy(&output.stdout)))
-        })
-        .as_deref()
-        .map_err(Clone::clone)
-}
-
-/// Reads `espeak-ng --voices`: `Pty Language Age/Gender VoiceName File Other`.
-fn parse_espeak_voices(listing: &str) -> Vec<Voice> {
-    let mut voices: Vec<Voice> = Vec::new();
-    for line in listing.lines().skip(1) {
-        let columns: Vec<&str> = line.split_whitespace().collect();
-        let [_, language, age_gender, name, file, ..] = columns[..] else { continue };
-        if file.starts_with("mb/") || voices.iter().any(|v| v.voice == language) {
-            continue;
-        }
-        let gender = match age_gender.rsplit('/').next() {
-            Some("M") => "male",
-            Some("F") => "female",
-            _ => "",
-        };
-        voices.push(Voice {
-            identifier: format!("espeak;{language};{gender};{language};none;none"),
-            voice: language.to_owned(),
-            name: name.replace('_', " "),
-            gender: gender.to_owned(),
-            language: language.to_owned(),
-            engines: Vec::new(),
-        });
-    }
-    voices
+    espeak::installed().map(|e| e.voices.as_slice())
 }
 
 fn polly_voices() -> Vec<Voice> {
@@ -249,6 +193,7 @@ fn polly_voices() -> Vec<Voice> {
                 gender: (*gender).to_owned(),
                 language: (*language).to_owned(),
                 engines,
+                aliases: Vec::new(),
             }
         })
         .collect()
@@ -357,20 +302,6 @@ const POLLY: &[(&str, &str, &str, &str)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn espeak_listing_is_read_without_mbrola_voices_and_duplicates() {
-        let listing = "Pty Language       Age/Gender VoiceName          File                 Other Languages\n \
-             2  en-us           --/M      English_(America)  gmw/en-US            (en 3)\n \
-             5  en-us           --/F      us-mbrola-1        mb/mb-us1            (en 8)\n \
-             5  de              --/F      German             gmw/de\n";
-        let voices = parse_espeak_voices(listing);
-        assert_eq!(voices.len(), 2, "{voices:?}");
-        assert_eq!(voices[0].voice, "en-us");
-        assert_eq!(voices[0].name, "English (America)");
-        assert_eq!(voices[0].identifier, "espeak;en-us;male;en-us;none;none");
-        assert_eq!(voices[1].gender, "female");
-    }
 
     #[test]
     fn polly_identifiers_listed_are_valid() {

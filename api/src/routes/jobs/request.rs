@@ -45,8 +45,9 @@ pub fn parse(body: &Value) -> Result<JobRequest, Vec<FieldError>> {
         return Err(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]);
     };
     let template_id = match body.get("template_id") {
-        Some(Value::String(id)) if !id.trim().is_empty() => id.trim().to_string(),
-        None | Some(Value::Null) => {
+        // A blank id names no template: the lookup answers 404.
+        Some(Value::String(id)) if !id.is_empty() => id.trim().to_string(),
+        None | Some(Value::Null) | Some(Value::String(_)) => {
             errors.push(FieldError::new("template_id", "error.required", "is required"));
             String::new()
         }

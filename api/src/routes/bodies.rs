@@ -1,0 +1,190 @@
+//! Request bodies as the OpenAPI document describes them. The handlers read these bodies
+//! leniently (DESIGN.md: aliases, `[]` for `{}`, numbers for strings, surrounding white
+//! space) and check them field by field; JSON Schema says the same, with `not`, `const`
+//! and patterns that utoipa's types cannot express, so the schemas are written here and
+//! put into the document by `openapi::finish` under the names the handlers refer to.
+
+use std::borrow::Cow;
+
+use serde_json::{json, Value};
+use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
+
+use super::integrations::MAX_FIELD_CHARS;
+use super::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES, QUALITIES};
+use super::libraries::MAX_NAME_CHARS;
+use super::objects::MAX_FILENAME_CHARS;
+use crate::text;
+
+/// Declares a body type whose schema is written in [`schemas`].
+macro_rules! hand_written {
+    ($($name:ident),*) => {$(
+        #[doc = concat!("The body `", stringify!($name), "` (schema written in `bodies::schemas`).")]
+        pub struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                // Replaced in the served document by the schema of `schemas()`.
+                ObjectBuilder::new().into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+        }
+    )*};
+}
+
+hand_written!(JobBody, CreateLibraryBody, AddObjectBody, LinkBody);
+
+/// Every hand-written schema by name.
+pub fn schemas() -> Vec<(&'static str, Value)> {
+    vec![
+        ("JobBody", job_body()),
+        ("CreateLibraryBody", object(&[("name", text::schema(MAX_NAME_CHARS, "Name of the library"))], &["name"])),
+        (
+            "AddObjectBody",
+            object(
+                &[
+                    ("filename", text::schema(MAX_FILENAME_CHARS, "Name of the file")),
+                    ("library_id", json!({ "type": "string", "description":
+                        "Library to add to (one the caller may edit); the personal library when absent or empty" })),
+                ],
+                &["filename"],
+            ),
+        ),
+        (
+            "LinkBody",
+            object(
+                &[
+                    ("client_id", text::schema(MAX_FIELD_CHARS, "OAuth 2.0 client id")),
+                    ("client_secret", text::schema(MAX_FIELD_CHARS, "OAuth 2.0 client secret (stored sealed, never shown)")),
+                    ("refresh_token", text::schema(MAX_FIELD_CHARS, "Refresh token of the account (stored sealed, never shown)")),
+                ],
+                &["client_id", "client_secret", "refresh_token"],
+            ),
+        ),
+    ]
+}
+
+fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
+    let properties: serde_json::Map<String, Value> = properties.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    json!({ "type": "object", "properties": properties, "required": required })
+}
+
+/// `{"key": true}` required.
+fn is(key: &str, value: bool) -> Value {
+    json!({ "properties": { key: { "const": value } }, "required": [key] })
+}
+
+/// An absolute http(s) address as the url crate reads it (ASCII host names whose last
+/// label starts with a letter, so that it is never read as an IPv4 number).
+fn address(description: &str) -> Value {
+    json!({
+        "type": "string",
+        "pattern": "^https?://([A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(:[0-9]{1,4})?(/[!-~]*)?$",
+        "description": description,
+    })
+}
+
+/// An object, or `[]` (PHP clients send an empty array for an empty object).
+fn object_or_empty_array(description: &str) -> Value {
+    json!({ "description": description, "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }] })
+}
+
+/// The job request (spec §4.7).
+fn job_body() -> Value {
+    let flag = |d: &str| json!({ "type": "boolean", "description": d });
+    let options = json!({
+        "type": "object",
+        "properties": {
+            "quality": { "type": "string", "enum": QUALITIES, "default": "default",
+                         "description": "Output size: the template's own, or the shorter side in pixels" },
+            "create_render": flag("Whether a video is made (default true)"),
+            "create_project": flag("Whether a project is made (default false)"),
+            "auto_render": flag("Alias of create_render; must agree with it when both are given"),
+            "create_moov": flag("Alias of create_project; must agree with it when both are given"),
+        },
+        // Aliases that contradict their names, or nothing to create, are refused.
+        "not": { "anyOf": [
+            { "allOf": [is("create_render", true), is("auto_render", false)] },
+            { "allOf": [is("create_render", false), is("auto_render", true)] },
+            { "allOf": [is("create_project", true), is("create_moov", false)] },
+            { "allOf": [is("create_project", false), is("create_moov", true)] },
+            { "allOf": [
+                { "anyOf": [is("create_render", false), is("auto_render", false)] },
+                { "not": { "anyOf": [is("create_project", true), is("create_moov", true)] } },
+            ] },
+        ] },
+    });
+    let value = json!({
+        "description": "A value by variable type (spec §4.7.1): text or an address or asset id, null for the \
+                        placeholder of an image, rich text, or text-to-speech for a sound",
+        "anyOf": [
+            { "type": "string" },
+            { "type": "null" },
+            { "type": "object", "required": ["type", "value"], "properties": {
+                "type": { "const": "rich-text" }, "value": { "type": "string" } } },
+            { "type": "object", "required": ["type", "value", "identifier"], "properties": {
+                "type": { "const": "tts" }, "value": { "type": "string" },
+                "identifier": { "type": "string", "description": "provider;voice;gender;language;engine;extra" } } },
+        ],
+    });
+    let element = json!({
+        "type": "object",
+        "properties": {
+            "external_id": { "type": ["string", "number", "null"], "description": "The caller's reference, echoed as a string" },
+            "title": { "type": ["string", "number", "null"], "description": "Title of the project, echoed as a string" },
+            "template_variables": {
+                "description": "Variable id to value; variables not given keep the template's content",
+                "anyOf": [{ "type": "object", "additionalProperties": value }, { "type": "array", "maxItems": 0 }],
+            },
+            "metadata": object_or_empty_array("Passed through to the video"),
+        },
+    });
+    let payload = |properties: Value, required: &[&str]| {
+        json!({ "type": "object", "properties": properties, "required": required })
+    };
+    let notification = |kind: &str, payload: Value| {
+        json!({ "type": "object", "required": ["type", "payload"],
+                "properties": { "type": { "const": kind }, "payload": payload } })
+    };
+    // ASCII only, so that `maxLength` (characters) is the limit of 254 octets.
+    let email = json!({
+        "type": "string", "maxLength": 254,
+        "pattern": "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$",
+    });
+    let notifications = json!({
+        "type": "array",
+        "maxItems": MAX_NOTIFICATIONS,
+        "items": { "oneOf": [
+            notification("callback", payload(json!({ "url": address("Receives the render's body (spec §6.1)") }), &["url"])),
+            notification("upload-videosite", payload(json!({
+                "title": text::not_blank(), "description": text::not_blank(),
+                "playlist_id": { "type": ["string", "null"] },
+                "callback": address("Receives the upload's body (spec §6.2)"),
+            }), &["title", "description"])),
+            notification("upload-cloudstorage", payload(json!({
+                "title": text::not_blank(), "path": text::not_blank(),
+            }), &["title", "path"])),
+            notification("email", payload(json!({
+                "email": { "anyOf": [email.clone(), { "type": "array", "items": email, "minItems": 1 }] },
+                "subject": { "type": ["string", "null"] },
+                "message": { "type": ["string", "null"] },
+                "logo": address("Image shown in the e-mail"),
+            }), &["email"])),
+        ] },
+    });
+    json!({
+        "type": "object",
+        "required": ["template_id", "options", "values"],
+        "properties": {
+            "template_id": { "type": "string", "minLength": 1, "description": "Id of a template the caller may use" },
+            "options": options,
+            "values": { "type": "array", "minItems": 1, "maxItems": MAX_VALUES, "items": element,
+                        "description": "One element per video" },
+            "notifications": notifications,
+        },
+    })
+}
