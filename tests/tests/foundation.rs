@@ -21,6 +21,7 @@ both_modes!(
     template_and_job_endpoints_answer_the_spec_types,
     account_endpoints_answer_the_spec_types,
     known_paths_answer_405_with_allow_for_other_methods,
+    nul_characters_are_refused_at_the_edge,
 );
 
 async fn requests_without_a_valid_token_get_401(mode: Mode) {

@@ -227,6 +227,8 @@ pub async fn add(
     let store = &state.backends.store;
     let library = match form.library_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         None => store.personal_library(&caller.user.id).await?,
+        // Not an id of ours (a NUL, say, which PostgreSQL could not even compare): not found.
+        Some(id) if !reelfarm_shared::id::is_id(id) => return Err(ApiError::not_found_field("library_id", "Library")),
         Some(id) => {
             let (library, editable) = visible_library(&state, &caller, id).await.map_err(|e| {
                 if e.key() == "error.not_found" { ApiError::not_found_field("library_id", "Library") } else { e }

@@ -393,3 +393,26 @@ pub async fn known_paths_answer_405_with_allow_for_other_methods(mode: Mode) {
     assert_eq!(job_body["properties"]["values"]["maxItems"], 100);
     app.stop().await;
 }
+
+pub async fn nul_characters_are_refused_at_the_edge(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("ann").await;
+    for path in ["/api2/v1/libraries/%00/assets", "/generator/v1/jobs/a%00b", "/generator/v1/templates?limit=%00"] {
+        reelfarm_tests::error(app.get(path, &token).await, 400, "error.invalid_request").await;
+    }
+    for (body, field) in [
+        (json!({"template_id": "\u{0}", "options": {}, "values": [{}]}), "template_id"),
+        (json!({"template_id": "t", "options": {}, "values": [{"external_id": "a\u{0}"}]}), "values[0].external_id"),
+        (json!({"template_id": "t", "options": {}, "values": [{"title": "\u{0}"}]}), "values[0].title"),
+    ] {
+        let res = app.post_json("/generator/v1/jobs", &token, &body, &[]).await;
+        let answer = reelfarm_tests::error(res, 400, "error.validation_failed").await;
+        assert_eq!(answer["errors"][0]["field"], field, "{answer}");
+    }
+    let res = app.post_form("/api2/v1/objects", &token, &[("filename", "a.png"), ("library_id", "\u{0}")]).await;
+    let answer = reelfarm_tests::error(res, 404, "error.not_found").await;
+    assert_eq!(answer["errors"][0]["field"], "library_id");
+    let res = app.post_form("/api2/v1/users/me/libraries", &token, &[("name", "a\u{0}b")]).await;
+    reelfarm_tests::error(res, 400, "error.validation_failed").await;
+    app.stop().await;
+}
