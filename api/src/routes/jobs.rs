@@ -189,6 +189,7 @@ pub async fn create(
     body: web::Json<Value>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency_key(&req)?;
+    crate::nul::refuse_in_json(&body)?;
     let request = request::parse(&body).map_err(ApiError::validation)?;
     let record = state.visible_template(&request.template_id, &caller.user.id).await?;
     let template = state.template_document(&record)?;
