@@ -3,7 +3,7 @@
 //! hands over the OAuth client and refresh token; they are stored sealed and never shown
 //! again: every response carries the client id and dates only.
 
-use actix_web::{delete, get, put, web, HttpResponse};
+use actix_web::{delete, get, put, web, HttpRequest, HttpResponse};
 use reelfarm_shared::id::iso8601;
 use reelfarm_shared::integration::{link_account, LinkedAccount, Provider};
 use reelfarm_shared::store::IntegrationRecord;
@@ -75,9 +75,11 @@ pub async fn link(
     state: web::Data<AppState>,
     caller: Caller,
     provider: web::Path<String>,
-    body: web::Json<Value>,
+    req: HttpRequest,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let provider = parse_provider(&provider)?;
+    let body: Value = crate::form::read_json(&req, payload).await?;
     let account = parse_account(&body).map_err(ApiError::validation)?;
     let record = link_account(&state.backends.store, &state.sealer, &caller.user.id, provider, &account).await?;
     Ok(HttpResponse::Ok().json(IntegrationJson::new(&record)))

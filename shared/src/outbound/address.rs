@@ -21,6 +21,9 @@ const V4_RANGES: &[([u8; 4], u8, &str)] = &[
     ([192, 168, 0, 0], 16, "private"),
     ([198, 18, 0, 0], 15, "benchmarking"),
     ([198, 51, 100, 0], 24, "documentation"),
+    // Azure's platform endpoint (wire server, DNS, health): not in a special-purpose
+    // registry, but as sensitive as the metadata service.
+    ([168, 63, 129, 16], 32, "cloud platform service"),
     ([203, 0, 113, 0], 24, "documentation"),
     ([224, 0, 0, 0], 4, "multicast"),
     ([255, 255, 255, 255], 32, "broadcast"),
@@ -91,13 +94,18 @@ fn mask128(len: u8) -> u128 {
     u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0)
 }
 
+/// The ports a public address is reached on without an allow entry.
+const WEB_PORTS: [u16; 2] = [80, 443];
+
 /// Why a connection to `addr` is refused; `None` when it may be made: the allow list
-/// names it (ip, and port when the entry has one), or it is public.
+/// names it (ip, and port when the entry has one), or it is public and the port is 80 or
+/// 443 (any other port of a public host — a mail relay, a database, an admin port — needs
+/// an allow entry too).
 pub(crate) fn refusal(allow: &[AllowEntry], addr: SocketAddr) -> Option<&'static str> {
     if allow.iter().any(|entry| entry.allows(addr)) {
         return None;
     }
-    non_public(addr.ip())
+    non_public(addr.ip()).or((!WEB_PORTS.contains(&addr.port())).then_some("a port other than 80 or 443"))
 }
 
 /// Classification only: these tests parse addresses and never connect anywhere (the
@@ -238,6 +246,19 @@ mod tests {
         assert_eq!(refusal(&allow, addr("10.0.0.5:8080")), None);
         assert_eq!(refusal(&allow, addr("10.0.0.5:8081")), Some("private"));
         assert_eq!(refusal(&[], addr("127.0.0.1:80")), Some("loopback"));
-        assert_eq!(refusal(&[], addr("8.8.8.8:25")), None);
+        assert_eq!(refusal(&[], addr("8.8.8.8:443")), None);
+    }
+
+    #[test]
+    fn public_addresses_need_an_allow_entry_for_other_ports_than_80_and_443() {
+        // Parsed and classified only, never connected to.
+        let public = |addr: &str| refusal(&[], addr.parse().unwrap());
+        assert_eq!(public("1.1.1.1:443"), None);
+        assert_eq!(public("1.1.1.1:80"), None);
+        assert_eq!(public("1.1.1.1:25"), Some("a port other than 80 or 443"));
+        assert_eq!(public("[2606:4700:4700::1111]:5432"), Some("a port other than 80 or 443"));
+        let allow = [AllowEntry { ip: "1.1.1.1".parse().unwrap(), port: Some(8443) }];
+        assert_eq!(refusal(&allow, "1.1.1.1:8443".parse().unwrap()), None);
+        assert_eq!(kind("168.63.129.16"), Some("cloud platform service"));
     }
 }

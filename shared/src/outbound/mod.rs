@@ -10,7 +10,11 @@
 //!   link-local, unique-local, CGNAT, multicast, documentation and the other special
 //!   ranges, and IPv6 forms that carry such an IPv4 address (mapped, NAT64, 6to4), are
 //!   refused unless the operator's allow list (`REELFARM_OUTBOUND_ALLOW`) names that ip,
-//!   and port when the entry has one (`address.rs` lists the ranges);
+//!   and port when the entry has one (`address.rs` lists the ranges), and so is a public
+//!   address on a port other than 80 and 443;
+//! - a refused address, a name resolving to no allowed address and a name that does not
+//!   resolve all get one message naming the host as given: the owner of a job learns
+//!   nothing of our network or DNS from it (the reason is logged at debug level);
 //! - a host name is resolved here and the connection is pinned to the addresses that
 //!   passed (the client's resolver answers with those and nothing else), so a name that
 //!   resolves to a public address when checked and to a private one when connecting (DNS
@@ -223,16 +227,15 @@ impl Outbound {
             Some(Host::Ipv4(ip)) => self.check_literal(SocketAddr::new(ip.into(), port))?,
             Some(Host::Ipv6(ip)) => self.check_literal(SocketAddr::new(ip.into(), port))?,
             Some(Host::Domain(name)) => {
-                let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name, port))
-                    .await
-                    .map_err(|e| OutboundError::Network(format!("cannot resolve {name}: {e}")))?
-                    .filter(|addr| address::refusal(&self.allow, *addr).is_none())
-                    .collect();
+                let resolved = tokio::net::lookup_host((name, port)).await.map_err(|e| {
+                    tracing::debug!(host = name, error = %e, "refused: does not resolve");
+                    unreachable(name)
+                })?;
+                let addrs: Vec<SocketAddr> =
+                    resolved.filter(|addr| address::refusal(&self.allow, *addr).is_none()).collect();
                 if addrs.is_empty() {
-                    tracing::debug!(host = name, "refused: resolves to no allowed address");
-                    return Err(OutboundError::Refused(format!(
-                        "{name} resolves to no allowed address (non-public addresses are refused)"
-                    )));
+                    tracing::debug!(host = name, port, "refused: resolves to no allowed address");
+                    return Err(unreachable(name));
                 }
                 Pinned { host: name.to_string(), addrs }
             }
@@ -246,10 +249,17 @@ impl Outbound {
             None => Ok(Pinned { host: String::new(), addrs: Vec::new() }),
             Some(kind) => {
                 tracing::debug!(%addr, kind, "refused");
-                Err(OutboundError::Refused(format!("{} is not allowed ({kind} address)", addr.ip())))
+                Err(unreachable(&addr.ip().to_string()))
             }
         }
     }
+}
+
+/// The one refusal of a host, whatever the reason.
+fn unreachable(host: &str) -> OutboundError {
+    OutboundError::Refused(format!(
+        "{host} cannot be reached from this service (unknown host, or not a public address on port 80 or 443)"
+    ))
 }
 
 /// A client that resolves names with `resolver` only, follows no redirect and ignores
