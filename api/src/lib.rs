@@ -223,7 +223,7 @@ async fn observe(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<Se
         .unwrap_or_else(reelfarm_shared::id::new_id);
     let _in_flight = req.app_data::<web::Data<InFlight>>().cloned().map(InFlightGuard::new);
     let method = req.method().to_string();
-    let span = tracing::info_span!("http", %method, path = %req.path(), %request_id, status = tracing::field::Empty);
+    let span = tracing::info_span!("http", %method, path = %logged_path(req.path()), %request_id, status = tracing::field::Empty);
     let started = std::time::Instant::now();
     let mut res = next.call(req).instrument(span.clone()).await?;
     let status = res.status();
@@ -244,6 +244,12 @@ async fn observe(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<Se
         res.headers_mut().insert(REQUEST_ID.clone(), v);
     }
     Ok(res)
+}
+
+/// The path as logged: a stored file's address is a capability (anyone holding it may
+/// fetch the file), so its key is left out.
+fn logged_path(path: &str) -> &str {
+    if path.starts_with("/files/") { "/files/…" } else { path }
 }
 
 /// Extractor failures answer with the error body instead of actix's plain text.
