@@ -76,6 +76,8 @@ impl Application {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let port = listener.local_addr()?.port();
         let ops_backends = web::Data::new(backends.clone());
+        // With an operations port of its own, readiness and metrics are served there only.
+        let ops_on_api_port = config.ops_listen.is_none();
         let state = web::Data::new(AppState::new(config, backends));
         let in_flight = web::Data::new(InFlight::default());
         let counted = in_flight.clone();
@@ -89,7 +91,7 @@ impl Application {
                 .app_data(extractor_errors::json())
                 .app_data(extractor_errors::query())
                 .app_data(extractor_errors::path())
-                .configure(routes::configure)
+                .configure(|cfg| routes::configure(cfg, ops_on_api_port))
                 .split_for_parts();
             app.app_data(web::Data::new(known_paths::KnownPaths::new(&openapi)))
                 .app_data(web::Data::new(OpenApiJson(openapi::finish(&openapi))))

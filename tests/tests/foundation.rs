@@ -16,6 +16,7 @@ both_modes!(
     operations_endpoints_answer,
     webhook_secret_can_be_read_and_rotated,
     stored_files_are_served_with_ranges,
+    with_an_operations_port_readiness_and_metrics_leave_the_api_port,
     library_endpoints_answer_the_spec_types,
     asset_endpoints_answer_the_spec_types,
     template_and_job_endpoints_answer_the_spec_types,
@@ -195,6 +196,19 @@ async fn operations_endpoints_answer(mode: Mode) {
     }
     assert!(paths["/api2/v1/users/me/libraries"]["post"].is_object());
     assert!(doc["components"]["schemas"]["LibraryJson"].is_object());
+    app.stop().await;
+}
+
+async fn with_an_operations_port_readiness_and_metrics_leave_the_api_port(mode: Mode) {
+    let app = TestApp::spawn_with(mode, &[("REELFARM_OPS_LISTEN", "127.0.0.1:0")]).await;
+    let ops = format!("http://127.0.0.1:{}", app.service.ops_port.expect("an operations port"));
+    json(app.client.get(app.url("/healthz")).send().await.unwrap(), 200).await;
+    for path in ["/readyz", "/metrics"] {
+        error(app.client.get(app.url(path)).send().await.unwrap(), 404, "error.not_found").await;
+        assert_eq!(app.client.get(format!("{ops}{path}")).send().await.unwrap().status(), 200, "{path} on the ops port");
+    }
+    let doc = json(app.client.get(app.url("/openapi.json")).send().await.unwrap(), 200).await;
+    assert!(doc["paths"].get("/metrics").is_none(), "not documented where not served");
     app.stop().await;
 }
 

@@ -16,11 +16,14 @@ mod tts;
 mod uploads;
 mod users;
 
-pub(crate) fn configure(cfg: &mut ServiceConfig) {
-    cfg.service(ops::healthz)
-        .service(ops::readyz)
-        .service(ops::metrics)
-        .service(libraries::list)
+/// Every route; `/readyz` and `/metrics` only when `with_ops` (no operations port of its
+/// own: they are not for the public behind an ingress).
+pub(crate) fn configure(cfg: &mut ServiceConfig, with_ops: bool) {
+    cfg.service(ops::healthz);
+    if with_ops {
+        cfg.service(ops::readyz).service(ops::metrics);
+    }
+    cfg.service(libraries::list)
         .service(libraries::create)
         .service(libraries::personal)
         .service(users::me)
