@@ -12,7 +12,8 @@ mod split;
 pub mod voices;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 pub use split::split_text;
 
@@ -235,10 +236,12 @@ impl Speech {
         Ok(speech)
     }
 
-    /// The key of this speech's synthesis in the blob store: a hash of provider, voice,
-    /// engine, language and text, so the same speech is synthesised once.
-    pub fn cache_key(&self) -> String {
-        let mut hash = Sha256::new();
+    /// The key of this speech's synthesis in the blob store: an HMAC, keyed with the
+    /// deployment's secret, of provider, voice, engine, language and text, so the same
+    /// speech is synthesised once — and nobody without the secret can compute the key of a
+    /// guessed sentence to ask the blob store whether a tenant had it spoken.
+    pub fn cache_key(&self, secret: &[u8]) -> String {
+        let mut hash = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
         for part in [
             "reelfarm-tts-v1",
             self.provider.as_str(),
@@ -247,10 +250,10 @@ impl Speech {
             self.language.as_deref().unwrap_or(""),
             &self.text,
         ] {
-            hash.update((part.len() as u64).to_be_bytes());
+            hash.update(&(part.len() as u64).to_be_bytes());
             hash.update(part.as_bytes());
         }
-        format!("tts/{}.wav", hex::encode(hash.finalize()))
+        format!("tts/{}.wav", hex::encode(hash.finalize().into_bytes()))
     }
 }
 

@@ -18,6 +18,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use secrecy::ExposeSecret;
 use prometheus::IntCounterVec;
 use reelfarm_shared::blob::BlobError;
 use reelfarm_shared::tts::voices::Voices;
@@ -89,6 +90,8 @@ pub(crate) struct Tts {
     polly: Option<polly::Polly>,
     google: Option<google::Google>,
     blobs: Blobs,
+    /// Key of the cache keys' HMAC (the deployment's secret).
+    cache_secret: Vec<u8>,
     time_limit: Duration,
 }
 
@@ -100,6 +103,7 @@ impl Tts {
             polly: polly::Polly::new(config).map_err(anyhow::Error::msg)?,
             google: google::Google::new(config).map_err(anyhow::Error::msg)?,
             blobs,
+            cache_secret: config.secret_key.expose_secret().as_bytes().to_vec(),
             time_limit: config.job_timeout,
         })
     }
@@ -117,7 +121,7 @@ impl Tts {
     /// (work files `out` + suffixes beside it).
     pub(crate) async fn prepare(&self, speech: &Speech, slot: f64, out: &Path) -> Result<(), Failure> {
         let full = out.with_extension("speech.wav");
-        let key = speech.cache_key();
+        let key = speech.cache_key(&self.cache_secret);
         match self.blobs.get_to_file(&key, &full).await {
             Ok(_) => CACHE.with_label_values(&["hit"]).inc(),
             Err(BlobError::NotFound(_)) => {
