@@ -7,10 +7,10 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
-use reelfarm_shared::cache::RateDecision;
 use reelfarm_shared::store::{Group, User};
 
-use crate::error::{ApiError, ErrorChain};
+use crate::error::ApiError;
+use crate::limits::client_ip;
 use crate::state::AppState;
 
 /// The authenticated user of a request.
@@ -46,22 +46,19 @@ fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
 
 async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
-    let token = bearer(&req)?;
-    let Some((user, record)) = state.backends.store.authenticate(token).await? else {
-        return Err(ApiError::unauthorized("Invalid, revoked or expired access token"));
+    let found = match bearer(&req) {
+        Ok(token) => state.backends.store.authenticate(token).await?,
+        Err(_) => None,
+    };
+    let Some((user, record)) = found else {
+        // Failed attempts count per client address: past the limit they answer 429.
+        let client = client_ip(&req, &state.config.trusted_proxies);
+        state.limits.check_client(&state, "authfail", client).await?;
+        return Err(bearer(&req).err().unwrap_or_else(|| ApiError::unauthorized("Invalid, revoked or expired access token")));
     };
     let config = &state.config;
-    if config.rate_limit > 0 {
-        let key = format!("rate:{}", record.id);
-        match state.backends.cache.throttle(&key, config.rate_limit, config.rate_limit_burst).await {
-            Ok(RateDecision::Allowed) => {}
-            Ok(RateDecision::Limited { retry_after }) => {
-                return Err(ApiError::rate_limited(retry_after.as_secs_f64().ceil() as u64));
-            }
-            // The limit protects the service; losing the cache must not take the API down.
-            Err(e) => tracing::warn!(error = %ErrorChain(&e), "rate limit not checked: cache unavailable"),
-        }
-    }
+    let key = format!("rate:{}", record.id);
+    state.limits.check(&state.backends.cache, &key, config.rate_limit, config.rate_limit_burst).await?;
     Ok(Caller { user, token_id: record.id })
 }
 

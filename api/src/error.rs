@@ -106,9 +106,20 @@ impl ApiError {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "error.payload_too_large", message)
     }
 
+    /// 402: the upload would take the caller's stored files past their storage quota (an
+    /// allowance of the account, like credits: 402, not 413).
+    pub fn storage_quota_exceeded(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYMENT_REQUIRED, "error.storage_quota_exceeded", message)
+    }
+
+    /// 408: the client stopped sending the body, or took longer than allowed.
+    pub fn request_timeout(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, "error.request_timeout", message)
+    }
+
     /// 429 with `Retry-After` in whole seconds (at least 1).
     pub fn rate_limited(retry_after_secs: u64) -> ApiError {
-        let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "error.rate_limited", "Too many requests for this token; slow down");
+        let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "error.rate_limited", "Too many requests; slow down");
         e.retry_after = Some(retry_after_secs.max(1));
         e
     }

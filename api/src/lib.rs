@@ -22,6 +22,7 @@ pub mod auth;
 pub mod error;
 mod form;
 mod known_paths;
+mod limits;
 mod nul;
 mod openapi;
 mod pagination;
@@ -98,6 +99,7 @@ impl Application {
                 .service(openapi_json)
                 .service(static_file)
                 .default_service(web::to(known_paths::unmatched))
+                .wrap(from_fn(limits::limit_unauthenticated))
                 .wrap(from_fn(nul::refuse_in_url))
                 .wrap(from_fn(observe))
         })

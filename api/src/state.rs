@@ -26,6 +26,8 @@ pub struct AppState {
     pub backends: Backends,
     /// Seals and opens the secrets of linked accounts (key from `config.secret_key`).
     pub sealer: Sealer,
+    /// Rate limits, with their fallback while the shared cache is down.
+    pub limits: crate::limits::Limits,
     /// Parsed template documents by template id. A template's document never changes
     /// once imported, so an entry never goes stale.
     templates: Mutex<HashMap<String, Arc<Template>>>,
@@ -37,6 +39,7 @@ impl AppState {
     pub fn new(config: Config, backends: Backends) -> AppState {
         AppState {
             sealer: Sealer::new(&config),
+            limits: crate::limits::Limits::new(),
             config,
             backends,
             templates: Mutex::new(HashMap::new()),

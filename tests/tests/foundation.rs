@@ -13,6 +13,7 @@ both_modes!(
     creating_a_library_validates_the_name,
     personal_library_is_created_once_on_first_use,
     rate_limit_answers_429_with_retry_after,
+    client_addresses_are_limited_on_files_uploads_and_failed_authentication,
     operations_endpoints_answer,
     webhook_secret_can_be_read_and_rotated,
     stored_files_are_served_with_ranges,
@@ -161,6 +162,27 @@ async fn rate_limit_answers_429_with_retry_after(mode: Mode) {
     error(res, 429, "error.rate_limited").await;
     // Limits are per token.
     json(app.get("/api2/v1/user/me/personal-library", &other).await, 200).await;
+    app.stop().await;
+}
+
+async fn client_addresses_are_limited_on_files_uploads_and_failed_authentication(mode: Mode) {
+    let app = TestApp::spawn_with(mode, &[("REELFARM_IP_RATE_LIMIT", "1"), ("REELFARM_IP_RATE_LIMIT_BURST", "3")]).await;
+    let (_, token) = app.user_with_token("ann").await;
+    for _ in 0..3 {
+        error(app.client.get(app.url("/files/nothing/here")).send().await.unwrap(), 404, "error.not_found").await;
+    }
+    let res = app.client.get(app.url("/files/nothing/here")).send().await.unwrap();
+    assert!(res.headers().contains_key("retry-after"));
+    error(res, 429, "error.rate_limited").await;
+    let res = app.client.put(app.url("/uploads/some-id")).body("x").send().await.unwrap();
+    error(res, 429, "error.rate_limited").await;
+
+    // Failed authentications count on their own; valid tokens are not affected.
+    for _ in 0..3 {
+        error(app.get("/api2/v1/users/me/libraries", "rf_wrong").await, 401, "error.unauthorized").await;
+    }
+    error(app.get("/api2/v1/users/me/libraries", "rf_wrong").await, 429, "error.rate_limited").await;
+    json(app.get("/api2/v1/users/me/libraries", &token).await, 200).await;
     app.stop().await;
 }
 

@@ -3,6 +3,7 @@
 //! idempotent retries; validation naming every field.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use reelfarm_shared::store::TemplateRecord;
 use reelfarm_tests::files::FileServer;
@@ -19,6 +20,7 @@ both_modes!(
     idempotency_keys_replay_the_first_response_without_charging,
     every_invalid_field_is_named_in_one_answer,
     projects_store_the_template_with_the_values_applied,
+    a_hostile_text_value_is_refused_at_once_and_holds_up_nothing,
 );
 
 const URL_PHOTO: &str = "11111111-1111-4111-8111-111111111111";
@@ -396,5 +398,46 @@ async fn projects_store_the_template_with_the_values_applied(mode: Mode) {
     error(w.app.get(&format!("/generator/v1/projects/{project_id}"), &token).await, 404, "error.not_found").await;
     // Rendering with no credits left is refused.
     error(w.post_job(&w.job("default", json!([{}]))).await, 402, "error.generator_contract_exceeded").await;
+    w.app.stop().await;
+}
+
+/// Issue #16: `<b>` 300,000 times then text, in a body just under the 2 MiB limit, once
+/// made the parser walk every open tag for every character on an API thread.
+async fn a_hostile_text_value_is_refused_at_once_and_holds_up_nothing(mode: Mode) {
+    let w = world(mode, 5).await;
+    let body_with = |markup: &str| {
+        w.job("default", json!([{ "template_variables": { HEADLINE: {"type": "rich-text", "value": markup} } }]))
+    };
+    let room = 2 * 1024 * 1024 - 1024 - serde_json::to_vec(&body_with("")).unwrap().len();
+    let hostile = format!("{}{}", "<b>".repeat(300_000), "x".repeat(room - 900_000));
+    let body = body_with(&hostile);
+    assert_eq!(serde_json::to_vec(&body).unwrap().len(), 2 * 1024 * 1024 - 1024);
+    let field = format!("values[0].template_variables.{HEADLINE}");
+
+    let start = Instant::now();
+    let (refusals, health) = tokio::join!(
+        futures::future::join_all((0..4).map(|_| w.post_job(&body))),
+        w.app.client.get(w.app.url("/healthz")).send()
+    );
+    assert_eq!(health.unwrap().status(), 200);
+    for res in refusals {
+        let res = error(res, 400, "error.validation_failed").await;
+        assert_eq!(res["errors"][0]["field"], field.as_str(), "{res}");
+        assert_eq!(res["errors"][0]["key"], "error.invalid", "{res}");
+        assert!(res["errors"][0]["message"].as_str().unwrap().contains("too long"), "{res}");
+    }
+    // Uploading 8 MiB to a loopback server and refusing it: far under the minutes the
+    // quadratic parse took.
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+
+    // Short but deeply nested: refused at the first tag too many.
+    let deep = format!("{}Hi{}", "<b>".repeat(33), "</b>".repeat(33));
+    let res = error(w.post_job(&body_with(&deep)).await, 400, "error.validation_failed").await;
+    assert_eq!(res["errors"][0]["field"], field.as_str(), "{res}");
+    assert!(res["errors"][0]["message"].as_str().unwrap().contains("at character 96: <b> is nested too deep"), "{res}");
+    // As deep as allowed: accepted.
+    let deep = format!("{}Hi{}", "<b>".repeat(32), "</b>".repeat(32));
+    json(w.post_job(&body_with(&deep)).await, 200).await;
+    assert_eq!(w.credits().await, 4, "only the accepted job was charged");
     w.app.stop().await;
 }

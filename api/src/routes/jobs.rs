@@ -11,6 +11,7 @@ mod media;
 pub(crate) mod request;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use actix_web::http::header::HeaderName;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
@@ -18,7 +19,7 @@ use reelfarm_shared::id::{iso8601, new_id, now_ms};
 use reelfarm_shared::store::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, RenderStatus, StoreError,
 };
-use reelfarm_shared::template::values::apply_values_with;
+use reelfarm_shared::template::values::{apply_values_with, ValueError};
 use reelfarm_shared::template::Template;
 use reelfarm_shared::tts::is_speech;
 use reelfarm_shared::tts::voices::{espeak_voices, Voices};
@@ -190,9 +191,9 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency_key(&req)?;
     crate::nul::refuse_in_json(&body)?;
-    let request = request::parse(&body).map_err(ApiError::validation)?;
+    let request = Arc::new(request::parse(&body).map_err(ApiError::validation)?);
     let record = state.visible_template(&request.template_id, &caller.user.id).await?;
-    let template = state.template_document(&record)?;
+    let template = Arc::new(state.template_document(&record)?);
     let renders = prepare_renders(&state, &caller, &template, &request).await?;
 
     let created_at = now_ms();
@@ -240,20 +241,16 @@ fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, ApiError> {
 async fn prepare_renders(
     state: &AppState,
     caller: &Caller,
-    template: &Template,
-    request: &JobRequest,
+    template: &Arc<Template>,
+    request: &Arc<JobRequest>,
 ) -> Result<Vec<NewRender>, ApiError> {
     let mut errors = Vec::new();
     let mut renders = Vec::with_capacity(request.values.len());
     let mut groups = None;
-    let voices = Voices::new(&state.config);
-    if request.values.iter().any(|v| v.template_variables.values().any(is_speech)) {
-        // The first look at espeak's voices runs `espeak-ng --voices`: off the async threads.
-        let _ = web::block(|| espeak_voices().map(|_| ())).await;
-    }
-    for (i, value) in request.values.iter().enumerate() {
+    let applied_values = apply_all_values(state, template, request).await?;
+    for ((i, value), applied) in request.values.iter().enumerate().zip(applied_values) {
         let path = format!("values[{i}].template_variables");
-        let applied = match apply_values_with(template, &value.template_variables, &voices) {
+        let applied = match applied {
             Ok(applied) => applied,
             Err(problems) => {
                 errors.extend(problems.into_iter().map(|p| {
@@ -282,6 +279,27 @@ async fn prepare_renders(
     } else {
         Err(ApiError::validation(errors))
     }
+}
+
+/// The template with each element's values applied, in order. Parsing and checking text
+/// values is CPU work that grows with the body (up to 2 MiB), so it runs off the async
+/// threads, in one blocking task for the whole request.
+async fn apply_all_values(
+    state: &AppState,
+    template: &Arc<Template>,
+    request: &Arc<JobRequest>,
+) -> Result<Vec<Result<Template, Vec<ValueError>>>, ApiError> {
+    let voices = Voices::new(&state.config);
+    let (template, request) = (Arc::clone(template), Arc::clone(request));
+    web::block(move || {
+        if request.values.iter().any(|v| v.template_variables.values().any(is_speech)) {
+            // The first look at espeak's voices runs `espeak-ng --voices`.
+            let _ = espeak_voices();
+        }
+        request.values.iter().map(|value| apply_values_with(&template, &value.template_variables, &voices)).collect()
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))
 }
 
 

@@ -68,6 +68,12 @@ impl Cache {
         Ok(Cache { backend, prefix })
     }
 
+    /// An in-memory cache of this process alone (what a limit falls back to when the
+    /// shared cache does not answer).
+    pub fn local() -> Cache {
+        Cache { backend: Arc::new(memory::MemoryCache::new()), prefix: String::new() }
+    }
+
     fn key(&self, key: &str) -> String {
         format!("{}{}", self.prefix, key)
     }

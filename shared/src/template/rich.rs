@@ -59,9 +59,16 @@ pub fn parse(markup: &str) -> Result<RichText, RichTextError> {
 }
 
 impl RichText {
-    /// Parses `markup`; see the module documentation for what is accepted.
+    /// Parses `markup`; see the module documentation for what is accepted. Time and memory
+    /// are linear in the length of `markup`.
     pub fn parse(markup: &str) -> Result<RichText, RichTextError> {
-        parser::parse(markup)
+        parser::parse(markup, usize::MAX)
+    }
+
+    /// [`RichText::parse`], also refusing markup with more than `max_depth` elements open
+    /// at once (stopping at the first one too many).
+    pub fn parse_with_max_depth(markup: &str, max_depth: usize) -> Result<RichText, RichTextError> {
+        parser::parse(markup, max_depth)
     }
 
     /// Characters of text, not counting markup, bullets or line breaks.

@@ -4,7 +4,10 @@
 //! Keys are variable ids (uuids). Values by variable type:
 //! - text: a plain string (literal text: HTML special characters are escaped, a newline
 //!   becomes a line break) or `{"type": "rich-text", "value": markup}`; checked against the
-//!   layer's `multiline`, `minimum_length` and `maximum_length` (visible characters);
+//!   layer's `multiline`, `minimum_length` and `maximum_length` (visible characters). A
+//!   value of more than 32 bytes per character of `maximum_length` plus 4 KiB (1 MiB at
+//!   most), or with more than 32 elements open at once, is refused before it is parsed to
+//!   its end, so no value costs more than a linear pass over that many bytes;
 //! - image, video: a string that is an `http(s)://` address (fetched at render time) or,
 //!   otherwise, an asset id; `null` keeps the template's placeholder;
 //! - sound: as image, or a text-to-speech object `{"type": "tts", "value", "identifier"}`
@@ -18,9 +21,9 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::layer::{Content, Layer};
+use super::layer::{Content, Layer, TextLayer};
 use super::types::{Source, Template};
-use super::variables::check_text;
+use super::variables::{check_value, check_value_size};
 use crate::tts::voices::{Catalog, Unchecked};
 use crate::tts::{is_speech, Speech};
 
@@ -98,8 +101,8 @@ fn apply(layer: &mut Layer, value: &Value, catalog: &dyn Catalog) -> Result<(), 
     }
     match &mut layer.content {
         Content::Text(text) => {
-            let markup = text_markup(value).map_err(|problem| format!("{who}: {problem}"))?;
-            check_text(text, &markup).map_err(|problem| format!("{who}: value {problem}"))?;
+            let markup = text_markup(value, text).map_err(|problem| format!("{who}: {problem}"))?;
+            check_value(text, &markup).map_err(|problem| format!("{who}: value {problem}"))?;
             text.text = markup;
         }
         Content::Image(image) => image.source = media_source(value, "image").map_err(|p| format!("{who}: {p}"))?,
@@ -138,10 +141,15 @@ pub fn speech_values(
     out
 }
 
-/// The markup of a text value: a plain string (escaped) or a rich-text object.
-fn text_markup(value: &Value) -> Result<String, String> {
+/// The markup of a text value: a plain string (escaped) or a rich-text object, refused
+/// when longer than `rules` accept (before it is copied or escaped).
+fn text_markup(value: &Value, rules: &TextLayer) -> Result<String, String> {
+    let sized = |raw: &str| check_value_size(rules, raw).map_err(|problem| format!("value {problem}"));
     match value {
-        Value::String(plain) => Ok(escape(plain)),
+        Value::String(plain) => {
+            sized(plain)?;
+            Ok(escape(plain))
+        }
         Value::Object(object) => {
             match object.get("type").and_then(Value::as_str) {
                 Some("rich-text") => {}
@@ -152,7 +160,10 @@ fn text_markup(value: &Value) -> Result<String, String> {
                 return Err(format!("unknown field {extra:?} in a rich-text value"));
             }
             match object.get("value") {
-                Some(Value::String(markup)) => Ok(markup.clone()),
+                Some(Value::String(markup)) => {
+                    sized(markup)?;
+                    Ok(markup.clone())
+                }
                 _ => Err("a rich-text value needs \"value\": a string of markup".to_owned()),
             }
         }
@@ -199,6 +210,7 @@ mod tests {
 
     use super::*;
     use crate::template::color::Color;
+    use crate::template::variables::value_max_bytes;
     use crate::template::{Align, Fit, TextFit, VAlign};
     use crate::template::{Canvas, Clip, Font, Frame, ImageLayer, SoundLayer, TextLayer, Transition, Variable};
 
@@ -348,6 +360,59 @@ mod tests {
                 "{errors:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_hostile_value_is_refused_before_it_is_parsed() {
+        // `<b>` 300,000 times then text: just under the API's 2 MiB body limit.
+        let hostile = format!("{}{}", "<b>".repeat(300_000), "x".repeat(2 * 1024 * 1024 - 900_000 - 1_000));
+        for value in [json!({"type": "rich-text", "value": hostile}), json!(hostile)] {
+            let given = values(json!({ TITLE: value }));
+            let start = std::time::Instant::now();
+            let errors = apply_values(&template(), &given).unwrap_err();
+            let took = start.elapsed();
+            assert!(took < std::time::Duration::from_millis(50), "took {took:?}");
+            assert_eq!(errors[0].variable, TITLE);
+            assert!(
+                errors[0].message.starts_with("variable \"Title\": value is too long: 2096152 bytes")
+                    && errors[0].message.contains("at most 4416 accepted"),
+                "{errors:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_nested_too_deep_are_refused() {
+        let nested = |n: usize| {
+            json!({"type": "rich-text", "value": format!("{}Hi{}", "<b>".repeat(n), "</b>".repeat(n))})
+        };
+        assert!(apply_values(&template(), &values(json!({ TITLE: nested(32) }))).is_ok());
+        let errors = apply_values(&template(), &values(json!({ TITLE: nested(33) }))).unwrap_err();
+        let message = &errors[0].message;
+        assert!(
+            message.contains("\"Title\"") && message.contains("at character 96: <b> is nested too deep"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn the_size_limit_follows_the_maximum_length_up_to_a_ceiling() {
+        let rules = |maximum_length| {
+            let mut t = template();
+            let Content::Text(text) = &mut t.clips[0].layers[0].content else { panic!() };
+            text.maximum_length = maximum_length;
+            text.clone()
+        };
+        assert_eq!(value_max_bytes(&rules(0)), 32 + 4096);
+        assert_eq!(value_max_bytes(&rules(1000)), 32_000 + 4096);
+        assert_eq!(value_max_bytes(&rules(u32::MAX)), 1024 * 1024);
+        // Every character of a value as long as allowed in its own colour.
+        let mut long = template();
+        let Content::Text(text) = &mut long.clips[0].layers[0].content else { panic!() };
+        text.maximum_length = 1000;
+        let rainbow: String = (0..1000).map(|i| format!(r##"<color value="#{:06x}">x</color>"##, i * 997)).collect();
+        assert_eq!(rainbow.len(), 32_000);
+        assert!(apply_values(&long, &values(json!({ TITLE: {"type": "rich-text", "value": rainbow} }))).is_ok());
     }
 
     #[test]

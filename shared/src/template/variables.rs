@@ -8,6 +8,23 @@ use super::layer::{Content, Layer, TextLayer};
 use super::rich;
 use super::types::{Clip, Source, Template};
 
+/// Most elements a job's text value may have open at once. Markup this renderer takes
+/// needs six at most (`<ul><li><p><b><i><color>`); a deeper value is hostile or generated
+/// by mistake, and is refused at the first element too many, before the rest is read.
+pub(crate) const VALUE_MAX_DEPTH: usize = 32;
+
+/// Bytes of text and markup a job's text value may have per visible character its
+/// variable allows (`maximum_length`): room for every character in its own
+/// `<color value="#rrggbb">…</color>` (32 bytes with the character).
+pub(crate) const VALUE_BYTES_PER_CHARACTER: usize = 32;
+
+/// Bytes a job's text value may have beyond [`VALUE_BYTES_PER_CHARACTER`] per character:
+/// block markup, indentation and entities of short values.
+pub(crate) const VALUE_EXTRA_BYTES: usize = 4096;
+
+/// Bytes a job's text value may never exceed, whatever its variable's `maximum_length`.
+pub(crate) const VALUE_MAX_BYTES: usize = 1024 * 1024;
+
 /// A variable as the API shows it in a template's `variables` (spec §2.6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TemplateVariable {
@@ -115,7 +132,9 @@ impl Template {
         let Content::Text(text) = &layer.content else {
             return Err(format!("variable {name:?} is a {} variable, not a text variable", layer.content.kind_name()));
         };
-        check_text(text, value).map_err(|problem| format!("variable {name:?}: value {problem}"))
+        check_value_size(text, value)
+            .and_then(|()| check_value(text, value))
+            .map_err(|problem| format!("variable {name:?}: value {problem}"))
     }
 
     fn variable_layers(&self) -> impl Iterator<Item = (&Clip, &Layer)> {
@@ -181,10 +200,46 @@ fn as_paragraphs(markup: &str) -> String {
     }
 }
 
+/// The most bytes (text and markup, as given) a job's value for a text layer with these
+/// rules may have: [`VALUE_BYTES_PER_CHARACTER`] per visible character allowed plus
+/// [`VALUE_EXTRA_BYTES`], at most [`VALUE_MAX_BYTES`].
+pub(crate) fn value_max_bytes(rules: &TextLayer) -> usize {
+    (rules.maximum_length.max(1) as usize)
+        .saturating_mul(VALUE_BYTES_PER_CHARACTER)
+        .saturating_add(VALUE_EXTRA_BYTES)
+        .min(VALUE_MAX_BYTES)
+}
+
+/// Refuses a job's text value (plain text or markup, as given) longer than
+/// [`value_max_bytes`]: checked before it is escaped or parsed, so a huge value costs
+/// nothing. The error is a predicate, as [`check_text`]'s.
+pub(crate) fn check_value_size(rules: &TextLayer, raw: &str) -> Result<(), String> {
+    let limit = value_max_bytes(rules);
+    if raw.len() > limit {
+        return Err(format!(
+            "is too long: {} bytes of text and markup, at most {limit} accepted for a variable of at most {} \
+             visible characters",
+            raw.len(),
+            rules.maximum_length
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_text`] for a job's value: also refuses elements nested more than
+/// [`VALUE_MAX_DEPTH`] deep.
+pub(crate) fn check_value(rules: &TextLayer, markup: &str) -> Result<(), String> {
+    check_parsed(rules, rich::RichText::parse_with_max_depth(markup, VALUE_MAX_DEPTH))
+}
+
 /// Checks `markup` against a text layer's value rules. The error is a predicate for the
 /// caller to prefix with its subject (`text …`, `value …`).
 pub(crate) fn check_text(rules: &TextLayer, markup: &str) -> Result<(), String> {
-    let parsed = rich::parse(markup).map_err(|e| format!("is not valid markup {e}"))?;
+    check_parsed(rules, rich::parse(markup))
+}
+
+fn check_parsed(rules: &TextLayer, parsed: Result<rich::RichText, rich::RichTextError>) -> Result<(), String> {
+    let parsed = parsed.map_err(|e| format!("is not valid markup {e}"))?;
     let length = parsed.visible_len();
     let (min, max) = (rules.minimum_length as usize, rules.maximum_length as usize);
     if length < min {

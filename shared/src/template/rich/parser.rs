@@ -1,15 +1,21 @@
 //! The markup parser: a hand-written scanner over characters, so every error can name
 //! the character offset where it happened.
+//!
+//! It runs in time linear in the markup: each open element carries what it implies for
+//! the text inside it (format, innermost block, enclosing elements), computed once when
+//! it is pushed, so nothing walks the stack of open elements per character.
 
 use super::{Builder, Format, RichText, RichTextError};
 use crate::template::color::Color;
 
-/// Parses `markup` into paragraphs.
-pub(super) fn parse(markup: &str) -> Result<RichText, RichTextError> {
+/// Parses `markup` into paragraphs, refusing elements nested more than `max_depth` deep
+/// (`usize::MAX`: no limit).
+pub(super) fn parse(markup: &str, max_depth: usize) -> Result<RichText, RichTextError> {
     Parser {
         chars: markup.chars().collect(),
         pos: 0,
         stack: Vec::new(),
+        max_depth,
         out: Builder::default(),
     }
     .run()
@@ -27,6 +33,15 @@ enum Tag {
 }
 
 impl Tag {
+    /// This tag's bit in [`Frame::within`].
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    fn is_block(self) -> bool {
+        matches!(self, Tag::Paragraph | Tag::List | Tag::Item)
+    }
+
     fn from_name(name: &str) -> Option<Tag> {
         Some(match name {
             "p" => Tag::Paragraph,
@@ -50,6 +65,19 @@ struct Open {
     color: Option<Color>,
 }
 
+/// An element on the stack with what it implies for everything inside it, derived from
+/// the element below when pushed.
+struct Frame {
+    open: Open,
+    /// The format of text inside: the element's own over the enclosing one's.
+    format: Format,
+    /// The stack index of the innermost block element (`<p>`, a list, `<li>`), this one
+    /// included.
+    block: Option<usize>,
+    /// The [`Tag::bit`]s of this element and of every element around it.
+    within: u8,
+}
+
 fn error(position: usize, message: impl Into<String>) -> RichTextError {
     RichTextError {
         position,
@@ -64,7 +92,8 @@ fn is_space(c: char) -> bool {
 struct Parser {
     chars: Vec<char>,
     pos: usize,
-    stack: Vec<Open>,
+    stack: Vec<Frame>,
+    max_depth: usize,
     out: Builder,
 }
 
@@ -84,7 +113,7 @@ impl Parser {
                 }
             }
         }
-        if let Some(open) = self.stack.last() {
+        if let Some(Frame { open, .. }) = self.stack.last() {
             return Err(error(open.position, format!("<{}> is never closed", open.name)));
         }
         self.out.finish(false);
@@ -129,24 +158,17 @@ impl Parser {
     }
 
     fn format(&self) -> Format {
-        self.stack.iter().fold(Format::default(), |f, open| match open.tag {
-            Tag::Bold => Format { bold: true, ..f },
-            Tag::Italic => Format { italic: true, ..f },
-            Tag::Color => Format { color: open.color, ..f },
-            _ => f,
-        })
+        self.stack.last().map_or_else(Format::default, |top| top.format)
     }
 
     /// The innermost open block (`<p>`, a list or `<li>`).
     fn block(&self) -> Option<&Open> {
-        self.stack
-            .iter()
-            .rev()
-            .find(|o| matches!(o.tag, Tag::Paragraph | Tag::List | Tag::Item))
+        let index = self.stack.last()?.block?;
+        Some(&self.stack[index].open)
     }
 
     fn inside(&self, tag: Tag) -> bool {
-        self.stack.iter().any(|o| o.tag == tag)
+        self.stack.last().is_some_and(|top| top.within & tag.bit() != 0)
     }
 
     fn text(&mut self, c: char, position: usize) -> Result<(), RichTextError> {
@@ -318,13 +340,46 @@ impl Parser {
                 self.out.finish(false);
             }
             Tag::Item => {
-                if self.stack.last().is_none_or(|o| o.tag != Tag::List) {
+                if self.stack.last().is_none_or(|top| top.open.tag != Tag::List) {
                     return Err(error(at, "<li> must be directly inside <ul> or <ol>"));
                 }
                 self.out.finish(true);
             }
         }
-        self.stack.push(open);
+        self.push(open)
+    }
+
+    /// Puts `open` on the stack with what it implies for the text inside it.
+    fn push(&mut self, open: Open) -> Result<(), RichTextError> {
+        if self.stack.len() >= self.max_depth {
+            return Err(error(
+                open.position,
+                format!(
+                    "<{}> is nested too deep: at most {} elements may be open at once",
+                    open.name, self.max_depth
+                ),
+            ));
+        }
+        let outer = self.format();
+        let format = match open.tag {
+            Tag::Bold => Format { bold: true, ..outer },
+            Tag::Italic => Format { italic: true, ..outer },
+            Tag::Color => Format { color: open.color, ..outer },
+            _ => outer,
+        };
+        let below = self.stack.last();
+        let block = if open.tag.is_block() {
+            Some(self.stack.len())
+        } else {
+            below.and_then(|b| b.block)
+        };
+        let within = below.map_or(0, |b| b.within) | open.tag.bit();
+        self.stack.push(Frame {
+            open,
+            format,
+            block,
+            within,
+        });
         Ok(())
     }
 
@@ -332,7 +387,7 @@ impl Parser {
         if tag == Tag::Break {
             return Err(error(at, "</br> is not allowed: write <br/>"));
         }
-        match self.stack.last() {
+        match self.stack.last().map(|top| &top.open) {
             None => return Err(error(at, format!("</{name}> closes nothing"))),
             Some(open) if open.name != name => {
                 return Err(error(

@@ -1,5 +1,8 @@
 use super::*;
 
+mod random;
+mod reference;
+
 fn run(text: &str) -> Run {
     Run {
         text: text.to_owned(),

@@ -1,0 +1,118 @@
+//! Rate limits: per token for authenticated requests, per client address for the routes
+//! that need no token (signed uploads, stored files) and for failed authentications.
+//! They are counted in the cache port, so every api replica shares them; when the cache
+//! does not answer, each process counts on its own (so a replica enforces at most its
+//! share of N× the limit) rather than letting every request through.
+
+use std::net::IpAddr;
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpRequest};
+use reelfarm_shared::cache::{Cache, RateDecision};
+use reelfarm_shared::config::IpNet;
+
+use crate::error::{ApiError, ErrorChain};
+use crate::state::AppState;
+
+/// The process-local counts used while the shared cache is down.
+pub struct Limits {
+    local: Cache,
+}
+
+impl Limits {
+    pub fn new() -> Limits {
+        Limits { local: Cache::local() }
+    }
+
+    /// Counts one request against `key` (`rate` per second, `burst` at once; a rate of 0
+    /// never limits); 429 with `Retry-After` past the limit.
+    pub async fn check(&self, shared: &Cache, key: &str, rate: u32, burst: u32) -> Result<(), ApiError> {
+        if rate == 0 {
+            return Ok(());
+        }
+        let decision = match shared.throttle(key, rate, burst).await {
+            Ok(decision) => decision,
+            Err(e) => {
+                tracing::warn!(error = %ErrorChain(&e), "shared rate limit unavailable: counting in this process");
+                self.local.throttle(key, rate, burst).await.unwrap_or(RateDecision::Allowed)
+            }
+        };
+        match decision {
+            RateDecision::Allowed => Ok(()),
+            RateDecision::Limited { retry_after } => Err(ApiError::rate_limited(retry_after.as_secs_f64().ceil() as u64)),
+        }
+    }
+
+    /// Counts a request of `client` against the per-address limit, under `what`.
+    pub async fn check_client(&self, state: &AppState, what: &str, client: Option<IpAddr>) -> Result<(), ApiError> {
+        let Some(ip) = client else { return Ok(()) };
+        let config = &state.config;
+        self.check(&state.backends.cache, &format!("{what}:{ip}"), config.ip_rate_limit, config.ip_rate_limit_burst)
+            .await
+    }
+}
+
+/// The address of the client: the peer, or when the peer is a trusted proxy the last
+/// address of `X-Forwarded-For` that is not one (addresses before it are the client's
+/// own claims).
+pub fn client_ip(req: &HttpRequest, trusted: &[IpNet]) -> Option<IpAddr> {
+    let peer = req.peer_addr()?.ip();
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(*ip));
+    if !is_trusted(&peer) {
+        return Some(peer);
+    }
+    let forwarded: Vec<IpAddr> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|part| part.trim().parse().ok())
+        .collect();
+    forwarded.into_iter().rev().find(|ip| !is_trusted(ip)).or(Some(peer))
+}
+
+/// Middleware: the per-address limit of the routes that need no token.
+pub async fn limit_unauthenticated<B: MessageBody + 'static>(
+    req: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    let path = req.path();
+    if path.starts_with("/uploads/") || path.starts_with("/files/") {
+        if let Some(state) = req.app_data::<web::Data<AppState>>().cloned() {
+            let client = client_ip(req.request(), &state.config.trusted_proxies);
+            if let Err(e) = state.limits.check_client(&state, "ip", client).await {
+                let (req, _) = req.into_parts();
+                return Ok(ServiceResponse::new(req, e.error_response_owned()).map_into_right_body());
+            }
+        }
+    }
+    next.call(req).await.map(ServiceResponse::map_into_left_body)
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::*;
+
+    fn net(s: &str) -> IpNet {
+        let (ip, prefix) = s.split_once('/').unwrap();
+        IpNet { ip: ip.parse().unwrap(), prefix: prefix.parse().unwrap() }
+    }
+
+    #[test]
+    fn the_client_is_the_peer_unless_the_peer_is_a_trusted_proxy() {
+        let peer = "127.0.0.9:4000".parse().unwrap();
+        let req = |xff: &str| TestRequest::default().peer_addr(peer).insert_header(("x-forwarded-for", xff)).to_http_request();
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        assert_eq!(client_ip(&req("127.0.0.5"), &[]), ip("127.0.0.9"), "no proxy trusted: the header is ignored");
+        let trusted = [net("127.0.0.8/30")];
+        assert_eq!(client_ip(&req("127.0.0.5"), &trusted), ip("127.0.0.5"));
+        assert_eq!(client_ip(&req("127.1.1.1, 127.0.0.5, 127.0.0.10"), &trusted), ip("127.0.0.5"), "the last untrusted");
+        assert_eq!(client_ip(&req("garbage"), &trusted), ip("127.0.0.9"));
+        assert!(!net("127.0.0.8/30").contains("127.0.0.12".parse().unwrap()));
+        assert!(net("::1/128").contains("::1".parse().unwrap()));
+    }
+}
