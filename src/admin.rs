@@ -7,6 +7,7 @@ use reelfarm_shared::{Blobs, Config, Store};
 use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand};
 
 pub mod template;
+pub mod usage;
 
 pub async fn run(command: Admin, config: Config) -> anyhow::Result<()> {
     let store = Store::connect(&config.database_url).await.context("metadata store")?;
@@ -61,6 +62,7 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
                 Credits::Group { name, credits, .. } => format!("group {name}: {credits} credits"),
             }
         }
+        Admin::Usage { user } => usage::report(store, user.as_deref(), config.upload_quota_bytes).await?,
         Admin::Library(LibraryCommand::Create { name, kind, group }) => {
             anyhow::ensure!(!name.trim().is_empty(), "library name must not be empty");
             let (kind, owner) = match kind {

@@ -20,8 +20,13 @@ pub enum Command {
     Serve {
         #[arg(value_enum)]
         role: Role,
+        /// Sets up the first owner, its token file and the example templates if they are
+        /// missing, whatever the store (as `REELFARM_BOOTSTRAP=on`); roles without the api
+        /// ignore it.
+        #[arg(long)]
+        bootstrap: bool,
     },
-    /// Administration: users, groups, tokens, credits, libraries, templates.
+    /// Administration: users, groups, tokens, credits, libraries, templates, storage usage.
     #[command(subcommand)]
     Admin(Admin),
     /// Benchmarks against a baseline measured in the same run.
@@ -194,6 +199,12 @@ pub enum Admin {
     /// Templates.
     #[command(subcommand)]
     Template(TemplateCommand),
+    /// Storage used per user: assets and the bytes of their files (originals and
+    /// renditions, as the upload quota counts them).
+    Usage {
+        /// Only this user (name or id); every user when omitted.
+        user: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,7 +299,10 @@ mod tests {
             vec!["reelfarm", "admin", "template", "import", "t.json", "--owner", "ann"],
             vec!["reelfarm", "admin", "template", "import", "t.json", "--public"],
             vec!["reelfarm", "admin", "template", "share", "id", "ann"],
+            vec!["reelfarm", "admin", "usage"],
+            vec!["reelfarm", "admin", "usage", "ann"],
             vec!["reelfarm", "serve", "all"],
+            vec!["reelfarm", "serve", "api", "--bootstrap"],
             vec!["reelfarm", "migrate"],
             vec!["reelfarm", "render", "t.json", "-o", "out.mp4"],
             vec!["reelfarm", "render", "t.json", "--values", "v.json", "--quality", "720p", "-o", "out.mp4"],

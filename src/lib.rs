@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod bench;
+pub mod bootstrap;
 pub mod cli;
 pub mod loadtest;
 pub mod render;

@@ -34,7 +34,13 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let result = runtime.block_on(async move {
         match command {
-            cli::Command::Serve { role } => serve::run(role, config).await,
+            cli::Command::Serve { role, bootstrap } => {
+                let mut config = config;
+                if bootstrap {
+                    config.bootstrap = reelfarm_shared::config::Bootstrap::On;
+                }
+                serve::run(role, config).await
+            }
             cli::Command::Admin(command) => admin::run(command, config).await,
             cli::Command::Migrate => migrate(&config).await,
             cli::Command::Bench(cli::Bench::Convert { seconds, rounds }) => {

@@ -1,5 +1,7 @@
 //! `reelfarm serve ROLE`: composes the roles over one set of backends.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
 use anyhow::Context;
 use reelfarm_api::Application;
 use reelfarm_shared::outbox::Relay;
@@ -7,6 +9,7 @@ use reelfarm_shared::{Backends, Config};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::bootstrap::{self, FirstRun};
 use crate::cli::Role;
 
 /// A started service: its api port (when it serves the api), its operations port (a
@@ -15,6 +18,8 @@ pub struct Service {
     pub api_port: Option<u16>,
     pub ops_port: Option<u16>,
     pub backends: Backends,
+    /// What the first-run set-up found or made, when this start ran it.
+    pub first_run: Option<FirstRun>,
     shutdown: CancellationToken,
     tasks: JoinSet<anyhow::Result<()>>,
 }
@@ -29,6 +34,13 @@ impl Service {
             );
         }
         let backends = Backends::connect(&config).await?;
+        // Before the api listens: its first request finds the owner and the examples.
+        let first_run = match role {
+            Role::Api | Role::All if config.bootstraps() => {
+                Some(bootstrap::run(&config, &backends).await.context("first-run set-up (REELFARM_BOOTSTRAP)")?)
+            }
+            _ => None,
+        };
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
 
@@ -54,7 +66,7 @@ impl Service {
             tasks.spawn(async move { app.run_until_stopped(token).await.context("api server") });
         }
         let mut ops_port = None;
-        if let (Role::Worker | Role::Notifier, Some(listen)) = (role, config.ops_listen) {
+        if let Some(listen) = config.ops_listen {
             let ops = reelfarm_api::OpsServer::build(listen, backends.clone())?;
             ops_port = Some(ops.port());
             tracing::info!(address = %format!("{}:{}", listen.ip(), ops.port()), "operations endpoints listening");
@@ -69,7 +81,7 @@ impl Service {
             let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
             tasks.spawn(async move { reelfarm_notifier::run(&config, backends, token).await });
         }
-        Ok(Service { api_port, ops_port, backends, shutdown, tasks })
+        Ok(Service { api_port, ops_port, backends, first_run, shutdown, tasks })
     }
 
     /// Asks every task to stop (in-flight work finishes or is left to the bus).
@@ -106,7 +118,10 @@ impl Service {
 
 /// Runs `role` until SIGTERM or Ctrl-C, then shuts down gracefully.
 pub async fn run(role: Role, config: Config) -> anyhow::Result<()> {
-    let service = Service::start(role, config).await?;
+    let service = Service::start(role, config.clone()).await?;
+    if let (Some(first_run), Some(port)) = (&service.first_run, service.api_port) {
+        announce(first_run, config.listen.ip(), port);
+    }
     let token = service.shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
@@ -117,6 +132,19 @@ pub async fn run(role: Role, config: Config) -> anyhow::Result<()> {
         std::process::exit(130);
     });
     service.wait().await
+}
+
+/// Prints, plainly on stdout apart from the logs, the api's address and the first-run
+/// message (the token once, the first request).
+fn announce(first_run: &FirstRun, ip: IpAddr, port: u16) {
+    use std::io::Write;
+    let host = match ip {
+        ip if !ip.is_unspecified() => ip,
+        IpAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+    };
+    print!("{}", first_run.message(&format!("http://{}", SocketAddr::new(host, port))));
+    let _ = std::io::stdout().flush();
 }
 
 async fn wait_for_signal() {

@@ -9,8 +9,10 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use reelfarm_shared::id::now_ms;
+use reelfarm_shared::integration::Sealer;
 use reelfarm_shared::notification::Notification;
 use reelfarm_shared::outbound::Outbound;
+use reelfarm_shared::webhook_secret::{webhook_secret, WebhookSecretError};
 use reelfarm_shared::{Config, Store};
 
 use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
@@ -57,11 +59,12 @@ pub fn videosite_body(facts: &RenderFacts, video_id: Option<&str>, error: Option
 pub struct CallbackChannel {
     outbound: Outbound,
     store: Store,
+    sealer: Sealer,
 }
 
 impl CallbackChannel {
     pub fn new(config: &Config, store: Store) -> CallbackChannel {
-        CallbackChannel { outbound: Outbound::new(&config.outbound_allow), store }
+        CallbackChannel { outbound: Outbound::new(&config.outbound_allow), store, sealer: Sealer::new(config) }
     }
 }
 
@@ -74,11 +77,10 @@ impl Channel for CallbackChannel {
         let Some(body) = attempt.body else {
             return Err(Failed::permanent("the callback has no body"));
         };
-        let secret = self
-            .store
-            .webhook_secret(&attempt.render.user_id)
-            .await
-            .map_err(|e| Failed { retryable: e.is_transient(), ..Failed::permanent(format!("reading the signing secret: {e}")) })?;
+        let secret = webhook_secret(&self.store, &self.sealer, &attempt.render.user_id).await.map_err(|e| {
+            let retryable = matches!(&e, WebhookSecretError::Store(e) if e.is_transient());
+            Failed { retryable, ..Failed::permanent(format!("reading the signing secret: {e}")) }
+        })?;
         // Signed at each attempt: the timestamp is the attempt's, the id stays the same.
         let signed = signing::headers(&secret, attempt.delivery_id, now_ms() / 1000, body.as_bytes())
             .map_err(|e| Failed::permanent(format!("signing: {e}")))?;

@@ -23,6 +23,7 @@ pub mod template;
 pub mod testing;
 pub mod token;
 pub mod tts;
+pub mod webhook_secret;
 
 pub use backends::Backends;
 pub use blob::Blobs;

@@ -31,6 +31,18 @@ pub struct ImportOptions {
 
 /// Imports the template file at `path`; returns the stored template.
 pub async fn import(store: &Store, blobs: &Blobs, path: &Path, options: &ImportOptions) -> anyhow::Result<TemplateRecord> {
+    import_as(store, blobs, path, options, None).await
+}
+
+/// [`import`] under a fixed template id (`None`: a new one). Importing an id that exists
+/// fails with `StoreError::Conflict` and leaves the stored template as it was.
+pub async fn import_as(
+    store: &Store,
+    blobs: &Blobs,
+    path: &Path,
+    options: &ImportOptions,
+    id: Option<&str>,
+) -> anyhow::Result<TemplateRecord> {
     let bytes = tokio::fs::read(path).await.with_context(|| format!("cannot read {}", path.display()))?;
     let template = Template::from_json(&bytes).map_err(|e| {
         let problems = e.errors();
@@ -45,7 +57,7 @@ pub async fn import(store: &Store, blobs: &Blobs, path: &Path, options: &ImportO
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let local = check_sources(store, &template, dir).await?;
 
-    let id = new_id();
+    let id = id.map_or_else(new_id, str::to_string);
     let prefix = template_blob_prefix(&id);
     let stored = store_and_render(store, blobs, &template, &local, &prefix, options).await;
     let (files, thumb_key, preview_key) = match stored {

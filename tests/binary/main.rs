@@ -5,6 +5,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod deploy;
+mod first_run;
 mod loadtest;
 mod shutdown;
 mod templates;
@@ -32,7 +33,9 @@ fn reelfarm(data_dir: &std::path::Path, port: u16) -> Command {
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("REELFARM_DATA_DIR", data_dir)
-        .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"));
+        .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"))
+        // No first-run set-up (its six preview renders) unless a test asks for it.
+        .env("REELFARM_BOOTSTRAP", "off");
     cmd
 }
 

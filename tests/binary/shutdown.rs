@@ -153,7 +153,7 @@ impl Drop for Process {
 }
 
 /// One HTTP/1.1 request over a fresh connection; returns the status and the body.
-fn request(base: &str, method: &str, path: &str, token: Option<&str>, content_type: Option<&str>, body: &[u8]) -> (u16, String) {
+pub(super) fn request(base: &str, method: &str, path: &str, token: Option<&str>, content_type: Option<&str>, body: &[u8]) -> (u16, String) {
     let addr = base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
@@ -176,7 +176,7 @@ fn response_of(mut stream: TcpStream) -> (u16, String) {
     (status, body)
 }
 
-fn json_of((status, body): (u16, String), expected: u16) -> Value {
+pub(super) fn json_of((status, body): (u16, String), expected: u16) -> Value {
     assert_eq!(status, expected, "{body}");
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }

@@ -88,6 +88,8 @@ pub async fn test_env(mode: Mode, data_dir: &std::path::Path, port: u16) -> Vec<
         ("REELFARM_OUTBOUND_ALLOW".to_string(), "127.0.0.1".to_string()),
         ("REELFARM_WEBHOOK_RETRY_SCHEDULE".to_string(), "0s,200ms,200ms,200ms".to_string()),
         ("REELFARM_RETRY_DELAY".to_string(), "50ms".to_string()),
+        // No owner, token file or example templates: each test makes what it needs.
+        ("REELFARM_BOOTSTRAP".to_string(), "off".to_string()),
     ];
     if mode == Mode::Distributed {
         let namespace = format!("t{}", uuid::Uuid::new_v4().simple());

@@ -1,10 +1,12 @@
 //! Stored files at their public addresses (`{asset_base_url}/…`): streamed from a local
-//! blob directory with range support, or redirected to a presigned S3 address.
+//! blob directory with range support, or redirected to a presigned S3 address. Either way
+//! the answer's type and disposition follow `media_type::served` (issue #16).
 
 use std::time::Duration;
 
 use actix_web::http::header;
 use actix_web::{route, web, HttpRequest, HttpResponse};
+use reelfarm_shared::blob::media_type::served;
 use reelfarm_shared::blob::{BlobError, ByteRange};
 use tokio_util::io::ReaderStream;
 
@@ -13,6 +15,9 @@ use crate::state::AppState;
 
 /// Validity of the presigned address a client is redirected to.
 const PRESIGN_TTL: Duration = Duration::from_secs(3600);
+/// Of every stored file: no script, no plugin, no request of its own, a sandboxed origin
+/// (inline styles only, which SVG pictures use).
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
 /// A stored file. Keys are unguessable, so no token is needed: these addresses are handed
 /// to e-mail and callback recipients.
@@ -60,16 +65,16 @@ pub async fn get(state: web::Data<AppState>, key: web::Path<String>, req: HttpRe
         Err(BlobError::RangeNotSatisfiable { size }) => return Ok(unsatisfiable(size)),
         Err(e) => return Err(not_found(e)),
     };
+    // Uploaded files are served from the api's origin: never let one act as a page.
+    let served = served(&read.meta.content_type);
     let mut res = if range.is_some() { HttpResponse::PartialContent() } else { HttpResponse::Ok() };
-    res.insert_header((header::CONTENT_TYPE, read.meta.content_type.clone()))
+    res.insert_header((header::CONTENT_TYPE, served.content_type.clone()))
         .insert_header((header::ACCEPT_RANGES, "bytes"))
         .insert_header((header::CACHE_CONTROL, "public, max-age=31536000, immutable"))
-        // Uploaded files are served from the api's origin: never let one act as a page.
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .insert_header((header::CONTENT_SECURITY_POLICY, "default-src 'none'; style-src 'unsafe-inline'; sandbox"));
-    let media = ["image/", "video/", "audio/"].iter().any(|p| read.meta.content_type.starts_with(p));
-    if !media {
-        res.insert_header((header::CONTENT_DISPOSITION, "attachment"));
+        .insert_header((header::CONTENT_SECURITY_POLICY, CSP));
+    if let Some(disposition) = served.disposition() {
+        res.insert_header((header::CONTENT_DISPOSITION, disposition));
     }
     if range.is_some() {
         res.insert_header((header::CONTENT_RANGE, format!("bytes {}-{}/{}", read.start, read.end, read.meta.size)));

@@ -1,29 +1,36 @@
 //! The signed upload: `PUT {upload_url}/uploads/{id}?expires=…&signature=…` with the raw
 //! file as body. No bearer token; the body streams to the blob store in constant memory,
-//! whatever its size, and the conversion is queued in the same transaction that records it.
+//! within the upload limits (`body`), and the conversion is queued in the same transaction
+//! that records it. The stored type comes from the bytes, never from the uploader.
 
 use std::time::Duration;
 
 use actix_web::http::header;
 use actix_web::{put, web, HttpRequest, HttpResponse};
-use bytes::Bytes;
-use futures::StreamExt;
-use reelfarm_shared::blob::BlobError;
+use bytes::{Bytes, BytesMut};
+use reelfarm_shared::blob::{media_type, BlobError};
 use reelfarm_shared::store::StoreError;
+use reelfarm_shared::Store;
 use serde::Deserialize;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::io::StreamReader;
+use tokio_util::task::AbortOnDropHandle;
 use utoipa::IntoParams;
 
+use self::body::{Body, Limits, Room, Stop};
 use super::objects::AssetJson;
 use crate::error::{ApiError, ErrorBody};
 use crate::signing::{self, Refusal};
 use crate::state::AppState;
 
+mod body;
+
 /// Chunks in flight between the HTTP body and the blob store: the memory bound.
 const CHANNEL_CHUNKS: usize = 8;
 /// Heartbeat of a streaming upload (well under the store's stale-upload time).
 const HEARTBEAT: Duration = Duration::from_secs(30);
+/// Bytes read before the type is sniffed (or the whole body, if shorter).
+const SNIFF_BYTES: usize = 4096;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -38,13 +45,16 @@ pub struct UploadQuery {
 #[utoipa::path(
     tag = "objects",
     params(("id" = String, Path), UploadQuery),
-    request_body(content = String, content_type = "application/octet-stream", description = "The raw file, any size"),
+    request_body(content = String, content_type = "application/octet-stream", description = "The raw file, up to `REELFARM_MAX_UPLOAD_BYTES`"),
     responses(
         (status = 200, body = AssetJson, description = "Stored; conversion queued (status `processing`)"),
         (status = 400, body = ErrorBody),
+        (status = 402, body = ErrorBody, description = "Over the uploader's storage quota (`error.storage_quota_exceeded`); nothing is stored"),
         (status = 403, body = ErrorBody, description = "Expired or invalid signature"),
         (status = 404, body = ErrorBody),
+        (status = 408, body = ErrorBody, description = "The body stalled or took too long (`error.request_timeout`); PUT it again"),
         (status = 409, body = ErrorBody, description = "Uploaded already"),
+        (status = 413, body = ErrorBody, description = "Larger than the upload limit (`error.payload_too_large`); nothing is stored"),
     )
 )]
 #[put("/uploads/{id}")]
@@ -53,131 +63,180 @@ pub async fn upload(
     id: web::Path<String>,
     query: web::Query<UploadQuery>,
     req: HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let now = reelfarm_shared::id::now_ms();
     match signing::verify(&state.config, &id, query.expires.as_deref(), query.signature.as_deref(), now) {
         Ok(()) => {}
-        Err(Refusal::Expired) => return Err(ApiError::forbidden("This upload address has expired; add the object again")),
+        Err(Refusal::Expired) => {
+            return Err(ApiError::forbidden("This upload address has expired; add the object again"))
+        }
         Err(Refusal::Missing | Refusal::Invalid) => return Err(ApiError::forbidden("Invalid upload signature")),
     }
+    let config = &state.config;
+    let mut limits = Limits {
+        max: config.max_upload_bytes,
+        room: None,
+        idle: config.upload_idle_timeout,
+        total: config.upload_deadline,
+    };
+    let announced = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    // Too large for anyone: refused before the claim and before any byte is read.
+    limits.check_announced(announced).map_err(|stop| limits.error(stop))?;
+
     let store = &state.backends.store;
     let attempt = store.begin_upload(&id).await.map_err(|e| match e {
         StoreError::NotFound(_) => ApiError::not_found("Object"),
         e => e.into(),
     })?;
-    let asset = store.asset(&id).await?;
+    let claim = Claim::new(store.clone(), id.to_string(), attempt);
+    match stream(&state, &claim, &mut limits, announced, payload).await {
+        Ok((key, content_type, size)) => {
+            let asset = claim.finish(&key, &content_type, size).await?;
+            tracing::info!(asset_id = %asset.id, size, %content_type, "upload stored, conversion queued");
+            Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
+        }
+        Err(e) => {
+            // Back to `created` before answering, so the client's next PUT finds it free.
+            claim.release().await?;
+            Err(e)
+        }
+    }
+}
 
-    let first = match payload.next().await {
-        Some(Ok(chunk)) => chunk,
-        Some(Err(e)) => {
-            store.abort_upload(&id, &attempt).await?;
-            return Err(ApiError::invalid_request(format!("The upload was interrupted: {e}")));
+/// Checks the quota, then streams the body into the blob store; returns the key, type
+/// and size stored. On an error nothing is left under the key.
+async fn stream(
+    state: &AppState,
+    claim: &Claim,
+    limits: &mut Limits,
+    announced: Option<u64>,
+    payload: web::Payload,
+) -> Result<(String, String, u64), ApiError> {
+    let store = &state.backends.store;
+    let asset = store.asset(&claim.id).await?;
+    if let Some(quota) = state.config.upload_quota_bytes {
+        let used = store.stored_bytes(&asset.owner_user_id).await?;
+        limits.room = Some(Room { quota, used });
+        limits.check_announced(announced).map_err(|stop| limits.error(stop))?;
+    }
+    let limits = *limits;
+    let mut body = Body::new(payload, limits);
+
+    // The first bytes, for the type.
+    let mut head = BytesMut::new();
+    while head.len() < SNIFF_BYTES {
+        match body.next().await.map_err(|stop| limits.error(stop))? {
+            Some(chunk) => head.extend_from_slice(&chunk),
+            None => break,
         }
-        None => {
-            store.abort_upload(&id, &attempt).await?;
-            return Err(ApiError::invalid_request("The upload body is empty"));
-        }
-    };
-    let declared = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-    let content_type = content_type_of(declared, &first);
+    }
+    if head.is_empty() {
+        return Err(ApiError::invalid_request("The upload body is empty"));
+    }
+    let content_type = media_type::upload_type(&head).to_string();
     // One key per attempt: a stale attempt still writing cannot overwrite its successor's.
-    let key = format!("{}/original-{}.{}", asset.blob_prefix, &attempt[attempt.len() - 8..], extension_of(&asset.filename));
+    let attempt = &claim.attempt;
+    let ext = extension_of(&asset.filename, &content_type);
+    let key = format!("{}/original-{}.{ext}", asset.blob_prefix, &attempt[attempt.len() - 8..]);
 
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(CHANNEL_CHUNKS);
     let blobs = state.backends.blobs.clone();
     let (put_key, put_type) = (key.clone(), content_type.clone());
-    let writer = tokio::spawn(async move {
+    // Dropped with this future (client gone, shutdown drain over): the writer is aborted
+    // and cannot take the closed channel for a complete file.
+    let writer = AbortOnDropHandle::new(tokio::spawn(async move {
         blobs.put(&put_key, Box::pin(StreamReader::new(ReceiverStream::new(rx))), &put_type).await
-    });
-    // If this handler is dropped mid-body (client gone, shutdown drain over), the writer
-    // must not take the closed channel for a complete file: abort it and free the claim.
-    let guard = CancelGuard {
-        armed: true,
-        writer: writer.abort_handle(),
-        store: store.clone(),
-        id: id.to_string(),
-        attempt: attempt.clone(),
-    };
-
-    let mut heartbeat = tokio::time::interval(HEARTBEAT);
-    heartbeat.tick().await;
-    let mut next = Some(Ok(first));
-    let fed: Result<(), String> = loop {
+    }));
+    let mut next = Some(head.freeze());
+    let fed: Result<(), Stop> = loop {
         let chunk = match next.take() {
-            Some(chunk) => Some(chunk),
-            None => tokio::select! {
-                chunk = payload.next() => chunk,
-                _ = heartbeat.tick() => {
-                    store.touch_upload(&id, &attempt).await.ok();
-                    continue;
+            Some(chunk) => chunk,
+            None => match body.next().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break Ok(()),
+                Err(stop) => {
+                    // The writer fails on this error and removes what it wrote.
+                    let _ = tx.send(Err(std::io::Error::other("upload stopped"))).await;
+                    break Err(stop);
                 }
             },
         };
-        match chunk {
-            None => break Ok(()),
-            Some(Ok(bytes)) => {
-                if tx.send(Ok(bytes)).await.is_err() {
-                    break Ok(()); // the writer stopped early; its error is reported below
-                }
-            }
-            Some(Err(e)) => {
-                let message = e.to_string();
-                let _ = tx.send(Err(std::io::Error::other(message.clone()))).await;
-                break Err(message);
-            }
+        if tx.send(Ok(chunk)).await.is_err() {
+            break Ok(()); // the writer stopped early; its error is reported below
         }
     };
     drop(tx);
-    let written = writer.await.map_err(|e| std::io::Error::other(e.to_string()));
-    let size = match (fed, written) {
-        (Ok(()), Ok(Ok(size))) => size,
-        (Err(message), _) => {
-            store.abort_upload(&id, &attempt).await?;
-            return Err(ApiError::invalid_request(format!("The upload was interrupted: {message}")));
+    let written = writer.await.map_err(|e| ApiError::internal(&e))?;
+    match (fed, written) {
+        (Ok(()), Ok(size)) => Ok((key, content_type, size)),
+        (Err(stop), written) => {
+            tracing::info!(asset_id = %claim.id, ?stop, "upload stopped");
+            if written.is_ok() {
+                // Not expected (the writer was sent an error), but nothing must stay.
+                state.backends.blobs.delete(&key).await.ok();
+            }
+            Err(limits.error(stop))
         }
-        (_, Ok(Err(BlobError::TooLarge(message)))) => {
-            store.abort_upload(&id, &attempt).await?;
-            return Err(ApiError::payload_too_large(format!("The upload is too large: {message}")));
-        }
-        (_, Ok(Err(e))) => {
-            store.abort_upload(&id, &attempt).await?;
-            tracing::error!(asset_id = %id, error = %e, "storing an upload failed");
-            return Err(ApiError::unavailable());
+        (_, Err(BlobError::TooLarge(message))) => {
+            Err(ApiError::payload_too_large(format!("The upload is too large: {message}")))
         }
         (_, Err(e)) => {
-            store.abort_upload(&id, &attempt).await?;
-            return Err(ApiError::internal(&e));
+            tracing::error!(asset_id = %claim.id, error = %e, "storing an upload failed");
+            Err(ApiError::unavailable())
         }
-    };
-    guard.disarm();
-    let asset = store.finish_upload(&id, &attempt, &key, &content_type, size).await?;
-    tracing::info!(asset_id = %id, size, %content_type, "upload stored, conversion queued");
-    Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
-}
-
-/// Aborts the writer and gives the object back to the uploader unless disarmed.
-struct CancelGuard {
-    armed: bool,
-    writer: tokio::task::AbortHandle,
-    store: reelfarm_shared::Store,
-    id: String,
-    attempt: String,
-}
-
-impl CancelGuard {
-    fn disarm(mut self) {
-        self.armed = false;
     }
 }
 
-impl Drop for CancelGuard {
+/// An asset claimed for one upload attempt, kept alive by a heartbeat. Given back to the
+/// uploader when dropped (request cancelled) unless finished or released.
+struct Claim {
+    store: Store,
+    id: String,
+    attempt: String,
+    armed: bool,
+    _heartbeat: AbortOnDropHandle<()>,
+}
+
+impl Claim {
+    fn new(store: Store, id: String, attempt: String) -> Claim {
+        let (s, i, a) = (store.clone(), id.clone(), attempt.clone());
+        let heartbeat = AbortOnDropHandle::new(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(HEARTBEAT);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                s.touch_upload(&i, &a).await.ok();
+            }
+        }));
+        Claim { store, id, attempt, armed: true, _heartbeat: heartbeat }
+    }
+
+    /// Records the stored original and queues its conversion.
+    async fn finish(
+        mut self,
+        key: &str,
+        content_type: &str,
+        size: u64,
+    ) -> Result<reelfarm_shared::asset::Asset, StoreError> {
+        self.armed = false;
+        self.store.finish_upload(&self.id, &self.attempt, key, content_type, size).await
+    }
+
+    /// Gives the asset back to the uploader (`created`).
+    async fn release(mut self) -> Result<(), StoreError> {
+        self.armed = false;
+        self.store.abort_upload(&self.id, &self.attempt).await
+    }
+}
+
+impl Drop for Claim {
     fn drop(&mut self) {
         if !self.armed {
             return;
         }
-        self.writer.abort();
-        let (store, id, attempt) = (self.store.clone(), std::mem::take(&mut self.id), std::mem::take(&mut self.attempt));
+        let (store, id, attempt) =
+            (self.store.clone(), std::mem::take(&mut self.id), std::mem::take(&mut self.attempt));
         tokio::spawn(async move {
             if let Err(e) = store.abort_upload(&id, &attempt).await {
                 tracing::warn!(asset_id = %id, error = %e, "releasing a cancelled upload failed");
@@ -186,61 +245,45 @@ impl Drop for CancelGuard {
     }
 }
 
-/// The declared media type when it names a media type; otherwise (absent, generic, or a
-/// type that browsers would render as a page: text, forms) sniffed from the bytes.
-fn content_type_of(declared: Option<&str>, head: &[u8]) -> String {
-    let declared = declared.map(|d| d.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
-    match declared.as_deref() {
-        Some(d) if d.starts_with("image/") || d.starts_with("video/") || d.starts_with("audio/") => {
-            if d.contains("svg") || d.contains("xml") { sniff(head) } else { d.to_string() }
-        }
-        _ => sniff(head),
+/// The extension of the original's key: the file name's when it is a media extension
+/// that agrees with the stored type (so `.wma` stays `.wma`), else the type's own (`bin`
+/// for a type we do not convert). Never one the uploader chose freely, in case a proxy
+/// or CDN in front of the bucket derives the served type from it.
+fn extension_of(filename: &str, content_type: &str) -> String {
+    let own = media_type::extension(content_type);
+    if content_type == media_type::OCTET_STREAM {
+        return own.into();
     }
-}
-
-fn sniff(head: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&head[..head.len().min(1024)]).to_ascii_lowercase();
-    if text.contains("<svg") {
-        return "image/svg+xml".into();
-    }
-    match infer::get(head) {
-        // Text formats would be served as pages; they are nothing we convert.
-        Some(kind) if !kind.mime_type().starts_with("text/") => kind.mime_type().to_string(),
-        _ => "application/octet-stream".into(),
-    }
-}
-
-/// A safe extension for the original's key, from the file name (`bin` when none).
-fn extension_of(filename: &str) -> String {
-    let ext = filename.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    if !ext.is_empty() && ext.len() <= 8 && ext.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        ext.to_ascii_lowercase()
+    let named = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let svg = content_type == media_type::SVG;
+    if MEDIA_EXTENSIONS.contains(&named.as_str()) && (named == "svg") == svg {
+        named
     } else {
-        "bin".into()
+        own.into()
     }
 }
+
+/// Extensions of the media types we convert (spec: file types of image, video and sound
+/// values).
+const MEDIA_EXTENSIONS: &[&str] = &[
+    "gif", "jpeg", "jpg", "png", "svg", "webp", "heic", "heif", "avif", "mp4", "mkv", "flv", "wmv", "m4v", "mpeg",
+    "mpg", "avi", "webm", "mov", "3gp", "flac", "m4a", "mp3", "wav", "ogg", "oga", "wma", "aiff", "aif", "opus", "aac",
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn generic_or_missing_types_are_sniffed() {
-        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
-        assert_eq!(content_type_of(None, png), "image/png");
-        assert_eq!(content_type_of(Some("application/octet-stream"), png), "image/png");
-        assert_eq!(content_type_of(Some("video/mp4; codecs=avc1"), png), "video/mp4");
-        assert_eq!(content_type_of(None, b"<?xml version='1.0'?><svg xmlns=''/>"), "image/svg+xml");
-        assert_eq!(content_type_of(None, b"hello"), "application/octet-stream");
-        assert_eq!(content_type_of(Some("text/html"), b"<html><script>"), "application/octet-stream");
-        assert_eq!(content_type_of(Some("application/x-www-form-urlencoded"), png), "image/png");
-    }
-
-    #[test]
-    fn key_extensions_are_safe() {
-        assert_eq!(extension_of("clip.MP4"), "mp4");
-        assert_eq!(extension_of("../../etc/passwd"), "bin");
-        assert_eq!(extension_of("weird.ext/../x"), "bin");
-        assert_eq!(extension_of("noext"), "bin");
+    fn key_extensions_follow_the_stored_type() {
+        assert_eq!(extension_of("clip.MP4", "video/mp4"), "mp4");
+        assert_eq!(extension_of("song.wma", "video/x-ms-wmv"), "wma", "a media name that agrees is kept");
+        assert_eq!(extension_of("photo.jpeg", "image/jpeg"), "jpeg");
+        assert_eq!(extension_of("page.html", "image/png"), "png");
+        assert_eq!(extension_of("picture.png", media_type::SVG), "svg", "an SVG is never named otherwise");
+        assert_eq!(extension_of("drawing.svg", "image/png"), "png");
+        assert_eq!(extension_of("movie.mp4", media_type::OCTET_STREAM), "bin", "unknown bytes get no media name");
+        assert_eq!(extension_of("../../etc/passwd", "image/gif"), "gif");
+        assert_eq!(extension_of("noext", "audio/mpeg"), "mp3");
     }
 }

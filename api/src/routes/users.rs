@@ -5,6 +5,8 @@ use actix_web::{get, post, web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use reelfarm_shared::webhook_secret::{self as secrets, WebhookSecretError};
+
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
@@ -59,7 +61,10 @@ pub struct WebhookSecret {
 )]
 #[get("/api2/v1/users/me/webhook-secret")]
 pub async fn webhook_secret(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let secret = state.backends.store.webhook_secret(&caller.user.id).await?;
+    let secret = secrets::webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await.map_err(|e| match e {
+        WebhookSecretError::Store(e) => ApiError::from(e),
+        unreadable => ApiError::conflict(unreadable.to_string()),
+    })?;
     Ok(HttpResponse::Ok().json(WebhookSecret { secret }))
 }
 
@@ -71,6 +76,6 @@ pub async fn webhook_secret(state: web::Data<AppState>, caller: Caller) -> Resul
 )]
 #[post("/api2/v1/users/me/webhook-secret")]
 pub async fn rotate_webhook_secret(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let secret = state.backends.store.rotate_webhook_secret(&caller.user.id).await?;
+    let secret = secrets::rotate_webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(WebhookSecret { secret }))
 }

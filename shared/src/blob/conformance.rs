@@ -31,6 +31,7 @@ pub(crate) async fn suite(blobs: Blobs) {
     large_upload_streams_in_parts(&blobs).await;
     failed_upload_keeps_the_previous_blob(&blobs).await;
     presigned_get_serves_the_bytes(&blobs).await;
+    presigned_gets_serve_only_media_inline(&blobs).await;
     blobs.ready().await.expect("ready");
     blobs.delete_prefix("suite/").await.expect("cleaning up suite/");
 }
@@ -186,6 +187,33 @@ async fn presigned_get_serves_the_bytes(blobs: &Blobs) {
     }
 }
 
+/// A presigned GET answers with the serving rules of `media_type::served` (issue #16):
+/// SVG and anything not a raster image, video or audio as an attachment, and a stored
+/// type that is a list (`image/png, text/html`) as `application/octet-stream`.
+async fn presigned_gets_serve_only_media_inline(blobs: &Blobs) {
+    let svg: &[u8] = b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>";
+    /// Key, body, stored type, served type, served disposition.
+    type Case = (&'static str, &'static [u8], &'static str, &'static str, Option<&'static str>);
+    let cases: [Case; 4] = [
+        ("suite/served/picture.png", b"\x89PNG\r\n\x1a\n", "image/png", "image/png", None),
+        ("suite/served/drawing.svg", svg, "image/svg+xml", "image/svg+xml", Some("attachment")),
+        ("suite/served/page", b"<html><script>alert(1)</script>", "text/html", "text/html", Some("attachment")),
+        ("suite/served/listed", b"<html>", "image/png, text/html", "application/octet-stream", Some("attachment")),
+    ];
+    for (key, body, stored, content_type, disposition) in cases {
+        blobs.put(key, Box::pin(body), stored).await.expect("put");
+        let Some(url) = blobs.presign_get(key, Duration::from_secs(300)).await.expect("presign") else { return };
+        let (head, got) = http_get_with_head(&url).await;
+        assert_eq!(got, body, "{key}");
+        let header =
+            |name: &str| head.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()));
+        assert_eq!(header("content-type").as_deref(), Some(content_type), "{key}: {head}");
+        assert_eq!(header("content-disposition").as_deref(), disposition, "{key}: {head}");
+    }
+    let missing = blobs.presign_get("suite/served/missing", Duration::from_secs(300)).await;
+    assert!(matches!(missing, Ok(None) | Err(BlobError::NotFound(_))), "{missing:?}");
+}
+
 /// The expected `presign_get` answer of an adapter: `Some(url)` exactly when `presigns`.
 async fn assert_presigns(blobs: &Blobs, presigns: bool) {
     blobs.put("suite/p", bytes(b"p"), "text/plain").await.expect("put");
@@ -210,6 +238,12 @@ async fn hash_stream(body: &mut (impl AsyncRead + Unpin)) -> (u64, Vec<u8>) {
 
 /// A plain HTTP/1.1 GET of an `http://` address; returns the body of a 200 answer.
 async fn http_get(url: &str) -> Vec<u8> {
+    http_get_with_head(url).await.1
+}
+
+/// A plain HTTP/1.1 GET of an `http://` address; returns the head (lower case) and the
+/// body of a 200 answer.
+async fn http_get_with_head(url: &str) -> (String, Vec<u8>) {
     let url = url::Url::parse(url).expect("presigned URL");
     assert_eq!(url.scheme(), "http", "the test server is plain HTTP");
     let host = url.host_str().expect("host");
@@ -231,7 +265,8 @@ async fn http_get(url: &str) -> Vec<u8> {
     let head = String::from_utf8_lossy(&answer[..split]).to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 200"), "presigned GET answered: {}", String::from_utf8_lossy(&answer));
     assert!(!head.contains("transfer-encoding: chunked"), "chunked answers are not handled here");
-    answer[split + 4..].to_vec()
+    let body = answer[split + 4..].to_vec();
+    (head, body)
 }
 
 /// Byte `i` of the generated test body: pseudo-random, cheap to recompute at any offset.

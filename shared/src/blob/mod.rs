@@ -14,6 +14,7 @@ use tokio::io::AsyncRead;
 use crate::config::BlobLocation;
 
 mod fs;
+pub mod media_type;
 mod s3;
 
 /// A stream of bytes, read or written.
@@ -67,7 +68,8 @@ pub struct BlobRead {
 #[async_trait]
 pub trait BlobBackend: Send + Sync {
     /// Writes `body` under `key`, replacing what was there; returns the bytes written.
-    /// Large bodies go up in parts (S3 multipart), in constant memory.
+    /// Large bodies go up in parts (S3 multipart), in constant memory. A store that serves
+    /// blobs itself (S3) stores the headers [`media_type::served`] gives `content_type`.
     async fn put(&self, key: &str, body: ByteStream, content_type: &str) -> Result<u64, BlobError>;
     /// Reads the blob, or the inclusive `range` of it.
     async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError>;
@@ -77,7 +79,9 @@ pub trait BlobBackend: Send + Sync {
     /// Removes every blob whose key starts with `prefix` (which ends with `/`); returns how many.
     async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError>;
     /// A time-limited address the client can GET directly, when the backend has such a
-    /// thing (S3); `None` when the api must serve the bytes itself (local directory).
+    /// thing (S3); `None` when the api must serve the bytes itself (local directory). The
+    /// address answers with the type and disposition [`media_type::served`] gives the
+    /// stored type, whatever the object's own headers say; a missing blob is `NotFound`.
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError>;
     /// Checks the backend answers (readiness probe).
     async fn ready(&self) -> Result<(), BlobError>;

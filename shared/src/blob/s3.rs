@@ -21,6 +21,7 @@ use aws_smithy_http_client::tls;
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncReadExt;
 
+use super::media_type::{served, Served};
 use super::{BlobBackend, BlobError, BlobMeta, BlobRead, ByteRange, ByteStream};
 use crate::config::BlobLocation;
 
@@ -72,12 +73,13 @@ impl S3Blobs {
         format!("{}{key}", self.prefix)
     }
 
-    async fn put_single(&self, key: &str, body: Bytes, content_type: &str) -> Result<(), BlobError> {
+    async fn put_single(&self, key: &str, body: Bytes, served: &Served) -> Result<(), BlobError> {
         self.client
             .put_object()
             .bucket(&self.bucket)
             .key(key)
-            .content_type(content_type)
+            .content_type(&served.content_type)
+            .set_content_disposition(served.disposition().map(str::to_string))
             .content_length(body.len() as i64)
             .body(S3Body::from(body))
             .send()
@@ -193,10 +195,13 @@ impl S3Blobs {
 impl BlobBackend for S3Blobs {
     async fn put(&self, key: &str, mut body: ByteStream, content_type: &str) -> Result<u64, BlobError> {
         let key = self.full_key(key);
+        // The bucket serves objects as stored (public base, presigned GETs): store headers
+        // that let no upload act as a page on the bucket's origin.
+        let served = served(content_type);
         let first = read_part(&mut body, PART_SIZE).await?;
         if first.len() < PART_SIZE {
             let size = first.len() as u64;
-            self.put_single(&key, first, content_type).await?;
+            self.put_single(&key, first, &served).await?;
             return Ok(size);
         }
         let upload_id = self
@@ -204,7 +209,8 @@ impl BlobBackend for S3Blobs {
             .create_multipart_upload()
             .bucket(&self.bucket)
             .key(&key)
-            .content_type(content_type)
+            .content_type(&served.content_type)
+            .set_content_disposition(served.disposition().map(str::to_string))
             .send()
             .await
             .map_err(|e| backend("CreateMultipartUpload", e))?
@@ -304,12 +310,18 @@ impl BlobBackend for S3Blobs {
     }
 
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError> {
+        // The answer's headers are fixed in the signed address, from the stored type: an
+        // object stored before these rules (the uploader's type verbatim, no disposition)
+        // is served safely too.
+        let served = served(&self.head(key).await?.content_type);
         let config = PresigningConfig::expires_in(ttl).map_err(|e| BlobError::Backend(format!("presigning: {e}")))?;
         let request = self
             .client
             .get_object()
             .bucket(&self.bucket)
             .key(self.full_key(key))
+            .response_content_type(&served.content_type)
+            .set_response_content_disposition(served.disposition().map(str::to_string))
             .presigned(config)
             .await
             .map_err(|e| backend("presigning GetObject", e))?;

@@ -14,13 +14,16 @@ mod sources;
 mod tests;
 
 pub use sources::parse_duration;
-use sources::{list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_int, read_toml, Raw};
+use sources::{
+    list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_ip_net, parse_bytes, parse_int, read_toml,
+    Raw,
+};
 
 /// Every key the binary accepts, with its meaning. A TOML file uses the lower-case key
 /// (`listen = "0.0.0.0:8080"`); the environment uses `REELFARM_` + the upper-case key.
 pub const KEYS: &[(&str, &str)] = &[
     ("listen", "api (and upload) listen address"),
-    ("ops_listen", "address of /healthz, /readyz and /metrics of worker and notifier processes (unset: none)"),
+    ("ops_listen", "address of /healthz, /readyz and /metrics of every role (unset: the api serves them on its own port)"),
     ("public_url", "base of every address the api hands out"),
     ("data_dir", "embedded database, blobs, work files"),
     ("database_url", "sqlite://FILE or postgres://…"),
@@ -44,6 +47,9 @@ pub const KEYS: &[(&str, &str)] = &[
     ("upload_url_ttl", "validity of signed upload addresses"),
     ("rate_limit", "requests per second per token (0 disables)"),
     ("rate_limit_burst", "burst allowance per token"),
+    ("ip_rate_limit", "requests per second per client address to signed uploads and stored files, and failed authentications (0 disables)"),
+    ("ip_rate_limit_burst", "burst allowance per client address"),
+    ("trusted_proxies", "addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the peer is the client)"),
     ("log_format", "text or json"),
     ("worker_slots", "jobs one worker runs at once (and its prefetch)"),
     ("encoder_threads", "x264 threads of each render (0: x264 chooses, about 1.5 per core)"),
@@ -52,6 +58,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ("retry_delay", "wait before a failed message is tried again (doubles per attempt, at most 5 min)"),
     ("max_image_pixels", "largest image (width × height) a conversion accepts"),
     ("max_media_duration", "longest video or audio a conversion accepts"),
+    ("max_upload_bytes", "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)"),
+    ("upload_quota_bytes", "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)"),
+    ("upload_idle_timeout", "an upload that sends nothing for this long is aborted"),
+    ("upload_deadline", "longest one upload may take"),
+    ("bootstrap", "first-run set-up of an owner, its token and the example templates: auto (embedded SQLite only), on or off"),
 ];
 
 /// The environment prefix of every key.
@@ -113,6 +124,13 @@ pub struct Config {
     pub rate_limit: u32,
     /// Requests a token may make at once above the steady rate.
     pub rate_limit_burst: u32,
+    /// Requests per second per client address to the unauthenticated routes (signed
+    /// uploads, stored files) and failed authentications; 0 disables.
+    pub ip_rate_limit: u32,
+    /// Requests a client address may make at once above the steady rate.
+    pub ip_rate_limit_burst: u32,
+    /// Reverse proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<IpNet>,
     /// Structured JSON logs instead of text.
     pub log_json: bool,
     /// Jobs one worker runs at once; also its bus prefetch.
@@ -130,6 +148,38 @@ pub struct Config {
     pub max_image_pixels: u64,
     /// Longest video or audio a conversion accepts.
     pub max_media_duration: Duration,
+    /// Largest file one upload may store; `None`: only the blob store's own cap.
+    pub max_upload_bytes: Option<u64>,
+    /// Bytes of asset files (originals and renditions) each user may store; `None`: no quota.
+    pub upload_quota_bytes: Option<u64>,
+    /// An upload whose body sends nothing for this long is aborted.
+    pub upload_idle_timeout: Duration,
+    /// Longest one upload may take, however steadily it sends.
+    pub upload_deadline: Duration,
+    /// Whether an api process sets up the first owner, its token and the example
+    /// templates at start (`bootstraps()` resolves `Auto`).
+    pub bootstrap: Bootstrap,
+}
+
+/// When `serve all` and `serve api` bootstrap the store: create the `owner` user and its
+/// token file and import the example templates, each only if missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bootstrap {
+    /// Only on the embedded SQLite store: a configured deployment is never set up silently.
+    Auto,
+    On,
+    Off,
+}
+
+impl Config {
+    /// Whether start-up bootstraps the store.
+    pub fn bootstraps(&self) -> bool {
+        match self.bootstrap {
+            Bootstrap::Auto => self.database_url.starts_with("sqlite:"),
+            Bootstrap::On => true,
+            Bootstrap::Off => false,
+        }
+    }
 }
 
 /// Where blobs are stored.
@@ -149,6 +199,29 @@ pub enum BlobLocation {
         /// api redirects to presigned GETs.
         public_base: Option<String>,
     },
+}
+
+/// An address range: `ip/prefix` (a bare address is `/32` or `/128`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNet {
+    pub ip: IpAddr,
+    pub prefix: u8,
+}
+
+impl IpNet {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.ip, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
 }
 
 /// An address exempt from the outbound refusal: an IP, optionally with a port.
@@ -318,6 +391,13 @@ impl Config {
             let n = parse_int::<u32>(s)?;
             if n == 0 { Err("must be at least 1 (set rate_limit to 0 to disable limits)".into()) } else { Ok(n) }
         })?;
+        let ip_rate_limit = parse(raw, "ip_rate_limit", "50", parse_int::<u32>)?;
+        let ip_rate_limit_burst = parse(raw, "ip_rate_limit_burst", "500", |s| {
+            let n = parse_int::<u32>(s)?;
+            if n == 0 { Err("must be at least 1 (set ip_rate_limit to 0 to disable limits)".into()) } else { Ok(n) }
+        })?;
+        let trusted_proxies =
+            parse(raw, "trusted_proxies", "", |s| list(s).map(parse_ip_net).collect::<Result<Vec<_>, _>>())?;
         let log_json = parse(raw, "log_format", "text", |s| match s {
             "text" => Ok(false),
             "json" => Ok(true),
@@ -340,6 +420,21 @@ impl Config {
             if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
         })?;
         let max_media_duration = parse(raw, "max_media_duration", "3h", parse_duration)?;
+        let unlimited_if_zero = |s: &str| parse_bytes(s).map(|n| Some(n).filter(|&n| n > 0));
+        let max_upload_bytes = parse(raw, "max_upload_bytes", "10GiB", unlimited_if_zero)?;
+        let upload_quota_bytes = parse(raw, "upload_quota_bytes", "0", unlimited_if_zero)?;
+        let positive = |s: &str| match parse_duration(s)? {
+            d if d.is_zero() => Err("must be longer than 0".to_string()),
+            d => Ok(d),
+        };
+        let upload_idle_timeout = parse(raw, "upload_idle_timeout", "60s", positive)?;
+        let upload_deadline = parse(raw, "upload_deadline", "6h", positive)?;
+        let bootstrap = parse(raw, "bootstrap", "auto", |s| match s {
+            "auto" => Ok(Bootstrap::Auto),
+            "on" => Ok(Bootstrap::On),
+            "off" => Ok(Bootstrap::Off),
+            _ => Err(format!("expected `auto`, `on` or `off`, got `{s}`")),
+        })?;
         Ok(Config {
             listen,
             ops_listen,
@@ -365,6 +460,9 @@ impl Config {
             upload_url_ttl,
             rate_limit,
             rate_limit_burst,
+            ip_rate_limit,
+            ip_rate_limit_burst,
+            trusted_proxies,
             log_json,
             worker_slots,
             encoder_threads,
@@ -373,6 +471,11 @@ impl Config {
             retry_delay,
             max_image_pixels,
             max_media_duration,
+            max_upload_bytes,
+            upload_quota_bytes,
+            upload_idle_timeout,
+            upload_deadline,
+            bootstrap,
         })
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use super::{AllowEntry, BlobLocation, ConfigError, KEYS};
+use super::{AllowEntry, BlobLocation, ConfigError, IpNet, KEYS};
 
 /// Raw values with their origin, before validation.
 #[derive(Default)]
@@ -101,6 +101,27 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("`{s}` is too long: at most 366d"))
 }
 
+/// A size in bytes: `10GiB`, `512MiB`, `64KiB`, `1TiB` (powers of 1024), `5GB`, `500MB`,
+/// `1kB`, `1TB` (powers of 1000), or a bare number of bytes.
+pub(super) fn parse_bytes(s: &str) -> Result<u64, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| format!("expected a size like 10GiB, 500MB or 1048576, got `{s}`"))?;
+    let factor: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        _ => return Err(format!("unknown unit in `{s}`: use B, KiB, MiB, GiB, TiB, kB, MB, GB or TB")),
+    };
+    n.checked_mul(factor).ok_or_else(|| format!("`{s}` is too large"))
+}
+
 pub(super) fn parse_allow_entry(s: &str) -> Result<AllowEntry, String> {
     if let Ok(addr) = s.parse::<SocketAddr>() {
         return Ok(AllowEntry { ip: addr.ip(), port: Some(addr.port()) });
@@ -109,6 +130,17 @@ pub(super) fn parse_allow_entry(s: &str) -> Result<AllowEntry, String> {
     bare.parse::<IpAddr>()
         .map(|ip| AllowEntry { ip, port: None })
         .map_err(|_| format!("`{s}` is not an IP address or IP:PORT"))
+}
+
+pub(super) fn parse_ip_net(s: &str) -> Result<IpNet, String> {
+    let (ip, prefix) = s.split_once('/').map_or((s, None), |(ip, p)| (ip, Some(p)));
+    let ip: IpAddr = ip.parse().map_err(|_| format!("`{s}` is not an IP address or CIDR"))?;
+    let width = if ip.is_ipv4() { 32 } else { 128 };
+    let prefix = match prefix {
+        None => width,
+        Some(p) => p.parse::<u8>().ok().filter(|p| *p <= width).ok_or_else(|| format!("`{s}`: prefix must be 0 to {width}"))?,
+    };
+    Ok(IpNet { ip, prefix })
 }
 
 pub(super) fn parse_blob_url(s: &str) -> Result<BlobLocation, String> {

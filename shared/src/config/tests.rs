@@ -84,3 +84,50 @@ fn durations_take_units() {
     assert!(parse_duration("3w").is_err());
     assert!(parse_duration("99999999999999999d").is_err(), "no overflow");
 }
+
+#[test]
+fn bootstrap_is_automatic_on_the_embedded_store_only() {
+    let c = Config::from_sources(None, env(&[])).unwrap();
+    assert_eq!(c.bootstrap, Bootstrap::Auto);
+    assert!(c.bootstraps(), "SQLite: the first run sets itself up");
+    let secret = ("REELFARM_SECRET_KEY", "a-secret-key-of-at-least-32-characters");
+    let postgres = ("REELFARM_DATABASE_URL", "postgres://postgres@127.0.0.1/reelfarm");
+    assert!(!Config::from_sources(None, env(&[postgres, secret])).unwrap().bootstraps(), "never silently");
+    assert!(Config::from_sources(None, env(&[postgres, secret, ("REELFARM_BOOTSTRAP", "on")])).unwrap().bootstraps());
+    assert!(!Config::from_sources(None, env(&[("REELFARM_BOOTSTRAP", "off")])).unwrap().bootstraps());
+    let err = Config::from_sources(None, env(&[("REELFARM_BOOTSTRAP", "yes")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_BOOTSTRAP");
+}
+
+#[test]
+fn upload_limits_have_sane_defaults_and_take_sizes() {
+    let c = Config::from_sources(None, env(&[])).unwrap();
+    assert_eq!(c.max_upload_bytes, Some(10 << 30));
+    assert_eq!(c.upload_quota_bytes, None, "no quota unless configured");
+    assert_eq!((c.upload_idle_timeout, c.upload_deadline), (Duration::from_secs(60), Duration::from_secs(6 * 3600)));
+    let c = Config::from_sources(
+        None,
+        env(&[
+            ("REELFARM_MAX_UPLOAD_BYTES", "0"),
+            ("REELFARM_UPLOAD_QUOTA_BYTES", "50GB"),
+            ("REELFARM_UPLOAD_IDLE_TIMEOUT", "500ms"),
+            ("REELFARM_UPLOAD_DEADLINE", "1h"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!((c.max_upload_bytes, c.upload_quota_bytes), (None, Some(50_000_000_000)));
+    assert_eq!((c.upload_idle_timeout, c.upload_deadline), (Duration::from_millis(500), Duration::from_secs(3600)));
+    assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
+    assert_eq!(parse_bytes("1 KiB"), Ok(1024));
+    assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+    for (key, bad) in [
+        ("REELFARM_MAX_UPLOAD_BYTES", "10 parsecs"),
+        ("REELFARM_MAX_UPLOAD_BYTES", "-1"),
+        ("REELFARM_UPLOAD_QUOTA_BYTES", "99999999999TB"),
+        ("REELFARM_UPLOAD_IDLE_TIMEOUT", "0s"),
+        ("REELFARM_UPLOAD_DEADLINE", "forever"),
+    ] {
+        let err = Config::from_sources(None, env(&[(key, bad)])).unwrap_err();
+        assert_eq!(err.source_name, key, "{bad}: {err}");
+    }
+}

@@ -10,6 +10,7 @@ mod housekeeping;
 mod integrations;
 mod jobs;
 mod templates;
+mod usage;
 
 async fn sqlite_store() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -58,6 +59,7 @@ async fn suite(store: Store) {
     jobs::renders_ending_together_finish_their_job(&store).await;
     deliveries::deliveries(&store).await;
     housekeeping::housekeeping(&store).await;
+    usage::usage(&store).await;
 }
 
 async fn users_and_groups(store: &Store) {
@@ -242,11 +244,24 @@ async fn outbox_take(store: &Store) {
 }
 
 async fn webhook_secrets(store: &Store) {
+    use crate::webhook_secret::{rotate_webhook_secret, webhook_secret};
+    let sealer = crate::integration::Sealer::from_secret(b"a conformance secret of at least 32 characters");
     let user = store.create_user("hooked", None, 0).await.unwrap();
-    let secret = store.webhook_secret(&user.id).await.unwrap();
+    assert_eq!(store.stored_webhook_secret(&user.id).await.unwrap(), "", "made on first use");
+    let secret = webhook_secret(store, &sealer, &user.id).await.unwrap();
     assert!(secret.starts_with("whsec_"));
-    let rotated = store.rotate_webhook_secret(&user.id).await.unwrap();
+    let stored = store.stored_webhook_secret(&user.id).await.unwrap();
+    assert!(!stored.is_empty() && !stored.contains("whsec_"), "sealed at rest: {stored}");
+    assert_eq!(webhook_secret(store, &sealer, &user.id).await.unwrap(), secret, "the same secret again");
+    let rotated = rotate_webhook_secret(store, &sealer, &user.id).await.unwrap();
     assert_ne!(rotated, secret);
-    assert_eq!(store.webhook_secret(&user.id).await.unwrap(), rotated);
-    assert!(matches!(store.rotate_webhook_secret("nobody").await, Err(StoreError::NotFound("user"))));
+    assert_eq!(webhook_secret(store, &sealer, &user.id).await.unwrap(), rotated);
+    // One stored in clear by an earlier version is kept, and sealed once read.
+    store.replace_webhook_secret(&user.id, None, "whsec_legacy").await.unwrap();
+    assert_eq!(webhook_secret(store, &sealer, &user.id).await.unwrap(), "whsec_legacy");
+    assert_ne!(store.stored_webhook_secret(&user.id).await.unwrap(), "whsec_legacy");
+    // Under another key it does not open.
+    let other = crate::integration::Sealer::from_secret(b"another secret of at least 32 characters!!");
+    assert!(webhook_secret(store, &other, &user.id).await.is_err());
+    assert!(matches!(rotate_webhook_secret(store, &sealer, "nobody").await, Err(StoreError::NotFound("user"))));
 }

@@ -23,6 +23,7 @@ mod outbox;
 mod postgres;
 mod sqlite;
 mod templates;
+mod usage;
 mod users;
 
 pub use assets::STALE_UPLOAD_MS;
@@ -36,7 +37,8 @@ pub use jobs::{
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateQuality, TemplateRecord};
-pub use users::{Credits, Group, TokenRecord, User};
+pub use usage::Usage;
+pub use users::{new_webhook_secret, Credits, Group, TokenRecord, User};
 
 /// The SQL dialect behind the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

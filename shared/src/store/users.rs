@@ -79,7 +79,7 @@ fn token_from(row: &AnyRow) -> Result<TokenRecord> {
 }
 
 /// A new Standard Webhooks signing secret: `whsec_` + base64 of 24 random bytes.
-pub(crate) fn new_webhook_secret() -> String {
+pub fn new_webhook_secret() -> String {
     let mut bytes = [0u8; 24];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(bytes))
@@ -103,7 +103,7 @@ impl Store {
             .bind(&user.id)
             .bind(&user.name)
             .bind(credits)
-            .bind(new_webhook_secret())
+            .bind("")
             .bind(now)
             .fetch_one(&mut *tx)
             .await;
@@ -307,8 +307,10 @@ impl Store {
         Ok(Credits::Group { id: group.id, name: group.name, credits })
     }
 
-    /// The user's webhook signing secret.
-    pub async fn webhook_secret(&self, user_id: &str) -> Result<String> {
+    /// The user's webhook signing secret as stored: sealed (see
+    /// `integration::webhook_secret`), empty before the first use, or in clear when an
+    /// earlier version stored it.
+    pub async fn stored_webhook_secret(&self, user_id: &str) -> Result<String> {
         sqlx::query_scalar("SELECT webhook_secret FROM users WHERE id = $1")
             .bind(user_id)
             .fetch_optional(&self.pool)
@@ -316,17 +318,18 @@ impl Store {
             .ok_or(StoreError::NotFound("user"))
     }
 
-    /// Replaces the user's webhook signing secret; returns the new one.
-    pub async fn rotate_webhook_secret(&self, user_id: &str) -> Result<String> {
-        let secret = new_webhook_secret();
-        let done = sqlx::query("UPDATE users SET webhook_secret = $1 WHERE id = $2")
-            .bind(&secret)
+    /// Stores `new` as the user's webhook secret if the stored one is still `expected`
+    /// (`None`: whatever it is); whether it was stored.
+    pub async fn replace_webhook_secret(&self, user_id: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+        let done = sqlx::query("UPDATE users SET webhook_secret = $1 WHERE id = $2 AND ($3 IS NULL OR webhook_secret = $3)")
+            .bind(new)
             .bind(user_id)
+            .bind(expected)
             .execute(&self.pool)
             .await?;
-        if done.rows_affected() == 0 {
+        if done.rows_affected() == 0 && expected.is_none() {
             return Err(StoreError::NotFound("user"));
         }
-        Ok(secret)
+        Ok(done.rows_affected() == 1)
     }
 }

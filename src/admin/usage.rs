@@ -1,0 +1,69 @@
+//! `reelfarm admin usage [USER]`: storage used per user (issue #16), from the metadata
+//! store: the assets each user owns and the bytes their files take (originals and
+//! renditions), as the upload quota counts them.
+
+use reelfarm_shared::store::Usage;
+use reelfarm_shared::Store;
+
+/// The report of USER (name or id), or of every user: one line per user under a header,
+/// columns separated by tabs, then the quota when one is configured.
+pub async fn report(store: &Store, user: Option<&str>, quota: Option<u64>) -> anyhow::Result<String> {
+    let usage = match user {
+        Some(name_or_id) => store.storage_usage(Some(&store.find_user(name_or_id).await?.id)).await?,
+        None => store.storage_usage(None).await?,
+    };
+    Ok(render(&usage, quota))
+}
+
+fn render(usage: &[Usage], quota: Option<u64>) -> String {
+    let mut out = String::from("user\tid\tassets\tbytes\tsize");
+    for u in usage {
+        out.push_str(&format!("\n{}\t{}\t{}\t{}\t{}", u.user_name, u.user_id, u.assets, u.bytes, human(u.bytes)));
+        if let Some(quota) = quota {
+            out.push_str(&format!(" ({:.0} % of the quota)", u.bytes as f64 * 100.0 / quota as f64));
+        }
+    }
+    match quota {
+        Some(quota) => out.push_str(&format!("\nquota per user: {quota} bytes ({})", human(quota))),
+        None => out.push_str("\nno storage quota (REELFARM_UPLOAD_QUOTA_BYTES)"),
+    }
+    out
+}
+
+/// `1.5 GiB`, `312.0 KiB`, `12 B`.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_lists_each_user_with_exact_and_readable_sizes() {
+        let usage = [
+            Usage { user_id: "id-a".into(), user_name: "ann".into(), assets: 3, bytes: 1_572_864 },
+            Usage { user_id: "id-b".into(), user_name: "bob".into(), assets: 0, bytes: 0 },
+        ];
+        assert_eq!(
+            render(&usage, None),
+            "user\tid\tassets\tbytes\tsize\nann\tid-a\t3\t1572864\t1.5 MiB\nbob\tid-b\t0\t0\t0 B\n\
+             no storage quota (REELFARM_UPLOAD_QUOTA_BYTES)"
+        );
+        let with_quota = render(&usage[..1], Some(3 << 20));
+        assert!(with_quota.contains("1.5 MiB (50 % of the quota)"), "{with_quota}");
+        assert!(with_quota.ends_with("quota per user: 3145728 bytes (3.0 MiB)"), "{with_quota}");
+        assert_eq!(human(1023), "1023 B");
+        assert_eq!(human(10 << 30), "10.0 GiB");
+    }
+}
