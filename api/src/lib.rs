@@ -89,7 +89,6 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(ops_backends.clone())
                 .app_data(counted.clone())
-                .app_data(extractor_errors::json())
                 .app_data(extractor_errors::query())
                 .app_data(extractor_errors::path())
                 .configure(|cfg| routes::configure(cfg, ops_on_api_port))
@@ -256,26 +255,12 @@ fn logged_path(path: &str) -> &str {
     if path.starts_with("/files/") { "/files/…" } else { path }
 }
 
-/// Extractor failures answer with the error body instead of actix's plain text.
+/// Extractor failures answer with the error body instead of actix's plain text. (JSON
+/// bodies are read by `form::read_json`, after authentication.)
 mod extractor_errors {
-    use actix_web::error::JsonPayloadError;
     use actix_web::web;
 
-    use super::MAX_BODY_BYTES;
     use crate::error::ApiError;
-
-    pub fn json() -> web::JsonConfig {
-        web::JsonConfig::default().limit(MAX_BODY_BYTES).error_handler(|e, _| {
-            match e {
-                JsonPayloadError::Overflow { limit } | JsonPayloadError::OverflowKnownLength { limit, .. } => {
-                    ApiError::payload_too_large(format!("JSON bodies are limited to {limit} bytes"))
-                }
-                JsonPayloadError::ContentType => ApiError::invalid_request("Content-Type must be application/json"),
-                e => ApiError::invalid_request(format!("Malformed JSON body: {e}")),
-            }
-            .into()
-        })
-    }
 
     pub fn query() -> web::QueryConfig {
         web::QueryConfig::default()

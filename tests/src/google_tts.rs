@@ -1,4 +1,5 @@
-//! A fake Google Cloud Text-to-Speech on loopback: `POST /v1/text:synthesize?key=KEY`
+//! A fake Google Cloud Text-to-Speech on loopback: `POST /v1/text:synthesize` with the key
+//! in `X-Goog-Api-Key` (a key in the query string is refused, so the client must not send one)
 //! with Google's JSON request, answered `{"audioContent": base64}` of a WAV file (what
 //! `LINEAR16` gives) or Google's JSON errors. The audio is a tone, 0.3 s per word. It
 //! counts and records the requests.
@@ -53,10 +54,8 @@ fn error(status: u16, state: &str, message: &str) -> HttpResponse {
 async fn synthesize(req: HttpRequest, body: web::Bytes, shared: web::Data<Mutex<Shared>>) -> HttpResponse {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     shared.lock().unwrap().requests.push(request.clone());
-    let key = url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "key")
-        .map(|(_, v)| v.into_owned());
-    if key.as_deref() != Some(API_KEY) {
+    let key = req.headers().get("x-goog-api-key").and_then(|v| v.to_str().ok());
+    if key != Some(API_KEY) || req.query_string().contains("key=") {
         return error(403, "PERMISSION_DENIED", "API key not valid. Please pass a valid API key.");
     }
     let text = request["input"]["text"].as_str().unwrap_or_default();

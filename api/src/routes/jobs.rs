@@ -187,9 +187,10 @@ pub async fn create(
     state: web::Data<AppState>,
     caller: Caller,
     req: HttpRequest,
-    body: web::Json<Value>,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency_key(&req)?;
+    let body: Value = crate::form::read_json(&req, payload).await?;
     crate::nul::refuse_in_json(&body)?;
     let request = Arc::new(request::parse(&body).map_err(ApiError::validation)?);
     let record = state.visible_template(&request.template_id, &caller.user.id).await?;
@@ -210,7 +211,7 @@ pub async fn create(
     };
     let response = serde_json::to_string(&JobJson::new(&JobRecord::from_new(&job), &HashMap::new(), &state))
         .expect("jobs serialize");
-    let request_hash = hex::encode(Sha256::digest(serde_json::to_vec(&*body).expect("JSON serializes")));
+    let request_hash = hex::encode(Sha256::digest(serde_json::to_vec(&body).expect("JSON serializes")));
     let idempotency = key.as_deref().map(|key| Idempotency { key, request_hash: &request_hash, response: &response });
     match state.backends.store.create_job(&job, idempotency).await? {
         JobCreation::Created => {

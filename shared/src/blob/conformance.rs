@@ -337,7 +337,7 @@ async fn s3_adapter_passes_the_suite() {
     let env = [
         ("REELFARM_BLOB_URL", url.as_str()),
         ("REELFARM_DATA_DIR", data_dir.path().to_str().expect("utf-8 temp dir")),
-        ("REELFARM_SECRET_KEY", "test-secret-test-secret-test-secret"),
+        ("REELFARM_SECRET_KEY", "conformance-secret-key-for-the-s3-suite-4711"),
     ];
     let config = Config::from_sources(None, env.map(|(k, v)| (k.to_string(), v.to_string())))
         .expect("REELFARM_TEST_S3_URL is a valid s3:// URL");

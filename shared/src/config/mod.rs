@@ -368,13 +368,11 @@ impl Config {
             }
         })?;
         let secret_key = match raw.get("secret_key") {
-            Some((value, source)) if value.len() < 32 => {
-                return Err(ConfigError {
-                    source_name: source.clone(),
-                    message: "must be at least 32 characters".into(),
-                })
+            Some((value, source)) => {
+                sources::check_secret_key(value)
+                    .map_err(|message| ConfigError { source_name: source.clone(), message })?;
+                SecretString::from(value.clone())
             }
-            Some((value, _)) => SecretString::from(value.clone()),
             // Replicas of a distributed deployment must share the key, or an upload
             // address signed by one is refused by another.
             None if !database_url.starts_with("sqlite:") || amqp_url.is_some() => {

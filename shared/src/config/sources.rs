@@ -177,6 +177,37 @@ pub(super) fn parse_blob_url(s: &str) -> Result<BlobLocation, String> {
 }
 
 /// The upload-signing key of an embedded deployment: generated once, kept in the data dir.
+/// Words of the placeholders deploy files and documentation show for the secret key.
+const PLACEHOLDERS: [&str; 6] = ["change-me", "changeme", "replace-me", "replaceme", "placeholder", "your-secret"];
+
+/// A secret key fit to sign uploads and seal secrets: at least 32 characters, no
+/// placeholder of a deploy file, not a repeated pattern, and about 96 bits or more by the
+/// key's own character frequencies. Generate one with
+/// `head -c 32 /dev/urandom | base64`.
+pub(super) fn check_secret_key(key: &str) -> Result<(), String> {
+    const HOW: &str = "generate one with `head -c 32 /dev/urandom | base64`";
+    if key.chars().count() < 32 {
+        return Err(format!("must be at least 32 characters; {HOW}"));
+    }
+    let lower = key.to_ascii_lowercase();
+    if let Some(word) = PLACEHOLDERS.iter().find(|w| lower.contains(*w)) {
+        return Err(format!("is a placeholder (contains `{word}`), not a secret; {HOW}"));
+    }
+    let chars: Vec<char> = key.chars().collect();
+    let repeats = (1..=chars.len() / 2).any(|p| chars.iter().zip(&chars[p..]).all(|(a, b)| a == b));
+    let mut counts = std::collections::HashMap::new();
+    for c in &chars {
+        *counts.entry(c).or_insert(0usize) += 1;
+    }
+    let n = chars.len() as f64;
+    let bits: f64 = counts.values().map(|&k| -(k as f64) * (k as f64 / n).log2()).sum();
+    // The estimate undercounts a random key (32 hex digits, 128 bits, score about 120).
+    if repeats || bits < 96.0 {
+        return Err(format!("is too predictable (a repeated pattern, or few distinct characters); {HOW}"));
+    }
+    Ok(())
+}
+
 pub(super) fn load_or_create_secret(data_dir: &Path) -> Result<String, ConfigError> {
     let path = data_dir.join("secret.key");
     let err = |message: String| ConfigError { source_name: path.display().to_string(), message };

@@ -131,3 +131,20 @@ fn upload_limits_have_sane_defaults_and_take_sizes() {
         assert_eq!(err.source_name, key, "{bad}: {err}");
     }
 }
+
+#[test]
+fn placeholder_short_and_predictable_secret_keys_are_refused() {
+    let refused = |key: &str| {
+        let e = Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", key)])).unwrap_err();
+        assert_eq!(e.source_name, "REELFARM_SECRET_KEY", "{key}");
+        e.message
+    };
+    assert!(refused("short").contains("at least 32 characters"));
+    assert!(refused("REPLACE-ME-with-at-least-32-random-characters").contains("placeholder"));
+    assert!(refused("change-me-compose-dev-secret-key-0123456789abcdef").contains("placeholder"));
+    assert!(refused(&"x".repeat(40)).contains("predictable"));
+    assert!(refused(&"0123456789".repeat(4)).contains("predictable"), "a repeated pattern");
+    for good in ["8f2b6c0d9e1a4b7c3d5e6f708192a3b4", "u4N0m3k1QhTzq2Yd9rW8xVbL5sCj7gFe+pA6/oI=", "a-secret-key-of-at-least-32-characters"] {
+        assert!(Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", good)])).is_ok(), "{good}");
+    }
+}

@@ -1,5 +1,6 @@
-//! Google Cloud Text-to-Speech REST `POST /v1/text:synthesize?key=API_KEY` through the
-//! workspace's reqwest (rustls). Output: `LINEAR16` at 24 kHz, which Google sends as a
+//! Google Cloud Text-to-Speech REST `POST /v1/text:synthesize` with the API key in the
+//! `X-Goog-Api-Key` header (never in the address, where proxies and logs keep it) through
+//! the workspace's reqwest (rustls). Output: `LINEAR16` at 24 kHz, which Google sends as a
 //! WAV file, base64 in `audioContent`.
 
 use std::path::Path;
@@ -51,11 +52,11 @@ impl Synthesizer for Google {
         let answer = self
             .client
             .post(&self.url)
-            .query(&[("key", self.key.expose_secret())])
+            .header("x-goog-api-key", self.key.expose_secret())
             .json(&body)
             .send()
             .await
-            // The error would show the address with its key: say less.
+            // Say little: the cause is the network, not the request.
             .map_err(|e| {
                 TtsError::Unavailable(format!(
                     "google tts: request failed ({})",
