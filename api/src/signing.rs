@@ -59,7 +59,7 @@ mod tests {
             None,
             [
                 ("REELFARM_DATA_DIR".to_string(), dir.display().to_string()),
-                ("REELFARM_SECRET_KEY".to_string(), "k".repeat(40)),
+                ("REELFARM_SECRET_KEY".to_string(), "signing-test-secret-key-0123456789abcdef".to_string()),
             ],
         )
         .unwrap()

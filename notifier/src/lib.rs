@@ -15,6 +15,7 @@ pub mod channel;
 pub mod email;
 pub mod events;
 pub mod google;
+mod guard;
 pub mod scheduler;
 pub mod signing;
 
@@ -48,7 +49,8 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
         channels(config, &backends)?,
         config.webhook_retry_schedule.clone(),
         SLOTS,
-    ));
+    )
+    .with_email_rate_limit(config.email_rate_limit));
     let events = Arc::new(EventHandler::new(backends.clone(), scheduler.first_delay(), scheduler.waker()));
     tracing::info!("notifier consuming");
     tokio::join!(

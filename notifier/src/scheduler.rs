@@ -21,8 +21,8 @@ use reelfarm_shared::notification::Notification;
 use reelfarm_shared::store::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
 use reelfarm_shared::Backends;
 
-use crate::callback;
 use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
+use crate::{callback, guard};
 
 /// How long a claim holds a delivery; renewed every third of it while the attempt runs.
 const LEASE: Duration = Duration::from_secs(60);
@@ -51,11 +51,26 @@ pub struct Scheduler {
     schedule: Vec<Duration>,
     slots: usize,
     wake: Arc<Notify>,
+    /// E-mails one user may send per hour (`None`: no limit).
+    email_rate_limit: Option<u32>,
 }
 
 impl Scheduler {
     pub fn new(backends: Backends, channels: Channels, schedule: Vec<Duration>, slots: usize) -> Scheduler {
-        Scheduler { backends, channels, schedule, slots: slots.max(1), wake: Arc::new(Notify::new()) }
+        Scheduler {
+            backends,
+            channels,
+            schedule,
+            slots: slots.max(1),
+            wake: Arc::new(Notify::new()),
+            email_rate_limit: None,
+        }
+    }
+
+    /// Limits the e-mails one user may send per hour (`None`: no limit).
+    pub fn with_email_rate_limit(mut self, limit: Option<u32>) -> Scheduler {
+        self.email_rate_limit = limit;
+        self
     }
 
     /// Wakes the scheduler (deliveries were planned).
@@ -128,8 +143,13 @@ impl Scheduler {
             let subject = self.subject(&delivery).await;
             let outcome = match &subject {
                 Ok((notification, render)) => {
-                    let _lease = self.keep_lease(&delivery);
-                    self.attempt(&delivery, notification, render).await
+                    match guard::refusal(&self.backends, self.email_rate_limit, &delivery, render).await {
+                        Some(refused) => Err(refused),
+                        None => {
+                            let _lease = self.keep_lease(&delivery);
+                            self.attempt(&delivery, notification, render).await
+                        }
+                    }
                 }
                 Err(failed) => Err(failed.clone()),
             };

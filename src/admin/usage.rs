@@ -1,6 +1,7 @@
 //! `reelfarm admin usage [USER]`: storage used per user (issue #16), from the metadata
 //! store: the assets each user owns and the bytes their files take (originals and
-//! renditions), as the upload quota counts them.
+//! renditions), as the upload quota counts them; and the characters they sent to paid
+//! text-to-speech providers (Polly, Google; cache hits send none).
 
 use reelfarm_shared::store::Usage;
 use reelfarm_shared::Store;
@@ -16,9 +17,10 @@ pub async fn report(store: &Store, user: Option<&str>, quota: Option<u64>) -> an
 }
 
 fn render(usage: &[Usage], quota: Option<u64>) -> String {
-    let mut out = String::from("user\tid\tassets\tbytes\tsize");
+    let mut out = String::from("user\tid\tassets\tbytes\ttts_characters\tsize");
     for u in usage {
-        out.push_str(&format!("\n{}\t{}\t{}\t{}\t{}", u.user_name, u.user_id, u.assets, u.bytes, human(u.bytes)));
+        let (name, id, assets, bytes, tts) = (&u.user_name, &u.user_id, u.assets, u.bytes, u.tts_characters);
+        out.push_str(&format!("\n{name}\t{id}\t{assets}\t{bytes}\t{tts}\t{}", human(bytes)));
         if let Some(quota) = quota {
             out.push_str(&format!(" ({:.0} % of the quota)", u.bytes as f64 * 100.0 / quota as f64));
         }
@@ -52,12 +54,12 @@ mod tests {
     #[test]
     fn the_report_lists_each_user_with_exact_and_readable_sizes() {
         let usage = [
-            Usage { user_id: "id-a".into(), user_name: "ann".into(), assets: 3, bytes: 1_572_864 },
-            Usage { user_id: "id-b".into(), user_name: "bob".into(), assets: 0, bytes: 0 },
+            Usage { user_id: "id-a".into(), user_name: "ann".into(), assets: 3, bytes: 1_572_864, tts_characters: 42 },
+            Usage { user_id: "id-b".into(), user_name: "bob".into(), assets: 0, bytes: 0, tts_characters: 0 },
         ];
         assert_eq!(
             render(&usage, None),
-            "user\tid\tassets\tbytes\tsize\nann\tid-a\t3\t1572864\t1.5 MiB\nbob\tid-b\t0\t0\t0 B\n\
+            "user\tid\tassets\tbytes\ttts_characters\tsize\nann\tid-a\t3\t1572864\t42\t1.5 MiB\nbob\tid-b\t0\t0\t0\t0 B\n\
              no storage quota (REELFARM_UPLOAD_QUOTA_BYTES)"
         );
         let with_quota = render(&usage[..1], Some(3 << 20));

@@ -31,11 +31,7 @@ impl ConvertHandler {
         let work_dir = crate::work_dir(config)?;
         Ok(ConvertHandler {
             backends,
-            limits: Limits {
-                max_pixels: config.max_image_pixels,
-                max_duration: config.max_media_duration,
-                time_limit: config.job_timeout,
-            },
+            limits: Limits::from_config(config),
             work_dir,
             delivery_limit: config.delivery_limit,
             worker_id,

@@ -5,8 +5,10 @@
 //! assets from the blob store (an asset's converted rendition that fits the layer, never
 //! re-processed), addresses through the guarded outbound client (private addresses
 //! refused, size and time limits, the bytes sniffed against the variable's type). The
-//! renderer opens only those files. Text-to-speech values become speech files first
-//! (`crate::tts`: synthesised once, cached in the blob store, fitted to the layer).
+//! renderer opens only those files. Text-to-speech values become speech files last, once
+//! every other source was fetched and checked (`crate::tts`: synthesised once, cached in
+//! the blob store, fitted to the layer); characters sent to paid providers are counted
+//! per user.
 //! Progress goes to the cache as the frames are done.
 //!
 //! Idempotent and crash-safe: a render that ended is not rendered again; one found
@@ -31,6 +33,7 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::failure::Failure;
+use crate::media::Limits;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
 use crate::tts::Tts;
 
@@ -47,6 +50,7 @@ pub struct RenderHandler {
     tts: Tts,
     work_dir: PathBuf,
     time_limit: Duration,
+    media_limits: Limits,
     encoder_threads: u16,
     delivery_limit: u32,
     worker_id: String,
@@ -61,6 +65,7 @@ impl RenderHandler {
             outbound: Outbound::new(&config.outbound_allow),
             work_dir,
             time_limit: config.job_timeout,
+            media_limits: Limits::from_config(config),
             encoder_threads: config.encoder_threads,
             delivery_limit: config.delivery_limit,
             worker_id,
@@ -82,8 +87,12 @@ impl RenderHandler {
         let quality = Quality::parse(&job.quality).unwrap_or_default();
 
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
-        let spoken = self.speak(&mut applied, &values, dir.path()).await?;
-        let fetched = self.fetch_sources(&applied, &record, quality, dir.path(), spoken).await?;
+        // Speech is synthesised (and paid for) last: a render whose other sources fail
+        // (a refused or unreachable address, media that does not decode) costs nothing.
+        let speeches = self.plan_speech(&mut applied, &values, dir.path());
+        let ready = speeches.iter().map(|s| (s.source.clone(), s.file.clone())).collect();
+        let fetched = self.fetch_sources(&applied, &record, quality, dir.path(), ready).await?;
+        self.speak(&speeches, &job.user_id).await?;
         let (mp4, jpg) = (dir.path().join("video.mp4"), dir.path().join("thumb.jpg"));
         let output = self.render(&applied, fetched, quality, render, &mp4, &jpg).await?;
 
@@ -128,6 +137,7 @@ impl RenderHandler {
             quality,
             time_limit: self.time_limit,
             threads: self.encoder_threads,
+            limits: self.media_limits.clone(),
             ..RenderSettings::default()
         };
         let (template, mp4, jpg) = (template.clone(), mp4.to_path_buf(), jpg.to_path_buf());
@@ -152,17 +162,17 @@ impl RenderHandler {
         }
     }
 
-    /// Makes the speech of the text-to-speech values of `values` and points their layers
-    /// at it (an unguessable address under the reserved `.invalid` domain, never fetched;
-    /// the speech fills the layer's slot, so the layer's `trim_start` and `loop` no
-    /// longer apply). Returns the sources with their files.
-    async fn speak(
+    /// Points the layers of the text-to-speech values of `values` at their speech (an
+    /// unguessable address under the reserved `.invalid` domain, never fetched; the
+    /// speech fills the layer's slot, so the layer's `trim_start` and `loop` no longer
+    /// apply) and returns what to synthesise into which file, for [`Self::speak`].
+    fn plan_speech(
         &self,
         template: &mut Template,
         values: &serde_json::Map<String, serde_json::Value>,
         dir: &Path,
-    ) -> Result<Vec<(Source, PathBuf)>, Failure> {
-        let mut spoken = Vec::new();
+    ) -> Vec<PlannedSpeech> {
+        let mut planned = Vec::new();
         let nonce = reelfarm_shared::token::random_base62(16);
         for (i, (layer_id, speech)) in speech_values(template, values, &self.tts.voices).into_iter().enumerate() {
             let Some((clip_duration, layer)) = template
@@ -174,15 +184,30 @@ impl RenderHandler {
             };
             let slot = layer.duration_in(clip_duration);
             let Content::Sound(sound) = &mut layer.content else { continue };
-            let file = dir.join(format!("speech-{i}.wav"));
-            self.tts.prepare(&speech, slot, &file).await?;
             let source = Source::Url { url: format!("https://speech.invalid/{nonce}/{i}.wav") };
             sound.source = source.clone();
             sound.trim_start = 0.0;
             sound.loop_ = false;
-            spoken.push((source, file));
+            planned.push(PlannedSpeech { speech, slot, source, file: dir.join(format!("speech-{i}.wav")) });
         }
-        Ok(spoken)
+        planned
+    }
+
+    /// Makes the planned speech files, counting the characters sent to paid providers
+    /// (a cached speech sends none) against `user_id`.
+    async fn speak(&self, planned: &[PlannedSpeech], user_id: &str) -> Result<(), Failure> {
+        for p in planned {
+            let synthesised = self.tts.prepare(&p.speech, p.slot, &p.file).await?;
+            let provider = p.speech.provider;
+            if synthesised && provider != reelfarm_shared::tts::Provider::Espeak {
+                let characters = p.speech.text.chars().count() as u64;
+                // Metering must not fail a render that was paid for already.
+                if let Err(e) = self.backends.store.add_tts_characters(user_id, provider.as_str(), characters).await {
+                    tracing::warn!(error = %e, characters, "text-to-speech characters not counted");
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Fetches every source of `template` into `dir` (but those `ready` already);
@@ -240,6 +265,16 @@ impl RenderHandler {
             Err(e) => Err(Outcome::Retry(format!("recording the failure: {e}"))),
         }
     }
+}
+
+/// A text-to-speech value of a render, to be synthesised into `file` (the layer's
+/// `source`) once every other source is in.
+struct PlannedSpeech {
+    speech: reelfarm_shared::tts::Speech,
+    /// Seconds of the layer's slot.
+    slot: f64,
+    source: Source,
+    file: PathBuf,
 }
 
 fn fetch_failure(url: &str, e: OutboundError) -> Failure {

@@ -32,6 +32,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("redis_url", "redis://… (unset: in-memory cache)"),
     ("smtp_url", "smtp://host:port (unset: e-mail refused)"),
     ("smtp_from", "sender of notification e-mails"),
+    ("email_rate_limit", "notification e-mails each user may send per hour, across notifiers (0: no limit)"),
     ("google_api_url", "base of the YouTube Data and Google Drive APIs"),
     ("google_oauth_url", "OAuth 2.0 token endpoint of Google accounts"),
     ("polly_region", "AWS region of Amazon Polly text-to-speech (unset: Polly disabled)"),
@@ -40,7 +41,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("polly_secret_access_key", "secret key of Amazon Polly (unset: AWS_SECRET_ACCESS_KEY)"),
     ("google_tts_url", "base of the Google Cloud Text-to-Speech API"),
     ("google_tts_api_key", "API key of Google Cloud Text-to-Speech (unset: Google TTS disabled)"),
-    ("outbound_allow", "IP addresses or ip:port exempt from the private-address refusal"),
+    ("outbound_allow", "IP addresses or ip:port exempt from the outbound refusal (non-public addresses, public ones off ports 80 and 443)"),
     ("webhook_retry_schedule", "delays between callback attempts"),
     ("namespace", "prefix of exchange, queue and cache key names"),
     ("secret_key", "key of upload signatures and linked-account encryption (unset: generated into the data dir)"),
@@ -57,6 +58,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("delivery_limit", "deliveries of a message before it is dead-lettered"),
     ("retry_delay", "wait before a failed message is tried again (doubles per attempt, at most 5 min)"),
     ("max_image_pixels", "largest image (width × height) a conversion accepts"),
+    ("max_video_pixels", "largest video frame (width × height) a conversion or render accepts"),
     ("max_media_duration", "longest video or audio a conversion accepts"),
     ("max_upload_bytes", "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)"),
     ("upload_quota_bytes", "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)"),
@@ -92,6 +94,8 @@ pub struct Config {
     pub smtp_url: Option<String>,
     /// `From` of notification e-mails (`Name <address>` or an address).
     pub smtp_from: String,
+    /// Notification e-mails (messages) each user may send in any hour; `None`: no limit.
+    pub email_rate_limit: Option<u32>,
     /// Base of the YouTube Data API v3 and Google Drive API v3 (`/youtube/v3`,
     /// `/upload/youtube/v3`, `/drive/v3`, `/upload/drive/v3` below it), no trailing slash.
     pub google_api_url: String,
@@ -144,8 +148,11 @@ pub struct Config {
     /// Wait before the second delivery of a message that failed on our side; doubles with
     /// each further attempt, up to 5 minutes.
     pub retry_delay: Duration,
-    /// Largest image (and video frame) a conversion accepts, in pixels.
+    /// Largest image a conversion or render accepts, in pixels.
     pub max_image_pixels: u64,
+    /// Largest video frame a conversion or render accepts, in pixels (checked on what the
+    /// stream declares, before any frame is decoded).
+    pub max_video_pixels: u64,
     /// Longest video or audio a conversion accepts.
     pub max_media_duration: Duration,
     /// Largest file one upload may store; `None`: only the blob store's own cap.
@@ -413,7 +420,13 @@ impl Config {
             if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
         })?;
         let retry_delay = parse(raw, "retry_delay", "2s", parse_duration)?;
+        let email_rate_limit =
+            parse(raw, "email_rate_limit", "100", |s| parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0)))?;
         let max_image_pixels = parse(raw, "max_image_pixels", "100000000", |s| {
+            let n = parse_int::<u64>(s)?;
+            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+        })?;
+        let max_video_pixels = parse(raw, "max_video_pixels", "33177600", |s| {
             let n = parse_int::<u64>(s)?;
             if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
         })?;
@@ -444,6 +457,7 @@ impl Config {
             redis_url,
             smtp_url,
             smtp_from,
+            email_rate_limit,
             google_api_url,
             google_oauth_url,
             polly_region,
@@ -468,6 +482,7 @@ impl Config {
             delivery_limit,
             retry_delay,
             max_image_pixels,
+            max_video_pixels,
             max_media_duration,
             max_upload_bytes,
             upload_quota_bytes,

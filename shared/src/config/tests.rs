@@ -148,3 +148,13 @@ fn placeholder_short_and_predictable_secret_keys_are_refused() {
         assert!(Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", good)])).is_ok(), "{good}");
     }
 }
+
+#[test]
+fn email_rate_limit_defaults_to_100_an_hour_and_zero_lifts_it() {
+    assert_eq!(Config::from_sources(None, env(&[])).unwrap().email_rate_limit, Some(100));
+    let c = Config::from_sources(None, env(&[("REELFARM_EMAIL_RATE_LIMIT", "0")])).unwrap();
+    assert_eq!(c.email_rate_limit, None);
+    let c = Config::from_sources(None, env(&[("REELFARM_EMAIL_RATE_LIMIT", "3")])).unwrap();
+    assert_eq!(c.email_rate_limit, Some(3));
+    assert!(Config::from_sources(None, env(&[("REELFARM_EMAIL_RATE_LIMIT", "lots")])).is_err());
+}

@@ -282,6 +282,45 @@ impl Store {
         Ok(true)
     }
 
+    /// Takes a place for e-mail delivery `id` in the hourly allowance of its user
+    /// (`REELFARM_EMAIL_RATE_LIMIT`): `true` when it has one (taken now or by an earlier
+    /// attempt of it), `false` when `limit` e-mails of the user took theirs within
+    /// `window`. Exact across notifiers: one user's allowance is taken one at a time
+    /// (SQLite: one writer; PostgreSQL: a transaction lock per user).
+    pub async fn take_email_allowance(&self, id: &str, user_id: &str, limit: u32, window: Duration) -> Result<bool> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))")
+                .bind(format!("email-allowance:{user_id}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let counted: Option<i64> = sqlx::query_scalar("SELECT counted_at FROM deliveries WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound("delivery"))?;
+        if counted.is_some() {
+            tx.commit().await?;
+            return Ok(true);
+        }
+        let taken: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM deliveries WHERE user_id = $1 AND kind = 'email' AND counted_at > $2",
+        )
+        .bind(user_id)
+        .bind(now - window.as_millis() as i64)
+        .fetch_one(&mut *tx)
+        .await?;
+        if taken >= i64::from(limit) {
+            tx.commit().await?;
+            return Ok(false);
+        }
+        sqlx::query("UPDATE deliveries SET counted_at = $1 WHERE id = $2").bind(now).bind(id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// When the next pending delivery is due (unix ms), if any is.
     pub async fn next_delivery_due(&self) -> Result<Option<i64>> {
         Ok(sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM deliveries WHERE status = 'pending'")

@@ -1,5 +1,6 @@
 //! Storage used per user (issue #16): the bytes of every asset file a user owns, originals
-//! and renditions, for the upload quota and `reelfarm admin usage`.
+//! and renditions, for the upload quota and `reelfarm admin usage`; and the characters
+//! each user sent to paid text-to-speech providers.
 //!
 //! An asset's original is counted by its `size` (set when the upload is stored, also
 //! while it converts and after a failed conversion, whose original is kept); its other
@@ -19,6 +20,8 @@ pub struct Usage {
     pub assets: u64,
     /// Bytes their files take in the blob store.
     pub bytes: u64,
+    /// Characters sent to paid text-to-speech providers (Polly, Google), all time.
+    pub tts_characters: u64,
 }
 
 impl Store {
@@ -28,7 +31,9 @@ impl Store {
         let filter = if user_id.is_some() { "WHERE u.id = $1" } else { "" };
         let sql = format!(
             "SELECT u.id, u.name, COUNT(a.id) AS assets, \
-             CAST(COALESCE(SUM(COALESCE(a.size, 0) + {}), 0) AS BIGINT) AS bytes \
+             CAST(COALESCE(SUM(COALESCE(a.size, 0) + {}), 0) AS BIGINT) AS bytes, \
+             CAST((SELECT COALESCE(SUM(t.characters), 0) FROM tts_usage t WHERE t.user_id = u.id) AS BIGINT) \
+             AS tts_characters \
              FROM users u LEFT JOIN assets a ON a.owner_user_id = u.id {filter} \
              GROUP BY u.id, u.name ORDER BY u.name",
             self.rendition_bytes()
@@ -45,8 +50,36 @@ impl Store {
                     user_name: row.try_get("name")?,
                     assets: row.try_get::<i64, _>("assets")?.max(0) as u64,
                     bytes: row.try_get::<i64, _>("bytes")?.max(0) as u64,
+                    tts_characters: row.try_get::<i64, _>("tts_characters")?.max(0) as u64,
                 })
             })
+            .collect()
+    }
+
+    /// Counts `characters` sent by `user_id` to the paid text-to-speech `provider`.
+    pub async fn add_tts_characters(&self, user_id: &str, provider: &str, characters: u64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO tts_usage (user_id, provider, characters, updated_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (user_id, provider) DO UPDATE \
+             SET characters = tts_usage.characters + excluded.characters, updated_at = excluded.updated_at",
+        )
+        .bind(user_id)
+        .bind(provider)
+        .bind(characters as i64)
+        .bind(crate::id::now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Characters `user_id` sent to each paid text-to-speech provider, by provider name.
+    pub async fn tts_characters(&self, user_id: &str) -> Result<Vec<(String, u64)>> {
+        let rows = sqlx::query("SELECT provider, characters FROM tts_usage WHERE user_id = $1 ORDER BY provider")
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("provider")?, row.try_get::<i64, _>("characters")?.max(0) as u64)))
             .collect()
     }
 

@@ -8,7 +8,7 @@ use super::audio_enc::{output_rate, AudioEncoder, Planar, Resampler};
 use super::avprobe::AvProbe;
 use super::mux::Muxer;
 use super::waveform::Peaks;
-use super::{av, Converted, Job, MediaError, MediaKind, Rendition, Role};
+use super::{av, decoders, Converted, Job, MediaError, MediaKind, Rendition, Role};
 
 /// Decode errors in a row after which a decoder is considered stuck.
 pub(crate) const MAX_DECODE_ERRORS: u32 = 100;
@@ -47,8 +47,7 @@ impl SoundDecoder {
             }
             _ => 0.0,
         };
-        let context = codec::context::Context::from_parameters(stream.parameters())
-            .map_err(|e| MediaError::Corrupt(format!("unusable audio stream ({e})")))?;
+        let context = decoders::context(&stream, "audio", u64::MAX)?;
         let decoder = context
             .decoder()
             .audio()

@@ -12,7 +12,7 @@ use ffmpeg::{format, Dictionary};
 use ffmpeg_next as ffmpeg;
 
 use super::limits::Deadline;
-use super::MediaError;
+use super::{decoders, MediaError};
 
 /// Demuxers we let libav use (matched against every name of a demuxer's comma-separated
 /// name list). Anything else — playlists (hls, dash), `concat`, image sequences, raw
@@ -21,6 +21,10 @@ use super::MediaError;
 pub(crate) const ALLOWED_DEMUXERS: &[&str] = &[
     "mov", "matroska", "flv", "asf", "mpeg", "mpegts", "avi", "mp3", "wav", "flac", "ogg", "aiff", "aac", "m4v",
 ];
+
+/// Most streams a file may have: a file with hundreds of streams makes libav open a
+/// decoder and buffer packets for each while probing (a "many streams" bomb).
+pub(crate) const MAX_STREAMS: usize = 32;
 
 /// Probe scores below this are guesses (ffmpeg warns "misdetection possible" up to it).
 const MIN_PROBE_SCORE: i32 = 25;
@@ -41,9 +45,20 @@ pub(crate) fn demuxer_allowed(name: &str) -> bool {
     name.split(',').any(|n| ALLOWED_DEMUXERS.contains(&n))
 }
 
-/// Opens `path` for demuxing: only the `file` protocol, only allow-listed demuxers, and an
-/// interrupt callback tied to `deadline`.
+/// [`open_input_within`] with the default cap on video frames.
 pub(crate) fn open_input(path: &Path, deadline: &Deadline) -> Result<format::context::Input, MediaError> {
+    open_input_within(path, deadline, super::Limits::default().max_video_pixels)
+}
+
+/// Opens `path` for demuxing: only the `file` protocol, only allow-listed demuxers, at
+/// most [`MAX_STREAMS`] streams, only allow-listed decoders (see [`decoders`]) refusing
+/// frames above `max_video_pixels` while libav probes the streams, and an interrupt
+/// callback tied to `deadline`.
+pub(crate) fn open_input_within(
+    path: &Path,
+    deadline: &Deadline,
+    max_video_pixels: u64,
+) -> Result<format::context::Input, MediaError> {
     init();
     let guessed = guess_demuxer(path)?;
     if let Some((name, score)) = &guessed {
@@ -56,11 +71,17 @@ pub(crate) fn open_input(path: &Path, deadline: &Deadline) -> Result<format::con
     let mut options = Dictionary::new();
     options.set("protocol_whitelist", "file");
     options.set("format_whitelist", &ALLOWED_DEMUXERS.join(","));
-    let opened = format::input_with_interrupt_and_dictionary(&url, deadline.interrupt(), options);
+    options.set("codec_whitelist", decoders::whitelist());
+    let opened = open_locked(&url, deadline, options, max_video_pixels);
     let input = match opened {
         Ok(input) => input,
-        Err(e) if deadline.expired() || e == ffmpeg::Error::Exit => return Err(deadline.error()),
-        Err(e) => {
+        Err(Opened::TooManyStreams(n)) => {
+            return Err(MediaError::Unsupported(format!(
+                "the file has {n} streams, at most {MAX_STREAMS} are accepted"
+            )))
+        }
+        Err(Opened::Libav(e)) if deadline.expired() || e == ffmpeg::Error::Exit => return Err(deadline.error()),
+        Err(Opened::Libav(e)) => {
             return Err(match guessed {
                 Some((name, _)) if demuxer_allowed(&name) => {
                     MediaError::Corrupt(format!("cannot read the {name} container ({e})"))
@@ -81,6 +102,73 @@ pub(crate) fn open_input(path: &Path, deadline: &Deadline) -> Result<format::con
     }
     Ok(input)
 }
+
+/// Why [`open_locked`] failed.
+enum Opened {
+    Libav(ffmpeg::Error),
+    TooManyStreams(usize),
+}
+
+/// `avformat_open_input` and `avformat_find_stream_info` as ffmpeg-next's
+/// `input_with_interrupt_and_dictionary` runs them, with the stream count checked between
+/// the two (before any decoder opens) and after, and every stream's probing decoder told
+/// to refuse frames above `max_video_pixels` (the format's `codec_whitelist` in `options`
+/// reaches those decoders through libav itself).
+fn open_locked(
+    url: &str,
+    deadline: &Deadline,
+    options: Dictionary,
+    max_video_pixels: u64,
+) -> Result<format::context::Input, Opened> {
+    let url = CString::new(url).map_err(|_| Opened::Libav(ffmpeg::Error::InvalidData))?;
+    let max_pixels = max_video_pixels.to_string();
+    // SAFETY: the same sequence as ffmpeg-next's own opener: the context is allocated,
+    // given the interrupt callback (whose guard outlives it inside the returned Input),
+    // opened, probed, and closed on every failure path. The per-stream dictionaries are
+    // created, handed to libav and freed here.
+    unsafe {
+        let mut ps = ffi::avformat_alloc_context();
+        if ps.is_null() {
+            return Err(Opened::Libav(ffmpeg::Error::Other { errno: ENOMEM }));
+        }
+        let interrupt = ffmpeg::util::interrupt::new(Box::new(deadline.interrupt()));
+        (*ps).interrupt_callback = interrupt.interrupt;
+        let mut opts = options.disown();
+        let res = ffi::avformat_open_input(&mut ps, url.as_ptr(), std::ptr::null(), &mut opts);
+        Dictionary::own(opts);
+        if res < 0 {
+            return Err(Opened::Libav(ffmpeg::Error::from(res)));
+        }
+        let streams = (*ps).nb_streams as usize;
+        if streams > MAX_STREAMS {
+            ffi::avformat_close_input(&mut ps);
+            return Err(Opened::TooManyStreams(streams));
+        }
+        let mut per_stream: Vec<*mut ffi::AVDictionary> = vec![std::ptr::null_mut(); streams];
+        for dict in &mut per_stream {
+            let mut d = Dictionary::new();
+            d.set("max_pixels", &max_pixels);
+            *dict = d.disown();
+        }
+        let found = ffi::avformat_find_stream_info(ps, if streams == 0 { std::ptr::null_mut() } else { per_stream.as_mut_ptr() });
+        for dict in per_stream {
+            Dictionary::own(dict);
+        }
+        if found < 0 {
+            ffi::avformat_close_input(&mut ps);
+            return Err(Opened::Libav(ffmpeg::Error::from(found)));
+        }
+        let streams = (*ps).nb_streams as usize;
+        if streams > MAX_STREAMS {
+            ffi::avformat_close_input(&mut ps);
+            return Err(Opened::TooManyStreams(streams));
+        }
+        Ok(format::context::Input::wrap_with_interrupt(ps, interrupt.guard))
+    }
+}
+
+/// POSIX ENOMEM, for an allocation libav could not make.
+const ENOMEM: i32 = 12;
 
 /// Runs libav's format probe over the first MiB of the file, without opening anything
 /// else: the demuxer libav would pick and its score.

@@ -7,7 +7,7 @@ use ffmpeg::media::Type;
 use ffmpeg_next as ffmpeg;
 
 use super::limits::Deadline;
-use super::{av, Limits, MediaError, MediaKind, Probe};
+use super::{av, decoders, Limits, MediaError, MediaKind, Probe};
 
 /// A probed, still open, video or audio input.
 pub(crate) struct AvProbe {
@@ -39,7 +39,7 @@ pub(crate) struct VideoStream {
 
 /// Opens and probes `path`, refusing it when it is too large or too long.
 pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result<AvProbe, MediaError> {
-    let input = av::open_input(path, deadline)?;
+    let input = av::open_input_within(path, deadline, limits.max_video_pixels)?;
     let demuxer = input.format().name().to_owned();
     let video_index = pick_video(&input);
     let mut audio_index = input.streams().best(Type::Audio).map(|s| s.index());
@@ -64,11 +64,11 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
             .stream(index)
             .ok_or_else(|| MediaError::Internal("stream vanished".into()))?;
         let id = stream.parameters().id();
-        if ffmpeg::decoder::find(id).is_some() {
+        if decoders::allowed(id) && ffmpeg::decoder::find(id).is_some() {
             probe.audio_codec = Some(id.name().to_owned());
         } else if video_index.is_none() {
             return Err(MediaError::Unsupported(format!(
-                "the audio codec '{}' is not supported",
+                "the audio codec '{}' is not accepted",
                 id.name()
             )));
         } else {
@@ -83,9 +83,9 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
             .ok_or_else(|| MediaError::Internal("stream vanished".into()))?;
         let params = stream.parameters();
         let id = params.id();
-        if ffmpeg::decoder::find(id).is_none() {
+        if !decoders::allowed(id) || ffmpeg::decoder::find(id).is_none() {
             return Err(MediaError::Unsupported(format!(
-                "the video codec '{}' is not supported",
+                "the video codec '{}' is not accepted",
                 id.name()
             )));
         }
@@ -98,7 +98,7 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
             (Ok(w), Ok(h)) if w > 0 && h > 0 => (w, h),
             _ => return Err(MediaError::Corrupt("the video has no picture size".into())),
         };
-        limits.check_pixels(width, height)?;
+        limits.check_video_pixels(width, height)?;
         let sar = sample_aspect(&input, &stream);
         let upright_width = if sar > 0.0 {
             ((f64::from(width) * sar).round() as u32).max(1)

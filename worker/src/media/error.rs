@@ -19,6 +19,15 @@ pub enum MediaError {
         /// The configured limit.
         limit: u64,
     },
+    /// Video frames of more pixels than [`Limits::max_video_pixels`](super::Limits::max_video_pixels).
+    #[error("the video is too large: {width}×{height} frames, at most {limit} pixels per frame are accepted")]
+    FrameTooLarge {
+        /// Declared frame size of the input.
+        width: u32,
+        height: u32,
+        /// The configured limit.
+        limit: u64,
+    },
     /// Longer than [`Limits::max_duration`](super::Limits::max_duration).
     #[error("the media is too long: {seconds:.1} s, at most {limit:.0} s are accepted")]
     TooLong {
@@ -48,7 +57,7 @@ impl MediaError {
         match self {
             MediaError::Unsupported(_) => "media.unsupported",
             MediaError::Corrupt(_) => "media.corrupt",
-            MediaError::TooLarge { .. } => "media.too_large",
+            MediaError::TooLarge { .. } | MediaError::FrameTooLarge { .. } => "media.too_large",
             MediaError::TooLong { .. } => "media.too_long",
             MediaError::TimedOut { .. } => "media.timed_out",
             MediaError::Io(_) => "media.io",

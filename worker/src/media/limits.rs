@@ -7,9 +7,11 @@ use super::MediaError;
 /// What the engine accepts and how long it may work on one file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    /// Largest accepted picture, in pixels (width × height), for images and video frames.
-    /// Default 100 MP.
+    /// Largest accepted image, in pixels (width × height). Default 100 MP.
     pub max_pixels: u64,
+    /// Largest accepted video frame, in pixels, as the stream declares it (checked before
+    /// any frame is decoded; decoders also refuse larger frames). Default 8K (7680×4320).
+    pub max_video_pixels: u64,
     /// Longest accepted video or audio. Default 3 hours.
     pub max_duration: Duration,
     /// Wall-clock budget of one probe or conversion; past it the work stops with
@@ -21,6 +23,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_pixels: 100_000_000,
+            max_video_pixels: 7680 * 4320,
             max_duration: Duration::from_secs(3 * 3600),
             time_limit: Duration::from_secs(2 * 3600),
         }
@@ -28,6 +31,17 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The limits an operator configured (`REELFARM_MAX_IMAGE_PIXELS`,
+    /// `REELFARM_MAX_VIDEO_PIXELS`, `REELFARM_MAX_MEDIA_DURATION`, `REELFARM_JOB_TIMEOUT`).
+    pub fn from_config(config: &reelfarm_shared::Config) -> Limits {
+        Limits {
+            max_pixels: config.max_image_pixels,
+            max_video_pixels: config.max_video_pixels,
+            max_duration: config.max_media_duration,
+            time_limit: config.job_timeout,
+        }
+    }
+
     /// Refuses a picture of `width` × `height` above [`Limits::max_pixels`].
     pub(crate) fn check_pixels(&self, width: u32, height: u32) -> Result<(), MediaError> {
         let pixels = u64::from(width) * u64::from(height);
@@ -36,6 +50,15 @@ impl Limits {
                 pixels,
                 limit: self.max_pixels,
             });
+        }
+        Ok(())
+    }
+
+    /// Refuses a video whose frames, `width` × `height`, are above
+    /// [`Limits::max_video_pixels`].
+    pub(crate) fn check_video_pixels(&self, width: u32, height: u32) -> Result<(), MediaError> {
+        if u64::from(width) * u64::from(height) > self.max_video_pixels {
+            return Err(MediaError::FrameTooLarge { width, height, limit: self.max_video_pixels });
         }
         Ok(())
     }

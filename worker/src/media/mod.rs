@@ -32,6 +32,7 @@ pub(crate) mod audio;
 pub(crate) mod audio_enc;
 pub(crate) mod av;
 mod avprobe;
+pub(crate) mod decoders;
 mod error;
 pub(crate) mod heif;
 pub(crate) mod limits;

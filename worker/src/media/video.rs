@@ -12,7 +12,7 @@ use super::avprobe::{AvProbe, VideoStream};
 use super::passthrough::{self, CopyOut, Failure};
 use super::poster::Poster;
 use super::video_enc::{rendition_size, video_rungs, Codec, Source, VideoOut};
-use super::{av, Converted, Job, MediaError, MediaKind};
+use super::{av, decoders, Converted, Job, MediaError, MediaKind};
 
 /// Video conversion.
 pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaError> {
@@ -41,7 +41,7 @@ fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failur
         .map(|s| start_seconds(s.start_time(), s.time_base()));
     let start = audio_start.map_or(video_start, |a| a.min(video_start));
     let start_ts = (start * f64::from(time_base.denominator()) / f64::from(time_base.numerator().max(1))) as i64;
-    let mut video_decoder = open_video_decoder(&input, &vs)?;
+    let mut video_decoder = open_video_decoder(&input, &vs, job.limits.max_video_pixels)?;
     let format_alpha = vs.side_alpha || av::pixel_has_alpha(video_decoder.format());
 
     // Opus in the alpha WebM only takes 48 kHz; keep AAC on the same clock then.
@@ -244,7 +244,7 @@ impl Frames {
 
     fn take(&mut self, frame: &frame::Video, job: &Job) -> Result<(), Failure> {
         job.deadline.check()?;
-        job.limits.check_pixels(frame.width(), frame.height())?;
+        job.limits.check_video_pixels(frame.width(), frame.height())?;
         if let Some(copy) = &self.copy {
             copy.check(frame)?;
         }
@@ -331,14 +331,18 @@ fn broadcast(state: &mut Frames, codec: Codec, packet: Packet) -> Result<(), Med
     }
 }
 
-/// Opens the picture decoder with libav's automatic threading; VP8/VP9 with a WebM alpha
-/// channel go through libvpx, the only decoder that reads it.
-fn open_video_decoder(input: &ffmpeg::format::context::Input, vs: &VideoStream) -> Result<decoder::Video, MediaError> {
+/// Opens the picture decoder (allow-listed, refusing frames above `max_pixels`) with
+/// libav's automatic threading; VP8/VP9 with a WebM alpha channel go through libvpx, the
+/// only decoder that reads it.
+fn open_video_decoder(
+    input: &ffmpeg::format::context::Input,
+    vs: &VideoStream,
+    max_pixels: u64,
+) -> Result<decoder::Video, MediaError> {
     let stream = input
         .stream(vs.index)
         .ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
-    let mut context = codec::context::Context::from_parameters(stream.parameters())
-        .map_err(|e| MediaError::Corrupt(format!("unusable video stream ({e})")))?;
+    let mut context = decoders::context(&stream, "video", max_pixels)?;
     // SAFETY: field write on an unopened context: 0 = as many threads as cores.
     unsafe { (*context.as_mut_ptr()).thread_count = 0 };
     let libvpx = if vs.side_alpha {

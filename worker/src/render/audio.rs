@@ -11,6 +11,7 @@ use super::sound::SoundReader;
 use super::RenderError;
 use crate::media::audio_enc::Planar;
 use crate::media::limits::Deadline;
+use crate::media::Limits;
 
 /// Ramp at edges that have no fade, in samples (2 ms).
 const DECLICK: u64 = SAMPLE_RATE as u64 / 500;
@@ -48,9 +49,9 @@ pub(crate) struct TrackSpec<'a> {
 
 impl Track {
     /// Opens the track's source; `None` when it has no sound (a silent video).
-    pub(crate) fn open(spec: &TrackSpec, deadline: &Deadline) -> Result<Option<Track>, RenderError> {
-        let Some(reader) =
-            SoundReader::open(&spec.path, spec.trim, spec.looping, deadline).map_err(RenderError::source(spec.who))?
+    pub(crate) fn open(spec: &TrackSpec, deadline: &Deadline, limits: &Limits) -> Result<Option<Track>, RenderError> {
+        let Some(reader) = SoundReader::open(&spec.path, spec.trim, spec.looping, deadline, limits)
+            .map_err(RenderError::source(spec.who))?
         else {
             return Ok(None);
         };

@@ -52,6 +52,8 @@ use std::time::Duration;
 
 use reelfarm_shared::template::{Source, Template};
 
+use crate::media::Limits;
+
 pub use error::RenderError;
 pub use snapshot::snapshot;
 pub use source::sources;
@@ -102,11 +104,21 @@ pub struct RenderSettings {
     pub threads: u16,
     /// Wall-clock budget; past it the render stops with [`RenderError::TimedOut`].
     pub time_limit: Duration,
+    /// What every source may be (pixels of images and of video frames, duration); its
+    /// `time_limit` is replaced by the one above. The worker passes its configured limits.
+    pub limits: Limits,
 }
 
 impl Default for RenderSettings {
     fn default() -> Self {
-        RenderSettings { quality: Quality::Default, crf: 23, preset: "veryfast", threads: 0, time_limit: Duration::from_secs(3600) }
+        RenderSettings {
+            quality: Quality::Default,
+            crf: 23,
+            preset: "veryfast",
+            threads: 0,
+            time_limit: Duration::from_secs(3600),
+            limits: Limits::default(),
+        }
     }
 }
 

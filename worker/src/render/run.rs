@@ -30,7 +30,7 @@ pub(super) fn render(
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits {
         time_limit: settings.time_limit,
-        ..Limits::default()
+        ..settings.limits.clone()
     };
     let resolver = Resolver { resolve };
     let plan = checked_plan(template, settings.quality, &resolver, &limits)?;
@@ -42,7 +42,7 @@ pub(super) fn render(
     let (mut mixer, sound) = match kept {
         Some(kept) => (None, Sound::Kept(kept)),
         None => (
-            Some(Mixer::new(open_tracks(&specs, &deadline)?, plan.samples)),
+            Some(Mixer::new(open_tracks(&specs, &deadline, &limits)?, plan.samples)),
             Sound::Encode { keep: sound_key.is_some() },
         ),
     };
@@ -332,10 +332,10 @@ fn track_specs<'a>(template: &'a Template, plan: &Plan, resolver: &Resolver) -> 
 }
 
 /// The tracks opened for mixing (a silent video has none).
-fn open_tracks(specs: &[TrackSpec], deadline: &Deadline) -> Result<Vec<Track>, RenderError> {
+fn open_tracks(specs: &[TrackSpec], deadline: &Deadline, limits: &Limits) -> Result<Vec<Track>, RenderError> {
     let mut tracks = Vec::new();
     for spec in specs {
-        tracks.extend(Track::open(spec, deadline)?);
+        tracks.extend(Track::open(spec, deadline, limits)?);
     }
     Ok(tracks)
 }

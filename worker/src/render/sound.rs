@@ -11,7 +11,7 @@ use ffmpeg_next as ffmpeg;
 use super::plan::SAMPLE_RATE;
 use crate::media::audio::MAX_DECODE_ERRORS;
 use crate::media::audio_enc::{Planar, Resampler};
-use crate::media::av;
+use crate::media::{av, decoders, Limits};
 use crate::media::limits::Deadline;
 use crate::media::MediaError;
 
@@ -51,8 +51,9 @@ impl SoundReader {
         trim: f64,
         looping: bool,
         deadline: &Deadline,
+        limits: &Limits,
     ) -> Result<Option<SoundReader>, MediaError> {
-        let input = av::open_input(path, deadline)?;
+        let input = av::open_input_within(path, deadline, limits.max_video_pixels)?;
         let Some(stream) = input.streams().best(ffmpeg::media::Type::Audio) else {
             return Ok(None);
         };
@@ -63,8 +64,7 @@ impl SoundReader {
         } else {
             av::seconds(stream.start_time(), time_base)
         };
-        let context = codec::context::Context::from_parameters(stream.parameters())
-            .map_err(|e| MediaError::Corrupt(format!("unusable audio stream ({e})")))?;
+        let context = decoders::context(&stream, "audio", u64::MAX)?;
         let decoder = context
             .decoder()
             .audio()

@@ -13,7 +13,7 @@ use ffmpeg_next as ffmpeg;
 use super::picture::{half, Picture};
 use super::resample::chroma_alpha;
 use crate::media::audio::MAX_DECODE_ERRORS;
-use crate::media::av;
+use crate::media::{av, decoders};
 use crate::media::limits::Deadline;
 use crate::media::{Limits, MediaError};
 
@@ -47,6 +47,8 @@ pub(crate) struct VideoReader {
     loop_offset: f64,
     /// Changes whenever the current frame does.
     serial: u64,
+    /// Largest frame the decoder may produce (the configured video cap).
+    max_pixels: u64,
 }
 
 impl VideoReader {
@@ -59,7 +61,7 @@ impl VideoReader {
         deadline: &Deadline,
         limits: &Limits,
     ) -> Result<VideoReader, MediaError> {
-        let input = av::open_input(path, deadline)?;
+        let input = av::open_input_within(path, deadline, limits.max_video_pixels)?;
         let stream = input
             .streams()
             .best(ffmpeg::media::Type::Video)
@@ -89,7 +91,7 @@ impl VideoReader {
         if width == 0 || height == 0 {
             return Err(MediaError::Corrupt("the video has no picture size".into()));
         }
-        limits.check_pixels(width, height)?;
+        limits.check_video_pixels(width, height)?;
         let width = if sar.num > 0 && sar.den > 0 && sar.num != sar.den {
             ((f64::from(width) * f64::from(sar.num) / f64::from(sar.den)).round() as u32).max(1)
         } else {
@@ -117,6 +119,7 @@ impl VideoReader {
             last_time: 0.0,
             loop_offset: 0.0,
             serial: 0,
+            max_pixels: limits.max_video_pixels,
         })
     }
 
@@ -190,8 +193,7 @@ impl VideoReader {
             .input
             .stream(self.index)
             .ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
-        let mut context = codec::context::Context::from_parameters(stream.parameters())
-            .map_err(|e| MediaError::Corrupt(format!("unusable video stream ({e})")))?;
+        let mut context = decoders::context(&stream, "video", self.max_pixels)?;
         // Frame threads: one per core (libav's automatic count adds one more, and each
         // thread holds its own frames: memory that x264 needs more).
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);

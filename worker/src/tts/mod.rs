@@ -118,19 +118,24 @@ impl Tts {
     }
 
     /// The speech of `speech` fitted to a slot of `slot` seconds, as the WAV file `out`
-    /// (work files `out` + suffixes beside it).
-    pub(crate) async fn prepare(&self, speech: &Speech, slot: f64, out: &Path) -> Result<(), Failure> {
+    /// (work files `out` + suffixes beside it). `true` when it was synthesised (sent to
+    /// the provider), `false` when the cache had it.
+    pub(crate) async fn prepare(&self, speech: &Speech, slot: f64, out: &Path) -> Result<bool, Failure> {
         let full = out.with_extension("speech.wav");
         let key = speech.cache_key(&self.cache_secret);
-        match self.blobs.get_to_file(&key, &full).await {
-            Ok(_) => CACHE.with_label_values(&["hit"]).inc(),
+        let synthesised = match self.blobs.get_to_file(&key, &full).await {
+            Ok(_) => {
+                CACHE.with_label_values(&["hit"]).inc();
+                false
+            }
             Err(BlobError::NotFound(_)) => {
                 CACHE.with_label_values(&["miss"]).inc();
                 self.synthesize(speech, &full).await?;
                 self.blobs.put_file(&key, &full, "audio/wav").await?;
+                true
             }
             Err(e) => return Err(e.into()),
-        }
+        };
         let (full, out, limit) = (full.clone(), out.to_path_buf(), self.time_limit);
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
@@ -143,7 +148,8 @@ impl Tts {
             audio::write_wav(&out, &samples).map_err(Failure::from)
         })
         .await
-        .map_err(|e| Failure::Transient(format!("speech task: {e}")))?
+        .map_err(|e| Failure::Transient(format!("speech task: {e}")))??;
+        Ok(synthesised)
     }
 
     /// Synthesises every piece of the text and writes the joined, normalised speech.
