@@ -143,13 +143,8 @@ impl Scheduler {
             let subject = self.subject(&delivery).await;
             let outcome = match &subject {
                 Ok((notification, render)) => {
-                    match guard::refusal(&self.backends, self.email_rate_limit, &delivery, render).await {
-                        Some(refused) => Err(refused),
-                        None => {
-                            let _lease = self.keep_lease(&delivery);
-                            self.attempt(&delivery, notification, render).await
-                        }
-                    }
+                    let _lease = self.keep_lease(&delivery);
+                    self.attempt(&delivery, notification, render).await
                 }
                 Err(failed) => Err(failed.clone()),
             };
@@ -207,7 +202,7 @@ impl Scheduler {
         }))
     }
 
-    /// One attempt on the delivery's channel.
+    /// One attempt on the delivery's channel, unless [`guard::refusal`] refuses it.
     async fn attempt(
         &self,
         delivery: &DeliveryRecord,
@@ -217,6 +212,9 @@ impl Scheduler {
         let Some(channel) = self.channels.0.get(delivery.kind.as_str()) else {
             return Err(Failed::permanent(not_configured(&delivery.kind)));
         };
+        if let Some(refused) = guard::refusal(&self.backends, self.email_rate_limit, delivery, render).await {
+            return Err(refused);
+        }
         let state = delivery.state.as_deref().and_then(|s| serde_json::from_str::<Value>(s).ok());
         let attempt = Attempt {
             delivery_id: &delivery.id,

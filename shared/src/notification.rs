@@ -53,6 +53,10 @@ impl FieldProblem {
     }
 }
 
+/// Most addresses of one e-mail notification (issue #16: a job must not turn into a
+/// mailing list).
+pub const MAX_EMAIL_RECIPIENTS: usize = 10;
+
 /// The notification types, as the API names them.
 pub const TYPES: [&str; 4] = ["callback", "upload-videosite", "upload-cloudstorage", "email"];
 
@@ -104,6 +108,14 @@ impl Notification {
             Ok(notification)
         } else {
             Err(fields.problems)
+        }
+    }
+
+    /// The e-mails this notification sends per video: its addresses (0 unless e-mail).
+    pub fn recipients(&self) -> usize {
+        match self {
+            Notification::Email { email, .. } => email.len(),
+            _ => 0,
         }
     }
 
@@ -167,6 +179,11 @@ impl Fields<'_> {
     /// `email`: one address or an array of them (DESIGN.md).
     fn emails(&mut self) -> Vec<String> {
         let given: Vec<&Value> = match self.payload.get("email") {
+            Some(Value::Array(list)) if list.len() > MAX_EMAIL_RECIPIENTS => {
+                let message = format!("at most {MAX_EMAIL_RECIPIENTS} addresses per e-mail notification");
+                self.problem("email", "error.invalid", message);
+                return Vec::new();
+            }
             Some(Value::Array(list)) if !list.is_empty() => list.iter().collect(),
             Some(Value::Array(_)) => {
                 self.problem("email", "error.required", "needs at least one address");
@@ -248,5 +265,16 @@ mod tests {
         assert_eq!(fields_of(json!({"payload": {}})), ["type"]);
         assert_eq!(fields_of(json!({"type": "email"})), ["payload"]);
         assert_eq!(fields_of(json!("callback")), [""]);
+    }
+
+    #[test]
+    fn an_email_notification_takes_at_most_ten_addresses() {
+        let addresses = |n: usize| (0..n).map(|i| format!("r{i}@example.com")).collect::<Vec<_>>();
+        let ten = Notification::parse(&json!({"type": "email", "payload": {"email": addresses(10)}})).unwrap();
+        assert_eq!(ten.recipients(), 10);
+        let problems = Notification::parse(&json!({"type": "email", "payload": {"email": addresses(11)}})).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert_eq!((problems[0].field.as_str(), problems[0].key), ("payload.email", "error.invalid"));
+        assert!(problems[0].message.contains("at most 10"), "{problems:?}");
     }
 }

@@ -9,6 +9,7 @@ both_modes!(
     library_assets_are_paginated_newest_first,
     other_users_cannot_see_or_change_a_library,
     a_corrupt_file_ends_failed_with_a_readable_error,
+    a_video_above_the_configured_frame_cap_ends_failed,
     upload_signatures_are_checked_and_a_second_put_conflicts,
     deleting_an_object_removes_its_files,
 );
@@ -173,6 +174,26 @@ async fn other_users_cannot_see_or_change_a_library(mode: Mode) {
     error(res, 403, "error.forbidden").await;
     let body = error(app.post_form("/api2/v1/objects", &owner, &[("filename", " ")]).await, 400, "error.validation_failed").await;
     assert_eq!(body["errors"][0]["field"], "filename");
+    app.stop().await;
+}
+
+async fn a_video_above_the_configured_frame_cap_ends_failed(mode: Mode) {
+    let app = TestApp::spawn_with(mode, &[("REELFARM_MAX_VIDEO_PIXELS", "76800")]).await;
+    let (_, token) = app.user_with_token("ambitious").await;
+    let dir = tempfile::tempdir().unwrap();
+    let clip = dir.path().join("clip.mp4");
+    media::ffmpeg(
+        &["-f", "lavfi", "-i", "testsrc2=s=640x480:r=25:d=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"],
+        &clip,
+    );
+    let asset = app.upload(&token, None, &clip, "video/mp4").await;
+    let asset = app.wait_for_asset(&token, asset["id"].as_str().unwrap()).await;
+    assert_eq!(asset["status"], "failed", "{asset}");
+    let message = asset["error"].as_str().unwrap();
+    assert!(message.contains("640×480") && message.contains("76800"), "{message}");
+    // Images are held to their own limit: a 640×480 picture converts.
+    let picture = app.upload(&token, None, &media::png_with_alpha(dir.path()), "image/png").await;
+    assert_eq!(app.wait_for_asset(&token, picture["id"].as_str().unwrap()).await["status"], "finished");
     app.stop().await;
 }
 

@@ -17,6 +17,7 @@ both_modes!(
     concurrent_jobs_never_spend_more_credits_than_there_are,
     a_failing_address_fails_its_video_and_refunds_the_credit,
     a_render_that_keeps_failing_is_given_up_dead_lettered_and_refunded,
+    a_value_above_the_configured_image_limit_fails_naming_its_layer,
     idempotency_keys_replay_the_first_response_without_charging,
     every_invalid_field_is_named_in_one_answer,
     projects_store_the_template_with_the_values_applied,
@@ -253,6 +254,38 @@ async fn a_render_that_keeps_failing_is_given_up_dead_lettered_and_refunded(mode
     let render = w.app.service.backends.store.render(video["id"].as_str().unwrap()).await.unwrap();
     assert_eq!(render.attempts, 3);
     assert_eq!(dead_letters(&w.app).await, 1, "the given-up message is kept for the operators");
+    w.app.stop().await;
+}
+
+async fn a_value_above_the_configured_image_limit_fails_naming_its_layer(mode: Mode) {
+    // 400×400 = 160,000 pixels; the template's own 200×200 placeholders fit under 50,000.
+    let big_png = |dir: &Path| {
+        let out = dir.join("big.png");
+        media::ffmpeg(&["-f", "lavfi", "-i", "color=c=red:s=400x400", "-frames:v", "1"], &out);
+        std::fs::read(out).unwrap()
+    };
+    let w = world_with(mode, 3, &[("REELFARM_MAX_IMAGE_PIXELS", "50000")]).await;
+    let big = w.files.file("/big.png", "image/png", big_png(w.dir.path()));
+    let body = w.job("default", json!([
+        { "external_id": "big", "template_variables": { URL_PHOTO: big } },
+        { "external_id": "placeholders" }
+    ]));
+    let created = json(w.post_job(&body).await, 200).await;
+    let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
+    let video = &job["videos"][0];
+    assert_eq!(video["status"], "failed", "{job}");
+    let message = video["error"].as_str().unwrap();
+    assert!(message.contains("url_photo") && message.contains("too large") && message.contains("50000"), "{message}");
+    assert_eq!(job["videos"][1]["status"], "success", "{job}");
+    w.app.stop().await;
+
+    // With the default limit the same value renders.
+    let w = world(mode, 1).await;
+    let big = w.files.file("/big.png", "image/png", big_png(w.dir.path()));
+    let body = w.job("default", json!([{ "template_variables": { URL_PHOTO: big } }]));
+    let created = json(w.post_job(&body).await, 200).await;
+    let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
+    assert_eq!(job["videos"][0]["status"], "success", "{job}");
     w.app.stop().await;
 }
 

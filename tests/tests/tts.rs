@@ -2,7 +2,8 @@
 //! rendered into its layer's slot, espeak voices as users write them (issue #15: other
 //! codes, names, variants), Polly and Google through fakes of their wire protocols, the
 //! synthesis cache, long texts split for the provider, identifiers refused naming their
-//! segment, and the voice list.
+//! segment, and the voice list; characters sent to paid providers metered per user
+//! (issue #16), speech synthesised only once every other source is in.
 
 use std::path::Path;
 
@@ -19,6 +20,7 @@ both_modes!(
     polly_and_google_speak_through_their_fakes_and_long_texts_are_split,
     invalid_identifiers_are_refused_naming_the_segment,
     the_voices_of_the_configured_providers_are_listed,
+    paid_speech_is_metered_once_per_synthesis_and_only_after_the_other_sources,
 );
 
 const FIRST: &str = "aaaaaaaa-1111-4111-8111-111111111111";
@@ -317,5 +319,54 @@ async fn the_voices_of_the_configured_providers_are_listed(mode: Mode) {
     let res = w.app.get("/generator/v1/tts/voices?provider=azure", &w.token).await;
     let body = error(res, 400, "error.invalid_request").await;
     assert!(body["message"].as_str().unwrap().contains("azure"), "{body}");
+    w.app.stop().await;
+}
+
+async fn paid_speech_is_metered_once_per_synthesis_and_only_after_the_other_sources(mode: Mode) {
+    let polly = FakePolly::start().await;
+    let google = FakeGoogleTts::start().await;
+    let settings = [
+        ("REELFARM_POLLY_REGION", "eu-west-1"),
+        ("REELFARM_POLLY_ENDPOINT", polly.address.as_str()),
+        ("REELFARM_POLLY_ACCESS_KEY_ID", "AKIDFAKE"),
+        ("REELFARM_POLLY_SECRET_ACCESS_KEY", "fake-secret"),
+        ("REELFARM_GOOGLE_TTS_URL", google.address.as_str()),
+        ("REELFARM_GOOGLE_TTS_API_KEY", API_KEY),
+    ];
+    let w = world(mode, &settings).await;
+    let store = &w.app.service.backends.store;
+    let user = store.find_user("speaker").await.unwrap();
+    let values = json!({
+        FIRST: { "type": "tts", "value": "One two three.", "identifier": "polly;Joanna;female;en-US;neural;none" },
+        SECOND: { "type": "tts", "value": "Four five six seven.", "identifier": "google;en-US-Neural2-C;female;;none;none" },
+    });
+    w.render(values.clone()).await;
+    let metered = vec![("google".to_string(), 20), ("polly".to_string(), 14)];
+    assert_eq!(store.tts_characters(&user.id).await.unwrap(), metered);
+    // From the cache: nothing sent, nothing counted.
+    w.render(values).await;
+    assert_eq!(store.tts_characters(&user.id).await.unwrap(), metered, "a cache hit is not counted");
+    // espeak is free: not counted.
+    w.render(json!({ FIRST: espeak("Free words.") })).await;
+    assert_eq!(store.tts_characters(&user.id).await.unwrap(), metered);
+    let report = reelfarm::admin::usage::report(store, Some("speaker"), None).await.unwrap();
+    let header: Vec<&str> = report.lines().next().unwrap().split('\t').collect();
+    let row: Vec<&str> = report.lines().nth(1).unwrap().split('\t').collect();
+    let column = header.iter().position(|h| *h == "tts_characters").expect("a tts_characters column");
+    assert_eq!(row[column], "34", "{report}");
+
+    // The other sound's address answers 404: the render fails before any speech is paid for.
+    let files = reelfarm_tests::files::FileServer::start().await;
+    let asked = (polly.requests().len(), google.requests().len());
+    let refused = json!({
+        FIRST: { "type": "tts", "value": "Never spoken.", "identifier": "polly;Joanna;female;en-US;neural;none" },
+        SECOND: files.statuses("/gone.wav", &[404]),
+    });
+    let res = w.app.post_json("/generator/v1/jobs", &w.token, &w.job(refused), &[]).await;
+    let created = json(res, 200).await;
+    let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
+    assert_eq!(job["videos"][0]["status"], "failed", "{job}");
+    assert_eq!((polly.requests().len(), google.requests().len()), asked, "no synthesis for a failing render");
+    assert_eq!(store.tts_characters(&user.id).await.unwrap(), metered);
     w.app.stop().await;
 }

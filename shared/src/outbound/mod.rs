@@ -105,6 +105,21 @@ impl Outbound {
         Outbound { allow: allow.into() }
     }
 
+    /// The refusal of `url` that needs no lookup: an IP address the policy refuses (as a
+    /// fetch would). Host names pass (they are resolved and checked when fetched), as do
+    /// addresses that do not parse (other checks name those). Lets a job whose value can
+    /// never be fetched be refused before it is charged (issue #16).
+    pub fn refused_literal(&self, url: &str) -> Option<OutboundError> {
+        let url = Url::parse(url).ok()?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        let ip: std::net::IpAddr = match url.host()? {
+            Host::Ipv4(ip) => ip.into(),
+            Host::Ipv6(ip) => ip.into(),
+            Host::Domain(_) => return None,
+        };
+        self.check_literal(SocketAddr::new(ip, port)).err()
+    }
+
     /// GETs `url` into `target`, following redirects (each hop checked). On any error no
     /// file is left at `target`. A non-2xx answer is [`OutboundError::Status`].
     pub async fn fetch_to_file(

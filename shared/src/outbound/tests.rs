@@ -437,3 +437,16 @@ async fn connections_go_only_to_the_pinned_addresses_of_the_checked_name() {
     assert!(err.to_string().contains("other.example was not checked"), "{err}");
     assert_eq!(server.hits(), 1);
 }
+
+#[test]
+fn refused_ip_addresses_are_known_without_a_lookup() {
+    let outbound = allowing(&["127.0.0.1"]);
+    assert!(outbound.refused_literal("http://127.0.0.2:8080/x.png").is_some_and(|e| e.key() == "error.outbound_refused"));
+    assert!(outbound.refused_literal("http://[::1]/x.png").is_some());
+    assert!(outbound.refused_literal("http://10.0.0.1/x.png").is_some());
+    assert!(outbound.refused_literal("http://127.0.0.1:8080/x.png").is_none(), "allowed");
+    assert!(outbound.refused_literal("https://93.184.215.14/x.png").is_none(), "public, port 443");
+    assert!(outbound.refused_literal("http://93.184.215.14:25/x.png").is_some(), "public, another port");
+    assert!(outbound.refused_literal("http://localhost/x.png").is_none(), "names are checked when fetched");
+    assert!(outbound.refused_literal("not an address").is_none());
+}

@@ -58,6 +58,7 @@ async fn suite(store: Store) {
     jobs::jobs(&store).await;
     jobs::renders_ending_together_finish_their_job(&store).await;
     deliveries::deliveries(&store).await;
+    deliveries::email_allowance(&store).await;
     housekeeping::housekeeping(&store).await;
     usage::usage(&store).await;
 }

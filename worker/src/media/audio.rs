@@ -1,7 +1,7 @@
 //! Sound: the decoder shared with the video pipeline, and the audio-only conversion
 //! (AAC in M4A, MP3, waveform thumbnail), all from one decode.
 
-use ffmpeg::{codec, decoder, frame, Packet, Rational};
+use ffmpeg::{decoder, frame, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::audio_enc::{output_rate, AudioEncoder, Planar, Resampler};

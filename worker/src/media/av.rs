@@ -150,7 +150,10 @@ fn open_locked(
             d.set("max_pixels", &max_pixels);
             *dict = d.disown();
         }
-        let found = ffi::avformat_find_stream_info(ps, if streams == 0 { std::ptr::null_mut() } else { per_stream.as_mut_ptr() });
+        let found = ffi::avformat_find_stream_info(
+            ps,
+            if streams == 0 { std::ptr::null_mut() } else { per_stream.as_mut_ptr() },
+        );
         for dict in per_stream {
             Dictionary::own(dict);
         }

@@ -92,9 +92,8 @@ pub(crate) fn whitelist() -> &'static str {
                 break;
             }
             // SAFETY: non-null entries of the table are static codecs with a static name.
-            let (id, is_decoder, name) = unsafe {
-                ((*codec).id, ffi::av_codec_is_decoder(codec) != 0, CStr::from_ptr((*codec).name))
-            };
+            let (id, is_decoder, name) =
+                unsafe { ((*codec).id, ffi::av_codec_is_decoder(codec) != 0, CStr::from_ptr((*codec).name)) };
             if is_decoder && allowed(Id::from(id)) {
                 names.push(name.to_string_lossy().into_owned());
             }

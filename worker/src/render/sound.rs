@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use ffmpeg::{codec, decoder, ffi, frame, Packet, Rational};
+use ffmpeg::{decoder, ffi, frame, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::plan::SAMPLE_RATE;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use ffmpeg::format::Pixel;
 use ffmpeg::software::scaling;
-use ffmpeg::{codec, decoder, ffi, frame, Packet, Rational};
+use ffmpeg::{decoder, ffi, frame, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::picture::{half, Picture};

@@ -1,8 +1,9 @@
 //! The media values of a job request: asset ids the caller may use, of the right kind
 //! and converted; addresses whose file type (when their name tells it) is accepted for
-//! the variable.
+//! the variable and that are not IP addresses the outbound policy refuses.
 
 use reelfarm_shared::asset::{AssetKind, AssetStatus};
+use reelfarm_shared::outbound::Outbound;
 use reelfarm_shared::store::StoreError;
 use reelfarm_shared::template::{Template, VariableType};
 use uuid::Uuid;
@@ -59,7 +60,7 @@ pub(super) async fn check_media(
         let Some(media) = layer.content.variable_type().filter(|t| *t != VariableType::Text) else { continue };
         let lower = text.to_ascii_lowercase();
         let problem = if lower.starts_with("http://") || lower.starts_with("https://") {
-            url_file_type(text, media)
+            refused_address(state, text).or_else(|| url_file_type(text, media))
         } else {
             if groups.is_none() {
                 *groups = Some(caller.group_ids(state).await?);
@@ -71,6 +72,13 @@ pub(super) async fn check_media(
         }
     }
     Ok(problems)
+}
+
+/// An address the render could never fetch (an IP address the outbound policy refuses):
+/// refused now, before the job is charged (issue #16).
+fn refused_address(state: &AppState, address: &str) -> Option<Problem> {
+    let refused = Outbound::new(&state.config.outbound_allow).refused_literal(address)?;
+    Some((refused.key(), refused.to_string()))
 }
 
 /// Whether the address's file name, when it has an extension, is of an accepted type.

@@ -15,6 +15,9 @@ use crate::error::FieldError;
 pub const MAX_VALUES: usize = 100;
 /// Most notifications one job may have.
 pub const MAX_NOTIFICATIONS: usize = 20;
+/// Most e-mails one job may cause: the addresses of its e-mail notifications, each sent
+/// once per video (issue #16).
+pub const MAX_EMAILS_PER_JOB: usize = 50;
 /// The accepted `options.quality` values.
 pub const QUALITIES: [&str; 4] = ["default", "480p", "720p", "1080p"];
 
@@ -59,6 +62,7 @@ pub fn parse(body: &Value) -> Result<JobRequest, Vec<FieldError>> {
     let (quality, create_render, create_project) = options(body.get("options"), &mut errors);
     let values = values(body.get("values"), &mut errors);
     let notifications = notifications(body.get("notifications"), &mut errors);
+    cap_emails(&notifications, values.len(), &mut errors);
     if errors.is_empty() {
         Ok(JobRequest { template_id, quality, create_render, create_project, values, notifications })
     } else {
@@ -220,6 +224,26 @@ fn notifications(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<Not
     parsed
 }
 
+/// Refuses a job whose e-mail notifications would send more than [`MAX_EMAILS_PER_JOB`]
+/// e-mails to its `videos` videos, naming the notification that crosses the line.
+fn cap_emails(notifications: &[Notification], videos: usize, errors: &mut Vec<FieldError>) {
+    let total: usize = notifications.iter().map(|n| n.recipients() * videos).sum();
+    if total <= MAX_EMAILS_PER_JOB {
+        return;
+    }
+    let mut sent = 0;
+    for (i, notification) in notifications.iter().enumerate() {
+        sent += notification.recipients() * videos;
+        if sent > MAX_EMAILS_PER_JOB {
+            let message = format!(
+                "a job may send at most {MAX_EMAILS_PER_JOB} e-mails (addresses × videos); this one would send {total}"
+            );
+            errors.push(FieldError::new(format!("notifications[{i}].payload.email"), "error.invalid", message));
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -256,6 +280,25 @@ mod tests {
         assert_eq!((request.quality.as_str(), request.create_render, request.create_project), ("720p", false, true));
         assert_eq!(request.values[0].external_id, "42");
         assert_eq!(request.notifications.len(), 1);
+    }
+
+    #[test]
+    fn e_mails_are_capped_per_job_counting_addresses_times_videos() {
+        let job = |videos: usize, lists: &[usize]| {
+            let notifications: Vec<Value> = lists
+                .iter()
+                .map(|&n| {
+                    let email: Vec<String> = (0..n).map(|i| format!("r{i}@example.com")).collect();
+                    json!({"type": "email", "payload": {"email": email}})
+                })
+                .collect();
+            let values: Vec<Value> = (0..videos).map(|_| json!({})).collect();
+            json!({"template_id": "t", "options": {}, "values": values, "notifications": notifications})
+        };
+        assert!(parse(&job(5, &[10])).is_ok(), "50 e-mails");
+        assert!(parse(&job(1, &[10, 10, 10, 10, 10])).is_ok(), "50 e-mails");
+        assert_eq!(fields(job(6, &[5, 5])), ["notifications[1].payload.email"], "60 e-mails");
+        assert_eq!(fields(job(1, &[11])), ["notifications[0].payload.email"], "11 addresses in one");
     }
 
     #[test]

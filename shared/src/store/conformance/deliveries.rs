@@ -83,3 +83,32 @@ pub(super) async fn deliveries(store: &Store) {
     // The follow-up is due now; claim it away so the suite leaves nothing due.
     assert_eq!(store.claim_deliveries(lease, 10).await.unwrap().len(), 1);
 }
+
+/// The hourly e-mail allowance: a delivery takes its place once (its retries keep it),
+/// the limit refuses the next, other users and other kinds are not counted.
+pub(super) async fn email_allowance(store: &Store) {
+    let template = store.create_template(&new_template("Allowance", None, true)).await.unwrap();
+    let hour = Duration::from_secs(3600);
+    let mut ids = Vec::new();
+    for name in ["mailer", "other-mailer"] {
+        let user = store.create_user(name, None, 5).await.unwrap();
+        let job = new_job(&user.id, &template.id, 1, true, false);
+        store.create_job(&job, None).await.unwrap();
+        let mut plan: Vec<NewDelivery> = (0..3)
+            .map(|i| NewDelivery { kind: "email".into(), ..planned(&job, &format!("{name}:{i:03}"), now_ms()) })
+            .collect();
+        plan.push(planned(&job, &format!("{name}:callback"), now_ms()));
+        store.plan_deliveries(&plan).await.unwrap();
+        let of_job = store.deliveries_of_job(&job.id).await.unwrap();
+        ids.push((user.id, of_job.into_iter().map(|(d, _)| d.id).collect::<Vec<_>>()));
+    }
+    let (user, d) = &ids[0];
+    assert!(store.take_email_allowance(&d[0], user, 2, hour).await.unwrap());
+    assert!(store.take_email_allowance(&d[0], user, 2, hour).await.unwrap(), "a retry keeps its place");
+    assert!(store.take_email_allowance(&d[1], user, 2, hour).await.unwrap());
+    assert!(!store.take_email_allowance(&d[2], user, 2, hour).await.unwrap(), "the limit is reached");
+    assert!(store.take_email_allowance(&d[2], user, 2, Duration::ZERO).await.unwrap(), "outside the window");
+    let (other, d) = &ids[1];
+    assert!(store.take_email_allowance(&d[0], other, 1, hour).await.unwrap(), "per user");
+    assert!(matches!(store.take_email_allowance("no-such", other, 1, hour).await, Err(StoreError::NotFound(_))));
+}

@@ -32,7 +32,7 @@ async fn stored(store: &Store, owner: &str, size: u64) -> String {
 pub(super) async fn usage(store: &Store) {
     let uma = store.create_user("usage-uma", None, 0).await.unwrap();
     let vic = store.create_user("usage-vic", None, 0).await.unwrap();
-    let empty = Usage { user_id: uma.id.clone(), user_name: "usage-uma".into(), assets: 0, bytes: 0 };
+    let empty = Usage { user_id: uma.id.clone(), user_name: "usage-uma".into(), assets: 0, bytes: 0, tts_characters: 0 };
     assert_eq!(store.storage_usage(Some(&uma.id)).await.unwrap(), vec![empty]);
     assert_eq!(store.stored_bytes(&uma.id).await.unwrap(), 0);
 
@@ -67,7 +67,13 @@ pub(super) async fn usage(store: &Store) {
     let one = store.storage_usage(Some(&uma.id)).await.unwrap();
     assert_eq!(
         one,
-        vec![Usage { user_id: uma.id.clone(), user_name: "usage-uma".into(), assets: 5, bytes: uma_bytes }]
+        vec![Usage {
+            user_id: uma.id.clone(),
+            user_name: "usage-uma".into(),
+            assets: 5,
+            bytes: uma_bytes,
+            tts_characters: 0
+        }]
     );
 
     let all = store.storage_usage(None).await.unwrap();
@@ -83,4 +89,16 @@ pub(super) async fn usage(store: &Store) {
     // Deleting an asset frees its bytes.
     store.delete_asset(&converted).await.unwrap();
     assert_eq!(store.stored_bytes(&uma.id).await.unwrap(), 5000 + 7);
+
+    // Text-to-speech characters add up per user and provider; the report sums them.
+    store.add_tts_characters(&vic.id, "polly", 120).await.unwrap();
+    store.add_tts_characters(&vic.id, "polly", 30).await.unwrap();
+    store.add_tts_characters(&vic.id, "google", 7).await.unwrap();
+    assert_eq!(
+        store.tts_characters(&vic.id).await.unwrap(),
+        vec![("google".to_string(), 7), ("polly".to_string(), 150)]
+    );
+    assert!(store.tts_characters(&uma.id).await.unwrap().is_empty());
+    assert_eq!(store.storage_usage(Some(&vic.id)).await.unwrap()[0].tts_characters, 157);
+    assert_eq!(store.storage_usage(Some(&uma.id)).await.unwrap()[0].tts_characters, 0);
 }

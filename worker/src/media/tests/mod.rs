@@ -3,6 +3,7 @@
 
 mod audio;
 mod bad_input;
+mod bomb;
 mod passthrough;
 mod picture;
 mod video;

@@ -23,6 +23,47 @@ fn a_corrupt_source_fails_with_a_readable_error_naming_the_layer() {
     assert!(!s.path("out.mp4").exists(), "no partial output is left");
 }
 
+/// `json` as a template.
+fn parsed(json: Value) -> Template {
+    Template::from_json(serde_json::to_vec(&json).expect("json")).expect("valid")
+}
+
+#[test]
+fn sources_are_held_to_the_limits_of_the_settings_naming_their_layer() {
+    let s = Scratch::new();
+    s.ffmpeg(&["-f", "lavfi", "-i", "color=c=red:s=200x200", "-frames:v", "1"], "big.png");
+    s.ffmpeg(
+        &["-f", "lavfi", "-i", "testsrc2=s=320x240:r=10:d=1", "-c:v", "libx264", "-preset", "ultrafast"],
+        "clip.mp4",
+    );
+    let image = json!({ "id": "photo", "kind": "image", "source": { "file": "big.png" }, "x": 0, "y": 0, "width": 32, "height": 32 });
+    let video = json!({ "id": "film", "kind": "video", "source": { "file": "clip.mp4" }, "x": 0, "y": 0, "width": 64, "height": 48 });
+    let both = parsed(template(64, 64, vec![clip("c", 0.5, vec![image.clone(), video.clone()])]));
+    s.render_within(&both, Quality::Default, Limits::default()).expect("within the default limits");
+
+    let small_images = Limits { max_pixels: 10_000, ..Limits::default() };
+    let err = s.render_within(&both, Quality::Default, small_images).err().expect("refused");
+    assert_eq!(err.key(), "render.bad_source");
+    assert_eq!(err.to_string(), "layer \"photo\": the image is too large: 40000 pixels, at most 10000 are accepted");
+
+    let small_frames = Limits { max_video_pixels: 160 * 120, ..Limits::default() };
+    let err = s.render_within(&both, Quality::Default, small_frames).err().expect("refused");
+    assert!(err.is_bad_input());
+    assert_eq!(
+        err.to_string(),
+        "layer \"film\": the video is too large: 320×240 frames, at most 19200 pixels per frame are accepted"
+    );
+}
+
+#[test]
+fn a_sound_codec_off_the_allow_list_is_refused_naming_its_layer() {
+    let s = Scratch::new();
+    s.ffmpeg(&["-f", "lavfi", "-i", "sine=d=1", "-c:a", "wavpack"], "tone.mka");
+    let sound = json!({ "id": "beep", "kind": "sound", "source": { "file": "tone.mka" } });
+    let err = s.render(template(64, 64, vec![clip("c", 0.5, vec![sound])]), Quality::Default).err().expect("refused");
+    assert_eq!(err.to_string(), "layer \"beep\": unsupported file type: the audio codec 'wavpack' is not accepted");
+}
+
 #[test]
 fn a_missing_file_and_a_picture_that_is_not_an_image_name_their_layer() {
     let s = Scratch::new();

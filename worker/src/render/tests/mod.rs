@@ -25,6 +25,7 @@ use super::video::FrameScaler;
 use super::{render, Quality, RenderError, RenderOutput, RenderSettings};
 use crate::media::av;
 use crate::media::limits::Deadline;
+use crate::media::Limits;
 
 /// A scratch directory for inputs and outputs.
 pub(super) struct Scratch {
@@ -63,6 +64,16 @@ impl Scratch {
     }
 
     pub(super) fn render_template(&self, template: &Template, quality: Quality) -> Result<Rendered, RenderError> {
+        self.render_within(template, quality, Limits::default())
+    }
+
+    /// Renders `template` with sources held to `limits`.
+    pub(super) fn render_within(
+        &self,
+        template: &Template,
+        quality: Quality,
+        limits: Limits,
+    ) -> Result<Rendered, RenderError> {
         let mp4 = self.path("out.mp4");
         let jpg = self.path("out.jpg");
         let resolve = |source: &Source| match source {
@@ -73,6 +84,7 @@ impl Scratch {
             quality,
             preset: "ultrafast",
             crf: 18,
+            limits,
             ..RenderSettings::default()
         };
         let output = render(template, &resolve, &settings, &mp4, &jpg, &|_| {})?;
@@ -161,7 +173,7 @@ pub(super) fn durations(path: &Path) -> (f64, f64, Option<f64>) {
 /// The output's sound as 48 kHz stereo samples (decoded with our own reader).
 pub(super) fn decode_audio(path: &Path) -> Vec<Vec<f32>> {
     let deadline = Deadline::after(std::time::Duration::from_secs(60));
-    let mut reader = SoundReader::open(path, 0.0, false, &deadline)
+    let mut reader = SoundReader::open(path, 0.0, false, &deadline, &Limits::default())
         .expect("open")
         .expect("an audio stream");
     let mut pcm = vec![Vec::new(), Vec::new()];
