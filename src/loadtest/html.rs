@@ -165,7 +165,10 @@ fn chart_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -
 }
 
 /// Lines over a shared x axis, starting at zero.
-fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[(&str, RGBColor, Vec<(f64, f64)>)]) -> anyhow::Result<String> {
+/// A named line of a chart: its label, colour and points.
+type Series<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
+
+fn line_chart(title: &str, x_desc: &str, y_desc: &str, series: &[Series<'_>]) -> anyhow::Result<String> {
     let points = || series.iter().flat_map(|s| s.2.iter());
     let x_max = points().map(|p| p.0).fold(1.0, f64::max);
     let y_max = points().map(|p| p.1).fold(1.0, f64::max) * 1.1;
