@@ -10,6 +10,7 @@ both_modes!(
     other_users_cannot_see_or_change_a_library,
     a_corrupt_file_ends_failed_with_a_readable_error,
     a_video_above_the_configured_frame_cap_ends_failed,
+    a_video_above_the_media_memory_budget_ends_failed_while_a_small_picture_converts,
     upload_signatures_are_checked_and_a_second_put_conflicts,
     deleting_an_object_removes_its_files,
 );
@@ -192,6 +193,24 @@ async fn a_video_above_the_configured_frame_cap_ends_failed(mode: Mode) {
     let message = asset["error"].as_str().unwrap();
     assert!(message.contains("640×480") && message.contains("76800"), "{message}");
     // Images are held to their own limit: a 640×480 picture converts.
+    let picture = app.upload(&token, None, &media::png_with_alpha(dir.path()), "image/png").await;
+    assert_eq!(app.wait_for_asset(&token, picture["id"].as_str().unwrap()).await["status"], "finished");
+    app.stop().await;
+}
+
+async fn a_video_above_the_media_memory_budget_ends_failed_while_a_small_picture_converts(mode: Mode) {
+    let app = TestApp::spawn_with(mode, &[("REELFARM_MEDIA_MEMORY", "8MiB")]).await;
+    let (_, token) = app.user_with_token("frugal").await;
+    let dir = tempfile::tempdir().unwrap();
+    // 1280×720: its decoder alone is estimated above 8 MiB.
+    let asset = app.upload(&token, None, &media::mp4_with_audio(dir.path()), "video/mp4").await;
+    let asset = app.wait_for_asset(&token, asset["id"].as_str().unwrap()).await;
+    assert_eq!(asset["status"], "failed", "{asset}");
+    let message = asset["error"].as_str().unwrap();
+    assert!(message.starts_with("the file needs about "), "{message}");
+    let tail = "MiB of memory to decode; this worker allows 8 MiB (REELFARM_MEDIA_MEMORY)";
+    assert!(message.ends_with(tail), "{message}");
+    // A 640×480 picture is estimated at about 3.5 MiB: it converts.
     let picture = app.upload(&token, None, &media::png_with_alpha(dir.path()), "image/png").await;
     assert_eq!(app.wait_for_asset(&token, picture["id"].as_str().unwrap()).await["status"], "finished");
     app.stop().await;

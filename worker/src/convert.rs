@@ -27,11 +27,18 @@ pub struct ConvertHandler {
 }
 
 impl ConvertHandler {
-    pub fn new(config: &Config, backends: Backends, worker_id: String) -> anyhow::Result<ConvertHandler> {
+    /// `limits` are the process's ([`Limits::from_config`] once, shared with the render
+    /// handler: one memory budget for every job of the worker).
+    pub fn new(
+        config: &Config,
+        backends: Backends,
+        limits: Limits,
+        worker_id: String,
+    ) -> anyhow::Result<ConvertHandler> {
         let work_dir = crate::work_dir(config)?;
         Ok(ConvertHandler {
             backends,
-            limits: Limits::from_config(config),
+            limits,
             work_dir,
             delivery_limit: config.delivery_limit,
             worker_id,

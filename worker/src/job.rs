@@ -57,7 +57,13 @@ pub struct RenderHandler {
 }
 
 impl RenderHandler {
-    pub fn new(config: &Config, backends: Backends, worker_id: String) -> anyhow::Result<RenderHandler> {
+    /// `limits` are the process's, shared with the conversions (see [`Limits::memory`]).
+    pub fn new(
+        config: &Config,
+        backends: Backends,
+        limits: Limits,
+        worker_id: String,
+    ) -> anyhow::Result<RenderHandler> {
         let work_dir = crate::work_dir(config)?;
         Ok(RenderHandler {
             tts: Tts::new(config, backends.blobs.clone())?,
@@ -65,7 +71,7 @@ impl RenderHandler {
             outbound: Outbound::new(&config.outbound_allow),
             work_dir,
             time_limit: config.job_timeout,
-            media_limits: Limits::from_config(config),
+            media_limits: limits,
             encoder_threads: config.encoder_threads,
             delivery_limit: config.delivery_limit,
             worker_id,

@@ -39,11 +39,14 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
         std::process::id(),
         reelfarm_shared::token::random_base62(4)
     );
-    let convert = Arc::new(ConvertHandler::new(config, backends.clone(), worker_id.clone())?);
-    let render = Arc::new(RenderHandler::new(config, backends.clone(), worker_id)?);
+    // One memory budget (`REELFARM_MEDIA_MEMORY`) for every conversion and render here.
+    let limits = media::Limits::from_config(config);
+    let media_memory_mib = limits.memory.total_mib();
+    let convert = Arc::new(ConvertHandler::new(config, backends.clone(), limits.clone(), worker_id.clone())?);
+    let render = Arc::new(RenderHandler::new(config, backends.clone(), limits, worker_id)?);
     // Nothing runs past `job_timeout`: twice that is surely left over.
     let sweep = sweep_work_dir_hourly(work_dir(config)?, config.job_timeout * 2, shutdown.clone());
-    tracing::info!(slots = config.worker_slots, "worker consuming");
+    tracing::info!(slots = config.worker_slots, ?media_memory_mib, "worker consuming");
     let bus = &backends.bus;
     tokio::join!(
         consume(bus.clone(), Queue::Convert, config.worker_slots, convert, shutdown.clone()),

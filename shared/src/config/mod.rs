@@ -15,7 +15,7 @@ mod tests;
 
 pub use sources::parse_duration;
 use sources::{
-    list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_ip_net, parse_bytes, parse_int, read_toml,
+    default_media_memory, list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_ip_net, parse_bytes, parse_int, read_toml,
     Raw,
 };
 
@@ -60,6 +60,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("max_image_pixels", "largest image (width × height) a conversion accepts"),
     ("max_video_pixels", "largest video frame (width × height) a conversion or render accepts"),
     ("max_media_duration", "longest video or audio a conversion accepts"),
+    ("media_memory", "memory the conversions and renders of one worker process may hold at once, as estimated before decoding, e.g. 4GiB (unset: half the cgroup memory limit, else half the RAM; 0: no budget)"),
     ("max_upload_bytes", "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)"),
     ("upload_quota_bytes", "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)"),
     ("upload_idle_timeout", "an upload that sends nothing for this long is aborted"),
@@ -155,6 +156,10 @@ pub struct Config {
     pub max_video_pixels: u64,
     /// Longest video or audio a conversion accepts.
     pub max_media_duration: Duration,
+    /// Bytes the media work of one worker process may hold at once, as estimated before
+    /// decoding (a job estimated above it fails, others wait for room); `None`: no budget.
+    /// Default: half the cgroup memory limit, else half the RAM.
+    pub media_memory: Option<u64>,
     /// Largest file one upload may store; `None`: only the blob store's own cap.
     pub max_upload_bytes: Option<u64>,
     /// Bytes of asset files (originals and renditions) each user may store; `None`: no quota.
@@ -434,6 +439,7 @@ impl Config {
         let unlimited_if_zero = |s: &str| parse_bytes(s).map(|n| Some(n).filter(|&n| n > 0));
         let max_upload_bytes = parse(raw, "max_upload_bytes", "10GiB", unlimited_if_zero)?;
         let upload_quota_bytes = parse(raw, "upload_quota_bytes", "0", unlimited_if_zero)?;
+        let media_memory = parse(raw, "media_memory", &default_media_memory().to_string(), unlimited_if_zero)?;
         let positive = |s: &str| match parse_duration(s)? {
             d if d.is_zero() => Err("must be longer than 0".to_string()),
             d => Ok(d),
@@ -484,6 +490,7 @@ impl Config {
             max_image_pixels,
             max_video_pixels,
             max_media_duration,
+            media_memory,
             max_upload_bytes,
             upload_quota_bytes,
             upload_idle_timeout,

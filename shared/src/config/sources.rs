@@ -101,6 +101,27 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("`{s}` is too long: at most 366d"))
 }
 
+/// The default media memory budget in bytes: half the cgroup (v2) memory limit when one
+/// is set, else half the RAM (`MemTotal`); 0 (no budget) when neither can be read.
+pub(super) fn default_media_memory() -> u64 {
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    media_memory_from(cgroup.as_deref(), meminfo.as_deref())
+}
+
+/// [`default_media_memory`] from the contents of `memory.max` and `/proc/meminfo`.
+pub(super) fn media_memory_from(cgroup_max: Option<&str>, meminfo: Option<&str>) -> u64 {
+    // "max" means no limit.
+    if let Some(limit) = cgroup_max.and_then(|s| s.trim().parse::<u64>().ok()) {
+        return limit / 2;
+    }
+    let total_kib = meminfo.and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok()
+    });
+    total_kib.map_or(0, |kib| kib.saturating_mul(1024) / 2)
+}
+
 /// A size in bytes: `10GiB`, `512MiB`, `64KiB`, `1TiB` (powers of 1024), `5GB`, `500MB`,
 /// `1kB`, `1TB` (powers of 1000), or a bare number of bytes.
 pub(super) fn parse_bytes(s: &str) -> Result<u64, String> {

@@ -158,3 +158,20 @@ fn email_rate_limit_defaults_to_100_an_hour_and_zero_lifts_it() {
     assert_eq!(c.email_rate_limit, Some(3));
     assert!(Config::from_sources(None, env(&[("REELFARM_EMAIL_RATE_LIMIT", "lots")])).is_err());
 }
+
+#[test]
+fn media_memory_defaults_to_half_the_cgroup_limit_else_half_the_ram_and_zero_disables() {
+    let meminfo = "MemTotal:       16384000 kB\nMemFree:         1000 kB\n";
+    assert_eq!(sources::media_memory_from(Some("4294967296\n"), Some(meminfo)), 2 << 30);
+    assert_eq!(sources::media_memory_from(Some("max\n"), Some(meminfo)), 16_384_000 * 1024 / 2);
+    assert_eq!(sources::media_memory_from(None, Some(meminfo)), 16_384_000 * 1024 / 2);
+    assert_eq!(sources::media_memory_from(None, None), 0, "nothing readable: no budget");
+    let c = Config::from_sources(None, env(&[])).unwrap();
+    assert_eq!(c.media_memory, Some(sources::default_media_memory()).filter(|&n| n > 0));
+    let c = Config::from_sources(None, env(&[("REELFARM_MEDIA_MEMORY", "8MiB")])).unwrap();
+    assert_eq!(c.media_memory, Some(8 << 20));
+    let c = Config::from_sources(None, env(&[("REELFARM_MEDIA_MEMORY", "0")])).unwrap();
+    assert_eq!(c.media_memory, None);
+    let err = Config::from_sources(None, env(&[("REELFARM_MEDIA_MEMORY", "lots")])).unwrap_err();
+    assert!(err.to_string().contains("REELFARM_MEDIA_MEMORY"), "{err}");
+}

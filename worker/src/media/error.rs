@@ -28,6 +28,10 @@ pub enum MediaError {
         /// The configured limit.
         limit: u64,
     },
+    /// The memory needed to decode it is estimated above the whole
+    /// [`Limits::memory`](super::Limits::memory) budget.
+    #[error("the file {0}")]
+    Memory(#[from] super::budget::TooMuchMemory),
     /// Longer than [`Limits::max_duration`](super::Limits::max_duration).
     #[error("the media is too long: {seconds:.1} s, at most {limit:.0} s are accepted")]
     TooLong {
@@ -57,7 +61,7 @@ impl MediaError {
         match self {
             MediaError::Unsupported(_) => "media.unsupported",
             MediaError::Corrupt(_) => "media.corrupt",
-            MediaError::TooLarge { .. } | MediaError::FrameTooLarge { .. } => "media.too_large",
+            MediaError::TooLarge { .. } | MediaError::FrameTooLarge { .. } | MediaError::Memory(_) => "media.too_large",
             MediaError::TooLong { .. } => "media.too_long",
             MediaError::TimedOut { .. } => "media.timed_out",
             MediaError::Io(_) => "media.io",

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::budget::MemoryBudget;
 use super::MediaError;
 
 /// What the engine accepts and how long it may work on one file.
@@ -17,6 +18,9 @@ pub struct Limits {
     /// Wall-clock budget of one probe or conversion; past it the work stops with
     /// [`MediaError::TimedOut`]. Default 2 hours.
     pub time_limit: Duration,
+    /// Memory the media work of the whole process may hold at once, shared by every
+    /// clone (see [`MemoryBudget`]). Default unlimited.
+    pub memory: MemoryBudget,
 }
 
 impl Default for Limits {
@@ -26,19 +30,23 @@ impl Default for Limits {
             max_video_pixels: 7680 * 4320,
             max_duration: Duration::from_secs(3 * 3600),
             time_limit: Duration::from_secs(2 * 3600),
+            memory: MemoryBudget::default(),
         }
     }
 }
 
 impl Limits {
     /// The limits an operator configured (`REELFARM_MAX_IMAGE_PIXELS`,
-    /// `REELFARM_MAX_VIDEO_PIXELS`, `REELFARM_MAX_MEDIA_DURATION`, `REELFARM_JOB_TIMEOUT`).
+    /// `REELFARM_MAX_VIDEO_PIXELS`, `REELFARM_MAX_MEDIA_DURATION`, `REELFARM_JOB_TIMEOUT`),
+    /// with a new memory budget of `REELFARM_MEDIA_MEMORY`: call it once per process and
+    /// clone the result, so that every job shares the budget.
     pub fn from_config(config: &reelfarm_shared::Config) -> Limits {
         Limits {
             max_pixels: config.max_image_pixels,
             max_video_pixels: config.max_video_pixels,
             max_duration: config.max_media_duration,
             time_limit: config.job_timeout,
+            memory: MemoryBudget::new(config.media_memory),
         }
     }
 
@@ -95,6 +103,11 @@ impl Deadline {
     /// Whether the deadline has passed.
     pub(crate) fn expired(&self) -> bool {
         Instant::now() >= self.end
+    }
+
+    /// The time left; `None` once the deadline has passed.
+    pub(crate) fn remaining(&self) -> Option<Duration> {
+        self.end.checked_duration_since(Instant::now()).filter(|d| !d.is_zero())
     }
 
     /// `Err(TimedOut)` once the deadline has passed; called in every decode loop.

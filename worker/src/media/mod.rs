@@ -32,6 +32,7 @@ pub(crate) mod audio;
 pub(crate) mod audio_enc;
 pub(crate) mod av;
 mod avprobe;
+pub(crate) mod budget;
 pub(crate) mod decoders;
 mod error;
 pub(crate) mod heif;
@@ -52,6 +53,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+pub use budget::{MemoryBudget, TooMuchMemory};
 pub use error::MediaError;
 pub use limits::Limits;
 
@@ -214,16 +216,33 @@ pub fn convert(input: &Path, out_dir: &Path, limits: &Limits, progress: &dyn Fn(
         deadline: &deadline,
         progress,
     };
+    // Each branch reserves its memory estimate (see `budget::estimate`) after probing and
+    // before decoding; the reservation is released when the branch ends, panic included.
     let converted = guarded(|| match sniff::sniff(input)? {
-        Sniffed::Svg => svg::convert(&job),
+        Sniffed::Svg => {
+            let _memory = limits.memory.reserve(budget::estimate::svg(), &deadline)?;
+            svg::convert(&job)
+        }
         Sniffed::Other => {
             let probed = avprobe::probe(input, limits, &deadline)?;
             match probed.probe.kind {
+                // Sound holds a few thousand samples at a time: nothing worth reserving.
                 MediaKind::Audio => audio::convert(&job, probed),
-                _ => video::convert(&job, probed),
+                _ => {
+                    let p = &probed.probe;
+                    let (w, h) = (p.width.unwrap_or(0), p.height.unwrap_or(0));
+                    let estimate = budget::estimate::video_here(w, h, p.has_alpha);
+                    let _memory = limits.memory.reserve(estimate, &deadline)?;
+                    video::convert(&job, probed)
+                }
             }
         }
-        still_format => raster::convert(&job, still_format),
+        still_format => {
+            let probed = raster::probe(input, still_format, limits)?;
+            let (w, h) = (probed.width.unwrap_or(0), probed.height.unwrap_or(0));
+            let _memory = limits.memory.reserve(budget::estimate::image(w, h), &deadline)?;
+            raster::convert(&job, still_format)
+        }
     })?;
     progress(1.0);
     Ok(converted)

@@ -1,7 +1,7 @@
 //! The render's error type: bad input (naming the layer or variable) is told apart from
 //! unreadable sources and from our own failures.
 
-use crate::media::MediaError;
+use crate::media::{MediaError, TooMuchMemory};
 
 /// Why a render failed. The `Display` text is written for whoever made the job (it ends
 /// up in the video's `error`); [`RenderError::key`] is stable for clients and logs.
@@ -24,6 +24,10 @@ pub enum RenderError {
         #[source]
         error: MediaError,
     },
+    /// The render's memory estimate (canvases and video decoders) is above the worker's
+    /// whole budget (`REELFARM_MEDIA_MEMORY`).
+    #[error("the render {0}")]
+    Memory(TooMuchMemory),
     /// The render ran past its time limit.
     #[error("the render took longer than the limit of {limit:.0} s")]
     TimedOut { limit: f64 },
@@ -44,6 +48,7 @@ impl RenderError {
             RenderError::Layer { .. } => "render.invalid_layer",
             RenderError::MissingSource { .. } => "render.missing_source",
             RenderError::Source { .. } => "render.bad_source",
+            RenderError::Memory(_) => "render.too_large",
             RenderError::TimedOut { .. } => "render.timed_out",
             RenderError::Io(_) => "render.io",
             RenderError::Internal(_) => "render.internal",
@@ -54,7 +59,10 @@ impl RenderError {
     /// same job cannot succeed.
     pub fn is_bad_input(&self) -> bool {
         match self {
-            RenderError::Template(_) | RenderError::Layer { .. } | RenderError::MissingSource { .. } => true,
+            RenderError::Template(_)
+            | RenderError::Layer { .. }
+            | RenderError::MissingSource { .. }
+            | RenderError::Memory(_) => true,
             RenderError::Source { error, .. } => !matches!(error, MediaError::Io(_) | MediaError::Internal(_)),
             RenderError::TimedOut { .. } | RenderError::Io(_) | RenderError::Internal(_) => false,
         }
@@ -98,6 +106,7 @@ impl From<MediaError> for RenderError {
     fn from(error: MediaError) -> Self {
         match error {
             MediaError::TimedOut { limit } => RenderError::TimedOut { limit },
+            MediaError::Memory(e) => RenderError::Memory(e),
             MediaError::Io(e) => RenderError::Io(e),
             other => RenderError::Internal(other.to_string()),
         }

@@ -16,8 +16,9 @@ use super::plan::{Plan, Shot};
 use super::sound_cache::{self, Kept};
 use super::source::Resolver;
 use super::{Progress, Quality, RenderError, RenderOutput, RenderSettings};
+use crate::media::budget::estimate;
 use crate::media::limits::Deadline;
-use crate::media::{self, Limits};
+use crate::media::{self, Limits, MediaKind};
 
 pub(super) fn render(
     template: &Template,
@@ -33,7 +34,9 @@ pub(super) fn render(
         ..settings.limits.clone()
     };
     let resolver = Resolver { resolve };
-    let plan = checked_plan(template, settings.quality, &resolver, &limits)?;
+    let (plan, videos) = checked_plan(template, settings.quality, &resolver, &limits)?;
+    // Held until the render ends (released on drop, panic included).
+    let _memory = limits.memory.reserve(estimate::render_here(plan.width, plan.height, &videos), &deadline)?;
     let specs = track_specs(template, &plan, &resolver)?;
     let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
     let kept = sound_key.as_ref().and_then(sound_cache::get);
@@ -108,19 +111,20 @@ pub(super) fn render(
 }
 
 /// The template checked, its timeline resolved for `quality` and every source probed:
-/// what a render and a snapshot do before anything else.
+/// what a render and a snapshot do before anything else. Also returns the declared frame
+/// size of each video layer's source (one entry per layer), for the memory estimate.
 pub(super) fn checked_plan(
     template: &Template,
     quality: Quality,
     resolver: &Resolver,
     limits: &Limits,
-) -> Result<Plan, RenderError> {
+) -> Result<(Plan, Vec<(u32, u32)>), RenderError> {
     template.validate().map_err(|errors| {
         RenderError::Template(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
     })?;
     let plan = Plan::new(template, quality);
-    check_sources(template, resolver, limits)?;
-    Ok(plan)
+    let videos = check_sources(template, resolver, limits)?;
+    Ok((plan, videos))
 }
 
 /// The frame the thumbnail shows: one third of the video.
@@ -246,18 +250,23 @@ impl<'a> Frames<'a> {
 }
 
 /// Every source is present and readable (probed by the media engine) before any work.
-fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> Result<(), RenderError> {
+/// Returns the declared frame size of the source of every video layer showing a video.
+fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> Result<Vec<(u32, u32)>, RenderError> {
     let layers = template
         .clips
         .iter()
         .flat_map(|c| &c.layers)
-        .filter_map(|l| l.content.source().map(|s| (l.id.as_str(), s)));
-    let soundtrack = template.soundtrack.as_ref().map(|s| ("soundtrack", &s.source));
-    for (who, source) in layers.chain(soundtrack) {
+        .filter_map(|l| l.content.source().map(|s| (l.id.as_str(), s, matches!(l.content, Content::Video(_)))));
+    let soundtrack = template.soundtrack.as_ref().map(|s| ("soundtrack", &s.source, false));
+    let mut videos = Vec::new();
+    for (who, source, video_layer) in layers.chain(soundtrack) {
         let path = resolver.path(who, source)?;
-        media::probe(&path, limits).map_err(RenderError::source(who))?;
+        let probe = media::probe(&path, limits).map_err(RenderError::source(who))?;
+        if video_layer && probe.kind == MediaKind::Video {
+            videos.push((probe.width.unwrap_or(0), probe.height.unwrap_or(0)));
+        }
     }
-    Ok(())
+    Ok(videos)
 }
 
 /// What plays: the sound layers, the unmuted video layers' sound and the soundtrack.

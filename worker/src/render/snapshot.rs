@@ -53,7 +53,7 @@ fn frame_at(
     };
     let deadline = Deadline::after(TIME_LIMIT);
     let resolver = Resolver { resolve };
-    let plan = checked_plan(template, quality, &resolver, &limits)?;
+    let (plan, _) = checked_plan(template, quality, &resolver, &limits)?;
     let n = frame_index(&plan, at);
     let shown = match plan.shot(n) {
         Shot::Clip(i) => i..=i,

@@ -3,6 +3,7 @@
 
 mod audio;
 mod bad_input;
+mod budget;
 mod bomb;
 mod passthrough;
 mod picture;

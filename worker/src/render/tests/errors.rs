@@ -56,6 +56,29 @@ fn sources_are_held_to_the_limits_of_the_settings_naming_their_layer() {
 }
 
 #[test]
+fn a_render_estimated_above_the_memory_budget_is_refused_and_one_within_it_releases_its_memory() {
+    use crate::media::MemoryBudget;
+    let s = Scratch::new();
+    s.ffmpeg(
+        &["-f", "lavfi", "-i", "testsrc2=s=320x240:r=10:d=1", "-c:v", "libx264", "-preset", "ultrafast"],
+        "clip.mp4",
+    );
+    let video = json!({ "id": "film", "kind": "video", "source": { "file": "clip.mp4" }, "x": 0, "y": 0, "width": 64, "height": 48 });
+    let film = parsed(template(64, 64, vec![clip("c", 0.5, vec![video])]));
+    // The 320×240 decoder alone needs more than 1 MiB.
+    let tight = Limits { memory: MemoryBudget::new(Some(1 << 20)), ..Limits::default() };
+    let err = s.render_within(&film, Quality::Default, tight).err().expect("refused");
+    assert_eq!(err.key(), "render.too_large");
+    assert!(err.is_bad_input(), "permanent: the same worker can never run it");
+    let message = err.to_string();
+    assert!(message.starts_with("the render needs about "), "{message}");
+    assert!(message.ends_with("of memory to decode; this worker allows 1 MiB (REELFARM_MEDIA_MEMORY)"), "{message}");
+    let roomy = Limits { memory: MemoryBudget::new(Some(256 << 20)), ..Limits::default() };
+    s.render_within(&film, Quality::Default, roomy.clone()).expect("within the budget");
+    assert_eq!(roomy.memory.free_mib(), Some(256), "released when the render ended");
+}
+
+#[test]
 fn a_sound_codec_off_the_allow_list_is_refused_naming_its_layer() {
     let s = Scratch::new();
     s.ffmpeg(&["-f", "lavfi", "-i", "sine=d=1", "-c:a", "wavpack"], "tone.mka");
