@@ -47,14 +47,19 @@ fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
 async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
     let found = match bearer(&req) {
-        Ok(token) => state.backends.store.authenticate(token).await?,
-        Err(_) => None,
+        Ok(token) => state.backends.store.authenticate(token).await?.ok_or_else(|| {
+            ApiError::unauthorized("Invalid, revoked or expired access token")
+        }),
+        Err(e) => Err(e),
     };
-    let Some((user, record)) = found else {
-        // Failed attempts count per client address: past the limit they answer 429.
-        let client = client_ip(&req, &state.config.trusted_proxies);
-        state.limits.check_client(&state, "authfail", client).await?;
-        return Err(bearer(&req).err().unwrap_or_else(|| ApiError::unauthorized("Invalid, revoked or expired access token")));
+    let (user, record) = match found {
+        Ok(found) => found,
+        Err(refusal) => {
+            // Failed attempts count per client address: past the limit they answer 429.
+            let client = client_ip(&req, &state.config.trusted_proxies);
+            state.limits.check_client(&state, "authfail", client).await?;
+            return Err(refusal);
+        }
     };
     let config = &state.config;
     let key = format!("rate:{}", record.id);

@@ -173,18 +173,21 @@ async fn espeak_voices_render_by_code_other_code_name_and_variant(mode: Mode) {
     w.app.stop().await;
 }
 
-async fn polly_and_google_speak_through_their_fakes_and_long_texts_are_split(mode: Mode) {
-    let polly = FakePolly::start().await;
-    let google = FakeGoogleTts::start().await;
-    let settings = [
+/// Settings that enable Polly and Google, served by their fakes.
+fn paid_providers<'a>(polly: &'a FakePolly, google: &'a FakeGoogleTts) -> [(&'static str, &'a str); 6] {
+    [
         ("REELFARM_POLLY_REGION", "eu-west-1"),
         ("REELFARM_POLLY_ENDPOINT", polly.address.as_str()),
         ("REELFARM_POLLY_ACCESS_KEY_ID", "AKIDFAKE"),
         ("REELFARM_POLLY_SECRET_ACCESS_KEY", "fake-secret"),
         ("REELFARM_GOOGLE_TTS_URL", google.address.as_str()),
         ("REELFARM_GOOGLE_TTS_API_KEY", API_KEY),
-    ];
-    let w = world(mode, &settings).await;
+    ]
+}
+
+async fn polly_and_google_speak_through_their_fakes_and_long_texts_are_split(mode: Mode) {
+    let (polly, google) = (FakePolly::start().await, FakeGoogleTts::start().await);
+    let w = world(mode, &paid_providers(&polly, &google)).await;
     let values = json!({
         FIRST: { "type": "tts", "value": "One two three.", "identifier": "polly;Joanna;female;en-US;neural;none" },
         SECOND: { "type": "tts", "value": "Four five six.", "identifier": "google;en-US-Neural2-C;female;;none;none" },
@@ -323,17 +326,8 @@ async fn the_voices_of_the_configured_providers_are_listed(mode: Mode) {
 }
 
 async fn paid_speech_is_metered_once_per_synthesis_and_only_after_the_other_sources(mode: Mode) {
-    let polly = FakePolly::start().await;
-    let google = FakeGoogleTts::start().await;
-    let settings = [
-        ("REELFARM_POLLY_REGION", "eu-west-1"),
-        ("REELFARM_POLLY_ENDPOINT", polly.address.as_str()),
-        ("REELFARM_POLLY_ACCESS_KEY_ID", "AKIDFAKE"),
-        ("REELFARM_POLLY_SECRET_ACCESS_KEY", "fake-secret"),
-        ("REELFARM_GOOGLE_TTS_URL", google.address.as_str()),
-        ("REELFARM_GOOGLE_TTS_API_KEY", API_KEY),
-    ];
-    let w = world(mode, &settings).await;
+    let (polly, google) = (FakePolly::start().await, FakeGoogleTts::start().await);
+    let w = world(mode, &paid_providers(&polly, &google)).await;
     let store = &w.app.service.backends.store;
     let user = store.find_user("speaker").await.unwrap();
     let values = json!({

@@ -313,8 +313,7 @@ fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
     let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
     head.truncate(n);
     let text = String::from_utf8_lossy(&head[..n.min(512)]).trim_start().to_ascii_lowercase();
-    let svg = text.starts_with("<svg") || (text.starts_with("<?xml") && String::from_utf8_lossy(&head).contains("<svg"));
-    if svg {
+    if reelfarm_shared::blob::media_type::looks_like_svg(&head) {
         return if media == VariableType::Image { Ok(()) } else { Err("is an SVG image, not a video or sound file".into()) };
     }
     if text.starts_with("<!doctype html") || text.starts_with("<html") {

@@ -141,10 +141,15 @@ pub fn extension(content_type: &str) -> &'static str {
     }
 }
 
-/// An `<svg` element near the start of a text file.
-fn looks_like_svg(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(&head[..head.len().min(4096)]).to_ascii_lowercase();
-    text.contains("<svg")
+/// An XML document (optionally behind a BOM, declaration, comments or doctype) whose
+/// first 4 KiB hold an `<svg` element: the one SVG sniffer of uploads, conversions and
+/// fetched job values.
+pub fn looks_like_svg(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&head[..head.len().min(4096)]);
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    let starts_like_xml =
+        ["<?xml", "<svg", "<!--", "<!doctype svg"].iter().any(|p| text.get(..p.len()).is_some_and(|s| s.eq_ignore_ascii_case(p)));
+    starts_like_xml && text.to_ascii_lowercase().contains("<svg")
 }
 
 #[cfg(test)]

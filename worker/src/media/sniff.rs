@@ -4,6 +4,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+use reelfarm_shared::blob::media_type::looks_like_svg;
+
 use super::MediaError;
 
 /// What the first bytes say the file is.
@@ -82,16 +84,6 @@ pub(crate) fn classify(head: &[u8]) -> Sniffed {
     }
 }
 
-/// An XML document (optionally behind a BOM, declaration, comments or doctype) whose
-/// root is `<svg`.
-fn looks_like_svg(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head);
-    let text = text.trim_start_matches('\u{feff}').trim_start();
-    let starts_like_xml = ["<?xml", "<svg", "<!--", "<!DOCTYPE svg", "<!doctype svg"]
-        .iter()
-        .any(|p| text.starts_with(p));
-    starts_like_xml && text.contains("<svg")
-}
 
 #[cfg(test)]
 mod tests {
