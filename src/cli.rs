@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "reelfarm", version, about = "Self-hostable render farm: media libraries and template-driven video rendering")]
+#[command(
+    name = "reelfarm",
+    version,
+    about = "Self-hostable render farm: media libraries and template-driven video rendering"
+)]
 pub struct Cli {
     /// TOML configuration file; `REELFARM_*` environment variables override it.
     #[arg(long, global = true, env = "REELFARM_CONFIG")]

@@ -15,11 +15,9 @@ use reelfarm_worker::render::{self, Progress, Quality, RenderSettings};
 use crate::cli::{QualityArg, RenderArgs};
 use crate::sources::{download, local_file};
 
-
 pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
-    let bytes = tokio::fs::read(&args.template)
-        .await
-        .with_context(|| format!("reading {}", args.template.display()))?;
+    let bytes =
+        tokio::fs::read(&args.template).await.with_context(|| format!("reading {}", args.template.display()))?;
     let template = Template::from_json(&bytes).map_err(|e| anyhow!("{}: {e}", args.template.display()))?;
     let template = match &args.values {
         Some(path) => with_values(&template, path).await?,
@@ -28,9 +26,7 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
     let base = args.template.parent().map(Path::to_path_buf).unwrap_or_default();
     let downloads = tempfile::tempdir().context("creating a temporary directory")?;
     let mut files: Vec<(Source, PathBuf)> = Vec::new();
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(20))
-        .build()?;
+    let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(20)).build()?;
     for (i, source) in render::sources(&template).into_iter().enumerate() {
         let path = match &source {
             Source::File { file } => local_file(&base, file).map_err(|e| anyhow!("file {e}"))?,
@@ -43,10 +39,7 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
         };
         files.push((source, path));
     }
-    let settings = RenderSettings {
-        quality: quality(args.quality),
-        ..RenderSettings::default()
-    };
+    let settings = RenderSettings { quality: quality(args.quality), ..RenderSettings::default() };
     let out = args.output.clone();
     let thumb = args.output.with_extension("jpg");
     let bar = ProgressBar::new(0).with_style(
@@ -93,9 +86,7 @@ fn quality(arg: QualityArg) -> Quality {
 /// The template with the values file applied: a JSON object from variable id to value,
 /// or an object holding one as `template_variables` (a job's `values[]` element).
 async fn with_values(template: &Template, path: &Path) -> anyhow::Result<Template> {
-    let bytes = tokio::fs::read(path)
-        .await
-        .with_context(|| format!("reading {}", path.display()))?;
+    let bytes = tokio::fs::read(path).await.with_context(|| format!("reading {}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_slice(&bytes).with_context(|| format!("{} is not valid JSON", path.display()))?;
     let map = match value.get("template_variables") {

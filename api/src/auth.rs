@@ -47,9 +47,12 @@ fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
 async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
     let found = match bearer(&req) {
-        Ok(token) => state.backends.store.authenticate(token).await?.ok_or_else(|| {
-            ApiError::unauthorized("Invalid, revoked or expired access token")
-        }),
+        Ok(token) => state
+            .backends
+            .store
+            .authenticate(token)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("Invalid, revoked or expired access token")),
         Err(e) => Err(e),
     };
     let (user, record) = match found {

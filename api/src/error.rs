@@ -89,7 +89,8 @@ impl ApiError {
     /// 404 for a resource a field of the request names; `errors` names the field.
     pub fn not_found_field(field: &str, what: &str) -> ApiError {
         let mut e = ApiError::not_found(what);
-        e.body.errors = vec![FieldError::new(field, "error.not_found", format!("names no {} visible to you", what.to_lowercase()))];
+        e.body.errors =
+            vec![FieldError::new(field, "error.not_found", format!("names no {} visible to you", what.to_lowercase()))];
         e
     }
 
@@ -126,7 +127,11 @@ impl ApiError {
 
     /// 503: a backend is unavailable; the request may be retried.
     pub fn unavailable() -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "error.unavailable", "The service is temporarily unavailable; retry later")
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "error.unavailable",
+            "The service is temporarily unavailable; retry later",
+        )
     }
 
     /// 500 with an opaque body; the cause is logged with its chain.

@@ -39,8 +39,12 @@ impl KnownPaths {
     /// The `Allow` value of `path` (every method of every pattern it matches), when it is
     /// a served path.
     pub fn allowed(&self, path: &str) -> Option<String> {
-        let matching: Vec<&str> =
-            self.0.iter().filter(|(def, _)| def.is_match(path)).flat_map(|(_, methods)| methods.iter().copied()).collect();
+        let matching: Vec<&str> = self
+            .0
+            .iter()
+            .filter(|(def, _)| def.is_match(path))
+            .flat_map(|(_, methods)| methods.iter().copied())
+            .collect();
         let allowed: Vec<&str> = METHODS.into_iter().filter(|m| matching.contains(m)).collect();
         (!allowed.is_empty()).then(|| allowed.join(", "))
     }

@@ -73,8 +73,8 @@ impl Drop for InFlightGuard {
 impl Application {
     /// Binds `config.listen` (port 0 picks a free port) and wires the routes.
     pub fn build(config: Config, backends: Backends) -> anyhow::Result<Application> {
-        let listener = TcpListener::bind(config.listen)
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let listener =
+            TcpListener::bind(config.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let port = listener.local_addr()?.port();
         let ops_backends = web::Data::new(backends.clone());
         // With an operations port of its own, readiness and metrics are served there only.
@@ -215,7 +215,10 @@ async fn static_file(name: web::Path<String>) -> Result<HttpResponse, ApiError> 
 }
 
 /// Request id, tracing span, metrics: around every request.
-async fn observe(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
     let request_id = req
         .headers()
@@ -252,7 +255,11 @@ async fn observe(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<Se
 /// The path as logged: a stored file's address is a capability (anyone holding it may
 /// fetch the file), so its key is left out.
 fn logged_path(path: &str) -> &str {
-    if path.starts_with("/files/") { "/files/…" } else { path }
+    if path.starts_with("/files/") {
+        "/files/…"
+    } else {
+        path
+    }
 }
 
 /// Extractor failures answer with the error body instead of actix's plain text. (JSON
@@ -268,6 +275,7 @@ mod extractor_errors {
     }
 
     pub fn path() -> web::PathConfig {
-        web::PathConfig::default().error_handler(|e, _| ApiError::invalid_request(format!("Malformed path: {e}")).into())
+        web::PathConfig::default()
+            .error_handler(|e, _| ApiError::invalid_request(format!("Malformed path: {e}")).into())
     }
 }

@@ -41,7 +41,9 @@ impl Limits {
         };
         match decision {
             RateDecision::Allowed => Ok(()),
-            RateDecision::Limited { retry_after } => Err(ApiError::rate_limited(retry_after.as_secs_f64().ceil() as u64)),
+            RateDecision::Limited { retry_after } => {
+                Err(ApiError::rate_limited(retry_after.as_secs_f64().ceil() as u64))
+            }
         }
     }
 
@@ -105,12 +107,18 @@ mod tests {
     #[test]
     fn the_client_is_the_peer_unless_the_peer_is_a_trusted_proxy() {
         let peer = "127.0.0.9:4000".parse().unwrap();
-        let req = |xff: &str| TestRequest::default().peer_addr(peer).insert_header(("x-forwarded-for", xff)).to_http_request();
+        let req = |xff: &str| {
+            TestRequest::default().peer_addr(peer).insert_header(("x-forwarded-for", xff)).to_http_request()
+        };
         let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
         assert_eq!(client_ip(&req("127.0.0.5"), &[]), ip("127.0.0.9"), "no proxy trusted: the header is ignored");
         let trusted = [net("127.0.0.8/30")];
         assert_eq!(client_ip(&req("127.0.0.5"), &trusted), ip("127.0.0.5"));
-        assert_eq!(client_ip(&req("127.1.1.1, 127.0.0.5, 127.0.0.10"), &trusted), ip("127.0.0.5"), "the last untrusted");
+        assert_eq!(
+            client_ip(&req("127.1.1.1, 127.0.0.5, 127.0.0.10"), &trusted),
+            ip("127.0.0.5"),
+            "the last untrusted"
+        );
         assert_eq!(client_ip(&req("garbage"), &trusted), ip("127.0.0.9"));
         assert!(!net("127.0.0.8/30").contains("127.0.0.12".parse().unwrap()));
         assert!(net("::1/128").contains("::1".parse().unwrap()));

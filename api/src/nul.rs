@@ -28,11 +28,9 @@ pub async fn refuse_in_url<B: MessageBody + 'static>(
 pub fn refuse_in_json(body: &Value) -> Result<(), ApiError> {
     match find(body, String::new()) {
         None => Ok(()),
-        Some(path) => Err(ApiError::validation(vec![FieldError::new(
-            path,
-            "error.invalid",
-            "must not contain NUL characters",
-        )])),
+        Some(path) => {
+            Err(ApiError::validation(vec![FieldError::new(path, "error.invalid", "must not contain NUL characters")]))
+        }
     }
 }
 
@@ -42,7 +40,11 @@ fn find(value: &Value, path: String) -> Option<String> {
         Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| find(v, format!("{path}[{i}]"))),
         Value::Object(map) => map.iter().find_map(|(k, v)| {
             let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-            if k.contains('\0') { Some(here) } else { find(v, here) }
+            if k.contains('\0') {
+                Some(here)
+            } else {
+                find(v, here)
+            }
         }),
         _ => None,
     }
@@ -60,7 +62,10 @@ mod tests {
         let field = |v: Value| refuse_in_json(&v).unwrap_err().body().errors[0].field.clone();
         assert_eq!(field(json!({"template_id": "a\u{0}"})), "template_id");
         assert_eq!(field(json!({"values": [{}, {"external_id": "\u{0}"}]})), "values[1].external_id");
-        assert_eq!(field(json!({"values": [{"template_variables": {"x\u{0}": "v"}}]})), "values[0].template_variables.x\u{0}");
+        assert_eq!(
+            field(json!({"values": [{"template_variables": {"x\u{0}": "v"}}]})),
+            "values[0].template_variables.x\u{0}"
+        );
         assert_eq!(field(json!("\u{0}")), "");
     }
 }

@@ -74,9 +74,9 @@ fn add_common_answers(operation: &mut Map<String, Value>) {
     let authenticated = operation.get("security").and_then(Value::as_array).is_some_and(|s| !s.is_empty());
     // JSON and form bodies are read whole, within a limit; uploads stream within limits of
     // their own (declared on their operation).
-    let has_body = ["application/json", "application/x-www-form-urlencoded"]
-        .iter()
-        .any(|t| operation.get("requestBody").and_then(|b| b.pointer(&format!("/content/{}", t.replace('/', "~1")))).is_some());
+    let has_body = ["application/json", "application/x-www-form-urlencoded"].iter().any(|t| {
+        operation.get("requestBody").and_then(|b| b.pointer(&format!("/content/{}", t.replace('/', "~1")))).is_some()
+    });
     let reads_store = authenticated || operation.contains_key("requestBody");
     let responses = operation.entry("responses").or_insert_with(|| json!({}));
     let Some(responses) = responses.as_object_mut() else { return };

@@ -37,19 +37,28 @@ impl Page {
 impl PageQuery {
     pub fn parse(&self) -> Result<Page, ApiError> {
         let mut errors = Vec::new();
-        let mut number = |name: &str, raw: &Option<String>, default: u32, max: u32| match raw.as_deref().map(str::trim) {
+        let mut number = |name: &str, raw: &Option<String>, default: u32, max: u32| match raw.as_deref().map(str::trim)
+        {
             None => default,
             Some(s) => match s.parse::<u32>() {
                 Ok(n) if (1..=max).contains(&n) => n,
                 _ => {
-                    errors.push(FieldError::new(name, "error.invalid", format!("must be a whole number from 1 to {max}")));
+                    errors.push(FieldError::new(
+                        name,
+                        "error.invalid",
+                        format!("must be a whole number from 1 to {max}"),
+                    ));
                     default
                 }
             },
         };
         let limit = number("limit", &self.limit, DEFAULT_LIMIT, MAX_LIMIT);
         let page = number("page", &self.page, 1, u32::MAX);
-        if errors.is_empty() { Ok(Page { limit, page }) } else { Err(ApiError::validation(errors)) }
+        if errors.is_empty() {
+            Ok(Page { limit, page })
+        } else {
+            Err(ApiError::validation(errors))
+        }
     }
 }
 

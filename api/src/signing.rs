@@ -35,7 +35,13 @@ pub enum Refusal {
 }
 
 /// Checks the `expires` and `signature` of an upload address for object `id`.
-pub fn verify(config: &Config, id: &str, expires: Option<&str>, signature: Option<&str>, now_ms: i64) -> Result<(), Refusal> {
+pub fn verify(
+    config: &Config,
+    id: &str,
+    expires: Option<&str>,
+    signature: Option<&str>,
+    now_ms: i64,
+) -> Result<(), Refusal> {
     let (Some(expires), Some(signature)) = (expires, signature) else { return Err(Refusal::Missing) };
     let expires: i64 = expires.parse().map_err(|_| Refusal::Invalid)?;
     let given = hex::decode(signature).map_err(|_| Refusal::Invalid)?;
@@ -71,7 +77,11 @@ mod tests {
         let mut signature = String::new();
         for pair in query.split('&') {
             let (k, v) = pair.split_once('=').unwrap();
-            if k == "expires" { expires = v.into() } else { signature = v.into() }
+            if k == "expires" {
+                expires = v.into()
+            } else {
+                signature = v.into()
+            }
         }
         (expires, signature)
     }

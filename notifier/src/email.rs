@@ -216,14 +216,11 @@ fn page(logo: &str, body: &str) -> String {
     )
 }
 
-
 /// `s` on one line: control characters (CR, LF, tabs …) and line separators become
 /// spaces, runs of white space one space. What goes into a header goes through here.
 fn one_line(s: &str) -> String {
-    let spaced: String = s
-        .chars()
-        .map(|c| if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') { ' ' } else { c })
-        .collect();
+    let spaced: String =
+        s.chars().map(|c| if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') { ' ' } else { c }).collect();
     spaced.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -21,8 +21,8 @@ pub mod signing;
 
 use callback::CallbackChannel;
 use email::EmailChannel;
-use google::{DriveChannel, YouTubeChannel};
 use events::EventHandler;
+use google::{DriveChannel, YouTubeChannel};
 use scheduler::{Channels, Scheduler};
 
 /// Deliveries attempted at once by one notifier.

@@ -117,7 +117,8 @@ impl Scheduler {
                     Err(e) => tracing::warn!(error = %e, "notifier: claiming deliveries failed"),
                 }
             }
-            let wait = due.map_or(POLL, |due| Duration::from_millis((due - now_ms()).clamp(10, POLL.as_millis() as i64) as u64));
+            let wait = due
+                .map_or(POLL, |due| Duration::from_millis((due - now_ms()).clamp(10, POLL.as_millis() as i64) as u64));
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.wake.notified() => {}
@@ -136,7 +137,8 @@ impl Scheduler {
 
     /// Runs one attempt of `delivery` and records it.
     async fn deliver(&self, delivery: DeliveryRecord) {
-        let span = tracing::info_span!("delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts);
+        let span =
+            tracing::info_span!("delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts);
         async {
             let started_at = now_ms();
             let clock = Instant::now();
@@ -160,7 +162,8 @@ impl Scheduler {
                 }
                 AfterAttempt::Failed { error, .. } => tracing::error!(error = %error, "notifier: delivery failed"),
             }
-            match self.backends.store.record_delivery_attempt(&delivery.id, &attempt, &after, follow_up.as_ref()).await {
+            match self.backends.store.record_delivery_attempt(&delivery.id, &attempt, &after, follow_up.as_ref()).await
+            {
                 Ok(true) => {}
                 Ok(false) => tracing::warn!("notifier: the claim was lost before the attempt was recorded"),
                 // The lease runs out and the delivery is attempted again.
@@ -262,7 +265,7 @@ impl Scheduler {
 
 /// The attempt's record and what follows it, by the retry schedule.
 fn settle(
-schedule: &[Duration],
+    schedule: &[Duration],
     delivery: &DeliveryRecord,
     started_at: i64,
     took: Duration,
@@ -389,7 +392,8 @@ mod tests {
     #[test]
     fn an_uploaded_video_whose_playlist_step_gave_up_is_delivered() {
         let schedule = [Duration::ZERO];
-        let kept = r#"{"session_uri":"http://127.0.0.1:9/s","result":{"video_id":"v9","playlist_error":"playlist: 503"}}"#;
+        let kept =
+            r#"{"session_uri":"http://127.0.0.1:9/s","result":{"video_id":"v9","playlist_error":"playlist: 503"}}"#;
         let outcome = Err(Failed::transient("playlist: 503"));
         let (attempt, after) = settle(&schedule, &delivery(1, Some(kept)), 0, Duration::ZERO, &outcome);
         let AfterAttempt::Delivered { result: Some(result) } = &after else { panic!("{after:?}") };

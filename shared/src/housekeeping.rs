@@ -31,7 +31,10 @@ pub async fn run(store: Store, shutdown: CancellationToken) {
 
 /// Runs `round` at once and then every [`INTERVAL`] (a late round is not caught up) until
 /// `shutdown`.
-pub async fn every_round<F: std::future::Future<Output = ()>>(shutdown: CancellationToken, mut round: impl FnMut() -> F) {
+pub async fn every_round<F: std::future::Future<Output = ()>>(
+    shutdown: CancellationToken,
+    mut round: impl FnMut() -> F,
+) {
     let mut rounds = tokio::time::interval(INTERVAL);
     rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -21,6 +21,9 @@ pub fn escape(s: &str) -> String {
 mod tests {
     #[test]
     fn escapes_the_five_characters_and_nothing_else() {
-        assert_eq!(super::escape(r#"<a href="x">Tom & 'Jerry' é</a>"#), "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39; é&lt;/a&gt;");
+        assert_eq!(
+            super::escape(r#"<a href="x">Tom & 'Jerry' é</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39; é&lt;/a&gt;"
+        );
     }
 }

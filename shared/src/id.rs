@@ -27,7 +27,8 @@ pub fn now_ms() -> i64 {
 /// a trimmed `…13.12Z` would not).
 pub fn iso8601(ms: i64) -> String {
     let t = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    t.format(format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z")).unwrap_or_default()
+    t.format(format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -134,7 +134,8 @@ impl Sealer {
 
     /// Decrypts a value of [`Sealer::seal`] made with the same key and `aad`.
     pub fn open(&self, sealed: &str, aad: &[u8]) -> Result<Vec<u8>, SealError> {
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(sealed).map_err(|_| SealError::Malformed)?;
+        let bytes =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(sealed).map_err(|_| SealError::Malformed)?;
         let (&version, rest) = bytes.split_first().ok_or(SealError::Malformed)?;
         if version != VERSION {
             return Err(SealError::UnknownVersion(version));
@@ -246,7 +247,10 @@ mod tests {
         for i in [1, 1 + NONCE_LEN, bytes.len() - 1] {
             let mut tampered = bytes.clone();
             tampered[i] ^= 0x01;
-            assert!(matches!(sealer.open(&engine.encode(&tampered), b"user 1"), Err(SealError::Undecryptable)), "byte {i}");
+            assert!(
+                matches!(sealer.open(&engine.encode(&tampered), b"user 1"), Err(SealError::Undecryptable)),
+                "byte {i}"
+            );
         }
         let mut versioned = bytes.clone();
         versioned[0] = 2;

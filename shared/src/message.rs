@@ -88,12 +88,7 @@ pub struct Envelope {
 
 impl Envelope {
     pub fn new(message: Message) -> Envelope {
-        Envelope {
-            id: crate::id::new_id(),
-            enqueued_at: crate::id::now_ms(),
-            traceparent: None,
-            message,
-        }
+        Envelope { id: crate::id::new_id(), enqueued_at: crate::id::now_ms(), traceparent: None, message }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {

@@ -16,9 +16,8 @@ fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
 }
 
 /// HTTP requests by route pattern, method and status.
-pub static HTTP_REQUESTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    counter("reelfarm_http_requests_total", "HTTP requests handled", &["method", "route", "status"])
-});
+pub static HTTP_REQUESTS: LazyLock<IntCounterVec> =
+    LazyLock::new(|| counter("reelfarm_http_requests_total", "HTTP requests handled", &["method", "route", "status"]));
 
 /// HTTP request latency by route pattern and method.
 pub static HTTP_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
@@ -32,9 +31,8 @@ pub static HTTP_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
     h
 });
 
-static BUS_PUBLISHED: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    counter("reelfarm_bus_published_total", "Messages published to the bus", &["queue", "outcome"])
-});
+static BUS_PUBLISHED: LazyLock<IntCounterVec> =
+    LazyLock::new(|| counter("reelfarm_bus_published_total", "Messages published to the bus", &["queue", "outcome"]));
 
 static BUS_CONSUMED: LazyLock<IntCounterVec> = LazyLock::new(|| {
     counter("reelfarm_bus_consumed_total", "Messages consumed from the bus, by settlement", &["queue", "settle"])
@@ -45,7 +43,11 @@ pub fn bus_published(queue: Queue, ok: bool) {
 }
 
 static RENDER_SOUND: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    counter("reelfarm_render_sound_total", "Renders by where their sound came from: encoded, or kept from an earlier render", &["source"])
+    counter(
+        "reelfarm_render_sound_total",
+        "Renders by where their sound came from: encoded, or kept from an earlier render",
+        &["source"],
+    )
 });
 
 /// A render's sound was encoded (`false`) or written from kept packets (`true`).

@@ -203,7 +203,9 @@ impl Fields<'_> {
         for value in given {
             match value.as_str().map(str::trim) {
                 Some(address) if is_email(address) => addresses.push(address.to_string()),
-                Some(address) => self.problem("email", "error.invalid", format!("{address:?} is not an e-mail address")),
+                Some(address) => {
+                    self.problem("email", "error.invalid", format!("{address:?} is not an e-mail address"))
+                }
                 None => self.problem("email", "error.invalid", "addresses must be strings"),
             }
         }
@@ -236,16 +238,41 @@ mod tests {
     #[test]
     fn every_type_parses_and_round_trips() {
         for (value, expected) in [
-            (json!({"type": "callback", "payload": {"url": "https://example.com/hook"}}),
-             Notification::Callback { url: "https://example.com/hook".into() }),
-            (json!({"type": "email", "payload": {"email": "a@example.com", "subject": "Hi"}}),
-             Notification::Email { email: vec!["a@example.com".into()], subject: Some("Hi".into()), message: None, logo: None }),
-            (json!({"type": "email", "payload": {"email": ["a@example.com", "b@example.org"]}}),
-             Notification::Email { email: vec!["a@example.com".into(), "b@example.org".into()], subject: None, message: None, logo: None }),
-            (json!({"type": "upload-cloudstorage", "payload": {"title": "v.mp4", "path": "folder-1"}}),
-             Notification::UploadCloudstorage { title: "v.mp4".into(), path: "folder-1".into() }),
-            (json!({"type": "upload-videosite", "payload": {"title": "T", "description": "D", "playlist_id": "PL1", "extra": 1}}),
-             Notification::UploadVideosite { title: "T".into(), description: "D".into(), playlist_id: Some("PL1".into()), callback: None }),
+            (
+                json!({"type": "callback", "payload": {"url": "https://example.com/hook"}}),
+                Notification::Callback { url: "https://example.com/hook".into() },
+            ),
+            (
+                json!({"type": "email", "payload": {"email": "a@example.com", "subject": "Hi"}}),
+                Notification::Email {
+                    email: vec!["a@example.com".into()],
+                    subject: Some("Hi".into()),
+                    message: None,
+                    logo: None,
+                },
+            ),
+            (
+                json!({"type": "email", "payload": {"email": ["a@example.com", "b@example.org"]}}),
+                Notification::Email {
+                    email: vec!["a@example.com".into(), "b@example.org".into()],
+                    subject: None,
+                    message: None,
+                    logo: None,
+                },
+            ),
+            (
+                json!({"type": "upload-cloudstorage", "payload": {"title": "v.mp4", "path": "folder-1"}}),
+                Notification::UploadCloudstorage { title: "v.mp4".into(), path: "folder-1".into() },
+            ),
+            (
+                json!({"type": "upload-videosite", "payload": {"title": "T", "description": "D", "playlist_id": "PL1", "extra": 1}}),
+                Notification::UploadVideosite {
+                    title: "T".into(),
+                    description: "D".into(),
+                    playlist_id: Some("PL1".into()),
+                    callback: None,
+                },
+            ),
         ] {
             let parsed = Notification::parse(&value).unwrap();
             assert_eq!(parsed, expected);
@@ -258,9 +285,15 @@ mod tests {
     fn missing_and_invalid_fields_are_all_named() {
         assert_eq!(fields_of(json!({"type": "callback", "payload": {}})), ["payload.url"]);
         assert_eq!(fields_of(json!({"type": "callback", "payload": {"url": "ftp://x/y"}})), ["payload.url"]);
-        assert_eq!(fields_of(json!({"type": "upload-videosite", "payload": {"title": ""}})), ["payload.title", "payload.description"]);
+        assert_eq!(
+            fields_of(json!({"type": "upload-videosite", "payload": {"title": ""}})),
+            ["payload.title", "payload.description"]
+        );
         assert_eq!(fields_of(json!({"type": "upload-cloudstorage", "payload": []})), ["payload.title", "payload.path"]);
-        assert_eq!(fields_of(json!({"type": "email", "payload": {"email": ["ok@example.com", "nope"], "logo": "x"}})), ["payload.email", "payload.logo"]);
+        assert_eq!(
+            fields_of(json!({"type": "email", "payload": {"email": ["ok@example.com", "nope"], "logo": "x"}})),
+            ["payload.email", "payload.logo"]
+        );
         assert_eq!(fields_of(json!({"type": "fax", "payload": {}})), ["type"]);
         assert_eq!(fields_of(json!({"payload": {}})), ["type"]);
         assert_eq!(fields_of(json!({"type": "email"})), ["payload"]);

@@ -27,6 +27,10 @@ const BATCH: u32 = 100;
 const CONCURRENCY: usize = 64;
 /// How long other relays leave a claimed row alone.
 const LEASE: Duration = Duration::from_secs(30);
+/// When a taken row the broker did not confirm is due again: soon, so that messages
+/// written while the broker was away go out a moment after it is back (each try fails
+/// at once while it is away).
+const PUBLISH_RETRY: Duration = Duration::from_secs(1);
 /// How often to look for rows written by other processes (this process's writes wake the
 /// relay at once).
 const POLL: Duration = Duration::from_millis(200);
@@ -123,7 +127,7 @@ impl Relay {
     }
 
     /// Publishes rows taken out of the outbox; those the broker did not confirm go back,
-    /// due when a lease would have ended, and the rest are gone with the commit.
+    /// due again after [`PUBLISH_RETRY`], and the rest are gone with the commit.
     async fn relay_taken(&self, mut take: OutboxTake) -> Result<usize, crate::store::StoreError> {
         let rows = std::mem::take(&mut take.rows);
         let confirmed: HashSet<String> = futures::stream::iter(rows.iter().cloned())
@@ -132,7 +136,7 @@ impl Relay {
             .filter_map(|id| async move { id })
             .collect()
             .await;
-        let retry_at = crate::id::now_ms() + self.lease.as_millis() as i64;
+        let retry_at = crate::id::now_ms() + PUBLISH_RETRY.as_millis() as i64;
         for row in rows.iter().filter(|r| !confirmed.contains(&r.envelope.id)) {
             take.put_back(row, retry_at).await?;
         }
@@ -147,7 +151,7 @@ impl Relay {
         if let Err(e) = self.bus.publish(envelope).await {
             tracing::warn!(
                 message_id = %envelope.id, queue = envelope.message.queue().name(), error = %e,
-                "outbox: publishing failed; retrying when the lease ends"
+                "outbox: publishing failed; the message is tried again"
             );
             return None;
         }
@@ -172,13 +176,12 @@ mod tests {
     use crate::message::{Message, Queue};
 
     async fn local_bus(store: &Store) -> Bus {
-        let options =
-            BusOptions {
-                namespace: String::new(),
-                delivery_limit: 5,
-                consumer_timeout: Duration::from_secs(60),
-                retry_delay: Duration::from_millis(10),
-            };
+        let options = BusOptions {
+            namespace: String::new(),
+            delivery_limit: 5,
+            consumer_timeout: Duration::from_secs(60),
+            retry_delay: Duration::from_millis(10),
+        };
         Bus::connect(None, options, store.clone()).await.expect("local bus")
     }
 

@@ -29,9 +29,8 @@ pub fn s3_url() -> String {
 pub async fn fresh_postgres_database() -> String {
     let base = postgres_url();
     let name = format!("rf_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = PgConnection::connect(&base)
-        .await
-        .unwrap_or_else(|e| panic!("PostgreSQL at {base} does not answer: {e}"));
+    let mut conn =
+        PgConnection::connect(&base).await.unwrap_or_else(|e| panic!("PostgreSQL at {base} does not answer: {e}"));
     conn.execute(format!("CREATE DATABASE {name}").as_str()).await.expect("create test database");
     conn.close().await.ok();
     let (head, _) = base.rsplit_once('/').expect("postgres URL has a database path");

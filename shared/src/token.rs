@@ -2,6 +2,7 @@
 //! stored; the first characters (the prefix) index the row, and the hash is compared in
 //! constant time so a lookup leaks nothing about how much of a guess was right.
 
+use hmac::{Hmac, Mac};
 use rand::{rngs::OsRng, Rng, RngCore};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -25,6 +26,18 @@ pub struct NewToken {
 pub fn random_base62(n: usize) -> String {
     let mut rng = OsRng;
     (0..n).map(|_| BASE62[rng.gen_range(0..BASE62.len())] as char).collect()
+}
+
+/// A name only the holder of `secret` can compute from `parts`: HMAC-SHA-256 of the parts
+/// (each prefixed with its length, so that no two lists of parts collide), in hex.
+/// Stable for the same parts, so work done twice lands on the same name.
+pub fn keyed_name(secret: &[u8], parts: &[&str]) -> String {
+    let mut hash = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
+    for part in parts {
+        hash.update(&(part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hex::encode(hash.finalize().into_bytes())
 }
 
 /// 32 random bytes written in base62 (43 characters, the bytes as one big number).

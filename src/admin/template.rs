@@ -30,7 +30,12 @@ pub struct ImportOptions {
 }
 
 /// Imports the template file at `path`; returns the stored template.
-pub async fn import(store: &Store, blobs: &Blobs, path: &Path, options: &ImportOptions) -> anyhow::Result<TemplateRecord> {
+pub async fn import(
+    store: &Store,
+    blobs: &Blobs,
+    path: &Path,
+    options: &ImportOptions,
+) -> anyhow::Result<TemplateRecord> {
     import_as(store, blobs, path, options, None).await
 }
 
@@ -47,7 +52,12 @@ pub async fn import_as(
     let template = Template::from_json(&bytes).map_err(|e| {
         let problems = e.errors();
         let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-        anyhow::anyhow!("{} is not a valid template ({} problem(s)):\n{}", path.display(), problems.len(), lines.join("\n"))
+        anyhow::anyhow!(
+            "{} is not a valid template ({} problem(s)):\n{}",
+            path.display(),
+            problems.len(),
+            lines.join("\n")
+        )
     })?;
     let owner = match &options.owner {
         Some(who) => Some(store.find_user(who).await.with_context(|| format!("--owner {who}"))?.id),
@@ -151,7 +161,8 @@ async fn store_and_render(
 
     let work = tempfile::tempdir().context("temporary directory")?;
     let client = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(20)).build()?;
-    let mut fetched: Vec<(Source, PathBuf)> = local.iter().map(|(f, p)| (Source::File { file: f.clone() }, p.clone())).collect();
+    let mut fetched: Vec<(Source, PathBuf)> =
+        local.iter().map(|(f, p)| (Source::File { file: f.clone() }, p.clone())).collect();
     for (i, source) in render::sources(template).into_iter().enumerate() {
         let target = work.path().join(format!("source-{i}"));
         match &source {
@@ -197,7 +208,11 @@ fn key_segment(file: &str) -> String {
     let safe: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
     let safe = safe.trim_start_matches('.');
-    if safe.is_empty() { "file".into() } else { safe.into() }
+    if safe.is_empty() {
+        "file".into()
+    } else {
+        safe.into()
+    }
 }
 
 /// The media type of a placeholder file, from its extension.

@@ -14,7 +14,10 @@ use anyhow::{bail, Context};
 use reelfarm_worker::media::{self, Limits, Role};
 
 fn ffmpeg(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("ffmpeg").args(["-hide_banner", "-v", "error", "-y"]).args(args).output()
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-v", "error", "-y"])
+        .args(args)
+        .output()
         .context("running ffmpeg (the baseline needs the ffmpeg CLI)")?;
     if !out.status.success() {
         bail!("ffmpeg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -69,10 +72,28 @@ pub fn run(seconds: u32, rounds: u32) -> anyhow::Result<()> {
     let videos = [("in1080.mp4", ["-crf", "18"], Some(0.7)), ("in1080-20M.mp4", ["-b:v", "20M"], None)];
     for (name, rate, _) in &videos {
         ffmpeg(&[
-            "-f", "lavfi", "-i", &format!("testsrc2=s=1920x1080:r=30:d={d}"),
-            "-f", "lavfi", "-i", &format!("sine=f=440:d={d}"),
-            "-c:v", "libx264", "-preset", "medium", rate[0], rate[1], "-pix_fmt", "yuv420p",
-            "-c:a", "aac", "-b:a", "192k", "-shortest", path(&scratch.join(name))?,
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=s=1920x1080:r=30:d={d}"),
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("sine=f=440:d={d}"),
+            "-c:v",
+            "libx264",
+            "-preset",
+            "medium",
+            rate[0],
+            rate[1],
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "192k",
+            "-shortest",
+            path(&scratch.join(name))?,
         ])?;
     }
     let jpeg = scratch.join("in24.jpg");
@@ -90,25 +111,44 @@ pub fn run(seconds: u32, rounds: u32) -> anyhow::Result<()> {
                 for h in [1080, 720, 480] {
                     let out = scratch.join(format!("cli{h}.mp4"));
                     ffmpeg(&[
-                        "-i", path(&video)?, "-vf", &format!("scale=-2:{h}"),
-                        "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
-                        "-c:a", "aac", "-b:a", "128k", "-movflags", "+faststart", path(&out)?,
+                        "-i",
+                        path(&video)?,
+                        "-vf",
+                        &format!("scale=-2:{h}"),
+                        "-c:v",
+                        "libx264",
+                        "-preset",
+                        "veryfast",
+                        "-crf",
+                        "23",
+                        "-pix_fmt",
+                        "yuv420p",
+                        "-c:a",
+                        "aac",
+                        "-b:a",
+                        "128k",
+                        "-movflags",
+                        "+faststart",
+                        path(&out)?,
                     ])?;
                 }
                 Ok(())
             })
         })?;
         let made = std::cell::RefCell::new(String::new());
-        let ours_video = best(&|| ours(&video, scratch).map(|(t, m)| {
-            *made.borrow_mut() = m;
-            t
-        }))?;
+        let ours_video = best(&|| {
+            ours(&video, scratch).map(|(t, m)| {
+                *made.borrow_mut() = m;
+                t
+            })
+        })?;
         let name = format!("video 1080p {seconds} s ({} {}) → {}", rate[0], rate[1], made.borrow());
         report(&name, ours_video, cli_video, "3× ffmpeg CLI", bar);
     }
 
     // One CLI run: decode once, split, four scales, JPEG at the same quality.
-    let graph = "[0:v]split=4[a][b][c][d];[a]scale=1920:-2[o1];[b]scale=1280:-2[o2];[c]scale=640:-2[o3];[d]scale=320:-2[o4]";
+    let graph =
+        "[0:v]split=4[a][b][c][d];[a]scale=1920:-2[o1];[b]scale=1280:-2[o2];[c]scale=640:-2[o3];[d]scale=320:-2[o4]";
     let cli_jpeg = best(&|| {
         let outs: Vec<PathBuf> = [1920, 1280, 640, 320].iter().map(|w| scratch.join(format!("cli{w}.jpg"))).collect();
         let mut args = vec!["-i", path(&jpeg)?, "-filter_complex", graph];

@@ -104,7 +104,13 @@ fn bench_template() -> serde_json::Value {
     })
 }
 
-async fn measure(port: u16, tokens: Vec<String>, template_id: &str, seconds: u64, connections: usize) -> anyhow::Result<()> {
+async fn measure(
+    port: u16,
+    tokens: Vec<String>,
+    template_id: &str,
+    seconds: u64,
+    connections: usize,
+) -> anyhow::Result<()> {
     let tokens = Arc::new(tokens);
     let base = format!("http://127.0.0.1:{port}");
     super::wait_for_api(port).await?;
@@ -140,7 +146,9 @@ async fn measure(port: u16, tokens: Vec<String>, template_id: &str, seconds: u64
     create.print("jobs");
 
     println!("  ratio    jobs / baseline reads: {:.2}", create.rate() / read.rate().max(1.0));
-    let pass = create.rate() >= BAR_JOBS_PER_SECOND && create.latency.p99 <= BAR_P99.as_secs_f64() * 1000.0 && create.failed == 0;
+    let pass = create.rate() >= BAR_JOBS_PER_SECOND
+        && create.latency.p99 <= BAR_P99.as_secs_f64() * 1000.0
+        && create.failed == 0;
     println!(
         "  bar      ≥ {BAR_JOBS_PER_SECOND:.0} jobs/s with p99 ≤ {} ms: {} ({:.2}× the rate)",
         BAR_P99.as_millis(),

@@ -74,19 +74,16 @@ fn inputs(dir: &Path) -> anyhow::Result<()> {
         "yuv420p",
         &p("bg.mp4"),
     ])?;
-    ffmpeg(&["-f", "lavfi", "-i", "color=c=orange@0.0:s=260x260,format=rgba,geq=r=255:g=140:b=0:a='if(lt(hypot(X-130,Y-130),120),255,0)'",
-        "-frames:v", "1", &p("logo.png")])?;
     ffmpeg(&[
         "-f",
         "lavfi",
         "-i",
-        "mandelbrot=s=3000x2000",
+        "color=c=orange@0.0:s=260x260,format=rgba,geq=r=255:g=140:b=0:a='if(lt(hypot(X-130,Y-130),120),255,0)'",
         "-frames:v",
         "1",
-        "-q:v",
-        "3",
-        &p("photo.jpg"),
+        &p("logo.png"),
     ])?;
+    ffmpeg(&["-f", "lavfi", "-i", "mandelbrot=s=3000x2000", "-frames:v", "1", "-q:v", "3", &p("photo.jpg")])?;
     ffmpeg(&[
         "-f",
         "lavfi",
@@ -111,10 +108,7 @@ fn inputs(dir: &Path) -> anyhow::Result<()> {
 /// The ffmpeg CLI arguments for the same composition at `height` (1080, 720 or 480).
 fn baseline_args(dir: &Path, height: u32, out: &Path) -> Vec<String> {
     let fonts = Path::new(env!("CARGO_MANIFEST_DIR")).join("fonts");
-    let regular = fonts
-        .join("LiberationSans-Regular.ttf")
-        .display()
-        .to_string();
+    let regular = fonts.join("LiberationSans-Regular.ttf").display().to_string();
     let bold = fonts.join("LiberationSans-Bold.ttf").display().to_string();
     let s = f64::from(height) / 1080.0;
     let (w, h) = (((1920.0 * s) as u32) & !1, height);
@@ -217,11 +211,7 @@ fn wait_peak(mut child: Child, started: Instant, what: &str) -> anyhow::Result<(
 fn cli(dir: &Path, height: u32) -> anyhow::Result<(Duration, u64)> {
     let args = baseline_args(dir, height, &dir.join(format!("cli-{height}.mp4")));
     let started = Instant::now();
-    let child = Command::new("ffmpeg")
-        .args(&args)
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting ffmpeg")?;
+    let child = Command::new("ffmpeg").args(&args).stdout(Stdio::null()).spawn().context("starting ffmpeg")?;
     wait_peak(child, started, "the ffmpeg baseline")
 }
 
@@ -233,10 +223,7 @@ fn ours(dir: &Path, template: &Template, quality: Quality, first: bool) -> anyho
         Source::File { file } => Some(dir.join(file)),
         _ => None,
     };
-    let settings = RenderSettings {
-        quality,
-        ..RenderSettings::default()
-    };
+    let settings = RenderSettings { quality, ..RenderSettings::default() };
     let name = format!("ours-{}", quality.short_side().unwrap_or(0));
     let started = Instant::now();
     render::render(
@@ -264,11 +251,7 @@ fn ours_child(dir: &Path, height: u32) -> anyhow::Result<u64> {
     Ok(wait_peak(child, started, "`reelfarm render`")?.1)
 }
 
-fn best<T>(
-    rounds: u32,
-    mut run: impl FnMut() -> anyhow::Result<T>,
-    key: impl Fn(&T) -> u128,
-) -> anyhow::Result<T> {
+fn best<T>(rounds: u32, mut run: impl FnMut() -> anyhow::Result<T>, key: impl Fn(&T) -> u128) -> anyhow::Result<T> {
     let mut best: Option<T> = None;
     for _ in 0..rounds.max(1) {
         let r = run()?;
@@ -281,17 +264,10 @@ fn best<T>(
 
 pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    println!(
-        "render bench: generating inputs in {}",
-        dir.path().display()
-    );
+    println!("render bench: generating inputs in {}", dir.path().display());
     inputs(dir.path())?;
-    let template =
-        Template::from_json(TEMPLATE.as_bytes()).map_err(|e| anyhow!("reference template: {e}"))?;
-    println!(
-        "best of {} round(s) per side; 10 s reference composition, libx264 veryfast CRF 23",
-        rounds.max(1)
-    );
+    let template = Template::from_json(TEMPLATE.as_bytes()).map_err(|e| anyhow!("reference template: {e}"))?;
+    println!("best of {} round(s) per side; 10 s reference composition, libx264 veryfast CRF 23", rounds.max(1));
     println!(
         "{:<7} {:>12} {:>8} {:>7} {:>9} {:>14} {:>14} {:>10}",
         "case", "reelfarm s", "CLI s", "ratio", "time bar", "reelfarm RSS", "CLI RSS", "repeat s"
@@ -300,11 +276,7 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
     for &height in heights {
         let quality = Quality::parse(&format!("{height}p")).ok_or_else(|| anyhow!("no quality for {height}p"))?;
         let (ours_time, ours_rss) = {
-            let t = best(
-                rounds,
-                || ours(dir.path(), &template, quality, true),
-                |d| d.as_nanos(),
-            )?;
+            let t = best(rounds, || ours(dir.path(), &template, quality, true), |d| d.as_nanos())?;
             (t, ours_child(dir.path(), height)?)
         };
         let repeat = best(rounds, || ours(dir.path(), &template, quality, false), |d| d.as_nanos())?;
@@ -339,10 +311,7 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
             );
         }
     }
-    println!(
-        "bars: time ≤ {RATIO_BAR}× the CLI's; {}",
-        if failed { "some FAILED" } else { "all PASS" }
-    );
+    println!("bars: time ≤ {RATIO_BAR}× the CLI's; {}", if failed { "some FAILED" } else { "all PASS" });
     Ok(())
 }
 

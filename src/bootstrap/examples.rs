@@ -69,7 +69,11 @@ pub fn template_id(stem: &str) -> String {
 /// Imports the examples that are not in the store yet as public templates under their
 /// stable ids, a few at once (each renders its preview); returns the stems now present.
 /// An example that fails is logged and left for the next start.
-pub async fn import_missing(store: &Store, blobs: &Blobs, time_limit: std::time::Duration) -> anyhow::Result<Vec<&'static str>> {
+pub async fn import_missing(
+    store: &Store,
+    blobs: &Blobs,
+    time_limit: std::time::Duration,
+) -> anyhow::Result<Vec<&'static str>> {
     let mut present = Vec::new();
     let mut missing = Vec::new();
     for example in EXAMPLES {
@@ -161,7 +165,9 @@ mod tests {
             while let Some(at) = rest.find("\"file\"") {
                 rest = &rest[at + 6..];
                 let name = rest.split('"').nth(1).unwrap();
-                let name = name.strip_prefix("media/").unwrap_or_else(|| panic!("{}: {name} is not under media/", example.stem));
+                let name = name
+                    .strip_prefix("media/")
+                    .unwrap_or_else(|| panic!("{}: {name} is not under media/", example.stem));
                 assert!(MEDIA.iter().any(|(m, _)| *m == name), "{}: media/{name} is not built in", example.stem);
             }
         }

@@ -60,10 +60,22 @@ impl Tracker {
     }
 
     /// Records a created job; `done` fires when all its videos ended.
-    fn created(self: &Arc<Self>, job: &Value, sent: Instant, creation: Duration, template: &str, quality: &str, done: oneshot::Sender<()>) {
+    fn created(
+        self: &Arc<Self>,
+        job: &Value,
+        sent: Instant,
+        creation: Duration,
+        template: &str,
+        quality: &str,
+        done: oneshot::Sender<()>,
+    ) {
         let id = job["id"].as_str().unwrap_or_default().to_string();
-        let videos: Vec<String> =
-            job["videos"].as_array().into_iter().flatten().filter_map(|v| v["id"].as_str().map(str::to_string)).collect();
+        let videos: Vec<String> = job["videos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v["id"].as_str().map(str::to_string))
+            .collect();
         let mut state = self.state.lock().expect("tracker lock");
         let creation_at = Creation { sent: self.secs(sent), ms: creation.as_secs_f64() * 1000.0 };
         state.observations.creations.push(creation_at);
@@ -71,7 +83,8 @@ impl Tracker {
         for v in &videos {
             state.job_of.insert(v.clone(), id.clone());
         }
-        let open = OpenJob { sent, creation, template: template.into(), quality: quality.into(), ended, done: Some(done) };
+        let open =
+            OpenJob { sent, creation, template: template.into(), quality: quality.into(), ended, done: Some(done) };
         state.open.insert(id.clone(), open);
         drop(state);
         self.check_done(&id, None);
@@ -80,7 +93,12 @@ impl Tracker {
     fn refused(&self, sent: Instant, refused: Refused) {
         let mut state = self.state.lock().expect("tracker lock");
         let at = self.secs(sent);
-        state.observations.failures.push(Failure { at, stage: "create".into(), key: refused.key, message: refused.message });
+        state.observations.failures.push(Failure {
+            at,
+            stage: "create".into(),
+            key: refused.key,
+            message: refused.message,
+        });
     }
 
     /// A callback (or a poll) saw video `render` end at `at`.
@@ -208,7 +226,12 @@ fn parse_ms(s: &str) -> Option<i64> {
 
 /// Runs `plan` against `api` and returns what was observed. `progress` shows the live
 /// counts.
-pub async fn drive(plan: &Plan, api: Api, listen: std::net::SocketAddr, drain_timeout: Duration) -> anyhow::Result<Observations> {
+pub async fn drive(
+    plan: &Plan,
+    api: Api,
+    listen: std::net::SocketAddr,
+    drain_timeout: Duration,
+) -> anyhow::Result<Observations> {
     let tracker = Arc::new(Tracker { started: Instant::now(), api: api.clone(), state: Mutex::new(State::default()) });
     let stop_watching = CancellationToken::new();
 
@@ -325,7 +348,12 @@ async fn send(plan: &Plan, tracker: &Arc<Tracker>, callback: Option<&str>, patie
 }
 
 /// Creates job `n`; returns what fires when its videos ended, or None if it was refused.
-async fn send_one(plan: &Plan, tracker: &Arc<Tracker>, callback: Option<&str>, n: u64) -> Option<oneshot::Receiver<()>> {
+async fn send_one(
+    plan: &Plan,
+    tracker: &Arc<Tracker>,
+    callback: Option<&str>,
+    n: u64,
+) -> Option<oneshot::Receiver<()>> {
     let body = plan.job_body(n, callback);
     let (template, quality) = plan.mix(n);
     tracker.state.lock().expect("tracker lock").observations.jobs_sent += 1;
@@ -344,9 +372,13 @@ async fn send_one(plan: &Plan, tracker: &Arc<Tracker>, callback: Option<&str>, n
 }
 
 /// Serves `POST /callback` on `listen`; returns the address to give the deployment.
-fn listen_for_callbacks(tracker: Arc<Tracker>, listen: std::net::SocketAddr) -> anyhow::Result<(String, actix_web::dev::ServerHandle)> {
+fn listen_for_callbacks(
+    tracker: Arc<Tracker>,
+    listen: std::net::SocketAddr,
+) -> anyhow::Result<(String, actix_web::dev::ServerHandle)> {
     use anyhow::Context;
-    let listener = std::net::TcpListener::bind(listen).with_context(|| format!("binding the callback listener on {listen}"))?;
+    let listener =
+        std::net::TcpListener::bind(listen).with_context(|| format!("binding the callback listener on {listen}"))?;
     let address = listener.local_addr()?;
     let data = web::Data::from(tracker);
     let server = HttpServer::new(move || {

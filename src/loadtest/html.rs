@@ -62,9 +62,21 @@ pub fn page(report: &Report) -> anyhow::Result<String> {
     let creation: Vec<f64> = report.creations.iter().map(|c| c.ms).collect();
     plots.push(histogram("Job creation latency", "milliseconds", &creation)?);
     let seconds = |ms: f64| ms / 1000.0;
-    plots.push(histogram("End-to-end time", "seconds", &succeeded().map(|v| seconds(v.end_to_end_ms)).collect::<Vec<_>>())?);
-    plots.push(histogram("Render time", "seconds", &succeeded().filter_map(|v| v.render_ms.map(seconds)).collect::<Vec<_>>())?);
-    plots.push(histogram("Queue wait", "seconds", &succeeded().filter_map(|v| v.queue_wait_ms.map(seconds)).collect::<Vec<_>>())?);
+    plots.push(histogram(
+        "End-to-end time",
+        "seconds",
+        &succeeded().map(|v| seconds(v.end_to_end_ms)).collect::<Vec<_>>(),
+    )?);
+    plots.push(histogram(
+        "Render time",
+        "seconds",
+        &succeeded().filter_map(|v| v.render_ms.map(seconds)).collect::<Vec<_>>(),
+    )?);
+    plots.push(histogram(
+        "Queue wait",
+        "seconds",
+        &succeeded().filter_map(|v| v.queue_wait_ms.map(seconds)).collect::<Vec<_>>(),
+    )?);
 
     let c = &report.counts;
     let mut rows = vec![
@@ -121,8 +133,11 @@ pub fn page(report: &Report) -> anyhow::Result<String> {
     let failures: String = if report.failures_by_key.is_empty() {
         "<p>None.</p>".into()
     } else {
-        let rows: String =
-            report.failures_by_key.iter().map(|(k, n)| format!("<tr><td>{}</td><td>{n}</td></tr>\n", escape(k))).collect();
+        let rows: String = report
+            .failures_by_key
+            .iter()
+            .map(|(k, n)| format!("<tr><td>{}</td><td>{n}</td></tr>\n", escape(k)))
+            .collect();
         let examples: String = report
             .failures
             .iter()

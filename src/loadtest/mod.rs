@@ -41,7 +41,8 @@ pub async fn run(args: LoadtestArgs) -> anyhow::Result<()> {
     let report = Report::new(&plan, started_at, observed, Credits { before, after, used: before - after });
 
     let json = args.out.join("report.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(&report)?).with_context(|| format!("writing {}", json.display()))?;
+    std::fs::write(&json, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("writing {}", json.display()))?;
     let html = args.out.join("report.html");
     std::fs::write(&html, html::page(&report)?).with_context(|| format!("writing {}", html.display()))?;
     report.print();

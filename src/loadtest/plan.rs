@@ -101,7 +101,9 @@ impl Plan {
             (Some(_), Some(_)) => bail!("give a concurrency or a rate, not both"),
             (Some(0), _) => bail!("concurrency must be at least 1"),
             (Some(n), None) => Pace::Concurrency(n),
-            (None, Some(r)) if !(r > 0.0 && r.is_finite()) => bail!("rate must be a positive number of jobs per second"),
+            (None, Some(r)) if !(r > 0.0 && r.is_finite()) => {
+                bail!("rate must be a positive number of jobs per second")
+            }
             (None, Some(r)) => Pace::Rate(r),
             (None, None) => Pace::Concurrency(4),
         };
@@ -184,11 +186,8 @@ impl Plan {
         let values: Vec<Value> = (0..self.videos_per_job)
             .map(|i| {
                 let number = n * u64::from(self.videos_per_job) + u64::from(i);
-                let variables: Map<String, Value> = template
-                    .values
-                    .iter()
-                    .map(|(id, v)| (id.clone(), numbered(v, number)))
-                    .collect();
+                let variables: Map<String, Value> =
+                    template.values.iter().map(|(id, v)| (id.clone(), numbered(v, number))).collect();
                 json!({ "external_id": format!("loadtest-{number}"), "template_variables": variables })
             })
             .collect();
@@ -279,11 +278,29 @@ id = "b"
         let mix: Vec<_> = (0..8).map(|n| p.mix(n).0.id.as_str()).collect();
         assert_eq!(mix, ["a", "a", "a", "b", "a", "a", "a", "b"], "weights 3:1");
         let body = p.job_body(2, Some("http://127.0.0.1:1/cb"));
-        assert_eq!(body["values"][0]["template_variables"], json!({"v": "Title 2", "rich": {"type": "rich-text", "value": "<b>2</b>"}}));
+        assert_eq!(
+            body["values"][0]["template_variables"],
+            json!({"v": "Title 2", "rich": {"type": "rich-text", "value": "<b>2</b>"}})
+        );
         assert_eq!(body["options"]["quality"], "720p");
         assert_eq!(body["notifications"][0]["payload"]["url"], "http://127.0.0.1:1/cb");
 
-        let p = plan(&["--scenario", path, "--concurrency", "3", "--jobs", "10", "--template", "c*2", "--quality", "480p", "--quality", "1080p", "--poll"]).unwrap();
+        let p = plan(&[
+            "--scenario",
+            path,
+            "--concurrency",
+            "3",
+            "--jobs",
+            "10",
+            "--template",
+            "c*2",
+            "--quality",
+            "480p",
+            "--quality",
+            "1080p",
+            "--poll",
+        ])
+        .unwrap();
         assert_eq!((p.pace, p.stop, p.callbacks), (Pace::Concurrency(3), Stop::Jobs(10), false));
         let mix: Vec<_> = (0..4).map(|n| p.mix(n).1).collect();
         assert_eq!(mix, ["480p", "480p", "1080p", "1080p"], "qualities in turn over the template cycle");

@@ -206,7 +206,13 @@ impl Report {
         let c = &self.counts;
         println!(
             "loadtest: {} jobs sent, {} created, {} refused; videos {} succeeded, {} failed, {} unfinished in {:.1} s",
-            c.jobs_sent, c.jobs_created, c.jobs_refused, c.videos_succeeded, c.videos_failed, c.videos_unfinished, self.elapsed_seconds
+            c.jobs_sent,
+            c.jobs_created,
+            c.jobs_refused,
+            c.videos_succeeded,
+            c.videos_failed,
+            c.videos_unfinished,
+            self.elapsed_seconds
         );
         println!("  renders/min sustained  {:.1}", self.renders_per_minute);
         for (name, p) in [
@@ -224,7 +230,12 @@ impl Report {
             for m in &self.by_template_and_quality {
                 println!(
                     "  {} {:<5} {} ok, {} failed, render p50 {:.1} ms, end to end p50 {:.1} ms",
-                    m.template, m.quality, m.videos_succeeded, m.videos_failed, m.render_time_ms.p50, m.end_to_end_ms.p50
+                    m.template,
+                    m.quality,
+                    m.videos_succeeded,
+                    m.videos_failed,
+                    m.render_time_ms.p50,
+                    m.end_to_end_ms.p50
                 );
             }
         }

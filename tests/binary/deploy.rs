@@ -32,7 +32,11 @@ fn accepted() -> BTreeSet<String> {
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
-        if path.is_dir() { files_under(&path, out) } else { out.push(path) }
+        if path.is_dir() {
+            files_under(&path, out)
+        } else {
+            out.push(path)
+        }
     }
 }
 
@@ -42,7 +46,8 @@ fn variables_in(text: &str) -> BTreeSet<String> {
     let mut rest = text;
     while let Some(at) = rest.find(ENV_PREFIX) {
         let tail = &rest[at..];
-        let end = tail.find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')).unwrap_or(tail.len());
+        let end =
+            tail.find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')).unwrap_or(tail.len());
         let name = tail[..end].trim_end_matches('_');
         if name.len() > ENV_PREFIX.len() {
             found.insert(name.to_string());
@@ -82,7 +87,11 @@ fn env_file(path: &Path) -> (BTreeMap<String, String>, BTreeSet<String>) {
                 mentioned.insert(key.to_string());
             }
         } else if let Some((key, value)) = line.split_once('=') {
-            assert!(set.insert(key.to_string(), value.to_string()).is_none(), "{key} is set twice in {}", path.display());
+            assert!(
+                set.insert(key.to_string(), value.to_string()).is_none(),
+                "{key} is set twice in {}",
+                path.display()
+            );
         }
     }
     (set, mentioned)
@@ -112,8 +121,7 @@ fn assert_distributed(env: &BTreeMap<String, String>, what: &str) {
 fn compose_env_file_lists_every_key_and_is_a_valid_distributed_configuration() {
     let path = root().join("deploy/.env.example");
     let (set, mentioned) = env_file(&path);
-    let missing: Vec<String> =
-        keys().into_iter().filter(|n| !set.contains_key(n) && !mentioned.contains(n)).collect();
+    let missing: Vec<String> = keys().into_iter().filter(|n| !set.contains_key(n) && !mentioned.contains(n)).collect();
     assert!(missing.is_empty(), "deploy/.env.example must list every key (set or commented out): {missing:?}");
     // The example's key is a placeholder the binary refuses; with a generated key (the
     // one-liner of the README) it is a valid distributed configuration.
@@ -175,7 +183,8 @@ fn readme_deploy_instructions_name_files_that_exist() {
         let end = tail.find(|c: char| c.is_whitespace() || "`)]".contains(c)).unwrap_or(tail.len());
         named.insert(tail[..end].trim_end_matches(['.', ',', ':']).to_string());
     }
-    let docs: BTreeSet<String> = named.iter().filter(|p| p.starts_with("deploy/") || p.starts_with("docs/")).cloned().collect();
+    let docs: BTreeSet<String> =
+        named.iter().filter(|p| p.starts_with("deploy/") || p.starts_with("docs/")).cloned().collect();
     assert!(docs.contains("deploy/compose.yaml"), "README names the compose file: {named:?}");
     // deploy/.env is the file the README has the reader make (git-ignored).
     for path in docs.iter().filter(|p| *p != "deploy/.env") {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use reelfarm::bootstrap::examples::{template_id, EXAMPLES};
 use serde_json::Value;
 
-use super::shutdown::{json_of, request};
+use super::deployment::{json_of, request};
 use super::{admin, free_port, get, Server};
 
 /// `serve all` with the first-run set-up at its default (`auto`: on, as the store is the
@@ -173,8 +173,11 @@ fn without_bootstrap_a_first_run_creates_nothing_and_a_bad_setting_is_named() {
     assert_eq!(count, 0, "no examples");
     stop(server);
 
-    let out =
-        super::reelfarm(dir.path(), free_port()).env("REELFARM_BOOTSTRAP", "sometimes").args(["serve", "all"]).output().unwrap();
+    let out = super::reelfarm(dir.path(), free_port())
+        .env("REELFARM_BOOTSTRAP", "sometimes")
+        .args(["serve", "all"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("REELFARM_BOOTSTRAP") && stderr.contains("`auto`, `on` or `off`"), "{stderr}");

@@ -5,6 +5,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod deploy;
+mod deployment;
+mod faults;
 mod first_run;
 mod loadtest;
 mod shutdown;
@@ -50,16 +52,7 @@ fn stdout_of(out: Output) -> String {
 
 /// Blocking GET over a raw TCP connection; returns (status, body).
 fn get(base: &str, path: &str, token: Option<&str>) -> (u16, String) {
-    use std::io::{Read, Write};
-    let addr = base.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    (status, body)
+    deployment::request(base, "GET", path, token, None, b"")
 }
 
 fn start(data_dir: &std::path::Path) -> Server {

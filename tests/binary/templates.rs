@@ -20,7 +20,18 @@ pub(super) fn write_template(dir: &std::path::Path, family: &str) -> std::path::
     std::fs::create_dir_all(dir.join("media")).unwrap();
     let png = dir.join("media/dot.png");
     let made = std::process::Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=orange:s=64x64", "-frames:v", "1"])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=orange:s=64x64",
+            "-frames:v",
+            "1",
+        ])
         .arg(&png)
         .status()
         .expect("ffmpeg is installed (scripts/setup)");

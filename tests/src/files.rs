@@ -106,7 +106,8 @@ async fn answer(req: HttpRequest, body: web::Bytes, shared: web::Data<Mutex<Shar
         .iter()
         .map(|(name, value)| (name.as_str().to_string(), value.to_str().unwrap_or_default().to_string()))
         .collect();
-    let received = Received { method: req.method().to_string(), headers, body: body.to_vec(), at: std::time::Instant::now() };
+    let received =
+        Received { method: req.method().to_string(), headers, body: body.to_vec(), at: std::time::Instant::now() };
     let mut shared = shared.lock().unwrap();
     let list = shared.received.entry(path.clone()).or_default();
     list.push(received);

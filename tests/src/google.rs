@@ -290,7 +290,9 @@ fn open(state: &mut State, base: &str, path: &str, kind: Kind, metadata: Value, 
     state.counts.sessions_opened += 1;
     let id = state.id("upload");
     let (content_type, total) = upload;
-    state.sessions.insert(id.clone(), Session { kind, metadata, content_type, total, received: Vec::new(), done: None });
+    state
+        .sessions
+        .insert(id.clone(), Session { kind, metadata, content_type, total, received: Vec::new(), done: None });
     HttpResponse::Ok().insert_header(("location", format!("{base}{path}?uploadType=resumable&upload_id={id}"))).finish()
 }
 
@@ -301,7 +303,13 @@ struct OpenQuery {
     part: Option<String>,
 }
 
-async fn open_video(req: HttpRequest, query: web::Query<OpenQuery>, body: web::Bytes, state: Shared, base: web::Data<String>) -> HttpResponse {
+async fn open_video(
+    req: HttpRequest,
+    query: web::Query<OpenQuery>,
+    body: web::Bytes,
+    state: Shared,
+    base: web::Data<String>,
+) -> HttpResponse {
     let mut state = state.lock().unwrap();
     if let Some(res) = unauthorized(&req, &state, true) {
         return res;
@@ -338,7 +346,13 @@ async fn open_video(req: HttpRequest, query: web::Query<OpenQuery>, body: web::B
     open(&mut state, &base, "/upload/youtube/v3/videos", Kind::Video, metadata, upload)
 }
 
-async fn open_file(req: HttpRequest, query: web::Query<OpenQuery>, body: web::Bytes, state: Shared, base: web::Data<String>) -> HttpResponse {
+async fn open_file(
+    req: HttpRequest,
+    query: web::Query<OpenQuery>,
+    body: web::Bytes,
+    state: Shared,
+    base: web::Data<String>,
+) -> HttpResponse {
     let mut state = state.lock().unwrap();
     if let Some(res) = unauthorized(&req, &state, true) {
         return res;
@@ -409,7 +423,12 @@ fn resource(upload: &Upload) -> HttpResponse {
     }
 }
 
-async fn session_put(req: HttpRequest, query: web::Query<SessionQuery>, body: web::Bytes, state: Shared) -> HttpResponse {
+async fn session_put(
+    req: HttpRequest,
+    query: web::Query<SessionQuery>,
+    body: web::Bytes,
+    state: Shared,
+) -> HttpResponse {
     let mut guard = state.lock().unwrap();
     let state = &mut *guard;
     if !body.is_empty() {
@@ -505,10 +524,18 @@ async fn playlist_insert(req: HttpRequest, body: web::Bytes, state: Shared) -> H
     let kind = item.pointer("/snippet/resourceId/kind").and_then(Value::as_str);
     let video = item.pointer("/snippet/resourceId/videoId").and_then(Value::as_str).unwrap_or_default().to_string();
     if playlist != PLAYLIST_ID {
-        return google_error(404, "playlistNotFound", "The playlist identified with the request's playlistId parameter cannot be found.");
+        return google_error(
+            404,
+            "playlistNotFound",
+            "The playlist identified with the request's playlistId parameter cannot be found.",
+        );
     }
     if kind != Some("youtube#video") || !state.uploads.iter().any(|u| u.kind == Kind::Video && u.id == video) {
-        return google_error(404, "videoNotFound", "The video that you are trying to add to the playlist cannot be found.");
+        return google_error(
+            404,
+            "videoNotFound",
+            "The video that you are trying to add to the playlist cannot be found.",
+        );
     }
     state.counts.playlist_inserts += 1;
     state.playlist_items.push((playlist.clone(), video.clone()));

@@ -34,7 +34,9 @@ impl FakeGoogleTts {
     pub async fn start() -> FakeGoogleTts {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let server = Loopback::start(shared.clone(), |routes| {
-            routes.route("/v1/text:synthesize", web::post().to(synthesize)).default_service(web::to(HttpResponse::NotFound));
+            routes
+                .route("/v1/text:synthesize", web::post().to(synthesize))
+                .default_service(web::to(HttpResponse::NotFound));
         });
         FakeGoogleTts { address: server.address.clone(), shared, _server: server }
     }

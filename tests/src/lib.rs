@@ -4,18 +4,18 @@
 //! own database, queue namespace, cache namespace and bucket prefix.
 
 pub mod files;
-pub mod loopback;
 pub mod google;
 pub mod google_tts;
+pub mod loopback;
 pub mod media;
 pub mod polly;
 pub mod smtp;
 
 use std::time::Duration;
 
+use reelfarm::admin::template::{import, ImportOptions};
 pub use reelfarm::cli::Role;
 use reelfarm::serve::Service;
-use reelfarm::admin::template::{import, ImportOptions};
 use reelfarm_shared::store::{TemplateRecord, User};
 use reelfarm_shared::Config;
 use serde_json::Value;
@@ -147,7 +147,13 @@ impl TestApp {
 
     /// A new user `name` with `credits` and a token, owning `template` (a template document
     /// whose files are in `dir`), imported as `reelfarm admin template import` does.
-    pub async fn maker(&self, name: &str, credits: i64, dir: &std::path::Path, template: &Value) -> (String, TemplateRecord) {
+    pub async fn maker(
+        &self,
+        name: &str,
+        credits: i64,
+        dir: &std::path::Path,
+        template: &Value,
+    ) -> (String, TemplateRecord) {
         let file = dir.join("template.json");
         std::fs::write(&file, serde_json::to_vec_pretty(template).unwrap()).unwrap();
         let user = self.create_user(name, None, credits).await;
@@ -172,13 +178,20 @@ impl TestApp {
 
     /// Imports a template file as `reelfarm admin template import` does.
     pub async fn import_template(&self, file: &std::path::Path, owner: Option<&User>, public: bool) -> TemplateRecord {
-        let options = ImportOptions { owner: owner.map(|u| u.name.clone()), public, time_limit: Duration::from_secs(120) };
+        let options =
+            ImportOptions { owner: owner.map(|u| u.name.clone()), public, time_limit: Duration::from_secs(120) };
         let backends = &self.service.backends;
         import(&backends.store, &backends.blobs, file, &options).await.unwrap_or_else(|e| panic!("import: {e:#}"))
     }
 
     /// POSTs `body` as JSON, with extra headers.
-    pub async fn post_json(&self, path: &str, token: &str, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+    pub async fn post_json(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
         let mut req = self.client.post(self.url(path)).bearer_auth(token).json(body);
         for (name, value) in headers {
             req = req.header(*name, *value);
@@ -200,7 +213,13 @@ impl TestApp {
     }
 
     /// Adds an object and uploads `file` to its signed address; returns the PUT's record.
-    pub async fn upload(&self, token: &str, library_id: Option<&str>, file: &std::path::Path, content_type: &str) -> Value {
+    pub async fn upload(
+        &self,
+        token: &str,
+        library_id: Option<&str>,
+        file: &std::path::Path,
+        content_type: &str,
+    ) -> Value {
         let filename = file.file_name().unwrap().to_str().unwrap();
         let mut form = vec![("filename", filename)];
         if let Some(id) = library_id {

@@ -21,7 +21,14 @@ pub fn ffmpeg(args: &[&str], out: &Path) {
 pub fn png_with_alpha(dir: &Path) -> PathBuf {
     let out = dir.join("alpha.png");
     ffmpeg(
-        &["-f", "lavfi", "-i", "color=c=red:s=640x480,format=rgba,geq=r='r(X,Y)':a='if(lt(X,320),0,255)'", "-frames:v", "1"],
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=red:s=640x480,format=rgba,geq=r='r(X,Y)':a='if(lt(X,320),0,255)'",
+            "-frames:v",
+            "1",
+        ],
         &out,
     );
     out
@@ -39,9 +46,23 @@ pub fn mp4_with_audio(dir: &Path) -> PathBuf {
     let out = dir.join("clip.mp4");
     ffmpeg(
         &[
-            "-f", "lavfi", "-i", "testsrc2=s=1280x720:r=25:d=2",
-            "-f", "lavfi", "-i", "sine=f=440:d=2",
-            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=1280x720:r=25:d=2",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=440:d=2",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-shortest",
         ],
         &out,
     );

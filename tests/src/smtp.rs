@@ -106,7 +106,12 @@ impl ReceivedMail {
         let data = value["data"].as_str().expect("data");
         ReceivedMail {
             mail_from: value["mail_from"].as_str().expect("mail_from").to_string(),
-            rcpt_tos: value["rcpt_tos"].as_array().expect("rcpt_tos").iter().map(|r| r.as_str().unwrap().to_string()).collect(),
+            rcpt_tos: value["rcpt_tos"]
+                .as_array()
+                .expect("rcpt_tos")
+                .iter()
+                .map(|r| r.as_str().unwrap().to_string())
+                .collect(),
             raw: base64::engine::general_purpose::STANDARD.decode(data).expect("base64"),
         }
     }

@@ -122,7 +122,11 @@ async fn library_assets_are_paginated_newest_first(mode: Mode) {
     let mut ids = Vec::new();
     for i in 0..5 {
         let name = format!("f{i}.png");
-        let added = json(app.post_form("/api2/v1/objects", &token, &[("filename", &name), ("library_id", library_id)]).await, 200).await;
+        let added = json(
+            app.post_form("/api2/v1/objects", &token, &[("filename", &name), ("library_id", library_id)]).await,
+            200,
+        )
+        .await;
         ids.push(added["data"]["id"].as_str().unwrap().to_string());
     }
     let path = format!("/api2/v1/libraries/{library_id}/assets");
@@ -163,17 +167,21 @@ async fn other_users_cannot_see_or_change_a_library(mode: Mode) {
     let res = app.post_form("/api2/v1/objects", &other, &[("filename", "y.png"), ("library_id", library_id)]).await;
     let body = error(res, 404, "error.not_found").await;
     assert_eq!(body["errors"][0]["field"], "library_id", "the field naming the library is named");
-    let res = app.client.delete(app.url(&format!("/api2/v1/objects/{object}"))).bearer_auth(&other).send().await.unwrap();
+    let res =
+        app.client.delete(app.url(&format!("/api2/v1/objects/{object}"))).bearer_auth(&other).send().await.unwrap();
     error(res, 404, "error.not_found").await;
     json(app.get(&format!("/api2/v1/objects/{object}"), &owner).await, 200).await;
 
     // Public libraries are visible to all and writable by none.
     use reelfarm_shared::store::{LibraryKind, LibraryOwner};
-    let public = app.service.backends.store.create_library("Shared", LibraryKind::Public, LibraryOwner::Operator).await.unwrap();
+    let public =
+        app.service.backends.store.create_library("Shared", LibraryKind::Public, LibraryOwner::Operator).await.unwrap();
     json(app.get(&format!("/api2/v1/libraries/{}/assets", public.id), &other).await, 200).await;
     let res = app.post_form("/api2/v1/objects", &other, &[("filename", "z.png"), ("library_id", &public.id)]).await;
     error(res, 403, "error.forbidden").await;
-    let body = error(app.post_form("/api2/v1/objects", &owner, &[("filename", " ")]).await, 400, "error.validation_failed").await;
+    let body =
+        error(app.post_form("/api2/v1/objects", &owner, &[("filename", " ")]).await, 400, "error.validation_failed")
+            .await;
     assert_eq!(body["errors"][0]["field"], "filename");
     app.stop().await;
 }
@@ -184,7 +192,18 @@ async fn a_video_above_the_configured_frame_cap_ends_failed(mode: Mode) {
     let dir = tempfile::tempdir().unwrap();
     let clip = dir.path().join("clip.mp4");
     media::ffmpeg(
-        &["-f", "lavfi", "-i", "testsrc2=s=640x480:r=25:d=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"],
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=640x480:r=25:d=1",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+        ],
         &clip,
     );
     let asset = app.upload(&token, None, &clip, "video/mp4").await;

@@ -54,7 +54,11 @@ fn email(to: &[&str], subject: Option<&str>, message: Option<&str>, logo: Option
     }
 }
 
-async fn attempt(channel: &EmailChannel, notification: &Notification, render: &RenderFacts) -> Result<Delivered, Failed> {
+async fn attempt(
+    channel: &EmailChannel,
+    notification: &Notification,
+    render: &RenderFacts,
+) -> Result<Delivered, Failed> {
     let attempt = Attempt { delivery_id: "d-0001", number: 1, notification, render, state: None, body: None };
     channel.attempt(&attempt).await
 }
@@ -152,8 +156,12 @@ async fn failed_render_gets_a_short_notice_without_link() {
         video_key: None,
         ..finished("Spring promo")
     };
-    let notification =
-        email(&["ann@example.com"], Some("Your promo!"), Some("Enjoy the video"), Some("https://cdn.example.com/logo.png"));
+    let notification = email(
+        &["ann@example.com"],
+        Some("Your promo!"),
+        Some("Enjoy the video"),
+        Some("https://cdn.example.com/logo.png"),
+    );
 
     let delivered = attempt(&channel, &notification, &failed).await.unwrap();
     assert_eq!(delivered.status_code, Some(250));

@@ -166,7 +166,8 @@ async fn rate_limit_answers_429_with_retry_after(mode: Mode) {
 }
 
 async fn client_addresses_are_limited_on_files_uploads_and_failed_authentication(mode: Mode) {
-    let app = TestApp::spawn_with(mode, &[("REELFARM_IP_RATE_LIMIT", "1"), ("REELFARM_IP_RATE_LIMIT_BURST", "3")]).await;
+    let app =
+        TestApp::spawn_with(mode, &[("REELFARM_IP_RATE_LIMIT", "1"), ("REELFARM_IP_RATE_LIMIT_BURST", "3")]).await;
     let (_, token) = app.user_with_token("ann").await;
     for _ in 0..3 {
         error(app.client.get(app.url("/files/nothing/here")).send().await.unwrap(), 404, "error.not_found").await;
@@ -227,7 +228,11 @@ async fn with_an_operations_port_readiness_and_metrics_leave_the_api_port(mode: 
     json(app.client.get(app.url("/healthz")).send().await.unwrap(), 200).await;
     for path in ["/readyz", "/metrics"] {
         error(app.client.get(app.url(path)).send().await.unwrap(), 404, "error.not_found").await;
-        assert_eq!(app.client.get(format!("{ops}{path}")).send().await.unwrap().status(), 200, "{path} on the ops port");
+        assert_eq!(
+            app.client.get(format!("{ops}{path}")).send().await.unwrap().status(),
+            200,
+            "{path} on the ops port"
+        );
     }
     let doc = json(app.client.get(app.url("/openapi.json")).send().await.unwrap(), 200).await;
     assert!(doc["paths"].get("/metrics").is_none(), "not documented where not served");

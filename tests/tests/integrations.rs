@@ -174,7 +174,11 @@ async fn invalid_links_are_refused_naming_every_field(mode: Mode) {
     let body = error(put(&app, &token, "youtube", &json!({})).await, 400, "error.validation_failed").await;
     assert_eq!(
         fields(&body),
-        owned(&[("client_id", "error.required"), ("client_secret", "error.required"), ("refresh_token", "error.required")])
+        owned(&[
+            ("client_id", "error.required"),
+            ("client_secret", "error.required"),
+            ("refresh_token", "error.required")
+        ])
     );
 
     let secret = account("bad");
@@ -229,6 +233,9 @@ async fn another_user_cannot_see_or_unlink_the_account(mode: Mode) {
     // Bob linking his own account leaves Ann's alone.
     let his = account("bob");
     json(put(&app, &bob_token, "youtube", &body_of(&his)).await, 200).await;
-    assert_eq!(json(app.get(&format!("{PATH}/youtube"), &ann_token).await, 200).await["client_id"], youtube.client_id.as_str());
+    assert_eq!(
+        json(app.get(&format!("{PATH}/youtube"), &ann_token).await, 200).await["client_id"],
+        youtube.client_id.as_str()
+    );
     app.stop().await;
 }

@@ -124,29 +124,38 @@ async fn a_job_renders_every_value_with_urls_assets_placeholders_and_rich_text(m
     let red = w.files.file("/red.png", "image/png", std::fs::read(png(w.dir.path(), "red.png", "0xff0000")).unwrap());
     let blue = png(w.dir.path(), "blue.png", "0x0000ff");
     let asset = w.app.upload(&w.token, None, &blue, "image/png").await;
-    let asset_id = w.app.wait_for_asset(&w.token, asset["id"].as_str().unwrap()).await["metadata"]["id"].as_str().unwrap().to_string();
+    let asset_id = w.app.wait_for_asset(&w.token, asset["id"].as_str().unwrap()).await["metadata"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
-    let body = w.job("480p", json!([
-        {
-            "external_id": "first",
-            "title": "First",
-            "metadata": {"crm": 7},
-            "template_variables": {
-                URL_PHOTO: red,
-                ASSET_PHOTO: asset_id,
-                NULL_PHOTO: null,
-                HEADLINE: {"type": "rich-text", "value": "<b>Hello</b> <color value=\"yellow\">world</color>"}
-            }
-        },
-        { "external_id": "second", "template_variables": { HEADLINE: "Plain & simple" } }
-    ]));
+    let body = w.job(
+        "480p",
+        json!([
+            {
+                "external_id": "first",
+                "title": "First",
+                "metadata": {"crm": 7},
+                "template_variables": {
+                    URL_PHOTO: red,
+                    ASSET_PHOTO: asset_id,
+                    NULL_PHOTO: null,
+                    HEADLINE: {"type": "rich-text", "value": "<b>Hello</b> <color value=\"yellow\">world</color>"}
+                }
+            },
+            { "external_id": "second", "template_variables": { HEADLINE: "Plain & simple" } }
+        ]),
+    );
     let created = json(w.post_job(&body).await, 200).await;
     assert_eq!(created["template_id"], w.template.id.as_str());
     assert_eq!(created["status"], "started");
     let videos = created["videos"].as_array().unwrap();
     assert_eq!(videos.len(), 2);
     assert_eq!((videos[0]["external_id"].as_str(), videos[1]["external_id"].as_str()), (Some("first"), Some("second")));
-    assert_eq!((videos[0]["status"].as_str(), videos[0]["url"].as_str(), videos[0]["error"].as_str()), (Some("pending"), Some(""), Some("")));
+    assert_eq!(
+        (videos[0]["status"].as_str(), videos[0]["url"].as_str(), videos[0]["error"].as_str()),
+        (Some("pending"), Some(""), Some(""))
+    );
     assert!(videos[0]["created_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{created}");
     assert_eq!((&videos[0]["started_at"], &videos[0]["finished_at"]), (&Value::Null, &Value::Null));
     assert_eq!(w.credits().await, 8, "one credit per video");
@@ -158,7 +167,8 @@ async fn a_job_renders_every_value_with_urls_assets_placeholders_and_rich_text(m
         assert_eq!(video["external_id"], external_id);
         assert_eq!(video["progress"], 100);
         // RFC 3339 in UTC with milliseconds: ordered as strings.
-        let times = ["created_at", "started_at", "finished_at"].map(|t| video[t].as_str().unwrap_or_else(|| panic!("{t}: {video}")));
+        let times = ["created_at", "started_at", "finished_at"]
+            .map(|t| video[t].as_str().unwrap_or_else(|| panic!("{t}: {video}")));
         assert!(times[0] <= times[1] && times[1] <= times[2], "{times:?}");
         let probe = probe_url(video["url"].as_str().unwrap(), w.dir.path()).await;
         assert_eq!((probe.width, probe.height), (Some(640), Some(480)), "480p of a 4:3 canvas");
@@ -215,7 +225,9 @@ async fn concurrent_jobs_never_spend_more_credits_than_there_are(mode: Mode) {
     assert_eq!(w.credits().await, 0);
     let jobs = json(w.app.get("/generator/v1/jobs?limit=500", &w.token).await, 200).await;
     assert_eq!(jobs.as_array().unwrap().len(), 20, "only accepted jobs exist");
-    let of_template = json(w.app.get(&format!("/generator/v1/templates/{}/jobs?limit=5&page=2", w.template.id), &w.token).await, 200).await;
+    let of_template =
+        json(w.app.get(&format!("/generator/v1/templates/{}/jobs?limit=5&page=2", w.template.id), &w.token).await, 200)
+            .await;
     assert_eq!(of_template.as_array().unwrap().len(), 5);
     w.app.stop().await;
 }
@@ -223,10 +235,13 @@ async fn concurrent_jobs_never_spend_more_credits_than_there_are(mode: Mode) {
 async fn a_failing_address_fails_its_video_and_refunds_the_credit(mode: Mode) {
     let w = world(mode, 3).await;
     let missing = w.files.status("/gone.png", 404);
-    let body = w.job("default", json!([
-        { "external_id": "bad", "template_variables": { URL_PHOTO: missing } },
-        { "external_id": "good" }
-    ]));
+    let body = w.job(
+        "default",
+        json!([
+            { "external_id": "bad", "template_variables": { URL_PHOTO: missing } },
+            { "external_id": "good" }
+        ]),
+    );
     let created = json(w.post_job(&body).await, 200).await;
     let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "finished", "a job finishes when every video ended: {job}");
@@ -243,7 +258,8 @@ async fn a_failing_address_fails_its_video_and_refunds_the_credit(mode: Mode) {
 async fn a_render_that_keeps_failing_is_given_up_dead_lettered_and_refunded(mode: Mode) {
     let w = world_with(mode, 2, &[("REELFARM_DELIVERY_LIMIT", "3")]).await;
     let flaky = w.files.status("/busy.png", 503);
-    let created = json(w.post_job(&w.job("default", json!([{ "template_variables": { URL_PHOTO: flaky } }]))).await, 200).await;
+    let created =
+        json(w.post_job(&w.job("default", json!([{ "template_variables": { URL_PHOTO: flaky } }]))).await, 200).await;
     let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
     let video = &job["videos"][0];
     assert_eq!(video["status"], "failed", "{job}");
@@ -266,10 +282,13 @@ async fn a_value_above_the_configured_image_limit_fails_naming_its_layer(mode: M
     };
     let w = world_with(mode, 3, &[("REELFARM_MAX_IMAGE_PIXELS", "50000")]).await;
     let big = w.files.file("/big.png", "image/png", big_png(w.dir.path()));
-    let body = w.job("default", json!([
-        { "external_id": "big", "template_variables": { URL_PHOTO: big } },
-        { "external_id": "placeholders" }
-    ]));
+    let body = w.job(
+        "default",
+        json!([
+            { "external_id": "big", "template_variables": { URL_PHOTO: big } },
+            { "external_id": "placeholders" }
+        ]),
+    );
     let created = json(w.post_job(&body).await, 200).await;
     let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
     let video = &job["videos"][0];
@@ -303,7 +322,11 @@ async fn dead_letters(app: &TestApp) -> usize {
             .await
             .expect("rabbitmqctl runs");
         let listing = String::from_utf8_lossy(&out.stdout).to_string();
-        let count = listing.lines().filter_map(|l| l.split_once('\t')).find(|(n, _)| *n == queue).and_then(|(_, c)| c.trim().parse().ok());
+        let count = listing
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .find(|(n, _)| *n == queue)
+            .and_then(|(_, c)| c.trim().parse().ok());
         if let Some(n @ 1..) = count {
             return n;
         }
@@ -330,7 +353,12 @@ async fn idempotency_keys_replay_the_first_response_without_charging(mode: Mode)
     json(w.app.post_json("/generator/v1/jobs", &w.token, &body, &[("Idempotency-Key", "order-43")]).await, 200).await;
     json(w.post_job(&body).await, 200).await;
     assert_eq!(w.credits().await, 2);
-    error(w.app.post_json("/generator/v1/jobs", &w.token, &body, &[("Idempotency-Key", "")]).await, 400, "error.invalid_request").await;
+    error(
+        w.app.post_json("/generator/v1/jobs", &w.token, &body, &[("Idempotency-Key", "")]).await,
+        400,
+        "error.invalid_request",
+    )
+    .await;
 
     let jobs = json(w.app.get("/generator/v1/jobs", &w.token).await, 200).await;
     assert_eq!(jobs.as_array().unwrap().len(), 3);
@@ -343,7 +371,10 @@ async fn every_invalid_field_is_named_in_one_answer(mode: Mode) {
     let stranger_token = w.app.token_for(&stranger).await;
     let theirs = png(w.dir.path(), "theirs.png", "0x0000ff");
     let their_asset = w.app.upload(&stranger_token, None, &theirs, "image/png").await;
-    let their_asset = w.app.wait_for_asset(&stranger_token, their_asset["id"].as_str().unwrap()).await["id"].as_str().unwrap().to_string();
+    let their_asset = w.app.wait_for_asset(&stranger_token, their_asset["id"].as_str().unwrap()).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let unknown = "55555555-5555-4555-8555-555555555555";
 
     let cases: Vec<(Value, &str)> = vec![
@@ -368,7 +399,8 @@ async fn every_invalid_field_is_named_in_one_answer(mode: Mode) {
         assert_eq!(res["errors"][0]["field"], field.as_str(), "{variables}: {res}");
     }
     // Position of a markup error.
-    let body = w.job("default", json!([{ "template_variables": { HEADLINE: {"type": "rich-text", "value": "ab<blink>"} } }]));
+    let body =
+        w.job("default", json!([{ "template_variables": { HEADLINE: {"type": "rich-text", "value": "ab<blink>"} } }]));
     let res = error(w.post_job(&body).await, 400, "error.validation_failed").await;
     assert!(res["errors"][0]["message"].as_str().unwrap().contains("at character 2"), "{res}");
 
@@ -390,18 +422,39 @@ async fn every_invalid_field_is_named_in_one_answer(mode: Mode) {
     });
     let res = error(w.post_job(&body).await, 400, "error.validation_failed").await;
     let fields: Vec<&str> = res["errors"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
-    assert_eq!(fields, [format!("values[0].template_variables.{HEADLINE}"), format!("values[1].template_variables.{unknown}")]);
+    assert_eq!(
+        fields,
+        [format!("values[0].template_variables.{HEADLINE}"), format!("values[1].template_variables.{unknown}")]
+    );
 
     // Unknown (or invisible) template: 404; nothing was charged.
     let body = json!({ "template_id": "no-such-template", "options": {}, "values": [{}] });
     error(w.post_job(&body).await, 404, "error.not_found").await;
     let body = json!({ "template_id": w.template.id, "options": {}, "values": [{}] });
     error(w.app.post_json("/generator/v1/jobs", &stranger_token, &body, &[]).await, 404, "error.not_found").await;
-    error(w.app.client.post(w.app.url("/generator/v1/jobs")).bearer_auth(&w.token).body("{").header("content-type", "application/json").send().await.unwrap(), 400, "error.invalid_request").await;
+    error(
+        w.app
+            .client
+            .post(w.app.url("/generator/v1/jobs"))
+            .bearer_auth(&w.token)
+            .body("{")
+            .header("content-type", "application/json")
+            .send()
+            .await
+            .unwrap(),
+        400,
+        "error.invalid_request",
+    )
+    .await;
     assert_eq!(w.credits().await, 5);
     // Others' jobs are not found.
     let created = json(w.post_job(&w.job("default", json!([{}]))).await, 200).await;
-    error(w.app.get(&format!("/generator/v1/jobs/{}", created["id"].as_str().unwrap()), &stranger_token).await, 404, "error.not_found").await;
+    error(
+        w.app.get(&format!("/generator/v1/jobs/{}", created["id"].as_str().unwrap()), &stranger_token).await,
+        404,
+        "error.not_found",
+    )
+    .await;
     w.app.stop().await;
 }
 

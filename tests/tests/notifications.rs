@@ -305,7 +305,10 @@ async fn link_accounts(w: &World) {
             "client_secret": google::CLIENT_SECRET,
             "refresh_token": google::REFRESH_TOKEN,
         });
-        let res = w.app.client.put(w.app.url(&format!("/api2/v1/users/me/integrations/{provider}")))
+        let res = w
+            .app
+            .client
+            .put(w.app.url(&format!("/api2/v1/users/me/integrations/{provider}")))
             .bearer_auth(&w.token)
             .json(&account)
             .send()
@@ -319,11 +322,14 @@ async fn one_job_delivers_every_notification_type(mode: Mode) {
     let smtp = SmtpServer::start().await;
     let fake = FakeGoogle::start().await;
     let oauth = fake.oauth_url();
-    let w = world(mode, &[
-        ("REELFARM_SMTP_URL", &smtp.url()),
-        ("REELFARM_GOOGLE_API_URL", &fake.address),
-        ("REELFARM_GOOGLE_OAUTH_URL", &oauth),
-    ])
+    let w = world(
+        mode,
+        &[
+            ("REELFARM_SMTP_URL", &smtp.url()),
+            ("REELFARM_GOOGLE_API_URL", &fake.address),
+            ("REELFARM_GOOGLE_OAUTH_URL", &oauth),
+        ],
+    )
     .await;
     link_accounts(&w).await;
     let hook = w.receiver.statuses("/hook", &[200]);

@@ -69,7 +69,6 @@ fn write_template(dir: &Path, name: &str) -> PathBuf {
     file
 }
 
-
 fn ids(list: &Value) -> Vec<&str> {
     list.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect()
 }
@@ -101,8 +100,14 @@ async fn imported_templates_have_every_field_with_its_type(mode: Mode) {
     assert_eq!((&t["original_moov_id"], &t["original_project_id"]), (&t["id"], &t["id"]));
     assert_eq!(t["duration"].as_f64(), Some(1.75));
     assert_eq!((&t["category"], &t["tags"]), (&Value::from("tests"), &serde_json::json!(["tiny", "promo"])));
-    assert_eq!((&t["public"], &t["archived"], &t["quick_editable"]), (&Value::from(false), &Value::from(false), &Value::from(true)));
-    assert_eq!((&t["allow_updates"], &t["has_comments"], &t["premium_assets_price"]), (&Value::from(true), &Value::from(false), &Value::from(0)));
+    assert_eq!(
+        (&t["public"], &t["archived"], &t["quick_editable"]),
+        (&Value::from(false), &Value::from(false), &Value::from(true))
+    );
+    assert_eq!(
+        (&t["allow_updates"], &t["has_comments"], &t["premium_assets_price"]),
+        (&Value::from(true), &Value::from(false), &Value::from(0))
+    );
     assert_eq!((t["owner"].as_str(), t["created_by"].as_str()), (Some(owner.id.as_str()), Some(owner.id.as_str())));
     assert_eq!(t["quality"], serde_json::json!(["480p"]), "a 320×180 canvas renders sharp at 480p only");
     assert!(t["created_at"].as_str().unwrap().ends_with('Z'));
@@ -115,12 +120,18 @@ async fn imported_templates_have_every_field_with_its_type(mode: Mode) {
     assert_eq!(variables.len(), 2, "{t}");
     let photo = &variables[0];
     assert_eq!((photo["id"].as_str(), photo["name"].as_str()), (Some(PHOTO_VARIABLE), Some("Photo")));
-    assert_eq!((photo["type"].as_str(), photo["weight"].as_f64(), photo["clip_id"].as_str()), (Some("image"), Some(1.0), Some("intro")));
+    assert_eq!(
+        (photo["type"].as_str(), photo["weight"].as_f64(), photo["clip_id"].as_str()),
+        (Some("image"), Some(1.0), Some("intro"))
+    );
     assert_eq!(photo["requirements"], serde_json::json!({"width": 200, "height": 150}));
     let headline = &variables[1];
     assert_eq!((headline["id"].as_str(), headline["type"].as_str()), (Some(HEADLINE_VARIABLE), Some("text")));
     assert_eq!((headline["weight"].as_f64(), headline["clip_id"].as_str()), (Some(2.5), Some("intro")));
-    assert_eq!(headline["requirements"], serde_json::json!({"multiline": false, "minimum_length": 1, "maximum_length": 40}));
+    assert_eq!(
+        headline["requirements"],
+        serde_json::json!({"multiline": false, "minimum_length": 1, "maximum_length": 40})
+    );
     assert_eq!(headline["default"], "<p>Hello <b>there</b></p>");
 
     // The default image is the stored copy of the file, fetchable without a token.
@@ -147,7 +158,8 @@ async fn imported_templates_have_every_field_with_its_type(mode: Mode) {
     for id in [reelfarm_shared::id::new_id(), "not-an-id".to_string()] {
         error(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 404, "error.not_found").await;
     }
-    error(app.get(&format!("/generator/v1/templates/{}", record.id), "rf_bogus").await, 401, "error.unauthorized").await;
+    error(app.get(&format!("/generator/v1/templates/{}", record.id), "rf_bogus").await, 401, "error.unauthorized")
+        .await;
     app.stop().await;
 }
 
@@ -192,7 +204,10 @@ async fn private_templates_are_seen_by_owner_and_shares_only(mode: Mode) {
     error(app.get(&path(&private), &bob_token).await, 404, "error.not_found").await;
     assert_eq!(ids(&json(app.get("/generator/v1/templates", &bob_token).await, 200).await), vec![public.id.as_str()]);
     let seen = json(app.get(&path(&public), &bob_token).await, 200).await;
-    assert_eq!((&seen["public"], &seen["owner"], &seen["created_by"]), (&Value::from(true), &Value::from("operator"), &Value::from("operator")));
+    assert_eq!(
+        (&seen["public"], &seen["owner"], &seen["created_by"]),
+        (&Value::from(true), &Value::from("operator"), &Value::from("operator"))
+    );
     let ann_list = json(app.get("/generator/v1/templates", &ann_token).await, 200).await;
     assert_eq!(ids(&ann_list), vec![public.id.as_str(), private.id.as_str()]);
 

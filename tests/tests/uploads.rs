@@ -82,7 +82,12 @@ impl Setup {
 
 /// 256 KiB chunks, three interruptions per attempt, no waiting between them.
 fn options() -> UploadOptions {
-    UploadOptions { chunk_size: CHUNK_UNIT, interruptions: 3, backoff: Duration::ZERO, request_timeout: Duration::from_secs(30) }
+    UploadOptions {
+        chunk_size: CHUNK_UNIT,
+        interruptions: 3,
+        backoff: Duration::ZERO,
+        request_timeout: Duration::from_secs(30),
+    }
 }
 
 fn videosite(playlist_id: Option<&str>) -> Notification {
@@ -163,7 +168,10 @@ async fn a_video_goes_up_to_google_drive_as_the_named_file_in_the_folder(mode: M
     assert_eq!(delivered.result, Some(serde_json::json!({ "file_id": file.id })));
     assert_eq!(file.kind, Kind::File);
     assert!(file.bytes == s.video, "the uploaded bytes differ from the blob");
-    assert_eq!(file.metadata, serde_json::json!({ "name": "spring-launch.mp4", "parents": [google::FOLDER_ID], "mimeType": "video/mp4" }));
+    assert_eq!(
+        file.metadata,
+        serde_json::json!({ "name": "spring-launch.mp4", "parents": [google::FOLDER_ID], "mimeType": "video/mp4" })
+    );
     assert_eq!(s.google.counts().chunk_puts, 6);
 }
 
@@ -300,7 +308,13 @@ async fn a_revoked_refresh_token_fails_for_good_asking_to_relink() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_render_has_nothing_to_upload() {
     let s = setup(Mode::Embedded, true).await;
-    let facts = RenderFacts { status: "failed".into(), error: Some("boom".into()), video_key: None, video_url: None, ..s.facts.clone() };
+    let facts = RenderFacts {
+        status: "failed".into(),
+        error: Some("boom".into()),
+        video_key: None,
+        video_url: None,
+        ..s.facts.clone()
+    };
     let expected = Failed::permanent("the render failed; there is no video to upload");
     assert_eq!(attempt(&s.youtube(), &videosite(None), &facts, 1, None).await.unwrap_err(), expected);
     assert_eq!(attempt(&s.drive(), &cloudstorage(google::FOLDER_ID), &facts, 1, None).await.unwrap_err(), expected);

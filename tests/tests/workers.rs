@@ -74,9 +74,23 @@ async fn a_worker_killed_mid_conversion_leaves_the_asset_to_another() {
     let video = dir.path().join("long.mp4");
     media::ffmpeg(
         &[
-            "-f", "lavfi", "-i", "testsrc2=s=1920x1080:r=30:d=12",
-            "-f", "lavfi", "-i", "sine=f=330:d=12",
-            "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=1920x1080:r=30:d=12",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=330:d=12",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-shortest",
         ],
         &video,
     );

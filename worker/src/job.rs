@@ -29,6 +29,7 @@ use reelfarm_shared::store::{RenderOutcome, RenderRecord, RenderStatus, StoreErr
 use reelfarm_shared::template::values::{apply_values_with, speech_values};
 use reelfarm_shared::template::{Content, Source, Template, VariableType};
 use reelfarm_shared::{Backends, Config};
+use secrecy::ExposeSecret;
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -54,6 +55,8 @@ pub struct RenderHandler {
     encoder_threads: u16,
     delivery_limit: u32,
     worker_id: String,
+    /// Keys the names of the renders' files (see [`RenderHandler::output_prefix`]).
+    secret: Vec<u8>,
 }
 
 impl RenderHandler {
@@ -75,6 +78,7 @@ impl RenderHandler {
             encoder_threads: config.encoder_threads,
             delivery_limit: config.delivery_limit,
             worker_id,
+            secret: config.secret_key.expose_secret().as_bytes().to_vec(),
         })
     }
 
@@ -102,7 +106,7 @@ impl RenderHandler {
         let (mp4, jpg) = (dir.path().join("video.mp4"), dir.path().join("thumb.jpg"));
         let output = self.render(&applied, fetched, quality, render, &mp4, &jpg).await?;
 
-        let prefix = format!("renders/{}/{}-{}", job.id, render.id, reelfarm_shared::token::random_base62(16));
+        let prefix = self.output_prefix(render);
         let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
         let blobs = &self.backends.blobs;
         blobs.put_file(&video_key, &mp4, "video/mp4").await?;
@@ -255,7 +259,8 @@ impl RenderHandler {
                     let limits = FetchLimits { max_bytes: MAX_DOWNLOAD_BYTES, timeout: DOWNLOAD_TIMEOUT };
                     self.outbound.fetch_to_file(url, &target, &limits).await.map_err(|e| fetch_failure(url, e))?;
                     for media in media_of(template, &source) {
-                        check_sniffed(&target, media).map_err(|problem| Failure::Permanent(format!("{url}: {problem}")))?;
+                        check_sniffed(&target, media)
+                            .map_err(|problem| Failure::Permanent(format!("{url}: {problem}")))?;
                     }
                 }
             }
@@ -265,11 +270,27 @@ impl RenderHandler {
     }
 
     /// Records a failure; `Retry` when recording it failed (the store is down).
-    async fn fail(&self, render_id: &str, error: &str) -> Result<(), Outcome> {
-        match self.backends.store.end_render(render_id, &RenderOutcome::Failed { error: error.to_string() }).await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(Outcome::Retry(format!("recording the failure: {e}"))),
+    /// Where the files of `render` go: `renders/{job}/{render}-{name}`, the name keyed with
+    /// the deployment's secret (unguessable, as file links need no token) and the same on
+    /// every attempt, so that an attempt cut off between upload and record (a killed
+    /// worker, a database restart) leaves nothing behind: the next one writes the same keys.
+    fn output_prefix(&self, render: &RenderRecord) -> String {
+        let name = reelfarm_shared::token::keyed_name(&self.secret, &["reelfarm-render-v1", &render.id]);
+        format!("renders/{}/{}-{}", render.job_id, render.id, &name[..24])
+    }
+
+    /// Records the failure of `render` (refunding its credit) and removes what an earlier,
+    /// cut-off attempt may have uploaded.
+    async fn fail(&self, render: &RenderRecord, error: &str) -> Result<(), Outcome> {
+        if let Err(e) =
+            self.backends.store.end_render(&render.id, &RenderOutcome::Failed { error: error.to_string() }).await
+        {
+            return Err(Outcome::Retry(format!("recording the failure: {e}")));
         }
+        if let Err(e) = self.backends.blobs.delete_prefix(&format!("{}/", self.output_prefix(render))).await {
+            tracing::warn!(error = %e, "files of an interrupted attempt not removed");
+        }
+        Ok(())
     }
 }
 
@@ -314,7 +335,11 @@ fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
     head.truncate(n);
     let text = String::from_utf8_lossy(&head[..n.min(512)]).trim_start().to_ascii_lowercase();
     if reelfarm_shared::blob::media_type::looks_like_svg(&head) {
-        return if media == VariableType::Image { Ok(()) } else { Err("is an SVG image, not a video or sound file".into()) };
+        return if media == VariableType::Image {
+            Ok(())
+        } else {
+            Err("is an SVG image, not a video or sound file".into())
+        };
     }
     if text.starts_with("<!doctype html") || text.starts_with("<html") {
         return Err("is a web page, not a media file".into());
@@ -398,7 +423,7 @@ impl Handler for RenderHandler {
                 before.attempts
             );
             span.in_scope(|| tracing::error!(%error, "render given up"));
-            return match self.fail(render_id, &error).instrument(span).await {
+            return match self.fail(&before, &error).instrument(span).await {
                 Ok(()) => Outcome::Abort(error),
                 Err(retry) => retry,
             };
@@ -436,7 +461,7 @@ impl Handler for RenderHandler {
         };
         tracing::warn!(%error, "render failed");
         drop(_entered);
-        match self.fail(render_id, &error).instrument(span).await {
+        match self.fail(&before, &error).instrument(span).await {
             Ok(()) if dead_letter => Outcome::Abort(error),
             Ok(()) => Outcome::Done,
             Err(retry) => retry,

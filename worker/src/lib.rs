@@ -63,7 +63,9 @@ async fn sweep_work_dir_hourly(dir: std::path::PathBuf, older_than: Duration, sh
         async move {
             match tokio::task::spawn_blocking(move || sweep_work_dir(&dir, older_than)).await {
                 Ok(0) | Err(_) => {}
-                Ok(removed) => tracing::info!(removed, "housekeeping: removed what stopped runs left in the work directory"),
+                Ok(removed) => {
+                    tracing::info!(removed, "housekeeping: removed what stopped runs left in the work directory")
+                }
             }
         }
     })
@@ -91,7 +93,9 @@ fn sweep_work_dir(dir: &Path, older_than: Duration) -> usize {
         match gone {
             Ok(()) => removed += 1,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!(path = %path.display(), error = %e, "housekeeping: could not remove a stale work entry"),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "housekeeping: could not remove a stale work entry")
+            }
         }
     }
     removed

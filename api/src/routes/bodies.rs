@@ -48,8 +48,11 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             object(
                 &[
                     ("filename", text::schema(MAX_FILENAME_CHARS, "Name of the file")),
-                    ("library_id", json!({ "type": "string", "description":
-                        "Library to add to (one the caller may edit); the personal library when absent or empty" })),
+                    (
+                        "library_id",
+                        json!({ "type": "string", "description":
+                        "Library to add to (one the caller may edit); the personal library when absent or empty" }),
+                    ),
                 ],
                 &["filename"],
             ),
@@ -59,8 +62,14 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             object(
                 &[
                     ("client_id", text::schema(MAX_FIELD_CHARS, "OAuth 2.0 client id")),
-                    ("client_secret", text::schema(MAX_FIELD_CHARS, "OAuth 2.0 client secret (stored sealed, never shown)")),
-                    ("refresh_token", text::schema(MAX_FIELD_CHARS, "Refresh token of the account (stored sealed, never shown)")),
+                    (
+                        "client_secret",
+                        text::schema(MAX_FIELD_CHARS, "OAuth 2.0 client secret (stored sealed, never shown)"),
+                    ),
+                    (
+                        "refresh_token",
+                        text::schema(MAX_FIELD_CHARS, "Refresh token of the account (stored sealed, never shown)"),
+                    ),
                 ],
                 &["client_id", "client_secret", "refresh_token"],
             ),
@@ -69,7 +78,8 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 }
 
 fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
-    let properties: serde_json::Map<String, Value> = properties.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let properties: serde_json::Map<String, Value> =
+        properties.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     json!({ "type": "object", "properties": properties, "required": required })
 }
 
@@ -143,9 +153,7 @@ fn job_body() -> Value {
             "metadata": object_or_empty_array("Passed through to the video"),
         },
     });
-    let payload = |properties: Value, required: &[&str]| {
-        json!({ "type": "object", "properties": properties, "required": required })
-    };
+    let payload = |properties: Value, required: &[&str]| json!({ "type": "object", "properties": properties, "required": required });
     let notification = |kind: &str, payload: Value| {
         json!({ "type": "object", "required": ["type", "payload"],
                 "properties": { "type": { "const": kind }, "payload": payload } })

@@ -33,7 +33,11 @@ const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
     )
 )]
 #[route("/files/{key:.*}", method = "GET", method = "HEAD")]
-pub async fn get(state: web::Data<AppState>, key: web::Path<String>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+pub async fn get(
+    state: web::Data<AppState>,
+    key: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
     let blobs = &state.backends.blobs;
     let key = key.into_inner();
     let not_found = |e: BlobError| match e {

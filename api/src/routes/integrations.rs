@@ -180,7 +180,8 @@ mod tests {
 
     #[test]
     fn a_link_needs_three_non_empty_strings() {
-        let account = parse_account(&json!({"client_id": " id ", "client_secret": "s", "refresh_token": "1//r\n"})).unwrap();
+        let account =
+            parse_account(&json!({"client_id": " id ", "client_secret": "s", "refresh_token": "1//r\n"})).unwrap();
         assert_eq!((account.client_id.as_str(), account.refresh_token.as_str()), ("id", "1//r"));
 
         let errors = parse_account(&json!({"client_id": "", "client_secret": 5, "extra": true})).unwrap_err();
@@ -189,8 +190,9 @@ mod tests {
             named,
             [("client_id", "error.required"), ("client_secret", "error.invalid"), ("refresh_token", "error.required")]
         );
-        let errors = parse_account(&json!({"client_id": "a\u{0}b", "client_secret": "x".repeat(4097), "refresh_token": "  "}))
-            .unwrap_err();
+        let errors =
+            parse_account(&json!({"client_id": "a\u{0}b", "client_secret": "x".repeat(4097), "refresh_token": "  "}))
+                .unwrap_err();
         let keys: Vec<&str> = errors.iter().map(|e| e.key.as_str()).collect();
         assert_eq!(keys, ["error.invalid", "error.too_long", "error.required"]);
         assert_eq!(parse_account(&json!([])).unwrap_err()[0].key, "error.invalid");

@@ -16,9 +16,7 @@ use std::sync::Arc;
 use actix_web::http::header::HeaderName;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use reelfarm_shared::id::{iso8601, new_id, now_ms};
-use reelfarm_shared::store::{
-    Idempotency, JobCreation, JobRecord, NewJob, NewRender, RenderStatus, StoreError,
-};
+use reelfarm_shared::store::{Idempotency, JobCreation, JobRecord, NewJob, NewRender, RenderStatus, StoreError};
 use reelfarm_shared::template::values::{apply_values_with, ValueError};
 use reelfarm_shared::template::Template;
 use reelfarm_shared::tts::is_speech;
@@ -218,9 +216,10 @@ pub async fn create(
             tracing::info!(job_id = %job.id, renders = job.renders.len(), "job created");
             Ok(HttpResponse::Ok().content_type("application/json").body(response))
         }
-        JobCreation::Replayed(first) => {
-            Ok(HttpResponse::Ok().content_type("application/json").insert_header((IDEMPOTENT_REPLAYED.clone(), "true")).body(first))
-        }
+        JobCreation::Replayed(first) => Ok(HttpResponse::Ok()
+            .content_type("application/json")
+            .insert_header((IDEMPOTENT_REPLAYED.clone(), "true"))
+            .body(first)),
         JobCreation::CreditsExhausted { needed } => Err(ApiError::contract_exceeded(format!(
             "The render package of your contract is used up: this job needs {needed} credit(s) and not that many \
              are left. Surcharging (renders beyond the package) can be enabled by our sales team."
@@ -232,7 +231,9 @@ pub async fn create(
 fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, ApiError> {
     let Some(value) = req.headers().get(&IDEMPOTENCY_KEY) else { return Ok(None) };
     match value.to_str() {
-        Ok(key) if (1..=255).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic()) => Ok(Some(key.to_string())),
+        Ok(key) if (1..=255).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic()) => {
+            Ok(Some(key.to_string()))
+        }
         _ => Err(ApiError::invalid_request("Idempotency-Key must be 1 to 255 visible ASCII characters")),
     }
 }
@@ -265,7 +266,8 @@ async fn prepare_renders(
         for (key, problem) in media::check_media(state, caller, &mut groups, template, value).await? {
             errors.push(FieldError::new(format!("{path}.{key}"), problem.0, problem.1));
         }
-        let project_of = request.create_project.then(|| (new_id(), serde_json::to_string(&applied).expect("templates serialize")));
+        let project_of =
+            request.create_project.then(|| (new_id(), serde_json::to_string(&applied).expect("templates serialize")));
         renders.push(NewRender {
             id: new_id(),
             external_id: value.external_id.clone(),
@@ -303,7 +305,6 @@ async fn apply_all_values(
     .map_err(|e| ApiError::internal(&e))
 }
 
-
 /// One of the caller's jobs, with the live progress of its videos.
 #[utoipa::path(
     tag = "jobs",
@@ -329,7 +330,11 @@ pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<Strin
     security(("bearer" = []))
 )]
 #[get("/generator/v1/jobs")]
-pub async fn list(state: web::Data<AppState>, caller: Caller, query: web::Query<PageQuery>) -> Result<HttpResponse, ApiError> {
+pub async fn list(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
     jobs_page(&state, &caller, None, &query).await
 }
 
@@ -356,7 +361,12 @@ pub async fn of_template(
     jobs_page(&state, &caller, Some(&id), &query).await
 }
 
-async fn jobs_page(state: &AppState, caller: &Caller, template_id: Option<&str>, query: &PageQuery) -> Result<HttpResponse, ApiError> {
+async fn jobs_page(
+    state: &AppState,
+    caller: &Caller,
+    template_id: Option<&str>,
+    query: &PageQuery,
+) -> Result<HttpResponse, ApiError> {
     let page = query.parse()?;
     let jobs = state.backends.store.jobs_of(&caller.user.id, template_id, page.limit, page.offset()).await?;
     let mut out = Vec::with_capacity(jobs.len());
@@ -374,7 +384,11 @@ async fn jobs_page(state: &AppState, caller: &Caller, template_id: Option<&str>,
     security(("bearer" = []))
 )]
 #[get("/generator/v1/projects/{id}")]
-pub async fn project(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn project(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let project = match state.backends.store.project(&id).await {
         Ok(p) if p.user_id == caller.user.id => p,
         Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Project")),

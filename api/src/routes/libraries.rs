@@ -134,7 +134,11 @@ pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
     let libraries = store.visible_libraries(&caller.user.id).await?;
 
     let mut out = vec![LibraryGroup { group_name: "Personal".into(), kind: "personal".into(), libraries: Vec::new() }];
-    out.extend(groups.iter().map(|g| LibraryGroup { group_name: g.name.clone(), kind: "group".into(), libraries: Vec::new() }));
+    out.extend(groups.iter().map(|g| LibraryGroup {
+        group_name: g.name.clone(),
+        kind: "group".into(),
+        libraries: Vec::new(),
+    }));
     let mut public = LibraryGroup { group_name: "Public".into(), kind: "public".into(), libraries: Vec::new() };
     let mut stock = LibraryGroup { group_name: "Stock".into(), kind: "stock".into(), libraries: Vec::new() };
     for library in &libraries {

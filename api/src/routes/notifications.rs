@@ -96,7 +96,11 @@ impl DeliveryJson {
     security(("bearer" = []))
 )]
 #[get("/generator/v1/jobs/{id}/notifications")]
-pub async fn of_job(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn of_job(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let store = &state.backends.store;
     match store.job_alone(&id).await {
         Ok(job) if job.user_id == caller.user.id => {}

@@ -153,10 +153,7 @@ impl AssetJson {
                 id: asset.id.clone(),
                 label: asset.label.clone(),
                 description: asset.description.clone(),
-                duration: asset
-                    .duration_ms
-                    .filter(|_| !is_image)
-                    .map(|ms| format!("{}.{:03}", ms / 1000, ms % 1000)),
+                duration: asset.duration_ms.filter(|_| !is_image).map(|ms| format!("{}.{:03}", ms / 1000, ms % 1000)),
                 thumb: asset
                     .thumb_key
                     .as_deref()
@@ -231,7 +228,11 @@ pub async fn add(
         Some(id) if !reelfarm_shared::id::is_id(id) => return Err(ApiError::not_found_field("library_id", "Library")),
         Some(id) => {
             let (library, editable) = visible_library(&state, &caller, id).await.map_err(|e| {
-                if e.key() == "error.not_found" { ApiError::not_found_field("library_id", "Library") } else { e }
+                if e.key() == "error.not_found" {
+                    ApiError::not_found_field("library_id", "Library")
+                } else {
+                    e
+                }
             })?;
             if !editable {
                 return Err(ApiError::forbidden("This library is read-only for you"));
@@ -280,7 +281,11 @@ pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<Strin
     security(("bearer" = []))
 )]
 #[delete("/api2/v1/objects/{id}")]
-pub async fn remove(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn remove(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let (asset, editable) = visible_asset(&state, &caller, &id).await?;
     if !editable {
         return Err(ApiError::forbidden("This library is read-only for you"));

@@ -48,17 +48,17 @@ pub async fn readyz(backends: web::Data<Backends>) -> HttpResponse {
         };
         (name.to_string(), verdict.to_string())
     };
-    let checks: std::collections::BTreeMap<String, String> = [
-        outcome("store", store),
-        outcome("blobs", blobs),
-        outcome("bus", bus),
-        outcome("cache", cache),
-    ]
-    .into_iter()
-    .collect();
+    let checks: std::collections::BTreeMap<String, String> =
+        [outcome("store", store), outcome("blobs", blobs), outcome("bus", bus), outcome("cache", cache)]
+            .into_iter()
+            .collect();
     let ok = checks.values().all(|v| v == "ok");
     let body = Readiness { status: if ok { "ok" } else { "unavailable" }.into(), checks };
-    if ok { HttpResponse::Ok().json(body) } else { HttpResponse::ServiceUnavailable().json(body) }
+    if ok {
+        HttpResponse::Ok().json(body)
+    } else {
+        HttpResponse::ServiceUnavailable().json(body)
+    }
 }
 
 /// Prometheus text exposition of every metric of the process.

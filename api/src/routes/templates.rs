@@ -243,7 +243,11 @@ async fn template_json(
     security(("bearer" = []))
 )]
 #[get("/generator/v1/templates")]
-pub async fn list(state: web::Data<AppState>, caller: Caller, query: web::Query<PageQuery>) -> Result<HttpResponse, ApiError> {
+pub async fn list(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
     let page = query.parse()?;
     let records = state.backends.store.visible_templates(&caller.user.id, page.limit, page.offset()).await?;
     let mut assets = AssetAddresses::default();

@@ -61,10 +61,11 @@ pub struct WebhookSecret {
 )]
 #[get("/api2/v1/users/me/webhook-secret")]
 pub async fn webhook_secret(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let secret = secrets::webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await.map_err(|e| match e {
-        WebhookSecretError::Store(e) => ApiError::from(e),
-        unreadable => ApiError::conflict(unreadable.to_string()),
-    })?;
+    let secret =
+        secrets::webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await.map_err(|e| match e {
+            WebhookSecretError::Store(e) => ApiError::from(e),
+            unreadable => ApiError::conflict(unreadable.to_string()),
+        })?;
     Ok(HttpResponse::Ok().json(WebhookSecret { secret }))
 }
 

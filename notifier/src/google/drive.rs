@@ -49,7 +49,10 @@ impl Channel for DriveChannel {
         };
         let uploaded = resumable::upload(&mut auth, &source, &init, resumable::kept_session(attempt.state)).await?;
         let Some(id) = uploaded.resource.get("id").and_then(Value::as_str) else {
-            return Err(Failed::permanent(format!("Google Drive accepted the file but answered no id: {}", uploaded.resource)));
+            return Err(Failed::permanent(format!(
+                "Google Drive accepted the file but answered no id: {}",
+                uploaded.resource
+            )));
         };
         tracing::info!(file_id = id, "video uploaded to Google Drive");
         Ok(Delivered { status_code: Some(uploaded.status), result: Some(json!({ "file_id": id })) })

@@ -146,10 +146,7 @@ fn blob_failure(e: BlobError) -> Failed {
 fn api_error(body: &str) -> (Option<String>, String) {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
-    let reason = error
-        .and_then(|e| e.pointer("/errors/0/reason"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let reason = error.and_then(|e| e.pointer("/errors/0/reason")).and_then(Value::as_str).map(str::to_string);
     let message = match error.and_then(|e| e.get("message")).and_then(Value::as_str) {
         Some(m) => m.to_string(),
         None => body.trim().chars().take(200).collect(),

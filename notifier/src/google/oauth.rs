@@ -96,9 +96,10 @@ impl<'a> Auth<'a> {
             ("client_secret", self.account.client_secret.as_str()),
             ("refresh_token", self.account.refresh_token.as_str()),
         ];
-        let res = google.http.post(&google.oauth_url).form(&form).send().await.map_err(|e| {
-            Failed::transient(format!("the token endpoint {} did not answer: {e}", google.oauth_url))
-        })?;
+        let res =
+            google.http.post(&google.oauth_url).form(&form).send().await.map_err(|e| {
+                Failed::transient(format!("the token endpoint {} did not answer: {e}", google.oauth_url))
+            })?;
         let status = res.status().as_u16();
         let body = res.text().await.unwrap_or_default();
         if status == 200 {

@@ -86,7 +86,12 @@ enum Step {
     Send(u64),
 }
 
-async fn run(auth: &mut Auth<'_>, source: &Source, init: &Initiation, session: &mut Option<String>) -> Result<Uploaded, Failed> {
+async fn run(
+    auth: &mut Auth<'_>,
+    source: &Source,
+    init: &Initiation,
+    session: &mut Option<String>,
+) -> Result<Uploaded, Failed> {
     let options = auth.google.options.clone();
     let mut step = Step::Ask;
     let uri = match session.clone() {
@@ -120,8 +125,12 @@ async fn run(auth: &mut Auth<'_>, source: &Source, init: &Initiation, session: &
             }
             Reply::Holds(n) if n < source.size => Step::Send(n),
             // Everything is there but the resource is not: ask again.
-            Reply::Holds(_) => interrupted(&mut interruptions, &options, None, "the upload is not complete yet").await?,
-            Reply::Gone if restarted => return Err(Failed::transient(format!("{} ended the upload session twice", init.what))),
+            Reply::Holds(_) => {
+                interrupted(&mut interruptions, &options, None, "the upload is not complete yet").await?
+            }
+            Reply::Gone if restarted => {
+                return Err(Failed::transient(format!("{} ended the upload session twice", init.what)))
+            }
             Reply::Gone => {
                 tracing::warn!(what = init.what, "the upload session is gone; starting over");
                 restarted = true;
@@ -136,7 +145,12 @@ async fn run(auth: &mut Auth<'_>, source: &Source, init: &Initiation, session: &
 
 /// Counts an interruption: waits and asks the server where the upload stands, or gives
 /// the rest up to the next attempt once the attempt's allowance is spent.
-async fn interrupted(count: &mut u32, options: &super::UploadOptions, status: Option<u16>, why: &str) -> Result<Step, Failed> {
+async fn interrupted(
+    count: &mut u32,
+    options: &super::UploadOptions,
+    status: Option<u16>,
+    why: &str,
+) -> Result<Step, Failed> {
     *count += 1;
     if *count > options.interruptions {
         return Err(Failed { status_code: status, ..Failed::transient(why) });
@@ -183,7 +197,11 @@ async fn read_chunk(google: &Google, source: &Source, start: u64, end: u64) -> R
     let read = google.backends.blobs.get(&source.key, Some(range)).await.map_err(blob_failure)?;
     let len = end - start + 1;
     let mut chunk = Vec::with_capacity(len as usize);
-    read.body.take(len).read_to_end(&mut chunk).await.map_err(|e| Failed::transient(format!("reading the rendered video: {e}")))?;
+    read.body
+        .take(len)
+        .read_to_end(&mut chunk)
+        .await
+        .map_err(|e| Failed::transient(format!("reading the rendered video: {e}")))?;
     if chunk.len() as u64 != len {
         return Err(Failed::transient(format!("the blob store returned {} of {len} bytes at {start}", chunk.len())));
     }
@@ -191,7 +209,12 @@ async fn read_chunk(google: &Google, source: &Source, start: u64, end: u64) -> R
 }
 
 /// PUTs a chunk (`start`, `end`, bytes) to the session, or asks where it stands (`None`).
-async fn put(auth: &mut Auth<'_>, uri: &str, source: &Source, chunk: Option<(u64, u64, Bytes)>) -> Result<Reply, Failed> {
+async fn put(
+    auth: &mut Auth<'_>,
+    uri: &str,
+    source: &Source,
+    chunk: Option<(u64, u64, Bytes)>,
+) -> Result<Reply, Failed> {
     let http = auth.google.http.clone();
     // The session URI authorises the upload by itself: the token goes only to Google's
     // own origin, never to another host a Location might name.

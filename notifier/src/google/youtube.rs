@@ -58,12 +58,18 @@ impl Channel for YouTubeChannel {
                 let source = self.google.source(attempt.render).await?;
                 let init = Initiation {
                     what: "YouTube",
-                    url: format!("{}/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status", self.google.api_url),
+                    url: format!(
+                        "{}/upload/youtube/v3/videos?uploadType=resumable&part=snippet,status",
+                        self.google.api_url
+                    ),
                     metadata: metadata(title, description),
                 };
                 let uploaded = resumable::upload(&mut auth, &source, &init, session.clone()).await?;
                 let Some(id) = uploaded.resource.get("id").and_then(Value::as_str) else {
-                    return Err(Failed::permanent(format!("YouTube accepted the video but answered no id: {}", uploaded.resource)));
+                    return Err(Failed::permanent(format!(
+                        "YouTube accepted the video but answered no id: {}",
+                        uploaded.resource
+                    )));
                 };
                 tracing::info!(video_id = id, "video uploaded to YouTube");
                 let id = id.to_string();

@@ -27,7 +27,7 @@ pub(crate) async fn suite(blobs: Blobs) {
     empty_blob(&blobs).await;
     missing_blob_is_not_found(&blobs).await;
     delete_is_idempotent(&blobs).await;
-    delete_prefix_removes_only_the_prefix(&blobs).await;
+    list_and_delete_prefix_take_only_the_prefix(&blobs).await;
     large_upload_streams_in_parts(&blobs).await;
     failed_upload_keeps_the_previous_blob(&blobs).await;
     presigned_get_serves_the_bytes(&blobs).await;
@@ -131,12 +131,15 @@ async fn delete_is_idempotent(blobs: &Blobs) {
     assert!(matches!(blobs.head("suite/gone").await, Err(BlobError::NotFound(_))));
 }
 
-async fn delete_prefix_removes_only_the_prefix(blobs: &Blobs) {
+async fn list_and_delete_prefix_take_only_the_prefix(blobs: &Blobs) {
     let inside = ["suite/dir/a", "suite/dir/sub/b", "suite/dir/sub/deeper/c"];
     let outside = ["suite/dirx/d", "suite/dir-e", "suite/other/f"];
     for key in inside.iter().chain(&outside) {
         blobs.put(key, bytes(b"x"), "text/plain").await.expect("put");
     }
+    assert_eq!(blobs.list("suite/dir/").await.expect("list"), inside, "sorted, without sidecars or neighbours");
+    assert_eq!(blobs.list("suite/nothing/").await.expect("list of a missing prefix"), Vec::<String>::new());
+    assert!(matches!(blobs.list("suite").await, Err(BlobError::InvalidKey(_))), "a prefix ends with /");
     assert_eq!(blobs.delete_prefix("suite/dir/").await.expect("delete_prefix"), 3);
     for key in inside {
         assert!(matches!(blobs.head(key).await, Err(BlobError::NotFound(_))), "{key} survived");
@@ -146,6 +149,7 @@ async fn delete_prefix_removes_only_the_prefix(blobs: &Blobs) {
     }
     assert_eq!(blobs.delete_prefix("suite/dir/").await.expect("second delete_prefix"), 0);
     assert_eq!(blobs.delete_prefix("suite/nothing/here/").await.expect("missing prefix"), 0);
+    assert_eq!(blobs.list("suite/dir/").await.expect("list after delete"), Vec::<String>::new());
 }
 
 async fn large_upload_streams_in_parts(blobs: &Blobs) {

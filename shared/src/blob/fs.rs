@@ -172,6 +172,20 @@ impl BlobBackend for FsBlobs {
             .map_err(|e| BlobError::Backend(format!("delete_prefix task: {e}")))?
     }
 
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        let (root, dir) = (self.root.clone(), self.path(prefix.trim_end_matches('/')));
+        let files = tokio::task::spawn_blocking(move || blob_files(&dir))
+            .await
+            .map_err(|e| BlobError::Backend(format!("list task: {e}")))??;
+        let mut keys: Vec<String> = files
+            .iter()
+            .filter_map(|f| f.strip_prefix(&root).ok())
+            .map(|relative| relative.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"))
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+
     async fn presign_get(&self, _key: &str, _ttl: Duration) -> Result<Option<String>, BlobError> {
         Ok(None)
     }
@@ -194,22 +208,26 @@ fn not_found_or(key: &str, e: std::io::Error) -> BlobError {
 
 /// Removes the directory `dir` and everything below it; returns how many blobs it held.
 fn remove_tree(dir: &Path) -> Result<u64, BlobError> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Ok(0),
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => return Ok(0),
-        Err(e) => return Err(e.into()),
-    }
-    let count = count_blobs(dir)?;
+    let count = blob_files(dir)?.len() as u64;
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(count),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(count),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => Ok(count),
         Err(e) => Err(e.into()),
     }
 }
 
-fn count_blobs(dir: &Path) -> Result<u64, BlobError> {
-    let mut count = 0;
+/// The blobs' files below the directory `dir` (none when it is missing or a file); sidecars
+/// are not blobs.
+fn blob_files(dir: &Path) -> Result<Vec<PathBuf>, BlobError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Ok(Vec::new()),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            return Ok(Vec::new())
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir)? {
@@ -218,9 +236,9 @@ fn count_blobs(dir: &Path) -> Result<u64, BlobError> {
             if kind.is_dir() {
                 stack.push(entry.path());
             } else if kind.is_file() && !entry.file_name().to_string_lossy().contains('~') {
-                count += 1;
+                files.push(entry.path());
             }
         }
     }
-    Ok(count)
+    Ok(files)
 }

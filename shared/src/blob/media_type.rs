@@ -147,8 +147,9 @@ pub fn extension(content_type: &str) -> &'static str {
 pub fn looks_like_svg(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(&head[..head.len().min(4096)]);
     let text = text.trim_start_matches('\u{feff}').trim_start();
-    let starts_like_xml =
-        ["<?xml", "<svg", "<!--", "<!doctype svg"].iter().any(|p| text.get(..p.len()).is_some_and(|s| s.eq_ignore_ascii_case(p)));
+    let starts_like_xml = ["<?xml", "<svg", "<!--", "<!doctype svg"]
+        .iter()
+        .any(|p| text.get(..p.len()).is_some_and(|s| s.eq_ignore_ascii_case(p)));
     starts_like_xml && text.to_ascii_lowercase().contains("<svg")
 }
 

@@ -78,6 +78,8 @@ pub trait BlobBackend: Send + Sync {
     async fn delete(&self, key: &str) -> Result<(), BlobError>;
     /// Removes every blob whose key starts with `prefix` (which ends with `/`); returns how many.
     async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError>;
+    /// The keys of every blob whose key starts with `prefix` (which ends with `/`), sorted.
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError>;
     /// A time-limited address the client can GET directly, when the backend has such a
     /// thing (S3); `None` when the api must serve the bytes itself (local directory). The
     /// address answers with the type and disposition [`media_type::served`] gives the
@@ -152,11 +154,13 @@ impl Blobs {
     }
 
     pub async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError> {
-        let Some(dir) = prefix.strip_suffix('/') else {
-            return Err(BlobError::InvalidKey(prefix.to_string()));
-        };
-        check_key(dir).map_err(|_| BlobError::InvalidKey(prefix.to_string()))?;
+        check_prefix(prefix)?;
         self.backend.delete_prefix(prefix).await
+    }
+
+    pub async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        check_prefix(prefix)?;
+        self.backend.list(prefix).await
     }
 
     pub async fn presign_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError> {
@@ -170,6 +174,14 @@ impl Blobs {
 }
 
 /// Keys are relative paths of safe segments: no `..`, no empty segment, no leading `/`.
+/// A prefix is a valid key followed by `/`.
+fn check_prefix(prefix: &str) -> Result<(), BlobError> {
+    match prefix.strip_suffix('/') {
+        Some(dir) if check_key(dir).is_ok() => Ok(()),
+        _ => Err(BlobError::InvalidKey(prefix.to_string())),
+    }
+}
+
 pub fn check_key(key: &str) -> Result<(), BlobError> {
     let ok = !key.is_empty()
         && key.len() <= 512
@@ -179,7 +191,11 @@ pub fn check_key(key: &str) -> Result<(), BlobError> {
                 && seg != ".."
                 && seg.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         });
-    if ok { Ok(()) } else { Err(BlobError::InvalidKey(key.to_string())) }
+    if ok {
+        Ok(())
+    } else {
+        Err(BlobError::InvalidKey(key.to_string()))
+    }
 }
 
 #[cfg(test)]

@@ -157,6 +157,30 @@ impl S3Blobs {
         Ok(())
     }
 
+    /// The full keys under `prefix` (a key prefix of ours), in S3's order (sorted).
+    async fn list_full(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        let prefix = self.full_key(prefix);
+        let mut keys = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&prefix)
+                .max_keys(DELETE_BATCH)
+                .set_continuation_token(token.take())
+                .send()
+                .await
+                .map_err(|e| backend("ListObjectsV2", e))?;
+            keys.extend(page.contents.unwrap_or_default().into_iter().filter_map(|o| o.key));
+            match page.next_continuation_token {
+                Some(next) if page.is_truncated == Some(true) => token = Some(next),
+                _ => return Ok(keys),
+            }
+        }
+    }
+
     /// Deletes one batch of full keys; returns how many went.
     async fn delete_batch(&self, keys: Vec<String>) -> Result<u64, BlobError> {
         let count = keys.len() as u64;
@@ -284,29 +308,16 @@ impl BlobBackend for S3Blobs {
     }
 
     async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError> {
-        let prefix = self.full_key(prefix);
         let mut deleted = 0;
-        let mut token = None;
-        loop {
-            let page = self
-                .client
-                .list_objects_v2()
-                .bucket(&self.bucket)
-                .prefix(&prefix)
-                .max_keys(DELETE_BATCH)
-                .set_continuation_token(token.take())
-                .send()
-                .await
-                .map_err(|e| backend("ListObjectsV2", e))?;
-            let keys: Vec<String> = page.contents.unwrap_or_default().into_iter().filter_map(|o| o.key).collect();
-            if !keys.is_empty() {
-                deleted += self.delete_batch(keys).await?;
-            }
-            match page.next_continuation_token {
-                Some(next) if page.is_truncated == Some(true) => token = Some(next),
-                _ => return Ok(deleted),
-            }
+        for batch in self.list_full(prefix).await?.chunks(DELETE_BATCH as usize) {
+            deleted += self.delete_batch(batch.to_vec()).await?;
         }
+        Ok(deleted)
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        let full = self.list_full(prefix).await?;
+        Ok(full.into_iter().filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_string)).collect())
     }
 
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError> {

@@ -37,7 +37,8 @@ use lapin::options::{
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{
-    Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind, PublisherConfirm,
+    Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind,
+    PublisherConfirm,
 };
 use tokio::sync::Mutex;
 use tokio::time::Instant;

@@ -20,7 +20,9 @@ pub enum CacheError {
 pub enum RateDecision {
     Allowed,
     /// Over the limit; the caller may retry after this long.
-    Limited { retry_after: Duration },
+    Limited {
+        retry_after: Duration,
+    },
 }
 
 /// One adapter of the cache port. Keys arrive already namespaced.

@@ -15,8 +15,8 @@ mod tests;
 
 pub use sources::parse_duration;
 use sources::{
-    default_media_memory, list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_ip_net, parse_bytes, parse_int, read_toml,
-    Raw,
+    default_media_memory, list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_bytes,
+    parse_int, parse_ip_net, read_toml, Raw,
 };
 
 /// Every key the binary accepts, with its meaning. A TOML file uses the lower-case key
@@ -300,7 +300,11 @@ impl Config {
             Ok(s.trim_end_matches('/').to_string())
         })?;
         let data_dir: PathBuf = parse(raw, "data_dir", "./reelfarm-data", |s| {
-            if s.is_empty() { Err("must not be empty".into()) } else { Ok(PathBuf::from(s)) }
+            if s.is_empty() {
+                Err("must not be empty".into())
+            } else {
+                Ok(PathBuf::from(s))
+            }
         })?;
         let default_db = format!("sqlite://{}", data_dir.join("reelfarm.db").display());
         let database_url = parse(raw, "database_url", &default_db, |s| {
@@ -332,7 +336,11 @@ impl Config {
             Ok(s.to_string())
         })?;
         let smtp_from = parse(raw, "smtp_from", "reelfarm <noreply@localhost>", |s| {
-            if s.contains('@') { Ok(s.to_string()) } else { Err("expected an e-mail address, optionally as `Name <address>`".into()) }
+            if s.contains('@') {
+                Ok(s.to_string())
+            } else {
+                Err("expected an e-mail address, optionally as `Name <address>`".into())
+            }
         })?;
         let http_base = |s: &str| -> Result<String, String> {
             let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
@@ -344,10 +352,18 @@ impl Config {
         let google_api_url = parse(raw, "google_api_url", "https://www.googleapis.com", http_base)?;
         let google_oauth_url = parse(raw, "google_oauth_url", "https://oauth2.googleapis.com/token", http_base)?;
         let non_empty = |s: &str| -> Result<String, String> {
-            if s.is_empty() { Err("must not be empty".into()) } else { Ok(s.to_string()) }
+            if s.is_empty() {
+                Err("must not be empty".into())
+            } else {
+                Ok(s.to_string())
+            }
         };
         let polly_region = optional(raw, "polly_region", |s| {
-            if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') { Ok(s.to_string()) } else { Err("expected a region such as eu-west-1".into()) }
+            if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                Ok(s.to_string())
+            } else {
+                Err("expected a region such as eu-west-1".into())
+            }
         })?;
         let polly_endpoint = optional(raw, "polly_endpoint", http_base)?;
         let polly_credentials = match (
@@ -365,12 +381,15 @@ impl Config {
         };
         let google_tts_url = parse(raw, "google_tts_url", "https://texttospeech.googleapis.com", http_base)?;
         let google_tts_api_key = optional(raw, "google_tts_api_key", non_empty)?.map(SecretString::from);
-        let outbound_allow = parse(raw, "outbound_allow", "", |s| {
-            list(s).map(parse_allow_entry).collect::<Result<Vec<_>, _>>()
-        })?;
+        let outbound_allow =
+            parse(raw, "outbound_allow", "", |s| list(s).map(parse_allow_entry).collect::<Result<Vec<_>, _>>())?;
         let webhook_retry_schedule = parse(raw, "webhook_retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h", |s| {
             let delays = list(s).map(parse_duration).collect::<Result<Vec<_>, _>>()?;
-            if delays.is_empty() { Err("must list at least one delay".into()) } else { Ok(delays) }
+            if delays.is_empty() {
+                Err("must list at least one delay".into())
+            } else {
+                Ok(delays)
+            }
         })?;
         let namespace = parse(raw, "namespace", "", |s| {
             if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
@@ -379,32 +398,41 @@ impl Config {
                 Err("only letters, digits, '-' and '_' are allowed".into())
             }
         })?;
-        let secret_key = match raw.get("secret_key") {
-            Some((value, source)) => {
-                sources::check_secret_key(value)
-                    .map_err(|message| ConfigError { source_name: source.clone(), message })?;
-                SecretString::from(value.clone())
-            }
-            // Replicas of a distributed deployment must share the key, or an upload
-            // address signed by one is refused by another.
-            None if !database_url.starts_with("sqlite:") || amqp_url.is_some() => {
-                return Err(ConfigError {
+        let secret_key =
+            match raw.get("secret_key") {
+                Some((value, source)) => {
+                    sources::check_secret_key(value)
+                        .map_err(|message| ConfigError { source_name: source.clone(), message })?;
+                    SecretString::from(value.clone())
+                }
+                // Replicas of a distributed deployment must share the key, or an upload
+                // address signed by one is refused by another.
+                None if !database_url.starts_with("sqlite:") || amqp_url.is_some() => return Err(ConfigError {
                     source_name: "REELFARM_SECRET_KEY".into(),
-                    message: "must be set (32+ characters, the same on every replica) when PostgreSQL or RabbitMQ is used".into(),
-                })
-            }
-            None => SecretString::from(load_or_create_secret(&data_dir)?),
-        };
+                    message:
+                        "must be set (32+ characters, the same on every replica) when PostgreSQL or RabbitMQ is used"
+                            .into(),
+                }),
+                None => SecretString::from(load_or_create_secret(&data_dir)?),
+            };
         let upload_url_ttl = parse(raw, "upload_url_ttl", "24h", parse_duration)?;
         let rate_limit = parse(raw, "rate_limit", "100", parse_int::<u32>)?;
         let rate_limit_burst = parse(raw, "rate_limit_burst", "1000", |s| {
             let n = parse_int::<u32>(s)?;
-            if n == 0 { Err("must be at least 1 (set rate_limit to 0 to disable limits)".into()) } else { Ok(n) }
+            if n == 0 {
+                Err("must be at least 1 (set rate_limit to 0 to disable limits)".into())
+            } else {
+                Ok(n)
+            }
         })?;
         let ip_rate_limit = parse(raw, "ip_rate_limit", "50", parse_int::<u32>)?;
         let ip_rate_limit_burst = parse(raw, "ip_rate_limit_burst", "500", |s| {
             let n = parse_int::<u32>(s)?;
-            if n == 0 { Err("must be at least 1 (set ip_rate_limit to 0 to disable limits)".into()) } else { Ok(n) }
+            if n == 0 {
+                Err("must be at least 1 (set ip_rate_limit to 0 to disable limits)".into())
+            } else {
+                Ok(n)
+            }
         })?;
         let trusted_proxies =
             parse(raw, "trusted_proxies", "", |s| list(s).map(parse_ip_net).collect::<Result<Vec<_>, _>>())?;
@@ -416,24 +444,40 @@ impl Config {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).to_string();
         let worker_slots = parse(raw, "worker_slots", &cores, |s| {
             let n = parse_int::<u16>(s)?;
-            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+            if n == 0 {
+                Err("must be at least 1".into())
+            } else {
+                Ok(n)
+            }
         })?;
         let encoder_threads = parse(raw, "encoder_threads", "0", parse_int::<u16>)?;
         let job_timeout = parse(raw, "job_timeout", "2h", parse_duration)?;
         let delivery_limit = parse(raw, "delivery_limit", "5", |s| {
             let n = parse_int::<u32>(s)?;
-            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+            if n == 0 {
+                Err("must be at least 1".into())
+            } else {
+                Ok(n)
+            }
         })?;
         let retry_delay = parse(raw, "retry_delay", "2s", parse_duration)?;
         let email_rate_limit =
             parse(raw, "email_rate_limit", "100", |s| parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0)))?;
         let max_image_pixels = parse(raw, "max_image_pixels", "100000000", |s| {
             let n = parse_int::<u64>(s)?;
-            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+            if n == 0 {
+                Err("must be at least 1".into())
+            } else {
+                Ok(n)
+            }
         })?;
         let max_video_pixels = parse(raw, "max_video_pixels", "33177600", |s| {
             let n = parse_int::<u64>(s)?;
-            if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+            if n == 0 {
+                Err("must be at least 1".into())
+            } else {
+                Ok(n)
+            }
         })?;
         let max_media_duration = parse(raw, "max_media_duration", "3h", parse_duration)?;
         let unlimited_if_zero = |s: &str| parse_bytes(s).map(|n| Some(n).filter(|&n| n > 0));

@@ -57,15 +57,18 @@ pub(super) fn parse<T>(
     f: impl Fn(&str) -> Result<T, String>,
 ) -> Result<T, ConfigError> {
     match raw.get(key) {
-        Some((value, source)) => f(value.trim()).map_err(|message| ConfigError { source_name: source.clone(), message }),
-        None => f(default).map_err(|message| ConfigError {
-            source_name: format!("default of {key}"),
-            message,
-        }),
+        Some((value, source)) => {
+            f(value.trim()).map_err(|message| ConfigError { source_name: source.clone(), message })
+        }
+        None => f(default).map_err(|message| ConfigError { source_name: format!("default of {key}"), message }),
     }
 }
 
-pub(super) fn optional<T>(raw: &Raw, key: &'static str, f: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, ConfigError> {
+pub(super) fn optional<T>(
+    raw: &Raw,
+    key: &'static str,
+    f: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, ConfigError> {
     match raw.get(key) {
         Some((value, _)) if value.trim().is_empty() => Ok(None),
         Some(_) => parse(raw, key, "", f).map(Some),
@@ -159,7 +162,9 @@ pub(super) fn parse_ip_net(s: &str) -> Result<IpNet, String> {
     let width = if ip.is_ipv4() { 32 } else { 128 };
     let prefix = match prefix {
         None => width,
-        Some(p) => p.parse::<u8>().ok().filter(|p| *p <= width).ok_or_else(|| format!("`{s}`: prefix must be 0 to {width}"))?,
+        Some(p) => {
+            p.parse::<u8>().ok().filter(|p| *p <= width).ok_or_else(|| format!("`{s}`: prefix must be 0 to {width}"))?
+        }
     };
     Ok(IpNet { ip, prefix })
 }
@@ -243,7 +248,12 @@ pub(super) fn load_or_create_secret(data_dir: &Path) -> Result<String, ConfigErr
     let written = {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).and_then(|mut f| f.write_all(secret.as_bytes()))
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| f.write_all(secret.as_bytes()))
     };
     match written {
         Ok(()) => Ok(secret),
@@ -252,4 +262,3 @@ pub(super) fn load_or_create_secret(data_dir: &Path) -> Result<String, ConfigErr
         Err(e) => Err(err(format!("cannot write: {e}"))),
     }
 }
-

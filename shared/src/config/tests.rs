@@ -29,8 +29,7 @@ fn a_bad_value_is_reported_by_its_variable_name() {
     assert_eq!(err.source_name, "REELFARM_LISTEN");
     let err = Config::from_sources(None, env(&[("REELFARM_BLOB_URL", "ftp://x")])).unwrap_err();
     assert_eq!(err.source_name, "REELFARM_BLOB_URL");
-    let err = Config::from_sources(None, env(&[("REELFARM_WEBHOOK_RETRY_SCHEDULE", "5s,5 parsecs")]))
-        .unwrap_err();
+    let err = Config::from_sources(None, env(&[("REELFARM_WEBHOOK_RETRY_SCHEDULE", "5s,5 parsecs")])).unwrap_err();
     assert!(err.to_string().contains("REELFARM_WEBHOOK_RETRY_SCHEDULE"), "{err}");
     let err = Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", "short")])).unwrap_err();
     assert_eq!(err.source_name, "REELFARM_SECRET_KEY");
@@ -46,8 +45,11 @@ fn a_bad_value_is_reported_by_its_variable_name() {
 fn toml_file_is_overridden_by_environment_and_unknown_keys_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("reelfarm.toml");
-    std::fs::write(&file, "listen = \"127.0.0.1:9000\"\nrate_limit = 7\noutbound_allow = [\"127.0.0.1\", \"[::1]:8080\"]\n")
-        .unwrap();
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:9000\"\nrate_limit = 7\noutbound_allow = [\"127.0.0.1\", \"[::1]:8080\"]\n",
+    )
+    .unwrap();
     let c = Config::from_sources(Some(&file), env(&[("REELFARM_RATE_LIMIT", "9")])).unwrap();
     assert_eq!(c.listen.port(), 9000);
     assert_eq!(c.rate_limit, 9);
@@ -144,7 +146,11 @@ fn placeholder_short_and_predictable_secret_keys_are_refused() {
     assert!(refused("change-me-compose-dev-secret-key-0123456789abcdef").contains("placeholder"));
     assert!(refused(&"x".repeat(40)).contains("predictable"));
     assert!(refused(&"0123456789".repeat(4)).contains("predictable"), "a repeated pattern");
-    for good in ["8f2b6c0d9e1a4b7c3d5e6f708192a3b4", "u4N0m3k1QhTzq2Yd9rW8xVbL5sCj7gFe+pA6/oI=", "a-secret-key-of-at-least-32-characters"] {
+    for good in [
+        "8f2b6c0d9e1a4b7c3d5e6f708192a3b4",
+        "u4N0m3k1QhTzq2Yd9rW8xVbL5sCj7gFe+pA6/oI=",
+        "a-secret-key-of-at-least-32-characters",
+    ] {
         assert!(Config::from_sources(None, env(&[("REELFARM_SECRET_KEY", good)])).is_ok(), "{good}");
     }
 }

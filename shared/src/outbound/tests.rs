@@ -13,7 +13,8 @@ use tokio::net::{TcpListener, TcpStream};
 use super::*;
 
 /// The one refusal message, after the host.
-const UNREACHABLE: &str = "cannot be reached from this service (unknown host, or not a public address on port 80 or 443)";
+const UNREACHABLE: &str =
+    "cannot be reached from this service (unknown host, or not a public address on port 80 or 443)";
 
 /// A request as the test server read it.
 struct Request {
@@ -441,7 +442,9 @@ async fn connections_go_only_to_the_pinned_addresses_of_the_checked_name() {
 #[test]
 fn refused_ip_addresses_are_known_without_a_lookup() {
     let outbound = allowing(&["127.0.0.1"]);
-    assert!(outbound.refused_literal("http://127.0.0.2:8080/x.png").is_some_and(|e| e.key() == "error.outbound_refused"));
+    assert!(outbound
+        .refused_literal("http://127.0.0.2:8080/x.png")
+        .is_some_and(|e| e.key() == "error.outbound_refused"));
     assert!(outbound.refused_literal("http://[::1]/x.png").is_some());
     assert!(outbound.refused_literal("http://10.0.0.1/x.png").is_some());
     assert!(outbound.refused_literal("http://127.0.0.1:8080/x.png").is_none(), "allowed");

@@ -141,19 +141,14 @@ async fn libraries(store: &Store) {
     assert_eq!(a.kind, LibraryKind::Personal);
     assert_eq!(store.library(&a.id).await.unwrap(), a);
 
-    let extra = store
-        .create_library("Holiday", LibraryKind::Personal, LibraryOwner::User(carol.id.clone()))
-        .await
-        .unwrap();
+    let extra =
+        store.create_library("Holiday", LibraryKind::Personal, LibraryOwner::User(carol.id.clone())).await.unwrap();
     assert!(!extra.is_default);
     let group_lib = store.group_library(&crew.id, &crew.name).await.unwrap();
     assert_eq!(group_lib.kind, LibraryKind::Group);
     let public = store.create_library("Public", LibraryKind::Public, LibraryOwner::Operator).await.unwrap();
     let stock = store.create_library("Stock", LibraryKind::Stock, LibraryOwner::Operator).await.unwrap();
-    assert!(store
-        .create_library("Bad", LibraryKind::Public, LibraryOwner::User(carol.id.clone()))
-        .await
-        .is_err());
+    assert!(store.create_library("Bad", LibraryKind::Public, LibraryOwner::User(carol.id.clone())).await.is_err());
 
     let ids = |libs: Vec<Library>| libs.into_iter().map(|l| l.id).collect::<Vec<_>>();
     let carols = ids(store.visible_libraries(&carol.id).await.unwrap());

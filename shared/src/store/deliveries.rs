@@ -141,11 +141,7 @@ fn delivery_from(row: &AnyRow) -> Result<DeliveryRecord> {
     })
 }
 
-async fn insert_deliveries(
-    conn: &mut sqlx::AnyConnection,
-    deliveries: &[NewDelivery],
-    now: i64,
-) -> Result<u64> {
+async fn insert_deliveries(conn: &mut sqlx::AnyConnection, deliveries: &[NewDelivery], now: i64) -> Result<u64> {
     let mut planned = 0;
     for d in deliveries {
         let done = sqlx::query(
@@ -207,7 +203,13 @@ impl Store {
     /// (unix ms); the new end, or `None` when the claim was lost (the delivery was
     /// claimed again or settled — a recorded attempt moves the due time, so a renewal
     /// racing with it changes nothing).
-    pub async fn renew_delivery_lease(&self, id: &str, number: i64, until: i64, lease: Duration) -> Result<Option<i64>> {
+    pub async fn renew_delivery_lease(
+        &self,
+        id: &str,
+        number: i64,
+        until: i64,
+        lease: Duration,
+    ) -> Result<Option<i64>> {
         let renewed = now_ms() + lease.as_millis() as i64;
         let done = sqlx::query(
             "UPDATE deliveries SET next_attempt_at = $1 \

@@ -40,7 +40,13 @@ fn record_from(row: &AnyRow) -> Result<IntegrationRecord> {
 impl Store {
     /// Links `provider` for `user_id`, replacing the account linked before (whose
     /// `linked_at` is kept).
-    pub async fn link_integration(&self, user_id: &str, provider: Provider, client_id: &str, sealed: &str) -> Result<()> {
+    pub async fn link_integration(
+        &self,
+        user_id: &str,
+        provider: Provider,
+        client_id: &str,
+        sealed: &str,
+    ) -> Result<()> {
         let now = now_ms();
         sqlx::query(
             "INSERT INTO integrations (user_id, provider, client_id, sealed, linked_at, updated_at) \

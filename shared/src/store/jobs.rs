@@ -50,7 +50,12 @@ fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, cha
 }
 
 /// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
-fn bind_render<'q>(query: AnyQuery<'q>, job: &'q NewJob, render: &'q NewRender, stored: &'q RenderRecord) -> AnyQuery<'q> {
+fn bind_render<'q>(
+    query: AnyQuery<'q>,
+    job: &'q NewJob,
+    render: &'q NewRender,
+    stored: &'q RenderRecord,
+) -> AnyQuery<'q> {
     query
         .bind(&render.id)
         .bind(&job.id)
@@ -67,7 +72,13 @@ fn bind_render<'q>(query: AnyQuery<'q>, job: &'q NewJob, render: &'q NewRender, 
 }
 
 /// Binds the [`PROJECT_COLUMNS`] of the project created with `render`.
-fn bind_project<'q>(query: AnyQuery<'q>, job: &'q NewJob, render: &'q NewRender, id: &'q str, json: &'q str) -> AnyQuery<'q> {
+fn bind_project<'q>(
+    query: AnyQuery<'q>,
+    job: &'q NewJob,
+    render: &'q NewRender,
+    id: &'q str,
+    json: &'q str,
+) -> AnyQuery<'q> {
     query
         .bind(id)
         .bind(&job.user_id)
@@ -246,7 +257,9 @@ impl Store {
             .map_err(missing_reference("template"))?;
         let account = account.as_deref().map(CreditAccount::decode).transpose()?;
         for (render, stored) in job.renders.iter().zip(&record.renders) {
-            let sql = format!("INSERT INTO renders ({NEW_RENDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)");
+            let sql = format!(
+                "INSERT INTO renders ({NEW_RENDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            );
             bind_render(sqlx::query(&sql), job, render, stored).execute(&mut *tx).await?;
             if let Some((project_id, json)) = &render.project {
                 let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
@@ -286,7 +299,8 @@ impl Store {
             format!("({})", list.join(", "))
         };
         let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(12)).collect();
-        let project_rows: Vec<String> = job.renders.iter().filter(|r| r.project.is_some()).map(|_| placeholders(8)).collect();
+        let project_rows: Vec<String> =
+            job.renders.iter().filter(|r| r.project.is_some()).map(|_| placeholders(8)).collect();
         let outbox_rows: Vec<String> =
             job.renders.iter().filter(|_| job.create_render).map(|_| placeholders(4)).collect();
         let mut sql = format!(
@@ -337,7 +351,8 @@ impl Store {
                 query = query.bind(envelope.id).bind(Queue::Render.name()).bind(payload).bind(envelope.enqueued_at);
             }
         }
-        let created: i64 = query.fetch_one(&self.pool).await.and_then(|row| row.try_get(0)).map_err(missing_reference("template"))?;
+        let created: i64 =
+            query.fetch_one(&self.pool).await.and_then(|row| row.try_get(0)).map_err(missing_reference("template"))?;
         if created == 0 {
             return Ok(JobCreation::CreditsExhausted { needed: charges });
         }
@@ -349,13 +364,16 @@ impl Store {
 
     /// The answer to a request whose idempotency key is taken.
     async fn replay(&self, user_id: &str, idem: Idempotency<'_>) -> Result<JobCreation> {
-        let row = sqlx::query("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
-            .bind(user_id)
-            .bind(idem.key)
-            .fetch_optional(&self.pool)
-            .await?
-            // Expired and removed meanwhile: a rare race; the client may simply retry.
-            .ok_or_else(|| StoreError::Conflict("the Idempotency-Key was just released; retry the request".into()))?;
+        let row =
+            sqlx::query("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
+                .bind(user_id)
+                .bind(idem.key)
+                .fetch_optional(&self.pool)
+                .await?
+                // Expired and removed meanwhile: a rare race; the client may simply retry.
+                .ok_or_else(|| {
+                    StoreError::Conflict("the Idempotency-Key was just released; retry the request".into())
+                })?;
         let hash: String = row.try_get("request_hash")?;
         if hash != idem.request_hash {
             return Err(StoreError::Conflict(
@@ -485,9 +503,15 @@ impl Store {
         let now = now_ms();
         let mut tx = self.begin().await?;
         let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
-            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => {
-                (RenderStatus::Success, None, Some(video_key), Some(thumb_key), Some(*width), Some(*height), Some(*duration_ms))
-            }
+            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => (
+                RenderStatus::Success,
+                None,
+                Some(video_key),
+                Some(thumb_key),
+                Some(*width),
+                Some(*height),
+                Some(*duration_ms),
+            ),
             RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None),
         };
         let job_id: Option<String> = sqlx::query_scalar(
@@ -560,4 +584,3 @@ impl Store {
         project_from(&row)
     }
 }
-

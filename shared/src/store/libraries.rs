@@ -111,7 +111,13 @@ impl Store {
         self.insert_library(name, kind, owner, false).await
     }
 
-    async fn insert_library(&self, name: &str, kind: LibraryKind, owner: LibraryOwner, is_default: bool) -> Result<Library> {
+    async fn insert_library(
+        &self,
+        name: &str,
+        kind: LibraryKind,
+        owner: LibraryOwner,
+        is_default: bool,
+    ) -> Result<Library> {
         let (user, group) = match &owner {
             LibraryOwner::User(u) => (Some(u.clone()), None),
             LibraryOwner::Group(g) => (None, Some(g.clone())),
@@ -152,8 +158,7 @@ impl Store {
 
     /// The user's default personal library, created on first use.
     pub async fn personal_library(&self, user_id: &str) -> Result<Library> {
-        self.default_library(LibraryKind::Personal, LibraryOwner::User(user_id.to_string()), "My library")
-            .await
+        self.default_library(LibraryKind::Personal, LibraryOwner::User(user_id.to_string()), "My library").await
     }
 
     /// The group's default library, created on first use.

@@ -14,9 +14,9 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Transaction};
 
 mod assets;
-mod integrations;
 mod deliveries;
 mod housekeeping;
+mod integrations;
 mod jobs;
 mod libraries;
 mod outbox;
@@ -27,9 +27,9 @@ mod usage;
 mod users;
 
 pub use assets::STALE_UPLOAD_MS;
-pub use integrations::IntegrationRecord;
 pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, DeliveryStatus, NewDelivery};
 pub use housekeeping::{Pruned, HANDLED_RETENTION_MS};
+pub use integrations::IntegrationRecord;
 pub use jobs::{
     Idempotency, JobCreation, JobRecord, JobStatus, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
     RenderStatus, IDEMPOTENCY_TTL_MS,
@@ -66,14 +66,16 @@ impl StoreError {
     /// fault in the request or the data.
     pub fn is_transient(&self) -> bool {
         match self {
-            StoreError::Database(e) => matches!(
-                e,
-                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
-            ) || e.as_database_error().is_some_and(|d| {
-                let code = d.code().unwrap_or_default();
-                // SQLite busy/locked; PostgreSQL serialization failure, deadlock.
-                matches!(&*code, "5" | "6" | "517" | "40001" | "40P01")
-            }),
+            StoreError::Database(e) => {
+                matches!(
+                    e,
+                    sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
+                ) || e.as_database_error().is_some_and(|d| {
+                    let code = d.code().unwrap_or_default();
+                    // SQLite busy/locked; PostgreSQL serialization failure, deadlock.
+                    matches!(&*code, "5" | "6" | "517" | "40001" | "40P01")
+                })
+            }
             _ => false,
         }
     }

@@ -18,8 +18,8 @@ pub struct OutboxRow {
 
 fn row_to_outbox(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
     let payload: String = row.try_get("payload")?;
-    let envelope = Envelope::from_bytes(payload.as_bytes())
-        .map_err(|e| StoreError::Corrupt(format!("outbox payload: {e}")))?;
+    let envelope =
+        Envelope::from_bytes(payload.as_bytes()).map_err(|e| StoreError::Corrupt(format!("outbox payload: {e}")))?;
     let deliveries: i64 = row.try_get("deliveries")?;
     Ok(OutboxRow { envelope, deliveries: deliveries as u32 })
 }
@@ -75,13 +75,12 @@ pub(crate) async fn enqueue(tx: &mut Transaction<'static, Any>, envelope: &Envel
 /// Records inside the caller's transaction that `message_id` was handled; `false` when it
 /// already was (the caller then rolls back: the effects exist already).
 pub(crate) async fn mark_handled(tx: &mut Transaction<'static, Any>, message_id: &str) -> Result<bool> {
-    let done = sqlx::query(
-        "INSERT INTO handled_messages (message_id, handled_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-    )
-    .bind(message_id)
-    .bind(now_ms())
-    .execute(&mut **tx)
-    .await?;
+    let done =
+        sqlx::query("INSERT INTO handled_messages (message_id, handled_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(message_id)
+            .bind(now_ms())
+            .execute(&mut **tx)
+            .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -238,10 +237,11 @@ impl Store {
     /// embedded process starts: nothing can be in flight then, so those deliveries died
     /// with the previous process.
     pub async fn outbox_reset_published(&self) -> Result<u64> {
-        let done = sqlx::query("UPDATE outbox SET published_at = NULL, available_at = $1 WHERE published_at IS NOT NULL")
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("UPDATE outbox SET published_at = NULL, available_at = $1 WHERE published_at IS NOT NULL")
+                .bind(now_ms())
+                .execute(&self.pool)
+                .await?;
         if done.rows_affected() > 0 {
             self.outbox_written();
         }
@@ -256,12 +256,10 @@ impl Store {
 
     /// Dead-lettered messages of `queue`, oldest first.
     pub async fn dead_letters(&self, queue: Queue) -> Result<Vec<OutboxRow>> {
-        let rows = sqlx::query(
-            "SELECT payload, deliveries FROM dead_letters WHERE queue = $1 ORDER BY created_at, id",
-        )
-        .bind(queue.name())
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query("SELECT payload, deliveries FROM dead_letters WHERE queue = $1 ORDER BY created_at, id")
+            .bind(queue.name())
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(row_to_outbox).collect()
     }
 

@@ -229,9 +229,7 @@ impl Store {
         match inserted {
             Ok(_) => Ok(()),
             Err(e) if is_unique_violation(&e) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => {
-                Err(StoreError::NotFound("template or share target"))
-            }
+            Err(e) if is_foreign_key_violation(&e) => Err(StoreError::NotFound("template or share target")),
             Err(e) => Err(e.into()),
         }
     }

@@ -321,12 +321,13 @@ impl Store {
     /// Stores `new` as the user's webhook secret if the stored one is still `expected`
     /// (`None`: whatever it is); whether it was stored.
     pub async fn replace_webhook_secret(&self, user_id: &str, expected: Option<&str>, new: &str) -> Result<bool> {
-        let done = sqlx::query("UPDATE users SET webhook_secret = $1 WHERE id = $2 AND ($3 IS NULL OR webhook_secret = $3)")
-            .bind(new)
-            .bind(user_id)
-            .bind(expected)
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("UPDATE users SET webhook_secret = $1 WHERE id = $2 AND ($3 IS NULL OR webhook_secret = $3)")
+                .bind(new)
+                .bind(user_id)
+                .bind(expected)
+                .execute(&self.pool)
+                .await?;
         if done.rows_affected() == 0 && expected.is_none() {
             return Err(StoreError::NotFound("user"));
         }

@@ -44,20 +44,11 @@ impl Color {
         let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| invalid());
         match hex.len() {
             3 => {
-                let nibble = |i: usize| {
-                    u8::from_str_radix(&hex[i..=i], 16)
-                        .map(|n| n * 17)
-                        .map_err(|_| invalid())
-                };
+                let nibble = |i: usize| u8::from_str_radix(&hex[i..=i], 16).map(|n| n * 17).map_err(|_| invalid());
                 Ok(Color::rgb(nibble(0)?, nibble(1)?, nibble(2)?))
             }
             6 => Ok(Color::rgb(byte(0)?, byte(2)?, byte(4)?)),
-            8 => Ok(Color {
-                r: byte(0)?,
-                g: byte(2)?,
-                b: byte(4)?,
-                a: byte(6)?,
-            }),
+            8 => Ok(Color { r: byte(0)?, g: byte(2)?, b: byte(4)?, a: byte(6)? }),
             _ => Err(invalid()),
         }
     }
@@ -151,24 +142,14 @@ mod tests {
     #[test]
     fn parses_the_three_forms_in_either_case() {
         assert_eq!(Color::parse("#FF8000").unwrap(), Color::rgb(255, 128, 0));
-        assert_eq!(
-            Color::parse("#ff800080").unwrap(),
-            Color {
-                r: 255,
-                g: 128,
-                b: 0,
-                a: 128
-            }
-        );
+        assert_eq!(Color::parse("#ff800080").unwrap(), Color { r: 255, g: 128, b: 0, a: 128 });
         assert_eq!(Color::parse("#fA0").unwrap(), Color::rgb(255, 170, 0));
         assert_eq!(Color::parse("#000000").unwrap(), Color::BLACK);
     }
 
     #[test]
     fn refuses_anything_else() {
-        for bad in [
-            "", "#", "ff8000", "#ff80", "#ff80001", "#gg0000", "#ff8000 ", "red", "#+1+2+3", "#ééé",
-        ] {
+        for bad in ["", "#", "ff8000", "#ff80", "#ff80001", "#gg0000", "#ff8000 ", "red", "#+1+2+3", "#ééé"] {
             let err = Color::parse(bad).unwrap_err();
             assert!(err.contains("expected #rrggbb"), "{bad:?}: {err}");
         }
@@ -176,30 +157,10 @@ mod tests {
 
     #[test]
     fn serialises_the_short_form_when_opaque() {
-        let json = serde_json::to_string(&[
-            Color::rgb(1, 2, 255),
-            Color {
-                r: 0,
-                g: 0,
-                b: 0,
-                a: 0x80,
-            },
-        ])
-        .unwrap();
+        let json = serde_json::to_string(&[Color::rgb(1, 2, 255), Color { r: 0, g: 0, b: 0, a: 0x80 }]).unwrap();
         assert_eq!(json, r##"["#0102ff","#00000080"]"##);
         let back: Vec<Color> = serde_json::from_str(&json).unwrap();
-        assert_eq!(
-            back,
-            [
-                Color::rgb(1, 2, 255),
-                Color {
-                    r: 0,
-                    g: 0,
-                    b: 0,
-                    a: 0x80
-                }
-            ]
-        );
+        assert_eq!(back, [Color::rgb(1, 2, 255), Color { r: 0, g: 0, b: 0, a: 0x80 }]);
     }
 
     #[test]

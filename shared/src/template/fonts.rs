@@ -15,10 +15,7 @@ pub fn find(family: &str) -> Option<&'static str> {
 
 /// The error text for a family we do not bundle, listing the ones we do.
 pub fn unknown_family_message(family: &str) -> String {
-    format!(
-        "font family {family:?} is not available; use one of: {}",
-        FAMILIES.join(", ")
-    )
+    format!("font family {family:?} is not available; use one of: {}", FAMILIES.join(", "))
 }
 
 #[cfg(test)]

@@ -29,7 +29,5 @@ pub use layer::{
     Variable, VideoLayer,
 };
 pub use schema::json_schema;
-pub use types::{
-    Animation, Canvas, Clip, Direction, Easing, Rect, Soundtrack, Source, Template, Transition, VERSION,
-};
+pub use types::{Animation, Canvas, Clip, Direction, Easing, Rect, Soundtrack, Source, Template, Transition, VERSION};
 pub use variables::{Requirements, TemplateVariable, VariableType};

@@ -73,10 +73,7 @@ impl RichText {
 
     /// Characters of text, not counting markup, bullets or line breaks.
     pub fn visible_len(&self) -> usize {
-        self.runs()
-            .filter(|r| !r.is_break())
-            .map(|r| r.text.chars().count())
-            .sum()
+        self.runs().filter(|r| !r.is_break()).map(|r| r.text.chars().count()).sum()
     }
 
     /// Whether the text needs more than one line: a `<br/>`, several paragraphs or a bullet.
@@ -86,11 +83,8 @@ impl RichText {
 
     /// The text without markup: paragraphs and `<br/>` become `\n`, bullets are dropped.
     pub fn plain(&self) -> String {
-        let paragraphs: Vec<String> = self
-            .paragraphs
-            .iter()
-            .map(|p| p.runs.iter().map(|r| r.text.as_str()).collect())
-            .collect();
+        let paragraphs: Vec<String> =
+            self.paragraphs.iter().map(|p| p.runs.iter().map(|r| r.text.as_str()).collect()).collect();
         paragraphs.join("\n")
     }
 
@@ -105,20 +99,11 @@ impl Run {
     }
 
     fn new(text: String, format: Format) -> Run {
-        Run {
-            text,
-            bold: format.bold,
-            italic: format.italic,
-            color: format.color,
-        }
+        Run { text, bold: format.bold, italic: format.italic, color: format.color }
     }
 
     fn format(&self) -> Format {
-        Format {
-            bold: self.bold,
-            italic: self.italic,
-            color: self.color,
-        }
+        Format { bold: self.bold, italic: self.italic, color: self.color }
     }
 }
 
@@ -179,10 +164,7 @@ impl Builder {
         if self.current.runs.last().is_some_and(Run::is_break) {
             self.current.runs.pop();
         }
-        let next = Paragraph {
-            bullet: next_bullet,
-            runs: Vec::new(),
-        };
+        let next = Paragraph { bullet: next_bullet, runs: Vec::new() };
         let done = std::mem::replace(&mut self.current, next);
         if !done.runs.is_empty() || self.had_break {
             self.paragraphs.push(done);

@@ -39,10 +39,7 @@ pub struct ValueError {
 
 impl ValueError {
     fn new(variable: &str, message: impl Into<String>) -> ValueError {
-        ValueError {
-            variable: variable.to_owned(),
-            message: message.into(),
-        }
+        ValueError { variable: variable.to_owned(), message: message.into() }
     }
 }
 
@@ -63,10 +60,7 @@ pub fn apply_values_with(
     let mut out = template.clone();
     let mut errors = Vec::new();
     for (key, value) in values {
-        let Some(layer) = Uuid::parse_str(key)
-            .ok()
-            .and_then(|id| variable_layer_mut(&mut out, id))
-        else {
+        let Some(layer) = Uuid::parse_str(key).ok().and_then(|id| variable_layer_mut(&mut out, id)) else {
             errors.push(ValueError::new(
                 key,
                 format!("unknown variable {key:?}: the template has no variable with this id"),
@@ -180,15 +174,11 @@ fn escape(plain: &str) -> String {
 /// The source of an image, video or sound value: an address or an asset id.
 fn media_source(value: &Value, kind: &str) -> Result<Source, String> {
     let Value::String(text) = value else {
-        return Err(format!(
-            "expected a string (the address of the {kind} or an asset id) or null"
-        ));
+        return Err(format!("expected a string (the address of the {kind} or an asset id) or null"));
     };
     let text = text.trim();
     if text.is_empty() {
-        return Err(format!(
-            "the {kind} value is empty; give an address or an asset id (or null for the placeholder)"
-        ));
+        return Err(format!("the {kind} value is empty; give an address or an asset id (or null for the placeholder)"));
     }
     let lower = text.to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
@@ -219,44 +209,22 @@ mod tests {
     const MUSIC: &str = "9a8b7c6d-2222-4e5f-9a0b-1c2d3e4f5a6b";
 
     fn frame() -> Frame {
-        Frame {
-            x: 0.0,
-            y: 0.0,
-            width: 100.0,
-            height: 50.0,
-            opacity: 1.0,
-            rotation: 0.0,
-        }
+        Frame { x: 0.0, y: 0.0, width: 100.0, height: 50.0, opacity: 1.0, rotation: 0.0 }
     }
 
     fn variable(id: &str, name: &str) -> Option<Variable> {
-        Some(Variable {
-            id: Uuid::parse_str(id).unwrap(),
-            name: name.into(),
-            weight: 0.0,
-        })
+        Some(Variable { id: Uuid::parse_str(id).unwrap(), name: name.into(), weight: 0.0 })
     }
 
     fn layer(id: &str, var: Option<Variable>, content: Content) -> Layer {
-        Layer {
-            id: id.into(),
-            start: 0.0,
-            end: None,
-            variable: var,
-            animations: vec![],
-            content,
-        }
+        Layer { id: id.into(), start: 0.0, end: None, variable: var, animations: vec![], content }
     }
 
     fn template() -> Template {
         let title = TextLayer {
             frame: frame(),
             text: "<p>Hello</p>".into(),
-            font: Font {
-                family: "Liberation Sans".into(),
-                size: 20.0,
-                color: Color::WHITE,
-            },
+            font: Font { family: "Liberation Sans".into(), size: 20.0, color: Color::WHITE },
             align: Align::Left,
             vertical_align: VAlign::Top,
             line_height: 1.2,
@@ -265,11 +233,7 @@ mod tests {
             minimum_length: 2,
             maximum_length: 10,
         };
-        let photo = ImageLayer {
-            frame: frame(),
-            source: Source::File { file: "a.png".into() },
-            fit: Fit::Cover,
-        };
+        let photo = ImageLayer { frame: frame(), source: Source::File { file: "a.png".into() }, fit: Fit::Cover };
         let music = SoundLayer {
             source: Source::File { file: "a.mp3".into() },
             volume: 1.0,
@@ -283,12 +247,7 @@ mod tests {
             name: "t".into(),
             category: String::new(),
             tags: vec![],
-            canvas: Canvas {
-                width: 320,
-                height: 180,
-                fps: 10,
-                background: Color::BLACK,
-            },
+            canvas: Canvas { width: 320, height: 180, fps: 10, background: Color::BLACK },
             clips: vec![Clip {
                 id: "c1".into(),
                 duration: 2.0,
@@ -314,36 +273,22 @@ mod tests {
     #[test]
     fn plain_text_is_escaped_into_literal_markup() {
         let t = apply_values(&template(), &values(json!({ TITLE: "A<b>&'" }))).unwrap();
-        let Content::Text(text) = content(&t, "title") else {
-            panic!()
-        };
+        let Content::Text(text) = content(&t, "title") else { panic!() };
         assert_eq!(text.text, "A&lt;b&gt;&amp;&#39;");
         assert_eq!(crate::template::rich::parse(&text.text).unwrap().plain(), "A<b>&'");
     }
 
     #[test]
     fn rich_text_is_parsed_and_errors_give_the_position() {
-        let t = apply_values(
-            &template(),
-            &values(json!({ TITLE: {"type": "rich-text", "value": "<b>Hi</b> you"} })),
-        )
-        .unwrap();
-        let Content::Text(text) = content(&t, "title") else {
-            panic!()
-        };
+        let t = apply_values(&template(), &values(json!({ TITLE: {"type": "rich-text", "value": "<b>Hi</b> you"} })))
+            .unwrap();
+        let Content::Text(text) = content(&t, "title") else { panic!() };
         assert_eq!(text.text, "<b>Hi</b> you");
-        let errors = apply_values(
-            &template(),
-            &values(json!({ TITLE: {"type": "rich-text", "value": "ab<blink>"} })),
-        )
-        .unwrap_err();
+        let errors = apply_values(&template(), &values(json!({ TITLE: {"type": "rich-text", "value": "ab<blink>"} })))
+            .unwrap_err();
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].variable, TITLE);
-        assert!(
-            errors[0].message.contains("variable \"Title\""),
-            "{}",
-            errors[0].message
-        );
+        assert!(errors[0].message.contains("variable \"Title\""), "{}", errors[0].message);
         assert!(errors[0].message.contains("at character 2"), "{}", errors[0].message);
     }
 
@@ -355,10 +300,7 @@ mod tests {
             (json!("one\ntwo"), "single line"),
         ] {
             let errors = apply_values(&template(), &values(json!({ TITLE: value }))).unwrap_err();
-            assert!(
-                errors[0].message.contains("\"Title\"") && errors[0].message.contains(expected),
-                "{errors:?}"
-            );
+            assert!(errors[0].message.contains("\"Title\"") && errors[0].message.contains(expected), "{errors:?}");
         }
     }
 
@@ -383,9 +325,8 @@ mod tests {
 
     #[test]
     fn values_nested_too_deep_are_refused() {
-        let nested = |n: usize| {
-            json!({"type": "rich-text", "value": format!("{}Hi{}", "<b>".repeat(n), "</b>".repeat(n))})
-        };
+        let nested =
+            |n: usize| json!({"type": "rich-text", "value": format!("{}Hi{}", "<b>".repeat(n), "</b>".repeat(n))});
         assert!(apply_values(&template(), &values(json!({ TITLE: nested(32) }))).is_ok());
         let errors = apply_values(&template(), &values(json!({ TITLE: nested(33) }))).unwrap_err();
         let message = &errors[0].message;
@@ -423,39 +364,18 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(errors.len(), 3, "{errors:?}");
-        assert!(errors
-            .iter()
-            .any(|e| e.variable == "not-a-uuid" && e.message.contains("unknown variable")));
-        assert!(errors
-            .iter()
-            .any(|e| e.variable == PHOTO && e.message.contains("\"Photo\"")));
+        assert!(errors.iter().any(|e| e.variable == "not-a-uuid" && e.message.contains("unknown variable")));
+        assert!(errors.iter().any(|e| e.variable == PHOTO && e.message.contains("\"Photo\"")));
     }
 
     #[test]
     fn media_values_become_urls_or_assets_and_null_keeps_the_placeholder() {
-        let t = apply_values(
-            &template(),
-            &values(json!({ PHOTO: "https://example.com/p.jpg", MUSIC: "asset-42" })),
-        )
-        .unwrap();
-        let Content::Image(image) = content(&t, "photo") else {
-            panic!()
-        };
-        assert_eq!(
-            image.source,
-            Source::Url {
-                url: "https://example.com/p.jpg".into()
-            }
-        );
-        let Content::Sound(sound) = content(&t, "music") else {
-            panic!()
-        };
-        assert_eq!(
-            sound.source,
-            Source::Asset {
-                asset: "asset-42".into()
-            }
-        );
+        let t = apply_values(&template(), &values(json!({ PHOTO: "https://example.com/p.jpg", MUSIC: "asset-42" })))
+            .unwrap();
+        let Content::Image(image) = content(&t, "photo") else { panic!() };
+        assert_eq!(image.source, Source::Url { url: "https://example.com/p.jpg".into() });
+        let Content::Sound(sound) = content(&t, "music") else { panic!() };
+        assert_eq!(sound.source, Source::Asset { asset: "asset-42".into() });
         let kept = apply_values(&template(), &values(json!({ PHOTO: null, TITLE: null }))).unwrap();
         assert_eq!(kept, template());
         let errors = apply_values(&template(), &values(json!({ PHOTO: "ftp://x/y.png" }))).unwrap_err();
@@ -479,8 +399,11 @@ mod tests {
         let speech = speech_values(&template(), &given, &Unchecked);
         assert_eq!(speech.len(), 1);
         assert_eq!((speech[0].0.as_str(), speech[0].1.voice.as_str()), ("music", "Joanna"));
-        let errors = apply_values(&template(), &values(json!({ TITLE: {"type": "tts", "value": "x", "identifier": "espeak;en"} })))
-            .unwrap_err();
+        let errors = apply_values(
+            &template(),
+            &values(json!({ TITLE: {"type": "tts", "value": "x", "identifier": "espeak;en"} })),
+        )
+        .unwrap_err();
         assert!(errors[0].message.contains("\"Title\""), "{errors:?}");
     }
 }

@@ -12,8 +12,6 @@ mod split;
 pub mod voices;
 
 use serde_json::Value;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 
 pub use split::split_text;
 
@@ -241,19 +239,15 @@ impl Speech {
     /// speech is synthesised once — and nobody without the secret can compute the key of a
     /// guessed sentence to ask the blob store whether a tenant had it spoken.
     pub fn cache_key(&self, secret: &[u8]) -> String {
-        let mut hash = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
-        for part in [
+        let parts = [
             "reelfarm-tts-v1",
             self.provider.as_str(),
             &self.voice,
             self.engine.as_deref().unwrap_or(""),
             self.language.as_deref().unwrap_or(""),
             &self.text,
-        ] {
-            hash.update(&(part.len() as u64).to_be_bytes());
-            hash.update(part.as_bytes());
-        }
-        format!("tts/{}.wav", hex::encode(hash.finalize().into_bytes()))
+        ];
+        format!("tts/{}.wav", crate::token::keyed_name(secret, &parts))
     }
 }
 

@@ -37,9 +37,7 @@ impl SoundDecoder {
         rate: Option<u32>,
         start: Option<f64>,
     ) -> Result<Self, MediaError> {
-        let stream = input
-            .stream(index)
-            .ok_or_else(|| MediaError::Internal("audio stream vanished".into()))?;
+        let stream = input.stream(index).ok_or_else(|| MediaError::Internal("audio stream vanished".into()))?;
         let time_base = stream.time_base();
         let lead_in = match start {
             Some(start) if stream.start_time() != ffmpeg::ffi::AV_NOPTS_VALUE => {
@@ -48,10 +46,8 @@ impl SoundDecoder {
             _ => 0.0,
         };
         let context = decoders::context(&stream, "audio", u64::MAX)?;
-        let decoder = context
-            .decoder()
-            .audio()
-            .map_err(|e| MediaError::Corrupt(format!("cannot decode the audio ({e})")))?;
+        let decoder =
+            context.decoder().audio().map_err(|e| MediaError::Corrupt(format!("cannot decode the audio ({e})")))?;
         let channels = decoder.channels().clamp(1, 2);
         let rate = rate.unwrap_or_else(|| output_rate(decoder.rate()));
         Ok(SoundDecoder {
@@ -117,12 +113,7 @@ fn bitrate(codec: &str, channels: u16) -> usize {
 
 /// Audio-only conversion.
 pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaError> {
-    let AvProbe {
-        probe,
-        mut input,
-        audio,
-        ..
-    } = probed;
+    let AvProbe { probe, mut input, audio, .. } = probed;
     let index = audio.ok_or_else(|| MediaError::Internal("no audio stream".into()))?;
     let mut sound = SoundDecoder::open(&input, index, None, None)?;
     let (rate, channels) = (sound.rate, sound.channels);
@@ -142,10 +133,7 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
         *samples += pcm.first().map_or(0, |p| p.len() as u64);
         let seconds = *samples as f64 / f64::from(rate);
         if seconds > max_seconds + 1.0 {
-            return Err(MediaError::TooLong {
-                seconds,
-                limit: max_seconds,
-            });
+            return Err(MediaError::TooLong { seconds, limit: max_seconds });
         }
         peaks.push(pcm);
         aac.push(pcm, &mut |p| m4a_out.write(m4a_stream, p))?;

@@ -22,11 +22,7 @@ pub(crate) struct Resampler {
 
 impl Resampler {
     pub(crate) fn new(rate: u32, channels: u16) -> Self {
-        Resampler {
-            context: None,
-            rate,
-            channels,
-        }
+        Resampler { context: None, rate, channels }
     }
 
     /// Converts one decoded frame; the samples are appended to `out`.
@@ -139,9 +135,7 @@ impl AudioEncoder {
         if global_header {
             ctx.set_flags(codec::Flags::GLOBAL_HEADER);
         }
-        let encoder = ctx
-            .open_as(codec)
-            .map_err(|e| MediaError::Internal(format!("opening {name}: {e}")))?;
+        let encoder = ctx.open_as(codec).map_err(|e| MediaError::Internal(format!("opening {name}: {e}")))?;
         let frame_size = usize::try_from(encoder.frame_size()).unwrap_or(0).max(1);
         let frame_size = if frame_size <= 1 { 1024 } else { frame_size };
         Ok(AudioEncoder {
@@ -193,9 +187,7 @@ impl AudioEncoder {
         if rest > 0 {
             self.encode_frame(rest, sink)?;
         }
-        self.encoder
-            .send_eof()
-            .map_err(|e| MediaError::Internal(format!("audio encoder: {e}")))?;
+        self.encoder.send_eof().map_err(|e| MediaError::Internal(format!("audio encoder: {e}")))?;
         self.drain(sink)
     }
 
@@ -231,9 +223,7 @@ impl AudioEncoder {
         self.read += samples;
         frame.set_pts(Some(self.next_pts));
         self.next_pts += samples as i64;
-        self.encoder
-            .send_frame(&frame)
-            .map_err(|e| MediaError::Internal(format!("audio encoder: {e}")))?;
+        self.encoder.send_frame(&frame).map_err(|e| MediaError::Internal(format!("audio encoder: {e}")))?;
         self.drain(sink)
     }
 

@@ -18,9 +18,8 @@ use super::{decoders, MediaError};
 /// name list). Anything else — playlists (hls, dash), `concat`, image sequences, raw
 /// protocols — is refused before its `read_header` runs, so it can never open a URL or a
 /// second local file.
-pub(crate) const ALLOWED_DEMUXERS: &[&str] = &[
-    "mov", "matroska", "flv", "asf", "mpeg", "mpegts", "avi", "mp3", "wav", "flac", "ogg", "aiff", "aac", "m4v",
-];
+pub(crate) const ALLOWED_DEMUXERS: &[&str] =
+    &["mov", "matroska", "flv", "asf", "mpeg", "mpegts", "avi", "mp3", "wav", "flac", "ogg", "aiff", "aac", "m4v"];
 
 /// Most streams a file may have: a file with hundreds of streams makes libav open a
 /// decoder and buffer packets for each while probing (a "many streams" bomb).
@@ -96,9 +95,7 @@ pub(crate) fn open_input_within(
         return Err(MediaError::Unsupported(format!("'{name}' files are not accepted")));
     }
     if input.probe_score() < MIN_PROBE_SCORE {
-        return Err(MediaError::Unsupported(
-            "not a recognised image, video or audio file".into(),
-        ));
+        return Err(MediaError::Unsupported("not a recognised image, video or audio file".into()));
     }
     Ok(input)
 }

@@ -60,17 +60,12 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
         bitrate: u64::try_from(input.bit_rate()).ok().filter(|b| *b > 0),
     };
     if let Some(index) = audio_index {
-        let stream = input
-            .stream(index)
-            .ok_or_else(|| MediaError::Internal("stream vanished".into()))?;
+        let stream = input.stream(index).ok_or_else(|| MediaError::Internal("stream vanished".into()))?;
         let id = stream.parameters().id();
         if decoders::allowed(id) && ffmpeg::decoder::find(id).is_some() {
             probe.audio_codec = Some(id.name().to_owned());
         } else if video_index.is_none() {
-            return Err(MediaError::Unsupported(format!(
-                "the audio codec '{}' is not accepted",
-                id.name()
-            )));
+            return Err(MediaError::Unsupported(format!("the audio codec '{}' is not accepted", id.name())));
         } else {
             // A video whose sound we cannot decode is still a (silent) video.
             audio_index = None;
@@ -78,16 +73,11 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
         }
     }
     if let Some(index) = video_index {
-        let stream = input
-            .stream(index)
-            .ok_or_else(|| MediaError::Internal("stream vanished".into()))?;
+        let stream = input.stream(index).ok_or_else(|| MediaError::Internal("stream vanished".into()))?;
         let params = stream.parameters();
         let id = params.id();
         if !decoders::allowed(id) || ffmpeg::decoder::find(id).is_none() {
-            return Err(MediaError::Unsupported(format!(
-                "the video codec '{}' is not accepted",
-                id.name()
-            )));
+            return Err(MediaError::Unsupported(format!("the video codec '{}' is not accepted", id.name())));
         }
         // SAFETY: codec parameters of an open stream; plain field reads.
         let (width, height, format) = unsafe {
@@ -100,20 +90,12 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
         };
         limits.check_video_pixels(width, height)?;
         let sar = sample_aspect(&input, &stream);
-        let upright_width = if sar > 0.0 {
-            ((f64::from(width) * sar).round() as u32).max(1)
-        } else {
-            width
-        };
+        let upright_width = if sar > 0.0 { ((f64::from(width) * sar).round() as u32).max(1) } else { width };
         let (rotation, matrix) = av::rotation(&stream);
         let side_alpha = stream.metadata().get("alpha_mode").is_some_and(|v| v.trim() == "1")
             && matches!(id, ffmpeg::codec::Id::VP8 | ffmpeg::codec::Id::VP9);
         probe.has_alpha = side_alpha || pixel_format_has_alpha(format);
-        let (w, h) = if rotation % 180 == 90 {
-            (height, upright_width)
-        } else {
-            (upright_width, height)
-        };
+        let (w, h) = if rotation % 180 == 90 { (height, upright_width) } else { (upright_width, height) };
         probe.kind = MediaKind::Video;
         probe.width = Some(w);
         probe.height = Some(h);
@@ -122,14 +104,7 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
         if rate.denominator() > 0 && rate.numerator() > 0 {
             probe.frame_rate = Some(f64::from(rate));
         }
-        video = Some(VideoStream {
-            index,
-            upright_width,
-            upright_height: height,
-            rotation,
-            matrix,
-            side_alpha,
-        });
+        video = Some(VideoStream { index, upright_width, upright_height: height, rotation, matrix, side_alpha });
     } else if audio_index.is_none() {
         return Err(MediaError::Unsupported("the file has neither picture nor sound".into()));
     }
@@ -140,12 +115,7 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
     let (format, content_type) = names(&demuxer, brand.as_deref(), &probe);
     probe.format = format.to_owned();
     probe.content_type = content_type;
-    Ok(AvProbe {
-        probe,
-        input,
-        video,
-        audio: audio_index,
-    })
+    Ok(AvProbe { probe, input, video, audio: audio_index })
 }
 
 /// The main picture stream: not cover art attached to a sound file.

@@ -40,9 +40,7 @@ pub(crate) fn decode(path: &Path, limits: &Limits) -> Result<DynamicImage, Media
         .decode(&handle, ColorSpace::Rgb(chroma), None)
         .map_err(|e| MediaError::Corrupt(format!("cannot decode the HEIF image ({e})")))?;
     let planes = image.planes();
-    let plane = planes
-        .interleaved
-        .ok_or_else(|| MediaError::Corrupt("the HEIF image has no pixels".into()))?;
+    let plane = planes.interleaved.ok_or_else(|| MediaError::Corrupt("the HEIF image has no pixels".into()))?;
     let channels: usize = if alpha { 4 } else { 3 };
     let (width, height) = (plane.width, plane.height);
     let row = width as usize * channels;
@@ -62,14 +60,10 @@ pub(crate) fn decode(path: &Path, limits: &Limits) -> Result<DynamicImage, Media
 }
 
 fn read(path: &Path) -> Result<HeifContext<'static>, MediaError> {
-    let name = path
-        .to_str()
-        .ok_or_else(|| MediaError::Internal("the input path is not valid UTF-8".into()))?;
+    let name = path.to_str().ok_or_else(|| MediaError::Internal("the input path is not valid UTF-8".into()))?;
     HeifContext::read_from_file(name).map_err(|e| MediaError::Corrupt(format!("cannot read the HEIF file ({e})")))
 }
 
 fn primary(context: &HeifContext) -> Result<ImageHandle, MediaError> {
-    context
-        .primary_image_handle()
-        .map_err(|e| MediaError::Corrupt(format!("the HEIF file has no primary image ({e})")))
+    context.primary_image_handle().map_err(|e| MediaError::Corrupt(format!("the HEIF file has no primary image ({e})")))
 }

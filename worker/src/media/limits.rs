@@ -54,10 +54,7 @@ impl Limits {
     pub(crate) fn check_pixels(&self, width: u32, height: u32) -> Result<(), MediaError> {
         let pixels = u64::from(width) * u64::from(height);
         if pixels > self.max_pixels {
-            return Err(MediaError::TooLarge {
-                pixels,
-                limit: self.max_pixels,
-            });
+            return Err(MediaError::TooLarge { pixels, limit: self.max_pixels });
         }
         Ok(())
     }
@@ -92,12 +89,7 @@ impl Deadline {
     /// A deadline `limit` from now.
     pub(crate) fn after(limit: Duration) -> Self {
         let now = Instant::now();
-        Deadline {
-            end: now
-                .checked_add(limit)
-                .unwrap_or(now + Duration::from_secs(86_400 * 365)),
-            limit,
-        }
+        Deadline { end: now.checked_add(limit).unwrap_or(now + Duration::from_secs(86_400 * 365)), limit }
     }
 
     /// Whether the deadline has passed.
@@ -120,9 +112,7 @@ impl Deadline {
 
     /// The error reported when the deadline passed.
     pub(crate) fn error(&self) -> MediaError {
-        MediaError::TimedOut {
-            limit: self.limit.as_secs_f64(),
-        }
+        MediaError::TimedOut { limit: self.limit.as_secs_f64() }
     }
 
     /// A libav interrupt callback: makes blocking demuxer calls give up after the deadline.

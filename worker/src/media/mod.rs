@@ -209,13 +209,7 @@ pub fn probe(path: &Path, limits: &Limits) -> Result<Probe, MediaError> {
 /// `out_dir` are left for the caller to remove with the directory.
 pub fn convert(input: &Path, out_dir: &Path, limits: &Limits, progress: &dyn Fn(f32)) -> Result<Converted, MediaError> {
     let deadline = Deadline::after(limits.time_limit);
-    let job = Job {
-        input,
-        out_dir,
-        limits,
-        deadline: &deadline,
-        progress,
-    };
+    let job = Job { input, out_dir, limits, deadline: &deadline, progress };
     // Each branch reserves its memory estimate (see `budget::estimate`) after probing and
     // before decoding; the reservation is released when the branch ends, panic included.
     let converted = guarded(|| match sniff::sniff(input)? {

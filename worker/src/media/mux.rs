@@ -24,12 +24,7 @@ impl Muxer {
             ffmpeg::Error::Other { errno } => MediaError::Io(std::io::Error::from_raw_os_error(errno)),
             e => MediaError::Internal(format!("creating {}: {e}", path.display())),
         })?;
-        Ok(Muxer {
-            output,
-            streams: Vec::new(),
-            path: path.to_path_buf(),
-            started: false,
-        })
+        Ok(Muxer { output, streams: Vec::new(), path: path.to_path_buf(), started: false })
     }
 
     /// Whether the container wants codec headers out of band (set the encoder's
@@ -45,10 +40,8 @@ impl Muxer {
         time_base: Rational,
         display_matrix: Option<&[u8; 36]>,
     ) -> Result<usize, MediaError> {
-        let mut stream = self
-            .output
-            .add_stream(ffmpeg::encoder::find(codec::Id::None))
-            .map_err(output_error("adding a stream"))?;
+        let mut stream =
+            self.output.add_stream(ffmpeg::encoder::find(codec::Id::None)).map_err(output_error("adding a stream"))?;
         stream.set_parameters(encoder);
         stream.set_time_base(time_base);
         // SAFETY: codec parameters of a stream we own, before the header is written.
@@ -76,9 +69,7 @@ impl Muxer {
         if matches!(self.output.format().name(), "mp4" | "ipod" | "mov") {
             options.set("movflags", "+faststart");
         }
-        self.output
-            .write_header_with(options)
-            .map_err(output_error("writing the header"))?;
+        self.output.write_header_with(options).map_err(output_error("writing the header"))?;
         for (i, (_, chosen)) in self.streams.iter_mut().enumerate() {
             if let Some(stream) = self.output.stream(i) {
                 *chosen = stream.time_base();
@@ -90,24 +81,18 @@ impl Muxer {
 
     /// Writes one packet of stream `index` (timestamps in the encoder's time base).
     pub(crate) fn write(&mut self, index: usize, mut packet: Packet) -> Result<(), MediaError> {
-        let (from, to) = *self
-            .streams
-            .get(index)
-            .ok_or_else(|| MediaError::Internal("packet for an unknown stream".into()))?;
+        let (from, to) =
+            *self.streams.get(index).ok_or_else(|| MediaError::Internal("packet for an unknown stream".into()))?;
         packet.set_stream(index);
         packet.rescale_ts(from, to);
         packet.set_position(-1);
-        packet
-            .write_interleaved(&mut self.output)
-            .map_err(output_error("writing a packet"))
+        packet.write_interleaved(&mut self.output).map_err(output_error("writing a packet"))
     }
 
     /// Writes the trailer and returns the file's path and size.
     pub(crate) fn finish(mut self) -> Result<(PathBuf, u64), MediaError> {
         if self.started {
-            self.output
-                .write_trailer()
-                .map_err(output_error("writing the trailer"))?;
+            self.output.write_trailer().map_err(output_error("writing the trailer"))?;
         }
         let size = std::fs::metadata(&self.path)?.len();
         Ok((self.path, size))

@@ -29,11 +29,8 @@ use super::{av, Converted, Job, MediaError, Rendition, Role};
 const DEMUXERS: &[&str] = &["mov", "matroska"];
 
 /// H.264 profiles every player decodes.
-const PROFILES: [i32; 3] = [
-    ffi::FF_PROFILE_H264_CONSTRAINED_BASELINE,
-    ffi::FF_PROFILE_H264_MAIN,
-    ffi::FF_PROFILE_H264_HIGH,
-];
+const PROFILES: [i32; 3] =
+    [ffi::FF_PROFILE_H264_CONSTRAINED_BASELINE, ffi::FF_PROFILE_H264_MAIN, ffi::FF_PROFILE_H264_HIGH];
 
 /// Frame rates we call sane (frames per second).
 const RATES: std::ops::RangeInclusive<f64> = 5.0..=120.0;
@@ -79,10 +76,7 @@ pub(crate) fn attempt(
             (job.progress)(p);
         }
     };
-    let job = Job {
-        progress: &progress,
-        ..*job
-    };
+    let job = Job { progress: &progress, ..*job };
     let why = match run(&job, probed, true) {
         Ok(converted) => return Ok(converted),
         Err(Failure::Media(e)) => return Err(e),
@@ -133,10 +127,7 @@ pub(crate) fn plan(input: &Input, vs: &VideoStream, short: u32, size: (u32, u32)
     if alpha || !yuv420.iter().any(|f| *f as i32 == format) {
         return Err("not 8-bit 4:2:0 without alpha".into());
     }
-    if !matches!(
-        field_order,
-        ffi::AVFieldOrder::AV_FIELD_PROGRESSIVE | ffi::AVFieldOrder::AV_FIELD_UNKNOWN
-    ) {
+    if !matches!(field_order, ffi::AVFieldOrder::AV_FIELD_PROGRESSIVE | ffi::AVFieldOrder::AV_FIELD_UNKNOWN) {
         return Err("interlaced".into());
     }
     let stored = (u32::try_from(width).unwrap_or(0), u32::try_from(height).unwrap_or(0));
@@ -228,7 +219,8 @@ impl CopyOut {
         let source = input.stream(vs.index).ok_or_else(|| Failure::Uncopyable("stream vanished".into()))?;
         let path = dir.join(format!("{}p.mp4", plan.short));
         let mut output = format::output_as(&path, "mp4").map_err(refused("creating the MP4"))?;
-        let mut stream = output.add_stream(ffmpeg::encoder::find(codec::Id::None)).map_err(refused("adding a stream"))?;
+        let mut stream =
+            output.add_stream(ffmpeg::encoder::find(codec::Id::None)).map_err(refused("adding a stream"))?;
         // SAFETY: both parameter sets are valid; the output stream is ours and its header
         // is not written yet.
         let copied = unsafe {
@@ -246,7 +238,8 @@ impl CopyOut {
             av::set_display_matrix(&mut stream, matrix);
         }
         if let Some(a) = audio {
-            let mut stream = output.add_stream(ffmpeg::encoder::find(codec::Id::None)).map_err(refused("adding a stream"))?;
+            let mut stream =
+                output.add_stream(ffmpeg::encoder::find(codec::Id::None)).map_err(refused("adding a stream"))?;
             stream.set_parameters(a.encoder());
             stream.set_time_base(a.time_base());
             // SAFETY: as above.
@@ -302,9 +295,7 @@ impl CopyOut {
         packet.set_stream(1);
         packet.rescale_ts(from, to);
         packet.set_position(-1);
-        packet
-            .write_interleaved(&mut self.output)
-            .map_err(av::output_error("writing a packet"))
+        packet.write_interleaved(&mut self.output).map_err(av::output_error("writing a packet"))
     }
 
     /// Checks that a decoded frame is what the stream's header promised.
@@ -326,9 +317,7 @@ impl CopyOut {
 
     /// Closes the file; its bit rate is measured over the copied packets.
     pub(crate) fn finish(mut self, duration: Option<f64>) -> Result<Rendition, Failure> {
-        self.output
-            .write_trailer()
-            .map_err(|e| Failure::Uncopyable(format!("writing the trailer: {e}")))?;
+        self.output.write_trailer().map_err(|e| Failure::Uncopyable(format!("writing the trailer: {e}")))?;
         let seconds = self
             .span
             .map(|(a, b)| av::seconds(b - a, self.video_tb.0))

@@ -30,13 +30,7 @@ impl Poster {
     /// pixels, before rotation) and turned by `rotation` degrees clockwise.
     pub(crate) fn new(duration: Option<f64>, upright: (u32, u32), rotation: u32) -> Self {
         let at = duration.filter(|d| *d > 0.0).map_or(1.0, |d| d * 0.1);
-        Poster {
-            at,
-            chosen: None,
-            latest: frame::Video::empty(),
-            upright,
-            rotation,
-        }
+        Poster { at, chosen: None, latest: frame::Video::empty(), upright, rotation }
     }
 
     /// Offers a decoded frame shown at `seconds`.
@@ -65,11 +59,7 @@ impl Poster {
             None if self.latest.width() > 0 => self.latest,
             None => return Err(MediaError::Corrupt("no picture could be decoded".into())),
         };
-        let (w, h) = still::fit(
-            self.upright.0,
-            self.upright.1,
-            POSTER_SIDE.min(self.upright.0.max(self.upright.1)),
-        );
+        let (w, h) = still::fit(self.upright.0, self.upright.1, POSTER_SIDE.min(self.upright.0.max(self.upright.1)));
         let mut scaler = scaling::Context::get(
             source.format(),
             source.width(),
@@ -81,9 +71,7 @@ impl Poster {
         )
         .map_err(|e| MediaError::Corrupt(format!("unusable picture format ({e})")))?;
         let mut rgba = frame::Video::empty();
-        scaler
-            .run(&source, &mut rgba)
-            .map_err(|e| MediaError::Internal(format!("scaling the poster: {e}")))?;
+        scaler.run(&source, &mut rgba).map_err(|e| MediaError::Internal(format!("scaling the poster: {e}")))?;
         let stride = rgba.stride(0);
         let data = rgba.data(0);
         let row = w as usize * 4;

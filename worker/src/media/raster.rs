@@ -21,11 +21,7 @@ pub(crate) fn probe(path: &Path, sniffed: Sniffed, limits: &Limits) -> Result<Pr
     let (width, height) = decoder.dimensions();
     limits.check_pixels(width, height)?;
     let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
-    let (width, height) = if swaps_sides(orientation) {
-        (height, width)
-    } else {
-        (width, height)
-    };
+    let (width, height) = if swaps_sides(orientation) { (height, width) } else { (width, height) };
     Ok(Probe {
         kind: MediaKind::Image,
         format: sniffed.name().to_owned(),
@@ -58,11 +54,7 @@ pub(crate) fn convert(job: &Job, sniffed: Sniffed) -> Result<Converted, MediaErr
     (job.progress)(0.4);
     let (img, alpha) = still::normalise(decoded);
     let (src_w, src_h) = (img.width(), img.height());
-    let (width, height) = if swaps_sides(orientation) {
-        (src_h, src_w)
-    } else {
-        (src_w, src_h)
-    };
+    let (width, height) = if swaps_sides(orientation) { (src_h, src_w) } else { (src_w, src_h) };
 
     let mut renditions = vec![job.original(sniffed.content_type(), sniffed.name())?];
     renditions[0].width = Some(width);

@@ -51,9 +51,8 @@ impl Sniffed {
 }
 
 /// Brands of ISO-BMFF files that are HEIF still images rather than video.
-const HEIF_BRANDS: &[&[u8; 4]] = &[
-    b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"hevm", b"hevs", b"mif1", b"msf1", b"avif", b"avis",
-];
+const HEIF_BRANDS: &[&[u8; 4]] =
+    &[b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"hevm", b"hevs", b"mif1", b"msf1", b"avif", b"avis"];
 
 /// Reads the head of `path` and classifies it.
 pub(crate) fn sniff(path: &Path) -> Result<Sniffed, MediaError> {
@@ -84,7 +83,6 @@ pub(crate) fn classify(head: &[u8]) -> Sniffed {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,10 +95,7 @@ mod tests {
         assert_eq!(classify(b"RIFF\0\0\0\0WEBPVP8 "), Sniffed::Webp);
         assert_eq!(classify(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic"), Sniffed::Heif);
         assert_eq!(classify(b"\0\0\0\x18ftypisom\0\0\0\0isomiso2"), Sniffed::Other);
-        assert_eq!(
-            classify(b"\xef\xbb\xbf<?xml version='1.0'?>\n<svg xmlns=''/>"),
-            Sniffed::Svg
-        );
+        assert_eq!(classify(b"\xef\xbb\xbf<?xml version='1.0'?>\n<svg xmlns=''/>"), Sniffed::Svg);
         assert_eq!(classify(b"<html><svg></svg></html>"), Sniffed::Other);
         assert_eq!(classify(b"#EXTM3U\n#EXTINF:1,\nhttp://x/y.ts\n"), Sniffed::Other);
     }

@@ -101,11 +101,7 @@ pub(crate) fn save(
     stem: &str,
     role: Role,
 ) -> Result<Rendition, MediaError> {
-    let (ext, content_type) = if alpha {
-        ("png", "image/png")
-    } else {
-        ("jpg", "image/jpeg")
-    };
+    let (ext, content_type) = if alpha { ("png", "image/png") } else { ("jpg", "image/jpeg") };
     let path = dir.join(format!("{stem}.{ext}"));
     let mut out = BufWriter::new(File::create(&path)?);
     if alpha {
@@ -113,17 +109,8 @@ pub(crate) fn save(
             DynamicImage::ImageRgba8(rgba) => std::borrow::Cow::Borrowed(rgba),
             other => std::borrow::Cow::Owned(other.to_rgba8()),
         };
-        PngEncoder::new_with_quality(
-            &mut out,
-            CompressionType::Default,
-            image::codecs::png::FilterType::Adaptive,
-        )
-        .write_image(
-            rgba.as_raw(),
-            rgba.width(),
-            rgba.height(),
-            image::ExtendedColorType::Rgba8,
-        )?;
+        PngEncoder::new_with_quality(&mut out, CompressionType::Default, image::codecs::png::FilterType::Adaptive)
+            .write_image(rgba.as_raw(), rgba.width(), rgba.height(), image::ExtendedColorType::Rgba8)?;
     } else {
         let rgb = match img {
             DynamicImage::ImageRgb8(rgb) => std::borrow::Cow::Borrowed(rgb),
@@ -157,11 +144,7 @@ pub(crate) fn copy_as_thumb(from: &Rendition, dir: &Path) -> Result<Rendition, M
     let ext = from.file.extension().and_then(|e| e.to_str()).unwrap_or("jpg");
     let path = dir.join(format!("thumb.{ext}"));
     std::fs::copy(&from.file, &path)?;
-    Ok(Rendition {
-        file: path,
-        role: Role::Thumb,
-        ..from.clone()
-    })
+    Ok(Rendition { file: path, role: Role::Thumb, ..from.clone() })
 }
 
 #[cfg(test)]

@@ -52,11 +52,7 @@ pub(crate) fn convert(job: &Job) -> Result<Converted, MediaError> {
         job.limits.check_pixels(w, h)?;
         let picture = render(&tree, w, h)?;
         let has_alpha = *alpha.get_or_insert_with(|| still::has_transparency(&picture));
-        let picture = if has_alpha {
-            picture
-        } else {
-            DynamicImage::ImageRgb8(picture.to_rgb8())
-        };
+        let picture = if has_alpha { picture } else { DynamicImage::ImageRgb8(picture.to_rgb8()) };
         renditions.push(still::save(
             &picture,
             has_alpha,
@@ -66,9 +62,7 @@ pub(crate) fn convert(job: &Job) -> Result<Converted, MediaError> {
         )?);
         (job.progress)((i + 1) as f32 / (LADDER.len() + 1) as f32);
     }
-    let smallest = renditions
-        .last()
-        .ok_or_else(|| MediaError::Internal("no rendition".into()))?;
+    let smallest = renditions.last().ok_or_else(|| MediaError::Internal("no rendition".into()))?;
     let thumb = still::copy_as_thumb(smallest, job.out_dir)?;
     let thumb_path = thumb.file.clone();
     renditions.push(thumb);
@@ -86,9 +80,7 @@ pub(crate) fn convert(job: &Job) -> Result<Converted, MediaError> {
 
 pub(crate) fn parse(path: &Path) -> Result<Tree, MediaError> {
     if std::fs::metadata(path)?.len() > MAX_SVG_BYTES {
-        return Err(MediaError::Unsupported(
-            "SVG files above 64 MiB are not accepted".into(),
-        ));
+        return Err(MediaError::Unsupported("SVG files above 64 MiB are not accepted".into()));
     }
     let data = std::fs::read(path)?;
     Tree::from_data(&data, &options()).map_err(|e| MediaError::Corrupt(format!("cannot read the SVG ({e})")))
@@ -116,10 +108,7 @@ fn options() -> Options<'static> {
 /// Intrinsic size in whole pixels (at least 1×1).
 pub(crate) fn intrinsic_size(tree: &Tree) -> (u32, u32) {
     let size = tree.size();
-    (
-        (size.width().ceil() as u32).max(1),
-        (size.height().ceil() as u32).max(1),
-    )
+    ((size.width().ceil() as u32).max(1), (size.height().ceil() as u32).max(1))
 }
 
 /// Rasterises the drawing to `width` × `height` straight (non-premultiplied) RGBA.

@@ -21,24 +21,13 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
 
 /// One pass over the input; `allow_copy` lets the top rendition be a stream copy.
 fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failure> {
-    let AvProbe {
-        probe,
-        mut input,
-        video,
-        audio,
-    } = probed;
+    let AvProbe { probe, mut input, video, audio } = probed;
     let vs = video.ok_or_else(|| MediaError::Internal("no video stream".into()))?;
-    let stream = input
-        .stream(vs.index)
-        .ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
+    let stream = input.stream(vs.index).ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
     let time_base = stream.time_base();
-    let rate = [stream.avg_frame_rate(), stream.rate()]
-        .into_iter()
-        .find(|r| r.numerator() > 0 && r.denominator() > 0);
+    let rate = [stream.avg_frame_rate(), stream.rate()].into_iter().find(|r| r.numerator() > 0 && r.denominator() > 0);
     let video_start = start_seconds(stream.start_time(), time_base);
-    let audio_start = audio
-        .and_then(|i| input.stream(i))
-        .map(|s| start_seconds(s.start_time(), s.time_base()));
+    let audio_start = audio.and_then(|i| input.stream(i)).map(|s| start_seconds(s.start_time(), s.time_base()));
     let start = audio_start.map_or(video_start, |a| a.min(video_start));
     let start_ts = (start * f64::from(time_base.denominator()) / f64::from(time_base.numerator().max(1))) as i64;
     let mut video_decoder = open_video_decoder(&input, &vs, job.limits.max_video_pixels)?;
@@ -51,13 +40,9 @@ fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failur
         None => None,
     };
     let mut aac = match &sound {
-        Some(s) => Some(AudioEncoder::new(
-            "aac",
-            s.rate,
-            s.channels,
-            if s.channels == 1 { 96_000 } else { 128_000 },
-            true,
-        )?),
+        Some(s) => {
+            Some(AudioEncoder::new("aac", s.rate, s.channels, if s.channels == 1 { 96_000 } else { 128_000 }, true)?)
+        }
         None => None,
     };
     let mut opus = match &sound {
@@ -65,12 +50,7 @@ fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failur
         _ => None,
     };
 
-    let source = Source {
-        time_base,
-        frame_rate: rate,
-        matrix: vs.matrix,
-        rotation: vs.rotation,
-    };
+    let source = Source { time_base, frame_rate: rate, matrix: vs.matrix, rotation: vs.rotation };
     let (uw, uh) = (vs.upright_width, vs.upright_height);
     let mut outs = Vec::new();
     let rungs = video_rungs(uw.min(uh));
@@ -87,28 +67,12 @@ fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failur
     };
     for short in rungs.iter().skip(usize::from(copy.is_some())) {
         let (w, h) = rendition_size(uw, uh, *short);
-        outs.push(VideoOut::new(
-            Codec::H264,
-            job.out_dir,
-            *short,
-            w,
-            h,
-            &source,
-            aac.as_ref(),
-        )?);
+        outs.push(VideoOut::new(Codec::H264, job.out_dir, *short, w, h, &source, aac.as_ref())?);
     }
     if format_alpha {
         let short = rungs[0];
         let (w, h) = rendition_size(uw, uh, short);
-        outs.push(VideoOut::new(
-            Codec::Vp9Alpha,
-            job.out_dir,
-            short,
-            w,
-            h,
-            &source,
-            opus.as_ref(),
-        )?);
+        outs.push(VideoOut::new(Codec::Vp9Alpha, job.out_dir, short, w, h, &source, opus.as_ref())?);
     }
 
     let mut state = Frames {
@@ -143,7 +107,9 @@ fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failur
             // A damaged packet is skipped, as players do; a file with no decodable
             // picture at all fails below.
             let mode = std::env::var("PT_MODE").unwrap_or_default();
-            let late = state.copy.is_some() && state.outs.is_empty() && state.played().unwrap_or(0.0) >= probe.duration.unwrap_or(10.0) * 0.1;
+            let late = state.copy.is_some()
+                && state.outs.is_empty()
+                && state.played().unwrap_or(0.0) >= probe.duration.unwrap_or(10.0) * 0.1;
             if late && mode == "key" {
                 unsafe { (*video_decoder.as_mut_ptr()).skip_frame = ffmpeg::ffi::AVDiscard::AVDISCARD_NONKEY };
             }
@@ -339,18 +305,12 @@ fn open_video_decoder(
     vs: &VideoStream,
     max_pixels: u64,
 ) -> Result<decoder::Video, MediaError> {
-    let stream = input
-        .stream(vs.index)
-        .ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
+    let stream = input.stream(vs.index).ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
     let mut context = decoders::context(&stream, "video", max_pixels)?;
     // SAFETY: field write on an unopened context: 0 = as many threads as cores.
     unsafe { (*context.as_mut_ptr()).thread_count = 0 };
     let libvpx = if vs.side_alpha {
-        let name = if stream.parameters().id() == codec::Id::VP8 {
-            "libvpx"
-        } else {
-            "libvpx-vp9"
-        };
+        let name = if stream.parameters().id() == codec::Id::VP8 { "libvpx" } else { "libvpx-vp9" };
         decoder::find_by_name(name)
     } else {
         None

@@ -60,12 +60,7 @@ impl VideoOut {
     ) -> Result<Self, MediaError> {
         let (file, container, encoder_name, pixel) = match codec {
             Codec::H264 => (format!("{short_side}p.mp4"), "mp4", "libx264", Pixel::YUV420P),
-            Codec::Vp9Alpha => (
-                format!("{short_side}p-alpha.webm"),
-                "webm",
-                "libvpx-vp9",
-                Pixel::YUVA420P,
-            ),
+            Codec::Vp9Alpha => (format!("{short_side}p-alpha.webm"), "webm", "libvpx-vp9", Pixel::YUVA420P),
         };
         let mut muxer = Muxer::create(&dir.join(file), container)?;
         let found = encoder::find_by_name(encoder_name)
@@ -167,9 +162,7 @@ impl VideoOut {
             return Err(MediaError::Internal("cannot allocate a video frame".into()));
         }
         if let Some((scaler, _)) = self.scaler.as_mut() {
-            scaler
-                .run(input, &mut self.scaled)
-                .map_err(|e| MediaError::Internal(format!("scaling: {e}")))?;
+            scaler.run(input, &mut self.scaled).map_err(|e| MediaError::Internal(format!("scaling: {e}")))?;
         }
         self.scaled.set_pts(Some(pts));
         self.scaled.set_kind(ffmpeg::picture::Type::None);
@@ -197,9 +190,7 @@ impl VideoOut {
     pub(crate) fn begin_flush(&mut self) -> Result<(), MediaError> {
         if !self.flushing {
             self.flushing = true;
-            self.encoder
-                .send_eof()
-                .map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
+            self.encoder.send_eof().map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
         }
         Ok(())
     }
@@ -220,28 +211,11 @@ impl VideoOut {
         self.begin_flush()?;
         while self.flush_step()? {}
         let (file, size) = self.muxer.finish()?;
-        let (width, height) = if self.rotation % 180 == 90 {
-            (self.height, self.width)
-        } else {
-            (self.width, self.height)
-        };
+        let (width, height) =
+            if self.rotation % 180 == 90 { (self.height, self.width) } else { (self.width, self.height) };
         let (role, content_type, format, codec) = match self.codec {
-            Codec::H264 => (
-                Role::Video {
-                    short_side: self.short_side,
-                },
-                "video/mp4",
-                "mp4",
-                "h264",
-            ),
-            Codec::Vp9Alpha => (
-                Role::VideoAlpha {
-                    short_side: self.short_side,
-                },
-                "video/webm",
-                "webm",
-                "vp9",
-            ),
+            Codec::H264 => (Role::Video { short_side: self.short_side }, "video/mp4", "mp4", "h264"),
+            Codec::Vp9Alpha => (Role::VideoAlpha { short_side: self.short_side }, "video/webm", "webm", "vp9"),
         };
         Ok(Rendition {
             file,
@@ -258,9 +232,7 @@ impl VideoOut {
     }
 
     fn encode(&mut self, frame: &frame::Video) -> Result<(), MediaError> {
-        self.encoder
-            .send_frame(frame)
-            .map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
+        self.encoder.send_frame(frame).map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
         let mut packet = Packet::empty();
         while self.encoder.receive_packet(&mut packet).is_ok() {
             let out = std::mem::replace(&mut packet, Packet::empty());

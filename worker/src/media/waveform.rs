@@ -27,12 +27,7 @@ pub(crate) struct Peaks {
 impl Peaks {
     /// Collects peaks of a sound sampled at `rate` Hz.
     pub(crate) fn new(rate: u32) -> Self {
-        Peaks {
-            bucket: (rate as usize / 100).max(1),
-            filled: 0,
-            current: 0.0,
-            peaks: Vec::new(),
-        }
+        Peaks { bucket: (rate as usize / 100).max(1), filled: 0, current: 0.0, peaks: Vec::new() }
     }
 
     /// Adds decoded samples (every channel counts).
@@ -73,13 +68,8 @@ fn draw(peaks: &[f32]) -> RgbaImage {
             0.0
         } else {
             let from = x as usize * peaks.len() / WIDTH as usize;
-            let to = ((x as usize + 1) * peaks.len() / WIDTH as usize)
-                .max(from + 1)
-                .min(peaks.len());
-            peaks[from.min(peaks.len() - 1)..to]
-                .iter()
-                .copied()
-                .fold(0.0f32, f32::max)
+            let to = ((x as usize + 1) * peaks.len() / WIDTH as usize).max(from + 1).min(peaks.len());
+            peaks[from.min(peaks.len() - 1)..to].iter().copied().fold(0.0f32, f32::max)
         };
         let half = ((column * gain).min(1.0) * (mid - 1) as f32).round() as u32;
         for y in mid.saturating_sub(half)..=(mid + half).min(HEIGHT - 1) {

@@ -55,14 +55,7 @@ fn behind(direction: Direction, amount: f64, w: f64, h: f64) -> (f64, f64) {
 /// The motion at `tau` seconds into a layer lasting `life` seconds whose box is `w` × `h`
 /// output pixels.
 pub(crate) fn motion(animations: &[Animation], tau: f64, life: f64, w: f64, h: f64) -> Motion {
-    let mut m = Motion {
-        opacity: 1.0,
-        dx: 0.0,
-        dy: 0.0,
-        scale: 1.0,
-        window: None,
-        sliding: false,
-    };
+    let mut m = Motion { opacity: 1.0, dx: 0.0, dy: 0.0, scale: 1.0, window: None, sliding: false };
     let whole = if life > 0.0 { tau / life } else { 1.0 };
     for animation in animations {
         match *animation {
@@ -70,11 +63,7 @@ pub(crate) fn motion(animations: &[Animation], tau: f64, life: f64, w: f64, h: f
             Animation::FadeOut { duration, easing } => {
                 m.opacity *= 1.0 - ease(easing, progress(tau - (life - duration), duration));
             }
-            Animation::SlideIn {
-                duration,
-                direction,
-                easing,
-            } => {
+            Animation::SlideIn { duration, direction, easing } => {
                 let p = progress(tau, duration);
                 if p < 1.0 {
                     let (dx, dy) = behind(direction, 1.0 - ease(easing, p), w, h);
@@ -83,11 +72,7 @@ pub(crate) fn motion(animations: &[Animation], tau: f64, life: f64, w: f64, h: f
                     m.sliding = true;
                 }
             }
-            Animation::SlideOut {
-                duration,
-                direction,
-                easing,
-            } => {
+            Animation::SlideOut { duration, direction, easing } => {
                 let p = progress(tau - (life - duration), duration);
                 if p > 0.0 {
                     // Leaving moving `direction` = arriving from the opposite side, reversed.
@@ -124,9 +109,7 @@ fn progress(elapsed: f64, duration: f64) -> f64 {
 
 /// Whether the layer changes size over its life.
 pub(crate) fn scales(animations: &[Animation]) -> bool {
-    animations
-        .iter()
-        .any(|a| matches!(a, Animation::Scale { from, to, .. } if from != to || *from != 1.0))
+    animations.iter().any(|a| matches!(a, Animation::Scale { from, to, .. } if from != to || *from != 1.0))
 }
 
 /// The Ken Burns windows (from, to), when the layer has one.
@@ -144,25 +127,14 @@ mod tests {
     #[test]
     fn fades_and_slides_follow_the_layer_life() {
         let anims = [
-            Animation::FadeIn {
-                duration: 1.0,
-                easing: Easing::Linear,
-            },
-            Animation::SlideOut {
-                duration: 1.0,
-                direction: Direction::Left,
-                easing: Easing::Linear,
-            },
+            Animation::FadeIn { duration: 1.0, easing: Easing::Linear },
+            Animation::SlideOut { duration: 1.0, direction: Direction::Left, easing: Easing::Linear },
         ];
         let m = motion(&anims, 0.5, 4.0, 100.0, 50.0);
         assert_eq!((m.opacity, m.dx, m.sliding), (0.5, 0.0, false));
         let m = motion(&anims, 3.5, 4.0, 100.0, 50.0);
         assert_eq!((m.opacity, m.dx, m.sliding), (1.0, -50.0, true));
-        let slide_in = [Animation::SlideIn {
-            duration: 2.0,
-            direction: Direction::Down,
-            easing: Easing::Linear,
-        }];
+        let slide_in = [Animation::SlideIn { duration: 2.0, direction: Direction::Down, easing: Easing::Linear }];
         let m = motion(&slide_in, 0.0, 4.0, 100.0, 50.0);
         assert_eq!((m.dx, m.dy), (0.0, -50.0));
     }

@@ -57,9 +57,9 @@ impl Track {
         };
         // A source that ends before the layer does fades out at its own end.
         let end = match reader.remaining {
-            Some(seconds) if !spec.looping => spec
-                .end
-                .min(spec.start + (seconds * f64::from(SAMPLE_RATE)).round() as u64),
+            Some(seconds) if !spec.looping => {
+                spec.end.min(spec.start + (seconds * f64::from(SAMPLE_RATE)).round() as u64)
+            }
             _ => spec.end,
         };
         let to_samples = |s: f64| (s.max(0.0) * f64::from(SAMPLE_RATE)).round() as u64;
@@ -101,12 +101,7 @@ pub(crate) struct Mixer {
 
 impl Mixer {
     pub(crate) fn new(tracks: Vec<Track>, total: u64) -> Mixer {
-        Mixer {
-            tracks,
-            position: 0,
-            total,
-            scratch: vec![Vec::new(), Vec::new()],
-        }
+        Mixer { tracks, position: 0, total, scratch: vec![Vec::new(), Vec::new()] }
     }
 
     /// The next samples up to output sample `until` (clamped to the total), stereo.
@@ -129,10 +124,7 @@ impl Mixer {
             }
             self.scratch.iter_mut().for_each(Vec::clear);
             let want = (b - a) as usize;
-            let got = track
-                .reader
-                .pull(want, &mut self.scratch, deadline)
-                .map_err(RenderError::source(&track.who))?;
+            let got = track.reader.pull(want, &mut self.scratch, deadline).map_err(RenderError::source(&track.who))?;
             for i in 0..got {
                 let at = a + i as u64;
                 let g = track.envelope(at);

@@ -15,52 +15,25 @@ pub(crate) fn blit(dst: &mut Picture, src: &Picture, x: i64, y: i64, opacity: f6
         return;
     }
     let (x, y) = (x & !1, y & !1);
-    let area = IRect {
-        x0: x,
-        y0: y,
-        x1: x + i64::from(src.width),
-        y1: y + i64::from(src.height),
-    }
-    .intersect(&IRect::of_size(dst.width, dst.height))
-    .intersect(&clip.even_origin());
+    let area = IRect { x0: x, y0: y, x1: x + i64::from(src.width), y1: y + i64::from(src.height) }
+        .intersect(&IRect::of_size(dst.width, dst.height))
+        .intersect(&clip.even_origin());
     if area.is_empty() {
         return;
     }
     // Luma.
     let (sx0, sy0) = ((area.x0 - x) as usize, (area.y0 - y) as usize);
     let (w, h) = (area.width() as usize, area.height() as usize);
-    let luma = Region {
-        sx: sx0,
-        sy: sy0,
-        dx: area.x0 as usize,
-        dy: area.y0 as usize,
-        w,
-        h,
-    };
+    let luma = Region { sx: sx0, sy: sy0, dx: area.x0 as usize, dy: area.y0 as usize, w, h };
     let alpha = src.has_alpha().then_some(src.a.as_slice());
-    blend_plane(
-        &mut dst.y,
-        dst.width as usize,
-        &src.y,
-        src.width as usize,
-        alpha,
-        op,
-        &luma,
-    );
+    blend_plane(&mut dst.y, dst.width as usize, &src.y, src.width as usize, alpha, op, &luma);
     // Chroma: the area's origin is even, its end rounds up.
     let (cdx1, cdy1) = (half(area.x1 as u32) as usize, half(area.y1 as u32) as usize);
     let (cdx0, cdy0) = (area.x0 as usize / 2, area.y0 as usize / 2);
     let (csx0, csy0) = (sx0 / 2, sy0 / 2);
     let cw = (cdx1 - cdx0).min(src.chroma_width() as usize - csx0);
     let ch = (cdy1 - cdy0).min(src.chroma_height() as usize - csy0);
-    let chroma = Region {
-        sx: csx0,
-        sy: csy0,
-        dx: cdx0,
-        dy: cdy0,
-        w: cw,
-        h: ch,
-    };
+    let chroma = Region { sx: csx0, sy: csy0, dx: cdx0, dy: cdy0, w: cw, h: ch };
     let calpha = src.has_alpha().then_some(src.ca.as_slice());
     let (dcw, scw) = (dst.chroma_width() as usize, src.chroma_width() as usize);
     blend_plane(&mut dst.u, dcw, &src.u, scw, calpha, op, &chroma);
@@ -174,11 +147,7 @@ pub(crate) fn transition(out: &mut Picture, a: Option<&Picture>, b: &Picture, tr
         Transition::Crossfade { .. } => mix(out, b, progress),
         Transition::FadeColor { color, .. } => {
             // Out to the colour in the first half, in from it in the second.
-            let t = if progress < 0.5 {
-                progress * 2.0
-            } else {
-                (1.0 - progress) * 2.0
-            };
+            let t = if progress < 0.5 { progress * 2.0 } else { (1.0 - progress) * 2.0 };
             tint(out, Yuv::of(*color), t);
         }
         Transition::Wipe { direction, .. } => {
@@ -214,16 +183,7 @@ mod tests {
     use super::*;
 
     fn flat(y: u8) -> Picture {
-        Picture::filled(
-            8,
-            4,
-            Yuv {
-                y,
-                u: 128,
-                v: 128,
-                a: 255,
-            },
-        )
+        Picture::filled(8, 4, Yuv { y, u: 128, v: 128, a: 255 })
     }
 
     #[test]
@@ -247,29 +207,12 @@ mod tests {
         let mut canvas = flat(16);
         let mut layer = flat(235);
         layer.reset(4, 2, true);
-        layer.fill(Yuv {
-            y: 235,
-            u: 128,
-            v: 128,
-            a: 255,
-        });
+        layer.fill(Yuv { y: 235, u: 128, v: 128, a: 255 });
         blit(&mut canvas, &layer, 2, 2, 0.5, IRect::of_size(8, 4));
         assert_eq!(canvas.at(1, 2).y, 16);
         assert_eq!(canvas.at(2, 2).y, 126);
         let mut canvas = flat(16);
-        blit(
-            &mut canvas,
-            &layer,
-            0,
-            0,
-            1.0,
-            IRect {
-                x0: 0,
-                y0: 0,
-                x1: 2,
-                y1: 4,
-            },
-        );
+        blit(&mut canvas, &layer, 0, 0, 1.0, IRect { x0: 0, y0: 0, x1: 2, y1: 4 });
         assert_eq!((canvas.at(1, 0).y, canvas.at(2, 0).y), (235, 16));
     }
 
@@ -278,28 +221,10 @@ mod tests {
         let a = flat(16);
         let b = flat(235);
         let mut out = a.clone();
-        transition(
-            &mut out,
-            None,
-            &b,
-            &Transition::Wipe {
-                duration: 1.0,
-                direction: Direction::Right,
-            },
-            0.5,
-        );
+        transition(&mut out, None, &b, &Transition::Wipe { duration: 1.0, direction: Direction::Right }, 0.5);
         assert_eq!((out.at(3, 0).y, out.at(4, 0).y), (235, 16));
         let mut out = a.clone();
-        transition(
-            &mut out,
-            Some(&a),
-            &b,
-            &Transition::Slide {
-                duration: 1.0,
-                direction: Direction::Left,
-            },
-            0.25,
-        );
+        transition(&mut out, Some(&a), &b, &Transition::Slide { duration: 1.0, direction: Direction::Left }, 0.25);
         assert_eq!((out.at(5, 0).y, out.at(6, 0).y), (16, 235));
     }
 }

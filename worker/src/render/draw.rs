@@ -26,31 +26,14 @@ impl Visual {
         deadline: &Deadline,
     ) -> Result<(), RenderError> {
         let tau = plan.time(n) - self.span.start;
-        let m = anim::motion(
-            &self.animations,
-            tau,
-            self.span.duration(),
-            f64::from(self.bw),
-            f64::from(self.bh),
-        );
+        let m = anim::motion(&self.animations, tau, self.span.duration(), f64::from(self.bw), f64::from(self.bh));
         let opacity = self.opacity * m.opacity;
         let canvas_rect = IRect::of_size(canvas.width, canvas.height);
-        let clip = if m.sliding {
-            self.rest_bounds().intersect(&canvas_rect)
-        } else {
-            canvas_rect
-        };
+        let clip = if m.sliding { self.rest_bounds().intersect(&canvas_rect) } else { canvas_rect };
         let (dx, dy) = (round_even(m.dx), round_even(m.dy));
         let still = (m.scale - 1.0).abs() < 1e-9;
-        let mover = Mover {
-            visual_rotation: self.rotation,
-            bx: self.bx,
-            by: self.by,
-            bw: self.bw,
-            bh: self.bh,
-            m,
-            clip,
-        };
+        let mover =
+            Mover { visual_rotation: self.rotation, bx: self.bx, by: self.by, bw: self.bw, bh: self.bh, m, clip };
         match &mut self.body {
             Body::Done => {}
             Body::Fixed { pic, x, y, turned } if still => match turned {
@@ -65,12 +48,7 @@ impl Visual {
                 }
             }
             Body::KenBurns { pic, land } => {
-                let full = Rect {
-                    x: 0.0,
-                    y: 0.0,
-                    width: 1.0,
-                    height: 1.0,
-                };
+                let full = Rect { x: 0.0, y: 0.0, width: 1.0, height: 1.0 };
                 let w = m.window.unwrap_or(full);
                 let (pw, ph) = (f64::from(pic.width), f64::from(pic.height));
                 let window = RectF::new(w.x * pw, w.y * ph, w.width * pw, w.height * ph);
@@ -180,12 +158,7 @@ fn draw_video(
         video.serial = serial;
     }
     let window = match mover.m.window {
-        Some(k) => RectF::new(
-            f.src.x + k.x * f.src.w,
-            f.src.y + k.y * f.src.h,
-            k.width * f.src.w,
-            k.height * f.src.h,
-        ),
+        Some(k) => RectF::new(f.src.x + k.x * f.src.w, f.src.y + k.y * f.src.h, k.width * f.src.w, k.height * f.src.h),
         None => f.src,
     };
     let upright = upright_map(rotation, f64::from(w), f64::from(h));
@@ -199,30 +172,9 @@ fn draw_video(
 /// clockwise (`None` when upright already).
 fn upright_map(rotation: u32, w: f64, h: f64) -> Option<Affine> {
     match rotation {
-        90 => Some(Affine {
-            a: 0.0,
-            b: -1.0,
-            c: h,
-            d: 1.0,
-            e: 0.0,
-            f: 0.0,
-        }),
-        180 => Some(Affine {
-            a: -1.0,
-            b: 0.0,
-            c: w,
-            d: 0.0,
-            e: -1.0,
-            f: h,
-        }),
-        270 => Some(Affine {
-            a: 0.0,
-            b: 1.0,
-            c: 0.0,
-            d: -1.0,
-            e: 0.0,
-            f: w,
-        }),
+        90 => Some(Affine { a: 0.0, b: -1.0, c: h, d: 1.0, e: 0.0, f: 0.0 }),
+        180 => Some(Affine { a: -1.0, b: 0.0, c: w, d: 0.0, e: -1.0, f: h }),
+        270 => Some(Affine { a: 0.0, b: 1.0, c: 0.0, d: -1.0, e: 0.0, f: w }),
         _ => None,
     }
 }

@@ -115,11 +115,7 @@ impl Encoder {
             .name("render-encode".into())
             .spawn(move || encoding.run(work_rx, recycle_tx))
             .map_err(RenderError::Io)?;
-        Ok(Encoder {
-            work: Some(work_tx),
-            recycled,
-            thread: Some(thread),
-        })
+        Ok(Encoder { work: Some(work_tx), recycled, thread: Some(thread) })
     }
 
     /// A canvas the encoder is done with, if one came back.
@@ -181,9 +177,7 @@ impl Encoding {
             self.audio.finish(&mut |p| record_and_write(muxer, index, recorded, p))?;
         }
         self.write_kept(None)?;
-        self.video
-            .send_eof()
-            .map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
+        self.video.send_eof().map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
         self.drain()?;
         self.muxer.finish()?;
         Ok(self.recorded)
@@ -217,19 +211,16 @@ impl Encoding {
             let stride = self.frame.stride(i);
             let data = self.frame.data_mut(i);
             for row in 0..ph {
-                if let (Some(dst), Some(src)) = (
-                    data.get_mut(row * stride..row * stride + pw),
-                    plane.get(row * pw..row * pw + pw),
-                ) {
+                if let (Some(dst), Some(src)) =
+                    (data.get_mut(row * stride..row * stride + pw), plane.get(row * pw..row * pw + pw))
+                {
                     dst.copy_from_slice(src);
                 }
             }
         }
         self.frame.set_pts(Some(self.next_pts));
         self.next_pts += 1;
-        self.video
-            .send_frame(&self.frame)
-            .map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
+        self.video.send_frame(&self.frame).map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
         self.drain()
     }
 
@@ -246,7 +237,12 @@ impl Encoding {
 }
 
 /// Writes an encoded sound packet, first keeping a copy when the packets are kept.
-fn record_and_write(muxer: &mut Muxer, index: usize, recorded: &mut Option<Vec<Packet>>, packet: Packet) -> Result<(), MediaError> {
+fn record_and_write(
+    muxer: &mut Muxer,
+    index: usize,
+    recorded: &mut Option<Vec<Packet>>,
+    packet: Packet,
+) -> Result<(), MediaError> {
     if let Some(recorded) = recorded {
         recorded.push(packet.clone());
     }
@@ -283,19 +279,14 @@ fn open_x264(out: &Output) -> Result<encoder::Video, MediaError> {
     let mut options = Dictionary::new();
     options.set("preset", out.preset);
     options.set("crf", &out.crf.to_string());
-    ctx.open_as_with(codec, options)
-        .map_err(|e| MediaError::Internal(format!("opening libx264: {e}")))
+    ctx.open_as_with(codec, options).map_err(|e| MediaError::Internal(format!("opening libx264: {e}")))
 }
 
 /// Writes `canvas` as a JPEG whose long side is at most 640 pixels.
 pub(crate) fn write_thumbnail(canvas: &Picture, path: &Path) -> Result<(), RenderError> {
     let rgb = RgbImage::from_raw(canvas.width, canvas.height, canvas.to_rgb())
         .ok_or_else(|| RenderError::Internal("thumbnail size mismatch".into()))?;
-    let (w, h) = still::fit(
-        canvas.width,
-        canvas.height,
-        THUMB_SIDE.min(canvas.width.max(canvas.height)),
-    );
+    let (w, h) = still::fit(canvas.width, canvas.height, THUMB_SIDE.min(canvas.width.max(canvas.height)));
     let img = Scaler::new().resize(&DynamicImage::ImageRgb8(rgb), w, h)?.into_rgb8();
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     JpegEncoder::new_with_quality(&mut file, 85)

@@ -70,14 +70,7 @@ impl RenderError {
 
     /// Whether trying again later may succeed (I/O trouble).
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            RenderError::Io(_)
-                | RenderError::Source {
-                    error: MediaError::Io(_),
-                    ..
-                }
-        )
+        matches!(self, RenderError::Io(_) | RenderError::Source { error: MediaError::Io(_), .. })
     }
 
     /// Maps an engine error while reading the source of `layer`.
@@ -85,19 +78,13 @@ impl RenderError {
         move |error| match error {
             MediaError::TimedOut { limit } => RenderError::TimedOut { limit },
             MediaError::Internal(message) => RenderError::Internal(format!("layer {layer:?}: {message}")),
-            error => RenderError::Source {
-                layer: layer.to_owned(),
-                error,
-            },
+            error => RenderError::Source { layer: layer.to_owned(), error },
         }
     }
 
     /// A bad-input error naming `layer`.
     pub(crate) fn layer(layer: &str, message: impl Into<String>) -> RenderError {
-        RenderError::Layer {
-            layer: layer.to_owned(),
-            message: message.into(),
-        }
+        RenderError::Layer { layer: layer.to_owned(), message: message.into() }
     }
 }
 

@@ -36,12 +36,7 @@ pub(crate) struct IRect {
 
 impl IRect {
     pub(crate) fn of_size(w: u32, h: u32) -> IRect {
-        IRect {
-            x0: 0,
-            y0: 0,
-            x1: i64::from(w),
-            y1: i64::from(h),
-        }
+        IRect { x0: 0, y0: 0, x1: i64::from(w), y1: i64::from(h) }
     }
 
     pub(crate) fn intersect(&self, other: &IRect) -> IRect {
@@ -67,21 +62,12 @@ impl IRect {
 
     /// Grown by `by` pixels on every side.
     pub(crate) fn grow(&self, by: i64) -> IRect {
-        IRect {
-            x0: self.x0 - by,
-            y0: self.y0 - by,
-            x1: self.x1 + by,
-            y1: self.y1 + by,
-        }
+        IRect { x0: self.x0 - by, y0: self.y0 - by, x1: self.x1 + by, y1: self.y1 + by }
     }
 
     /// Grown so that its origin is even (chroma aligned).
     pub(crate) fn even_origin(&self) -> IRect {
-        IRect {
-            x0: self.x0 & !1,
-            y0: self.y0 & !1,
-            ..*self
-        }
+        IRect { x0: self.x0 & !1, y0: self.y0 & !1, ..*self }
     }
 }
 
@@ -97,42 +83,20 @@ pub(crate) struct Affine {
 }
 
 impl Affine {
-    pub(crate) const IDENTITY: Affine = Affine {
-        a: 1.0,
-        b: 0.0,
-        c: 0.0,
-        d: 0.0,
-        e: 1.0,
-        f: 0.0,
-    };
+    pub(crate) const IDENTITY: Affine = Affine { a: 1.0, b: 0.0, c: 0.0, d: 0.0, e: 1.0, f: 0.0 };
 
     pub(crate) fn translate(x: f64, y: f64) -> Affine {
-        Affine {
-            c: x,
-            f: y,
-            ..Affine::IDENTITY
-        }
+        Affine { c: x, f: y, ..Affine::IDENTITY }
     }
 
     pub(crate) fn scale(sx: f64, sy: f64) -> Affine {
-        Affine {
-            a: sx,
-            e: sy,
-            ..Affine::IDENTITY
-        }
+        Affine { a: sx, e: sy, ..Affine::IDENTITY }
     }
 
     /// Clockwise by `degrees` (y points down).
     pub(crate) fn rotate(degrees: f64) -> Affine {
         let (sin, cos) = degrees.to_radians().sin_cos();
-        Affine {
-            a: cos,
-            b: -sin,
-            c: 0.0,
-            d: sin,
-            e: cos,
-            f: 0.0,
-        }
+        Affine { a: cos, b: -sin, c: 0.0, d: sin, e: cos, f: 0.0 }
     }
 
     /// `self` after `first`: maps p to self(first(p)).
@@ -157,14 +121,7 @@ impl Affine {
             return None;
         }
         let (a, b, d, e) = (self.e / det, -self.b / det, -self.d / det, self.a / det);
-        Some(Affine {
-            a,
-            b,
-            c: -(a * self.c + b * self.f),
-            d,
-            e,
-            f: -(d * self.c + e * self.f),
-        })
+        Some(Affine { a, b, c: -(a * self.c + b * self.f), d, e, f: -(d * self.c + e * self.f) })
     }
 
     /// Whether the map only scales and translates (no rotation or shear).
@@ -180,12 +137,7 @@ impl Affine {
     /// The bounding box of the image of `r`.
     pub(crate) fn bounds_of_rect(&self, r: RectF) -> RectF {
         let (x1, y1) = (r.x + r.w, r.y + r.h);
-        let corners = [
-            self.apply(r.x, r.y),
-            self.apply(x1, r.y),
-            self.apply(r.x, y1),
-            self.apply(x1, y1),
-        ];
+        let corners = [self.apply(r.x, r.y), self.apply(x1, r.y), self.apply(r.x, y1), self.apply(x1, y1)];
         let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
         for (x, y) in corners {
             x0 = x0.min(x);
@@ -208,17 +160,13 @@ mod tests {
 
     #[test]
     fn affine_composes_and_inverts() {
-        let m = Affine::translate(10.0, 5.0)
-            .after(&Affine::rotate(90.0))
-            .after(&Affine::scale(2.0, 2.0));
+        let m = Affine::translate(10.0, 5.0).after(&Affine::rotate(90.0)).after(&Affine::scale(2.0, 2.0));
         let (x, y) = m.apply(1.0, 0.0);
         assert!((x - 10.0).abs() < 1e-9 && (y - 7.0).abs() < 1e-9, "{x},{y}");
         let inv = m.invert().unwrap();
         let (u, v) = inv.apply(x, y);
         assert!((u - 1.0).abs() < 1e-9 && v.abs() < 1e-9);
-        assert!(Affine::scale(2.0, 3.0)
-            .after(&Affine::translate(1.0, 1.0))
-            .is_axis_aligned());
+        assert!(Affine::scale(2.0, 3.0).after(&Affine::translate(1.0, 1.0)).is_axis_aligned());
         assert!(!Affine::rotate(30.0).is_axis_aligned());
         assert_eq!(round_even(3.2), 4);
         assert_eq!(round_even(-3.0), -4);

@@ -30,9 +30,7 @@ impl Still {
         Ok(match sniff::sniff(path)? {
             Sniffed::Other => None,
             Sniffed::Svg => Some(Still::Svg(Box::new(svg::parse(path)?))),
-            format => Some(Still::Raster(
-                normalise(raster::decode_upright(path, format, limits)?),
-            )),
+            format => Some(Still::Raster(normalise(raster::decode_upright(path, format, limits)?))),
         })
     }
 
@@ -88,8 +86,9 @@ fn normalise(img: DynamicImage) -> DynamicImage {
 /// filtering), same pixel format.
 fn resize(img: &DynamicImage, crop: RectF, w: u32, h: u32) -> Result<DynamicImage, MediaError> {
     let mut dst = DynamicImage::new(w, h, img.color());
-    let options =
-        ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::CatmullRom)).crop(crop.x, crop.y, crop.w, crop.h);
+    let options = ResizeOptions::new()
+        .resize_alg(ResizeAlg::Convolution(FilterType::CatmullRom))
+        .crop(crop.x, crop.y, crop.w, crop.h);
     Resizer::new().resize(img, &mut dst, &options).map_err(|e| MediaError::Internal(format!("resizing: {e}")))?;
     Ok(dst)
 }
@@ -114,24 +113,15 @@ pub(crate) struct Fitting {
 pub(crate) fn fitting(fit: Fit, sw: f64, sh: f64, bw: f64, bh: f64) -> Fitting {
     let (sw, sh) = (sw.max(1.0), sh.max(1.0));
     match fit {
-        Fit::Fill => Fitting {
-            src: RectF::new(0.0, 0.0, sw, sh),
-            dst: RectF::new(0.0, 0.0, bw, bh),
-        },
+        Fit::Fill => Fitting { src: RectF::new(0.0, 0.0, sw, sh), dst: RectF::new(0.0, 0.0, bw, bh) },
         Fit::Cover => {
             let k = (bw / sw).max(bh / sh);
             let (w, h) = ((bw / k).min(sw), (bh / k).min(sh));
-            Fitting {
-                src: RectF::new((sw - w) / 2.0, (sh - h) / 2.0, w, h),
-                dst: RectF::new(0.0, 0.0, bw, bh),
-            }
+            Fitting { src: RectF::new((sw - w) / 2.0, (sh - h) / 2.0, w, h), dst: RectF::new(0.0, 0.0, bw, bh) }
         }
         Fit::Contain => {
             let k = (bw / sw).min(bh / sh);
-            let (w, h) = (
-                (sw * k).round().clamp(1.0, bw.max(1.0)),
-                (sh * k).round().clamp(1.0, bh.max(1.0)),
-            );
+            let (w, h) = ((sw * k).round().clamp(1.0, bw.max(1.0)), (sh * k).round().clamp(1.0, bh.max(1.0)));
             let even = |x: f64| ((x / 2.0).floor() * 2.0).max(0.0);
             Fitting {
                 src: RectF::new(0.0, 0.0, sw, sh),

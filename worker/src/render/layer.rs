@@ -79,10 +79,7 @@ pub(crate) struct VideoBody {
 impl Visual {
     /// The layer's box and rotation as placed on the canvas at rest.
     pub(crate) fn rest(&self) -> Affine {
-        let (cx, cy) = (
-            self.bx as f64 + f64::from(self.bw) / 2.0,
-            self.by as f64 + f64::from(self.bh) / 2.0,
-        );
+        let (cx, cy) = (self.bx as f64 + f64::from(self.bw) / 2.0, self.by as f64 + f64::from(self.bh) / 2.0);
         Affine::translate(cx, cy)
             .after(&Affine::rotate(self.rotation))
             .after(&Affine::translate(-f64::from(self.bw) / 2.0, -f64::from(self.bh) / 2.0))
@@ -90,10 +87,7 @@ impl Visual {
 
     /// The canvas area the box covers at rest (clip of slides).
     pub(crate) fn rest_bounds(&self) -> IRect {
-        self.rest()
-            .bounds_of(f64::from(self.bw), f64::from(self.bh))
-            .bounds()
-            .even_origin()
+        self.rest().bounds_of(f64::from(self.bw), f64::from(self.bh)).bounds().even_origin()
     }
 
     /// Frees what the layer holds once it is over.
@@ -149,12 +143,9 @@ pub(crate) fn prepare(
         Content::Shape(shape) => fixed((shape_picture(shape, bw, bh, plan.scale), 0, 0)),
         Content::Image(image) => {
             let path = resolver.path(id, &image.source)?;
-            let still = Still::open(&path, limits)
-                .map_err(RenderError::source(id))?
-                .ok_or_else(|| RenderError::Source {
-                    layer: id.to_owned(),
-                    error: MediaError::Unsupported("not an image".into()),
-                })?;
+            let still = Still::open(&path, limits).map_err(RenderError::source(id))?.ok_or_else(|| {
+                RenderError::Source { layer: id.to_owned(), error: MediaError::Unsupported("not an image".into()) }
+            })?;
             still_body(id, &still, image.fit, bw, bh, ken_burns)?
         }
         Content::Video(video) => {
@@ -183,13 +174,7 @@ pub(crate) fn prepare(
             let m = rest.after(&Affine::translate(*x as f64, *y as f64));
             let mut placed = Placed::default();
             let window = RectF::new(0.0, 0.0, f64::from(pic.width), f64::from(pic.height));
-            if warp(
-                pic,
-                window,
-                &m,
-                IRect::of_size(plan.width, plan.height).grow(i64::from(bw.max(bh))),
-                &mut placed,
-            ) {
+            if warp(pic, window, &m, IRect::of_size(plan.width, plan.height).grow(i64::from(bw.max(bh))), &mut placed) {
                 *turned = Some(placed);
             }
         }
@@ -198,12 +183,7 @@ pub(crate) fn prepare(
 }
 
 fn fixed((pic, x, y): (Picture, i64, i64)) -> Body {
-    Body::Fixed {
-        pic,
-        x,
-        y,
-        turned: None,
-    }
+    Body::Fixed { pic, x, y, turned: None }
 }
 
 fn still_body(
@@ -238,13 +218,7 @@ fn video_body(
 ) -> Result<Body, RenderError> {
     let reader = VideoReader::open(path, trim, looping, deadline, limits).map_err(RenderError::source(id))?;
     let (w, h) = reader.upright();
-    let fitting = fitting(
-        fit,
-        f64::from(w),
-        f64::from(h),
-        f64::from(visual.bw),
-        f64::from(visual.bh),
-    );
+    let fitting = fitting(fit, f64::from(w), f64::from(h), f64::from(visual.bw), f64::from(visual.bh));
     let direct = reader.rotation == 0 && visual.rotation == 0.0 && !ken_burns && !anim::scales(&visual.animations);
     Ok(Body::Video(Box::new(VideoBody {
         reader,

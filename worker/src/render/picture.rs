@@ -23,13 +23,7 @@ pub(crate) struct Picture {
 
 impl std::fmt::Debug for Picture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Picture({}x{}{})",
-            self.width,
-            self.height,
-            if self.has_alpha() { ", alpha" } else { "" }
-        )
+        write!(f, "Picture({}x{}{})", self.width, self.height, if self.has_alpha() { ", alpha" } else { "" })
     }
 }
 
@@ -132,12 +126,7 @@ impl Picture {
     pub(crate) fn at(&self, x: u32, y: u32) -> Yuv {
         let i = y as usize * self.width as usize + x as usize;
         let c = (y / 2) as usize * self.chroma_width() as usize + (x / 2) as usize;
-        Yuv {
-            y: self.y[i],
-            u: self.u[c],
-            v: self.v[c],
-            a: if self.has_alpha() { self.a[i] } else { 255 },
-        }
+        Yuv { y: self.y[i], u: self.u[c], v: self.v[c], a: if self.has_alpha() { self.a[i] } else { 255 } }
     }
 
     /// Converts a straight-alpha RGBA8 image. Chroma is the alpha-weighted mean of each
@@ -219,15 +208,7 @@ impl Picture {
         copy_rect(&self.v, self.chroma_width(), x / 2, y / 2, &mut out.v, half(w), half(h));
         if self.has_alpha() {
             copy_rect(&self.a, self.width, x, y, &mut out.a, w, h);
-            copy_rect(
-                &self.ca,
-                self.chroma_width(),
-                x / 2,
-                y / 2,
-                &mut out.ca,
-                half(w),
-                half(h),
-            );
+            copy_rect(&self.ca, self.chroma_width(), x / 2, y / 2, &mut out.ca, half(w), half(h));
         }
         out
     }
@@ -309,21 +290,11 @@ mod tests {
 
     #[test]
     fn colour_conversion_round_trips_within_rounding() {
-        for (r, g, b) in [
-            (255, 0, 0),
-            (0, 255, 0),
-            (0, 0, 255),
-            (255, 255, 255),
-            (0, 0, 0),
-            (12, 200, 99),
-        ] {
+        for (r, g, b) in [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255), (0, 0, 0), (12, 200, 99)] {
             let (y, u, v) = rgb_to_yuv(r, g, b);
             let (r2, g2, b2) = yuv_to_rgb(y, u, v);
             for (a, b) in [(r, r2), (g, g2), (b, b2)] {
-                assert!(
-                    (i32::from(a) - i32::from(b)).abs() <= 3,
-                    "{r},{g},{b} -> {r2},{g2},{b2}"
-                );
+                assert!((i32::from(a) - i32::from(b)).abs() <= 3, "{r},{g},{b} -> {r2},{g2},{b2}");
             }
         }
         assert_eq!(rgb_to_yuv(255, 255, 255), (235, 128, 128));

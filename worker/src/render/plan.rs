@@ -100,11 +100,7 @@ impl Plan {
                 start,
                 duration: clip.duration,
                 first: frame_of(start),
-                end: if i == last {
-                    frames
-                } else {
-                    frame_of(start + clip.duration)
-                },
+                end: if i == last { frames } else { frame_of(start + clip.duration) },
                 transition: (i < last && clip.transition.duration() > 0.0).then(|| clip.transition.clone()),
             })
             .collect();

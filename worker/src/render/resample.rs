@@ -91,18 +91,8 @@ pub(crate) fn resample(src: &Picture, src_rect: RectF, dst: RectF, clip: IRect, 
     bilinear(&src.y, src.width as usize, &xt, &yt, &mut out.pic.y);
     let (cw, ch) = (half(w as u32) as usize, half(h as u32) as usize);
     let (scw, sch) = (src.chroma_width() as usize, src.chroma_height() as usize);
-    let cxt = Taps::new(
-        cw,
-        scw,
-        |i| (area.x0 + 2 * i as i64) as f64 + 1.0,
-        |c| (luma_x(c) + 0.5) / 2.0 - 0.5,
-    );
-    let cyt = Taps::new(
-        ch,
-        sch,
-        |i| (area.y0 + 2 * i as i64) as f64 + 1.0,
-        |c| (luma_y(c) + 0.5) / 2.0 - 0.5,
-    );
+    let cxt = Taps::new(cw, scw, |i| (area.x0 + 2 * i as i64) as f64 + 1.0, |c| (luma_x(c) + 0.5) / 2.0 - 0.5);
+    let cyt = Taps::new(ch, sch, |i| (area.y0 + 2 * i as i64) as f64 + 1.0, |c| (luma_y(c) + 0.5) / 2.0 - 0.5);
     bilinear(&src.u, scw, &cxt, &cyt, &mut out.pic.u);
     bilinear(&src.v, scw, &cxt, &cyt, &mut out.pic.v);
     if alpha {
@@ -186,10 +176,7 @@ pub(crate) fn warp(src: &Picture, window: RectF, m: &Affine, clip: IRect, out: &
     }
     for j in 0..half(h as u32) as usize {
         for i in 0..half(w as u32) as usize {
-            let (u, v) = inv.apply(
-                (area.x0 + 2 * i as i64) as f64 + 1.0,
-                (area.y0 + 2 * j as i64) as f64 + 1.0,
-            );
+            let (u, v) = inv.apply((area.x0 + 2 * i as i64) as f64 + 1.0, (area.y0 + 2 * j as i64) as f64 + 1.0);
             let (u, v) = (u / 2.0 - 0.5, v / 2.0 - 0.5);
             let k = j * half(w as u32) as usize + i;
             out.pic.u[k] = sample(&src.u, scw, sch, u, v);
@@ -224,13 +211,7 @@ fn coverage(src: &Picture, window: &RectF, u: f64, v: f64) -> u8 {
         return 0;
     }
     let own = if src.has_alpha() {
-        f64::from(sample(
-            &src.a,
-            src.width as usize,
-            src.height as usize,
-            u + window.x,
-            v + window.y,
-        ))
+        f64::from(sample(&src.a, src.width as usize, src.height as usize, u + window.x, v + window.y))
     } else {
         255.0
     };
@@ -244,16 +225,7 @@ mod tests {
 
     #[test]
     fn resampling_a_window_of_a_flat_picture_keeps_its_colour_and_is_opaque_inside() {
-        let src = Picture::filled(
-            40,
-            20,
-            Yuv {
-                y: 100,
-                u: 90,
-                v: 200,
-                a: 255,
-            },
-        );
+        let src = Picture::filled(40, 20, Yuv { y: 100, u: 90, v: 200, a: 255 });
         let mut out = Placed::default();
         assert!(resample(
             &src,
@@ -264,40 +236,18 @@ mod tests {
         ));
         assert_eq!((out.x, out.y, out.pic.width, out.pic.height), (10, 4, 60, 30));
         assert!(!out.pic.has_alpha());
-        assert_eq!(
-            out.pic.at(30, 15),
-            Yuv {
-                y: 100,
-                u: 90,
-                v: 200,
-                a: 255
-            }
-        );
+        assert_eq!(out.pic.at(30, 15), Yuv { y: 100, u: 90, v: 200, a: 255 });
     }
 
     #[test]
     fn fractional_edges_get_partial_alpha_and_clip_limits_the_area() {
-        let src = Picture::filled(
-            10,
-            10,
-            Yuv {
-                y: 200,
-                u: 128,
-                v: 128,
-                a: 255,
-            },
-        );
+        let src = Picture::filled(10, 10, Yuv { y: 200, u: 128, v: 128, a: 255 });
         let mut out = Placed::default();
         assert!(resample(
             &src,
             RectF::new(0.0, 0.0, 10.0, 10.0),
             RectF::new(3.5, 2.0, 10.0, 10.0),
-            IRect {
-                x0: 0,
-                y0: 0,
-                x1: 8,
-                y1: 100
-            },
+            IRect { x0: 0, y0: 0, x1: 8, y1: 100 },
             &mut out
         ));
         assert_eq!((out.x, out.pic.width), (2, 6));
@@ -309,27 +259,10 @@ mod tests {
 
     #[test]
     fn a_quarter_turn_swaps_width_and_height() {
-        let src = Picture::filled(
-            20,
-            10,
-            Yuv {
-                y: 50,
-                u: 60,
-                v: 70,
-                a: 255,
-            },
-        );
-        let m = Affine::translate(50.0, 50.0)
-            .after(&Affine::rotate(90.0))
-            .after(&Affine::translate(-10.0, -5.0));
+        let src = Picture::filled(20, 10, Yuv { y: 50, u: 60, v: 70, a: 255 });
+        let m = Affine::translate(50.0, 50.0).after(&Affine::rotate(90.0)).after(&Affine::translate(-10.0, -5.0));
         let mut out = Placed::default();
-        assert!(warp(
-            &src,
-            RectF::new(0.0, 0.0, 20.0, 10.0),
-            &m,
-            IRect::of_size(100, 100),
-            &mut out
-        ));
+        assert!(warp(&src, RectF::new(0.0, 0.0, 20.0, 10.0), &m, IRect::of_size(100, 100), &mut out));
         assert_eq!((out.x, out.y, out.pic.width, out.pic.height), (44, 40, 11, 20));
         assert_eq!(out.pic.at(6, 10).y, 50);
         assert_eq!(out.pic.at(6, 10).a, 255);

@@ -29,10 +29,7 @@ pub(super) fn render(
     progress: &dyn Fn(Progress),
 ) -> Result<RenderOutput, RenderError> {
     let deadline = Deadline::after(settings.time_limit);
-    let limits = Limits {
-        time_limit: settings.time_limit,
-        ..settings.limits.clone()
-    };
+    let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
     let resolver = Resolver { resolve };
     let (plan, videos) = checked_plan(template, settings.quality, &resolver, &limits)?;
     // Held until the render ends (released on drop, panic included).
@@ -54,15 +51,18 @@ pub(super) fn render(
     // the big transient buffers of decoding are gone by then, and a bad picture fails the
     // render before any encoding. Video decoders start at their layer's first frame.
     frames.prepare(|_| true)?;
-    let encoder = Encoder::start(&Output {
-        path: out_mp4,
-        width: plan.width,
-        height: plan.height,
-        fps: plan.fps,
-        crf: settings.crf,
-        preset: settings.preset,
-        threads: settings.threads,
-    }, sound)?;
+    let encoder = Encoder::start(
+        &Output {
+            path: out_mp4,
+            width: plan.width,
+            height: plan.height,
+            fps: plan.fps,
+            crf: settings.crf,
+            preset: settings.preset,
+            threads: settings.threads,
+        },
+        sound,
+    )?;
     let thumb_frame = thumbnail_frame(&plan);
     let mut thumb = None;
     for n in 0..plan.frames {
@@ -82,10 +82,7 @@ pub(super) fn render(
             encoder.finish()?;
             return Err(RenderError::Internal("the encoder stopped early".into()));
         }
-        progress(Progress {
-            frames_done: n + 1,
-            frames_total: plan.frames,
-        });
+        progress(Progress { frames_done: n + 1, frames_total: plan.frames });
     }
     if let Some(mixer) = &mut mixer {
         let rest = mixer.mix_until(plan.samples, &deadline)?;
@@ -210,10 +207,7 @@ impl<'a> Frames<'a> {
             if span.end <= n + 1 {
                 self.clips[i] = None;
             } else if let Some(layers) = self.clips[i].as_mut() {
-                layers
-                    .iter_mut()
-                    .filter(|l| l.span.end_frame <= n + 1)
-                    .for_each(Visual::retire);
+                layers.iter_mut().filter(|l| l.span.end_frame <= n + 1).for_each(Visual::retire);
             }
         }
         Ok(())
@@ -271,14 +265,14 @@ fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> R
 
 /// What plays: the sound layers, the unmuted video layers' sound and the soundtrack.
 /// Video sound fades across the transitions at its clip's edges.
-fn track_specs<'a>(template: &'a Template, plan: &Plan, resolver: &Resolver) -> Result<Vec<TrackSpec<'a>>, RenderError> {
+fn track_specs<'a>(
+    template: &'a Template,
+    plan: &Plan,
+    resolver: &Resolver,
+) -> Result<Vec<TrackSpec<'a>>, RenderError> {
     let mut specs = Vec::new();
     for (i, clip) in template.clips.iter().enumerate() {
-        let into = if i > 0 {
-            plan.clips[i - 1].transition.as_ref().map_or(0.0, |t| t.duration())
-        } else {
-            0.0
-        };
+        let into = if i > 0 { plan.clips[i - 1].transition.as_ref().map_or(0.0, |t| t.duration()) } else { 0.0 };
         let out = plan.clips[i].transition.as_ref().map_or(0.0, |t| t.duration());
         for layer in &clip.layers {
             let span = plan.layer(i, layer);
@@ -313,11 +307,7 @@ fn track_specs<'a>(template: &'a Template, plan: &Plan, resolver: &Resolver) -> 
                         start,
                         end,
                         fade_in: if layer.start < into { into - layer.start } else { 0.0 },
-                        fade_out: if span.end > clip_end - out {
-                            out - (clip_end - span.end)
-                        } else {
-                            0.0
-                        },
+                        fade_out: if span.end > clip_end - out { out - (clip_end - span.end) } else { 0.0 },
                     })
                 }
                 _ => {}

@@ -29,9 +29,7 @@ pub fn snapshot(
     quality: Quality,
     at: f64,
 ) -> Result<RgbImage, RenderError> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        frame_at(template, resolve, quality, at)
-    })) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| frame_at(template, resolve, quality, at))) {
         Ok(result) => result,
         Err(panic) => {
             let detail = crate::media::panic_detail(&*panic);
@@ -47,10 +45,7 @@ fn frame_at(
     quality: Quality,
     at: f64,
 ) -> Result<RgbImage, RenderError> {
-    let limits = Limits {
-        time_limit: TIME_LIMIT,
-        ..Limits::default()
-    };
+    let limits = Limits { time_limit: TIME_LIMIT, ..Limits::default() };
     let deadline = Deadline::after(TIME_LIMIT);
     let resolver = Resolver { resolve };
     let (plan, _) = checked_plan(template, quality, &resolver, &limits)?;
@@ -91,16 +86,7 @@ mod tests {
         .expect("template");
         let plan = Plan::new(&template, Quality::Default);
         assert_eq!(plan.frames, 20);
-        for (at, n) in [
-            (0.0, 0),
-            (0.04, 0),
-            (0.06, 1),
-            (0.66, 7),
-            (1.95, 19),
-            (5.0, 19),
-            (-1.0, 0),
-            (f64::NAN, 0),
-        ] {
+        for (at, n) in [(0.0, 0), (0.04, 0), (0.06, 1), (0.66, 7), (1.95, 19), (5.0, 19), (-1.0, 0), (f64::NAN, 0)] {
             assert_eq!(frame_index(&plan, at), n, "at {at}");
         }
     }

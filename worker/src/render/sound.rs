@@ -11,9 +11,9 @@ use ffmpeg_next as ffmpeg;
 use super::plan::SAMPLE_RATE;
 use crate::media::audio::MAX_DECODE_ERRORS;
 use crate::media::audio_enc::{Planar, Resampler};
-use crate::media::{av, decoders, Limits};
 use crate::media::limits::Deadline;
 use crate::media::MediaError;
+use crate::media::{av, decoders, Limits};
 
 /// Trims shorter than this are decoded and dropped; longer ones seek first.
 const SEEK_THRESHOLD: f64 = 5.0;
@@ -59,16 +59,11 @@ impl SoundReader {
         };
         let index = stream.index();
         let time_base = stream.time_base();
-        let origin = if stream.start_time() == ffi::AV_NOPTS_VALUE {
-            0.0
-        } else {
-            av::seconds(stream.start_time(), time_base)
-        };
+        let origin =
+            if stream.start_time() == ffi::AV_NOPTS_VALUE { 0.0 } else { av::seconds(stream.start_time(), time_base) };
         let context = decoders::context(&stream, "audio", u64::MAX)?;
-        let decoder = context
-            .decoder()
-            .audio()
-            .map_err(|e| MediaError::Corrupt(format!("cannot decode the audio ({e})")))?;
+        let decoder =
+            context.decoder().audio().map_err(|e| MediaError::Corrupt(format!("cannot decode the audio ({e})")))?;
         let duration = input.duration();
         let remaining = (duration > 0).then(|| (duration as f64 / f64::from(ffi::AV_TIME_BASE) - trim).max(0.0));
         let mut reader = SoundReader {
@@ -203,9 +198,7 @@ impl SoundReader {
                 Ok(()) => {
                     if self.skip.is_none() {
                         // First frame after a seek: drop up to the trim point from here.
-                        let at = decoded
-                            .timestamp()
-                            .map_or(0.0, |ts| av::seconds(ts, self.time_base) - self.origin);
+                        let at = decoded.timestamp().map_or(0.0, |ts| av::seconds(ts, self.time_base) - self.origin);
                         let target = self.seek_target.unwrap_or(0.0).max(0.0);
                         let from = if decoded.timestamp().is_some() { at } else { target };
                         self.skip = Some(samples((self.trim - from).max(0.0)));

@@ -13,16 +13,12 @@ use super::RenderError;
 /// Every distinct source the template uses (layers clip by clip, then the soundtrack), in
 /// order of first use.
 pub fn sources(template: &Template) -> Vec<Source> {
-    let layers = template
-        .clips
-        .iter()
-        .flat_map(|clip| &clip.layers)
-        .filter_map(|layer| match &layer.content {
-            Content::Image(i) => Some(&i.source),
-            Content::Video(v) => Some(&v.source),
-            Content::Sound(s) => Some(&s.source),
-            Content::Text(_) | Content::Shape(_) => None,
-        });
+    let layers = template.clips.iter().flat_map(|clip| &clip.layers).filter_map(|layer| match &layer.content {
+        Content::Image(i) => Some(&i.source),
+        Content::Video(v) => Some(&v.source),
+        Content::Sound(s) => Some(&s.source),
+        Content::Text(_) | Content::Shape(_) => None,
+    });
     let mut out: Vec<Source> = Vec::new();
     for source in layers.chain(template.soundtrack.as_ref().map(|s| &s.source)) {
         if !out.contains(source) {
@@ -49,9 +45,7 @@ pub(crate) struct Resolver<'a> {
 impl Resolver<'_> {
     /// The local file of `source`, used by layer `layer`.
     pub(crate) fn path(&self, layer: &str, source: &Source) -> Result<PathBuf, RenderError> {
-        (self.resolve)(source).ok_or_else(|| RenderError::MissingSource {
-            layer: layer.to_owned(),
-            what: describe(source),
-        })
+        (self.resolve)(source)
+            .ok_or_else(|| RenderError::MissingSource { layer: layer.to_owned(), what: describe(source) })
     }
 }

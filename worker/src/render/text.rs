@@ -71,11 +71,7 @@ pub struct Rgba {
 impl Rgba {
     /// A fully transparent image.
     pub fn transparent(width: u32, height: u32) -> Rgba {
-        Rgba {
-            width,
-            height,
-            data: vec![0; width as usize * height as usize * 4],
-        }
+        Rgba { width, height, data: vec![0; width as usize * height as usize * 4] }
     }
 
     /// The pixel at (x, y) as `[r, g, b, a]`.
@@ -122,10 +118,7 @@ pub fn render_text(text: &RichText, style: &TextStyle, width: u32, height: u32, 
     }
     let size = style.size * scale;
     if !(size.is_finite() && size > 0.0 && size < f64::from(MAX_SIDE)) {
-        return Err(TextError::InvalidStyle(format!(
-            "font size {} at scale {scale}",
-            style.size
-        )));
+        return Err(TextError::InvalidStyle(format!("font size {} at scale {scale}", style.size)));
     }
     if !(style.line_height.is_finite() && style.line_height > 0.0 && style.line_height <= 100.0) {
         return Err(TextError::InvalidStyle(format!("line height {}", style.line_height)));

@@ -13,8 +13,8 @@ use ffmpeg_next as ffmpeg;
 use super::picture::{half, Picture};
 use super::resample::chroma_alpha;
 use crate::media::audio::MAX_DECODE_ERRORS;
-use crate::media::{av, decoders};
 use crate::media::limits::Deadline;
+use crate::media::{av, decoders};
 use crate::media::{Limits, MediaError};
 
 /// An opened video source: its picture stream and, once playing, its decoder.
@@ -68,17 +68,11 @@ impl VideoReader {
             .ok_or_else(|| MediaError::Unsupported("the file has no picture".into()))?;
         let index = stream.index();
         let time_base = stream.time_base();
-        let origin = if stream.start_time() == ffi::AV_NOPTS_VALUE {
-            0.0
-        } else {
-            av::seconds(stream.start_time(), time_base)
-        };
-        let rate = [stream.avg_frame_rate(), stream.rate()]
-            .into_iter()
-            .find(|r| r.numerator() > 0 && r.denominator() > 0);
-        let frame_time = rate
-            .map_or(1.0 / 30.0, |r| f64::from(r.invert()))
-            .clamp(1.0 / 240.0, 10.0);
+        let origin =
+            if stream.start_time() == ffi::AV_NOPTS_VALUE { 0.0 } else { av::seconds(stream.start_time(), time_base) };
+        let rate =
+            [stream.avg_frame_rate(), stream.rate()].into_iter().find(|r| r.numerator() > 0 && r.denominator() > 0);
+        let frame_time = rate.map_or(1.0 / 30.0, |r| f64::from(r.invert())).clamp(1.0 / 240.0, 10.0);
         let params = stream.parameters();
         // SAFETY: plain field reads of an open stream's codec parameters.
         let (w, h, sar) = unsafe {
@@ -189,20 +183,16 @@ impl VideoReader {
 
     /// Opens the decoder (libav's own threading) and seeks to the trim point.
     fn start(&mut self, deadline: &Deadline) -> Result<(), MediaError> {
-        let stream = self
-            .input
-            .stream(self.index)
-            .ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
+        let stream =
+            self.input.stream(self.index).ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
         let mut context = decoders::context(&stream, "video", self.max_pixels)?;
         // Frame threads: one per core (libav's automatic count adds one more, and each
         // thread holds its own frames: memory that x264 needs more).
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
         // SAFETY: field write on an unopened context.
         unsafe { (*context.as_mut_ptr()).thread_count = i32::try_from(threads).unwrap_or(2) };
-        let decoder = context
-            .decoder()
-            .video()
-            .map_err(|e| MediaError::Corrupt(format!("cannot decode the video ({e})")))?;
+        let decoder =
+            context.decoder().video().map_err(|e| MediaError::Corrupt(format!("cannot decode the video ({e})")))?;
         self.decoder = Some(decoder);
         // Without a usable index the frames before the trim point are decoded and dropped.
         if self.trim > 0.0 {
@@ -318,12 +308,8 @@ impl FrameScaler {
             plane.reserve(64);
         }
         let (cw, luma) = (half(w) as i32, w as i32);
-        let mut planes: [*mut u8; 4] = [
-            out.y.as_mut_ptr(),
-            out.u.as_mut_ptr(),
-            out.v.as_mut_ptr(),
-            std::ptr::null_mut(),
-        ];
+        let mut planes: [*mut u8; 4] =
+            [out.y.as_mut_ptr(), out.u.as_mut_ptr(), out.v.as_mut_ptr(), std::ptr::null_mut()];
         let mut strides: [i32; 4] = [luma, cw, cw, 0];
         if alpha {
             planes[3] = out.a.as_mut_ptr();

@@ -18,12 +18,12 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use secrecy::ExposeSecret;
 use prometheus::IntCounterVec;
 use reelfarm_shared::blob::BlobError;
 use reelfarm_shared::tts::voices::Voices;
 use reelfarm_shared::tts::{split_text, Provider, Speech};
 use reelfarm_shared::{Blobs, Config};
+use secrecy::ExposeSecret;
 
 use crate::failure::Failure;
 use crate::media::limits::Deadline;

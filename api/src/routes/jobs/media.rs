@@ -124,13 +124,20 @@ async fn asset_problem(
     }
     if asset.status != AssetStatus::Finished {
         let status = asset.status.public();
-        return Ok(Some(("error.asset_not_ready", format!("asset {id:?} is {status}; only finished assets can be used"))));
+        return Ok(Some((
+            "error.asset_not_ready",
+            format!("asset {id:?} is {status}; only finished assets can be used"),
+        )));
     }
     match asset.kind {
         Some(kind) if takes(media, kind) => Ok(None),
         kind => Ok(Some((
             "error.unsupported_file_type",
-            format!("asset {id:?} is a {} asset; this variable takes a {}", kind.map_or("unknown", AssetKind::as_str), media.as_str()),
+            format!(
+                "asset {id:?} is a {} asset; this variable takes a {}",
+                kind.map_or("unknown", AssetKind::as_str),
+                media.as_str()
+            ),
         ))),
     }
 }

@@ -159,7 +159,12 @@ fn values(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<ValueReque
             let empty = Map::new();
             let Some(element) = element.as_object() else {
                 errors.push(FieldError::new(&path, "error.invalid", "must be an object"));
-                return ValueRequest { external_id: String::new(), title: String::new(), template_variables: empty.clone(), metadata: empty };
+                return ValueRequest {
+                    external_id: String::new(),
+                    title: String::new(),
+                    template_variables: empty.clone(),
+                    metadata: empty,
+                };
             };
             ValueRequest {
                 external_id: text(element, "external_id", &path, errors),
@@ -216,7 +221,11 @@ fn notifications(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<Not
         match Notification::parse(value) {
             Ok(n) => parsed.push(n),
             Err(problems) => errors.extend(problems.into_iter().map(|p| {
-                let field = if p.field.is_empty() { format!("notifications[{i}]") } else { format!("notifications[{i}].{}", p.field) };
+                let field = if p.field.is_empty() {
+                    format!("notifications[{i}]")
+                } else {
+                    format!("notifications[{i}].{}", p.field)
+                };
                 FieldError::new(field, p.key, p.message)
             })),
         }
@@ -258,12 +267,15 @@ mod tests {
     fn a_minimal_request_takes_the_defaults() {
         let request = parse(&json!({"template_id": "t1", "options": {}, "values": [{}]})).unwrap();
         assert_eq!((request.quality.as_str(), request.create_render, request.create_project), ("default", true, false));
-        assert_eq!(request.values[0], ValueRequest {
-            external_id: String::new(),
-            title: String::new(),
-            template_variables: Map::new(),
-            metadata: Map::new(),
-        });
+        assert_eq!(
+            request.values[0],
+            ValueRequest {
+                external_id: String::new(),
+                title: String::new(),
+                template_variables: Map::new(),
+                metadata: Map::new(),
+            }
+        );
         assert!(request.notifications.is_empty());
     }
 
@@ -324,7 +336,10 @@ mod tests {
                 "notifications[1].type",
             ]
         );
-        assert_eq!(fields(json!({"template_id": "t", "options": {"create_render": false}, "values": [{}]})), ["options"]);
+        assert_eq!(
+            fields(json!({"template_id": "t", "options": {"create_render": false}, "values": [{}]})),
+            ["options"]
+        );
         assert_eq!(fields(json!({"template_id": "t", "options": {}, "values": []})), ["values"]);
         let many: Vec<Value> = (0..=MAX_VALUES).map(|_| json!({})).collect();
         assert_eq!(fields(json!({"template_id": "t", "options": {}, "values": many})), ["values"]);

@@ -23,7 +23,14 @@ fn planned(job: &NewJob, origin: &str, due_at: i64) -> NewDelivery {
 }
 
 fn attempt(number: i64, outcome: &'static str) -> DeliveryAttempt {
-    DeliveryAttempt { number, started_at: now_ms(), duration_ms: 3, status_code: Some(500), error: Some("down".into()), outcome }
+    DeliveryAttempt {
+        number,
+        started_at: now_ms(),
+        duration_ms: 3,
+        status_code: Some(500),
+        error: Some("down".into()),
+        outcome,
+    }
 }
 
 pub(super) async fn deliveries(store: &Store) {
@@ -67,18 +74,26 @@ pub(super) async fn deliveries(store: &Store) {
     // The first claimer's late record is dropped; the second one's counts.
     let failed = AfterAttempt::Failed { error: "late".into(), state: None };
     assert!(!store.record_delivery_attempt(&d.id, &attempt(1, "failed"), &failed, None).await.unwrap());
-    let follow_up = NewDelivery { origin: format!("after:{}", d.id), parent_id: Some(d.id.clone()), ..planned(&job, "", now) };
+    let follow_up =
+        NewDelivery { origin: format!("after:{}", d.id), parent_id: Some(d.id.clone()), ..planned(&job, "", now) };
     let delivered = AfterAttempt::Delivered { result: Some(r#"{"video_id":"v1"}"#.into()) };
-    assert!(store.record_delivery_attempt(&d.id, &attempt(2, "delivered"), &delivered, Some(&follow_up)).await.unwrap());
+    assert!(store
+        .record_delivery_attempt(&d.id, &attempt(2, "delivered"), &delivered, Some(&follow_up))
+        .await
+        .unwrap());
 
     let listed = store.deliveries_of_job(&job.id).await.unwrap();
     let origins: Vec<&str> = listed.iter().map(|(d, _)| d.origin.as_str()).collect();
     assert_eq!(origins.len(), 3, "{origins:?}");
     let (done, attempts) = listed.iter().find(|(x, _)| x.id == d.id).unwrap();
-    assert_eq!((done.status, done.result.as_deref(), done.last_error.as_deref()), (DeliveryStatus::Delivered, Some(r#"{"video_id":"v1"}"#), None));
+    assert_eq!(
+        (done.status, done.result.as_deref(), done.last_error.as_deref()),
+        (DeliveryStatus::Delivered, Some(r#"{"video_id":"v1"}"#), None)
+    );
     assert!(done.finished_at.is_some());
     assert_eq!(attempts.iter().map(|a| (a.number, a.outcome)).collect::<Vec<_>>(), [(1, "retry"), (2, "delivered")]);
-    let (child, _) = listed.iter().find(|(x, _)| x.parent_id.as_deref() == Some(&d.id)).expect("the follow-up was planned");
+    let (child, _) =
+        listed.iter().find(|(x, _)| x.parent_id.as_deref() == Some(&d.id)).expect("the follow-up was planned");
     assert_eq!(child.status, DeliveryStatus::Pending);
     // The follow-up is due now; claim it away so the suite leaves nothing due.
     assert_eq!(store.claim_deliveries(lease, 10).await.unwrap().len(), 1);

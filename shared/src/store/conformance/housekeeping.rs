@@ -12,7 +12,10 @@ pub(super) async fn housekeeping(store: &Store) {
     let template = store.create_template(&new_template("Housekeeping", None, true)).await.unwrap();
     let kim = store.create_user("kim", None, 3).await.unwrap();
     let first = Idempotency { key: "kept-key", request_hash: "h-1", response: r#"{"first":true}"# };
-    assert_eq!(store.create_job(&new_job(&kim.id, &template.id, 1, true, false), Some(first)).await.unwrap(), JobCreation::Created);
+    assert_eq!(
+        store.create_job(&new_job(&kim.id, &template.id, 1, true, false), Some(first)).await.unwrap(),
+        JobCreation::Created
+    );
     let message = new_id();
     assert!(store.record_handled(&message).await.unwrap());
 
@@ -27,7 +30,10 @@ pub(super) async fn housekeeping(store: &Store) {
     assert!(pruned.idempotency_keys >= 1 && pruned.handled_messages == 0, "{pruned:?}");
     assert_eq!(store.prune(now_ms() + 25 * HOUR_MS).await.unwrap(), Pruned::default(), "deleted once");
     let reused = Idempotency { key: "kept-key", request_hash: "h-2", response: "{}" };
-    assert_eq!(store.create_job(&new_job(&kim.id, &template.id, 1, true, false), Some(reused)).await.unwrap(), JobCreation::Created);
+    assert_eq!(
+        store.create_job(&new_job(&kim.id, &template.id, 1, true, false), Some(reused)).await.unwrap(),
+        JobCreation::Created
+    );
     assert!(!store.record_handled(&message).await.unwrap(), "still known as handled");
 
     // After the retention the id is forgotten.

@@ -10,7 +10,13 @@ use super::templates::new_template;
 use crate::id::{new_id, now_ms};
 use crate::message::Message;
 
-pub(super) fn new_job(user_id: &str, template_id: &str, renders: usize, create_render: bool, create_project: bool) -> NewJob {
+pub(super) fn new_job(
+    user_id: &str,
+    template_id: &str,
+    renders: usize,
+    create_render: bool,
+    create_project: bool,
+) -> NewJob {
     NewJob {
         id: new_id(),
         user_id: user_id.into(),
@@ -96,7 +102,10 @@ pub(super) async fn jobs(store: &Store) {
     assert_eq!(store.create_job(&keyed, Some(idem)).await.unwrap(), JobCreation::Created);
     let again = new_job(&hana.id, &template.id, 1, true, false);
     let replay = Idempotency { key: "k-1", request_hash: "h-1", response: "{}" };
-    assert_eq!(store.create_job(&again, Some(replay)).await.unwrap(), JobCreation::Replayed(r#"{"first":true}"#.into()));
+    assert_eq!(
+        store.create_job(&again, Some(replay)).await.unwrap(),
+        JobCreation::Replayed(r#"{"first":true}"#.into())
+    );
     assert_eq!(store.available_credits(&hana.id).await.unwrap(), 0);
     let other = Idempotency { key: "k-1", request_hash: "h-2", response: "{}" };
     assert!(matches!(store.create_job(&again, Some(other)).await, Err(StoreError::Conflict(_))));

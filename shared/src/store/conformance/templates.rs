@@ -53,7 +53,10 @@ pub(super) async fn templates(store: &Store) {
     // An owner must exist; an ownerless template must be public.
     let ghost = new_template("Ghost", Some("no-such-user"), false);
     assert!(matches!(store.create_template(&ghost).await, Err(StoreError::NotFound(_))));
-    assert!(matches!(store.create_template(&new_template("Nobody's", None, false)).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        store.create_template(&new_template("Nobody's", None, false)).await,
+        Err(StoreError::Conflict(_))
+    ));
 
     let public = store.create_template(&new_template("Everyone's", None, true)).await.unwrap();
     let to_fred = store.create_template(&new_template("For Fred", Some(&erin.id), false)).await.unwrap();

@@ -32,7 +32,8 @@ async fn stored(store: &Store, owner: &str, size: u64) -> String {
 pub(super) async fn usage(store: &Store) {
     let uma = store.create_user("usage-uma", None, 0).await.unwrap();
     let vic = store.create_user("usage-vic", None, 0).await.unwrap();
-    let empty = Usage { user_id: uma.id.clone(), user_name: "usage-uma".into(), assets: 0, bytes: 0, tts_characters: 0 };
+    let empty =
+        Usage { user_id: uma.id.clone(), user_name: "usage-uma".into(), assets: 0, bytes: 0, tts_characters: 0 };
     assert_eq!(store.storage_usage(Some(&uma.id)).await.unwrap(), vec![empty]);
     assert_eq!(store.stored_bytes(&uma.id).await.unwrap(), 0);
 

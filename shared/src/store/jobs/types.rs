@@ -111,7 +111,9 @@ pub enum JobCreation {
     /// The idempotency key was used for the same request before: its first response.
     Replayed(String),
     /// The caller's credits do not cover the renders; nothing was written.
-    CreditsExhausted { needed: i64 },
+    CreditsExhausted {
+        needed: i64,
+    },
 }
 
 /// A stored job with its renders in request order.

@@ -11,14 +11,7 @@ use crate::template::color::Color;
 /// Parses `markup` into paragraphs, refusing elements nested more than `max_depth` deep
 /// (`usize::MAX`: no limit).
 pub(super) fn parse(markup: &str, max_depth: usize) -> Result<RichText, RichTextError> {
-    Parser {
-        chars: markup.chars().collect(),
-        pos: 0,
-        stack: Vec::new(),
-        max_depth,
-        out: Builder::default(),
-    }
-    .run()
+    Parser { chars: markup.chars().collect(), pos: 0, stack: Vec::new(), max_depth, out: Builder::default() }.run()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +72,7 @@ struct Frame {
 }
 
 fn error(position: usize, message: impl Into<String>) -> RichTextError {
-    RichTextError {
-        position,
-        message: message.into(),
-    }
+    RichTextError { position, message: message.into() }
 }
 
 fn is_space(c: char) -> bool {
@@ -117,9 +107,7 @@ impl Parser {
             return Err(error(open.position, format!("<{}> is never closed", open.name)));
         }
         self.out.finish(false);
-        Ok(RichText {
-            paragraphs: self.out.paragraphs,
-        })
+        Ok(RichText { paragraphs: self.out.paragraphs })
     }
 
     fn peek(&self) -> Option<char> {
@@ -151,10 +139,7 @@ impl Parser {
             }
             self.pos += 1;
         }
-        self.chars[start..self.pos]
-            .iter()
-            .collect::<String>()
-            .to_ascii_lowercase()
+        self.chars[start..self.pos].iter().collect::<String>().to_ascii_lowercase()
     }
 
     fn format(&self) -> Format {
@@ -177,10 +162,7 @@ impl Parser {
             return Ok(());
         }
         if c.is_control() {
-            return Err(error(
-                position,
-                format!("control character U+{:04X} is not allowed", c as u32),
-            ));
+            return Err(error(position, format!("control character U+{:04X} is not allowed", c as u32)));
         }
         self.refuse_in_bare_list(position, "text")?;
         self.out.char(c, self.format());
@@ -189,10 +171,9 @@ impl Parser {
 
     fn refuse_in_bare_list(&self, position: usize, what: &str) -> Result<(), RichTextError> {
         match self.block() {
-            Some(list) if list.tag == Tag::List => Err(error(
-                position,
-                format!("{what} inside <{}> must be in an <li>", list.name),
-            )),
+            Some(list) if list.tag == Tag::List => {
+                Err(error(position, format!("{what} inside <{}> must be in an <li>", list.name)))
+            }
             _ => Ok(()),
         }
     }
@@ -201,10 +182,7 @@ impl Parser {
     /// `&#…;` follows.
     fn entity(&mut self) -> Result<char, RichTextError> {
         let start = self.pos;
-        let body_len = self.chars[start + 1..]
-            .iter()
-            .take_while(|c| c.is_ascii_alphanumeric() || **c == '#')
-            .count();
+        let body_len = self.chars[start + 1..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == '#').count();
         if body_len == 0 || self.chars.get(start + 1 + body_len) != Some(&';') {
             self.pos += 1;
             return Ok('&');
@@ -217,10 +195,7 @@ impl Parser {
                     Some(hex) => u32::from_str_radix(hex, 16),
                     None => number.parse::<u32>(),
                 };
-                parsed
-                    .ok()
-                    .and_then(char::from_u32)
-                    .filter(|c| !c.is_control() || is_space(*c))
+                parsed.ok().and_then(char::from_u32).filter(|c| !c.is_control() || is_space(*c))
             }
             None => named_entity(&body),
         };
@@ -252,12 +227,7 @@ impl Parser {
         if self_closing && tag != Tag::Break {
             return Err(error(start, format!("<{name}> cannot be self-closing")));
         }
-        self.open(Open {
-            tag,
-            name,
-            position: start,
-            color,
-        })
+        self.open(Open { tag, name, position: start, color })
     }
 
     /// Reads the rest of an opening tag; returns the `<color>`'s value and whether the
@@ -288,9 +258,7 @@ impl Parser {
                     }
                     self.skip_space();
                     let value_at = self.pos;
-                    let value = self
-                        .quoted()
-                        .ok_or_else(|| error(value_at, "attribute values must be quoted"))?;
+                    let value = self.quoted().ok_or_else(|| error(value_at, "attribute values must be quoted"))?;
                     color = Some(Color::parse_css(&value).map_err(|e| error(value_at + 1, e))?);
                 }
                 Some(_) => return Err(error(self.pos, format!("unexpected character in <{name}>"))),
@@ -354,10 +322,7 @@ impl Parser {
         if self.stack.len() >= self.max_depth {
             return Err(error(
                 open.position,
-                format!(
-                    "<{}> is nested too deep: at most {} elements may be open at once",
-                    open.name, self.max_depth
-                ),
+                format!("<{}> is nested too deep: at most {} elements may be open at once", open.name, self.max_depth),
             ));
         }
         let outer = self.format();
@@ -368,18 +333,9 @@ impl Parser {
             _ => outer,
         };
         let below = self.stack.last();
-        let block = if open.tag.is_block() {
-            Some(self.stack.len())
-        } else {
-            below.and_then(|b| b.block)
-        };
+        let block = if open.tag.is_block() { Some(self.stack.len()) } else { below.and_then(|b| b.block) };
         let within = below.map_or(0, |b| b.within) | open.tag.bit();
-        self.stack.push(Frame {
-            open,
-            format,
-            block,
-            within,
-        });
+        self.stack.push(Frame { open, format, block, within });
         Ok(())
     }
 
@@ -392,10 +348,7 @@ impl Parser {
             Some(open) if open.name != name => {
                 return Err(error(
                     at,
-                    format!(
-                        "</{name}> does not match <{}> opened at character {}",
-                        open.name, open.position
-                    ),
+                    format!("</{name}> does not match <{}> opened at character {}", open.name, open.position),
                 ))
             }
             Some(_) => {}

@@ -4,19 +4,11 @@ mod random;
 mod reference;
 
 fn run(text: &str) -> Run {
-    Run {
-        text: text.to_owned(),
-        bold: false,
-        italic: false,
-        color: None,
-    }
+    Run { text: text.to_owned(), bold: false, italic: false, color: None }
 }
 
 fn bold(text: &str) -> Run {
-    Run {
-        bold: true,
-        ..run(text)
-    }
+    Run { bold: true, ..run(text) }
 }
 
 fn para(runs: Vec<Run>) -> Paragraph {
@@ -28,9 +20,7 @@ fn bullet(runs: Vec<Run>) -> Paragraph {
 }
 
 fn parsed(markup: &str) -> Vec<Paragraph> {
-    RichText::parse(markup)
-        .unwrap_or_else(|e| panic!("{markup:?}: {e}"))
-        .paragraphs
+    RichText::parse(markup).unwrap_or_else(|e| panic!("{markup:?}: {e}")).paragraphs
 }
 
 fn refused(markup: &str) -> RichTextError {
@@ -53,21 +43,12 @@ fn bold_italic_and_colour_nest_into_runs() {
         [para(vec![
             run("a "),
             bold("b "),
-            Run {
-                italic: true,
-                ..bold("bi")
-            },
+            Run { italic: true, ..bold("bi") },
             run(" "),
-            Run {
-                italic: true,
-                ..run("i")
-            },
+            Run { italic: true, ..run("i") },
             run(" "),
             Run { color: red, ..run("r") },
-            Run {
-                color: red,
-                ..bold("R")
-            },
+            Run { color: red, ..bold("R") },
         ])]
     );
 }
@@ -81,21 +62,13 @@ fn space_keeps_the_style_it_was_written_in() {
 fn paragraphs_and_text_around_them() {
     assert_eq!(
         parsed("intro <p> one </p>\n<p>two</p> outro"),
-        [
-            para(vec![run("intro")]),
-            para(vec![run("one")]),
-            para(vec![run("two")]),
-            para(vec![run("outro")])
-        ]
+        [para(vec![run("intro")]), para(vec![run("one")]), para(vec![run("two")]), para(vec![run("outro")])]
     );
 }
 
 #[test]
 fn line_breaks_trim_the_spaces_around_them() {
-    assert_eq!(
-        parsed("a <br/> b<br>c<br />"),
-        [para(vec![run("a"), run("\n"), run("b"), run("\n"), run("c")])]
-    );
+    assert_eq!(parsed("a <br/> b<br>c<br />"), [para(vec![run("a"), run("\n"), run("b"), run("\n"), run("c")])]);
 }
 
 #[test]
@@ -111,12 +84,7 @@ fn list_items_are_bulleted_paragraphs() {
     let text = parsed("<p>Menu</p>\n<ul>\n  <li>one</li>\n  <li><p><b>two</b></p></li>\n</ul><ol><li>three</li></ol>");
     assert_eq!(
         text,
-        [
-            para(vec![run("Menu")]),
-            bullet(vec![run("one")]),
-            bullet(vec![bold("two")]),
-            bullet(vec![run("three")])
-        ]
+        [para(vec![run("Menu")]), bullet(vec![run("one")]), bullet(vec![bold("two")]), bullet(vec![run("three")])]
     );
 }
 

@@ -13,10 +13,7 @@ fn wav_yields_aac_and_mp3_renditions_and_a_waveform() {
     let s = Scratch::new();
     let input = sine(&s, 3, &[], "in.wav");
     let p = probed(&input);
-    assert_eq!(
-        (p.kind, p.format.as_str(), p.content_type, p.width),
-        (MediaKind::Audio, "wav", "audio/wav", None)
-    );
+    assert_eq!((p.kind, p.format.as_str(), p.content_type, p.width), (MediaKind::Audio, "wav", "audio/wav", None));
     let c = s.convert(&input);
     assert_eq!((c.kind, c.alpha, c.width), (MediaKind::Audio, false, None));
     close(c.duration.expect("duration"), 3.0, 0.05);
@@ -25,10 +22,7 @@ fn wav_yields_aac_and_mp3_renditions_and_a_waveform() {
         let r = with_role(&c, |r| *r == Role::Audio { codec });
         assert_eq!(r.len(), 1, "{codec}");
         let r = r[0];
-        assert_eq!(
-            (r.format.as_str(), r.content_type, r.codec.as_deref()),
-            (format, content_type, Some(codec))
-        );
+        assert_eq!((r.format.as_str(), r.content_type, r.codec.as_deref()), (format, content_type, Some(codec)));
         let out = probed(&r.file);
         assert_eq!(
             (out.kind, out.format.as_str(), out.audio_codec.as_deref()),
@@ -46,10 +40,7 @@ fn wav_yields_aac_and_mp3_renditions_and_a_waveform() {
 #[test]
 fn mp3_with_cover_art_is_audio_not_video() {
     let s = Scratch::new();
-    let cover = s.ffmpeg(
-        &["-f", "lavfi", "-i", "color=c=blue:s=300x300", "-frames:v", "1"],
-        "cover.jpg",
-    );
+    let cover = s.ffmpeg(&["-f", "lavfi", "-i", "color=c=blue:s=300x300", "-frames:v", "1"], "cover.jpg");
     let input = s.ffmpeg(
         &[
             "-f",
@@ -101,30 +92,12 @@ fn every_accepted_audio_format_converts() {
 #[test]
 fn surround_and_odd_rates_are_downmixed_and_resampled() {
     let s = Scratch::new();
-    let input = s.ffmpeg(
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=sample_rate=96000:d=1",
-            "-ac",
-            "6",
-            "-c:a",
-            "flac",
-        ],
-        "surround.flac",
-    );
+    let input =
+        s.ffmpeg(&["-f", "lavfi", "-i", "sine=sample_rate=96000:d=1", "-ac", "6", "-c:a", "flac"], "surround.flac");
     let c = s.convert(&input);
     let m4a = &with_role(&c, |r| *r == Role::Audio { codec: "aac" })[0].file;
     let out = std::process::Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "stream=channels,sample_rate",
-            "-of",
-            "csv=p=0",
-        ])
+        .args(["-v", "error", "-show_entries", "stream=channels,sample_rate", "-of", "csv=p=0"])
         .arg(m4a)
         .output()
         .expect("ffprobe");
@@ -135,17 +108,8 @@ fn surround_and_odd_rates_are_downmixed_and_resampled() {
 fn long_audio_is_refused() {
     let s = Scratch::new();
     let input = sine(&s, 3, &[], "in.wav");
-    let limits = Limits {
-        max_duration: std::time::Duration::from_secs(1),
-        ..Limits::default()
-    };
+    let limits = Limits { max_duration: std::time::Duration::from_secs(1), ..Limits::default() };
     let err = convert(&input, &s.out(), &limits, &|_| {}).expect_err("too long");
-    assert!(
-        matches!(err, MediaError::TooLong { limit, .. } if limit == 1.0),
-        "{err}"
-    );
-    assert_eq!(
-        err.to_string(),
-        "the media is too long: 3.0 s, at most 1 s are accepted"
-    );
+    assert!(matches!(err, MediaError::TooLong { limit, .. } if limit == 1.0), "{err}");
+    assert_eq!(err.to_string(), "the media is too long: 3.0 s, at most 1 s are accepted");
 }

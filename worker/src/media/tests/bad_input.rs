@@ -54,14 +54,8 @@ fn concat_scripts_and_other_non_media_are_refused() {
     let s = Scratch::new();
     let concat = b"ffconcat version 1.0\nfile '/etc/hostname'\nfile 'http://127.0.0.1:9/x.ts'\n";
     assert!(matches!(refuse(&s, "a", concat), MediaError::Unsupported(_)));
-    assert!(matches!(
-        refuse(&s, "b", b"just some text, not media\n"),
-        MediaError::Unsupported(_)
-    ));
-    assert!(matches!(
-        refuse(&s, "c", b"<html><body>hi</body></html>"),
-        MediaError::Unsupported(_)
-    ));
+    assert!(matches!(refuse(&s, "b", b"just some text, not media\n"), MediaError::Unsupported(_)));
+    assert!(matches!(refuse(&s, "c", b"<html><body>hi</body></html>"), MediaError::Unsupported(_)));
     let err = refuse(&s, "d", b"");
     assert_eq!(err.to_string(), "the file is damaged or incomplete: the file is empty");
     let garbage = Noise(0x9e37_79b9_7f4a_7c15).bytes(64 * 1024);
@@ -72,25 +66,13 @@ fn concat_scripts_and_other_non_media_are_refused() {
 fn truncated_files_fail_with_a_readable_error() {
     let s = Scratch::new();
     let mp4 = s.ffmpeg(
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=15:d=2",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-        ],
+        &["-f", "lavfi", "-i", "testsrc2=s=320x240:r=15:d=2", "-c:v", "libx264", "-preset", "ultrafast"],
         "in.mp4",
     );
     let data = std::fs::read(&mp4).expect("read");
     let err = refuse(&s, "cut.mp4", &data[..data.len() / 2]);
     assert!(matches!(err, MediaError::Corrupt(_)), "{err}");
-    assert!(
-        err.to_string().starts_with("the file is damaged or incomplete"),
-        "{err}"
-    );
+    assert!(err.to_string().starts_with("the file is damaged or incomplete"), "{err}");
 
     let png = s.ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=320x240", "-frames:v", "1"], "in.png");
     let data = std::fs::read(&png).expect("read");
@@ -109,33 +91,16 @@ fn damaged_files_never_crash_the_converter() {
     let lavfi_v = ["-f", "lavfi", "-i", "testsrc2=s=160x120:r=10:d=1"];
     let lavfi_a = ["-f", "lavfi", "-i", "sine=d=1"];
     let mut files = vec![
-        s.ffmpeg(
-            &[
-                &lavfi_v[..],
-                &lavfi_a[..],
-                &["-c:v", "libx264", "-c:a", "aac", "-shortest"],
-            ]
-            .concat(),
-            "v.mp4",
-        ),
-        s.ffmpeg(
-            &[&lavfi_v[..], &["-c:v", "libvpx-vp9", "-deadline", "realtime"]].concat(),
-            "v.webm",
-        ),
-        s.ffmpeg(
-            &[&lavfi_v[..], &["-c:v", "mpeg2video", "-f", "mpegts"]].concat(),
-            "v.ts",
-        ),
+        s.ffmpeg(&[&lavfi_v[..], &lavfi_a[..], &["-c:v", "libx264", "-c:a", "aac", "-shortest"]].concat(), "v.mp4"),
+        s.ffmpeg(&[&lavfi_v[..], &["-c:v", "libvpx-vp9", "-deadline", "realtime"]].concat(), "v.webm"),
+        s.ffmpeg(&[&lavfi_v[..], &["-c:v", "mpeg2video", "-f", "mpegts"]].concat(), "v.ts"),
         s.ffmpeg(&lavfi_a, "a.wav"),
         s.ffmpeg(&[&lavfi_a[..], &["-c:a", "libmp3lame"]].concat(), "a.mp3"),
         s.ffmpeg(&[&lavfi_a[..], &["-c:a", "flac"]].concat(), "a.flac"),
         s.ffmpeg(&[&lavfi_v[..], &["-frames:v", "1"]].concat(), "i.png"),
         s.ffmpeg(&[&lavfi_v[..], &["-frames:v", "1"]].concat(), "i.jpg"),
         s.ffmpeg(&[&lavfi_v[..], &["-frames:v", "3"]].concat(), "i.gif"),
-        s.ffmpeg(
-            &[&lavfi_v[..], &["-frames:v", "1", "-c:v", "libwebp"]].concat(),
-            "i.webp",
-        ),
+        s.ffmpeg(&[&lavfi_v[..], &["-frames:v", "1", "-c:v", "libwebp"]].concat(), "i.webp"),
     ];
     let svg = s.path("i.svg");
     std::fs::write(
@@ -150,10 +115,8 @@ fn damaged_files_never_crash_the_converter() {
     let mut noise = Noise(42);
     for file in &files {
         let data = std::fs::read(file).expect("read");
-        let mut variants: Vec<Vec<u8>> = [10, 50, 90]
-            .iter()
-            .map(|pct| data[..data.len() * pct / 100].to_vec())
-            .collect();
+        let mut variants: Vec<Vec<u8>> =
+            [10, 50, 90].iter().map(|pct| data[..data.len() * pct / 100].to_vec()).collect();
         for _ in 0..3 {
             let mut flipped = data.clone();
             for _ in 0..16 {
@@ -166,10 +129,7 @@ fn damaged_files_never_crash_the_converter() {
             let case = Scratch::new();
             let input = case.path("input");
             std::fs::write(&input, bytes).expect("write");
-            let limits = Limits {
-                time_limit: std::time::Duration::from_secs(60),
-                ..Limits::default()
-            };
+            let limits = Limits { time_limit: std::time::Duration::from_secs(60), ..Limits::default() };
             let _ = probe(&input, &limits);
             if let Err(MediaError::Internal(e)) = convert(&input, &case.out(), &limits, &|_| {}) {
                 panic!("{} variant {i}: internal error {e}", file.display());

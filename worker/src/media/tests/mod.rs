@@ -3,8 +3,8 @@
 
 mod audio;
 mod bad_input;
-mod budget;
 mod bomb;
+mod budget;
 mod passthrough;
 mod picture;
 mod video;
@@ -19,10 +19,8 @@ use super::{convert, probe, Converted, Limits, Probe, Rendition, Role};
 pub(super) fn turn_upright(path: &Path) {
     let mut data = std::fs::read(path).expect("read");
     let tkhd = data.windows(4).position(|w| w == b"tkhd").expect("tkhd");
-    let matrix: Vec<u8> = [0i32, 65536, 0, -65536, 0, 0, 0, 0, 0x4000_0000]
-        .iter()
-        .flat_map(|v| v.to_be_bytes())
-        .collect();
+    let matrix: Vec<u8> =
+        [0i32, 65536, 0, -65536, 0, 0, 0, 0, 0x4000_0000].iter().flat_map(|v| v.to_be_bytes()).collect();
     data[tkhd + 44..tkhd + 80].copy_from_slice(&matrix);
     std::fs::write(path, data).expect("write");
 }
@@ -51,12 +49,8 @@ impl Scratch {
     /// `name`, and returns its path.
     pub(super) fn ffmpeg(&self, args: &[&str], name: &str) -> PathBuf {
         let path = self.path(name);
-        let status = Command::new("ffmpeg")
-            .args(["-v", "error", "-y"])
-            .args(args)
-            .arg(&path)
-            .status()
-            .expect("ffmpeg CLI");
+        let status =
+            Command::new("ffmpeg").args(["-v", "error", "-y"]).args(args).arg(&path).status().expect("ffmpeg CLI");
         assert!(status.success(), "ffmpeg {args:?} {name} failed");
         path
     }
@@ -89,21 +83,11 @@ pub(super) fn thumb(converted: &Converted) -> &Rendition {
 /// Duration of a file according to ffprobe (the cross-check).
 pub(super) fn ffprobe_duration(path: &Path) -> f64 {
     let out = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "default=nw=1:nk=1",
-        ])
+        .args(["-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1"])
         .arg(path)
         .output()
         .expect("ffprobe CLI");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("ffprobe duration")
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("ffprobe duration")
 }
 
 /// Asserts `a` is within `tolerance` of `b`.

@@ -31,11 +31,7 @@ fn packets(path: &Path, medium: ffmpeg::media::Type) -> Packets {
     let mut input = ffmpeg::format::input(path).expect("open");
     let stream = input.streams().best(medium).expect("stream");
     let (index, tb) = (stream.index(), stream.time_base());
-    let mut out = Packets {
-        payloads: Vec::new(),
-        pts: Vec::new(),
-        dts: Vec::new(),
-    };
+    let mut out = Packets { payloads: Vec::new(), pts: Vec::new(), dts: Vec::new() };
     for (stream, packet) in input.packets() {
         if stream.index() == index {
             out.payloads.push(packet.data().unwrap_or(&[]).to_vec());
@@ -93,14 +89,14 @@ fn moderate_1080p_h264_is_copied_into_1080p_and_encoded_below() {
     let sizes: Vec<_> = outs.iter().map(|r| (r.role, r.width, r.height)).collect();
     assert_eq!(
         sizes,
-        [(1080, 1920, 1080), (720, 1280, 720), (480, 854, 480)]
-            .map(|(s, w, h)| (Role::Video { short_side: s }, Some(w), Some(h)))
+        [(1080, 1920, 1080), (720, 1280, 720), (480, 854, 480)].map(|(s, w, h)| (
+            Role::Video { short_side: s },
+            Some(w),
+            Some(h)
+        ))
     );
     let (top, lower) = (outs[0], &outs[1..]);
-    let (source, copy) = (
-        packets(&input, ffmpeg::media::Type::Video),
-        packets(&top.file, ffmpeg::media::Type::Video),
-    );
+    let (source, copy) = (packets(&input, ffmpeg::media::Type::Video), packets(&top.file, ffmpeg::media::Type::Video));
     assert_eq!(source.payloads.len(), 60);
     assert_eq!(source.payloads.len(), copy.payloads.len(), "same frame count");
     for (i, (a, b)) in source.payloads.iter().zip(&copy.payloads).enumerate() {
@@ -149,10 +145,9 @@ fn sources_that_are_not_what_the_rendition_would_be_are_encoded() {
     for (name, options) in cases {
         inputs.push(h264(&s, "640x360", 1, options, name));
     }
-    inputs.push(s.ffmpeg(
-        &["-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=1", "-c:v", "mpeg4", "-q:v", "5"],
-        "part2.mp4",
-    ));
+    inputs.push(
+        s.ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=1", "-c:v", "mpeg4", "-q:v", "5"], "part2.mp4"),
+    );
     for input in &inputs {
         let s = Scratch::new();
         let c = s.convert(input);
@@ -169,8 +164,20 @@ fn qualifying_sources_are_copied_under_their_rungs_cap() {
     let s = Scratch::new();
     // 6 Mbit/s: above the 480p cap but below 720p's 7.5 Mbit/s.
     let cbr = [
-        "-preset", "ultrafast", "-b:v", "6M", "-minrate", "6M", "-maxrate", "6M", "-bufsize", "3M", "-x264-params",
-        "nal-hrd=cbr", "-pix_fmt", "yuv420p",
+        "-preset",
+        "ultrafast",
+        "-b:v",
+        "6M",
+        "-minrate",
+        "6M",
+        "-maxrate",
+        "6M",
+        "-bufsize",
+        "3M",
+        "-x264-params",
+        "nal-hrd=cbr",
+        "-pix_fmt",
+        "yuv420p",
     ];
     let inputs = [
         h264(&s, "1280x720", 1, &cbr, "720p-6M.mp4"),

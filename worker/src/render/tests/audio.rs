@@ -2,15 +2,7 @@ use super::*;
 
 /// A 1 kHz tone of `seconds` as WAV.
 fn tone(s: &Scratch, seconds: u32, name: &str) -> PathBuf {
-    s.ffmpeg(
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("sine=f=1000:d={seconds}:sample_rate=44100"),
-        ],
-        name,
-    )
+    s.ffmpeg(&["-f", "lavfi", "-i", &format!("sine=f=1000:d={seconds}:sample_rate=44100")], name)
 }
 
 #[test]
@@ -18,27 +10,16 @@ fn a_render_without_sound_has_a_silent_audio_stream_as_long_as_the_video() {
     let s = Scratch::new();
     let out = s
         .render(
-            template(
-                160,
-                90,
-                vec![clip("c", 1.7, vec![rect("r", 0.0, 0.0, 10.0, 10.0, "#ffffff")])],
-            ),
+            template(160, 90, vec![clip("c", 1.7, vec![rect("r", 0.0, 0.0, 10.0, 10.0, "#ffffff")])]),
             Quality::Default,
         )
         .expect("render");
     let (_, video, audio) = durations(&out.mp4);
     let audio = audio.expect("an audio stream");
-    assert!(
-        (audio - video).abs() <= 1024.0 / 48_000.0,
-        "audio {audio} s, video {video} s"
-    );
+    assert!((audio - video).abs() <= 1024.0 / 48_000.0, "audio {audio} s, video {video} s");
     let pcm = decode_audio(&out.mp4);
     let expected = 1.7 * 48_000.0;
-    assert!(
-        (pcm[0].len() as f64 - expected).abs() <= 1024.0,
-        "{} samples decoded, {expected} expected",
-        pcm[0].len()
-    );
+    assert!((pcm[0].len() as f64 - expected).abs() <= 1024.0, "{} samples decoded, {expected} expected", pcm[0].len());
     assert!(rms(&pcm[0], 0.0, 1.7) < 1e-4);
 }
 
@@ -47,22 +28,12 @@ fn a_tone_layer_starting_at_two_seconds_is_silent_before_and_sounds_from_then() 
     let s = Scratch::new();
     tone(&s, 5, "tone.wav");
     let sound = json!({ "id": "beep", "kind": "sound", "source": { "file": "tone.wav" }, "start": 2.0, "volume": 0.5 });
-    let out = s
-        .render(template(160, 90, vec![clip("c", 3.0, vec![sound])]), Quality::Default)
-        .expect("render");
+    let out = s.render(template(160, 90, vec![clip("c", 3.0, vec![sound])]), Quality::Default).expect("render");
     let pcm = decode_audio(&out.mp4);
-    assert!(
-        rms(&pcm[0], 0.0, 1.9) < 1e-3,
-        "silent before: {}",
-        rms(&pcm[0], 0.0, 1.9)
-    );
+    assert!(rms(&pcm[0], 0.0, 1.9) < 1e-3, "silent before: {}", rms(&pcm[0], 0.0, 1.9));
     // lavfi's sine has amplitude 1/8; at volume 0.5, spread over two channels (−3 dB):
     // an RMS of 0.125 / √2 × 0.5 / √2 ≈ 0.031.
-    assert!(
-        rms(&pcm[0], 2.1, 2.9) > 0.025,
-        "sounding after: {}",
-        rms(&pcm[0], 2.1, 2.9)
-    );
+    assert!(rms(&pcm[0], 2.1, 2.9) > 0.025, "sounding after: {}", rms(&pcm[0], 2.1, 2.9));
     assert!(rms(&pcm[1], 2.1, 2.9) > 0.025, "on both channels");
     let onset = pcm[0].iter().position(|x| x.abs() > 0.01).expect("some sound") as f64 / 48_000.0;
     assert!((onset - 2.0).abs() <= 0.1, "the tone starts at {onset} s");
@@ -98,10 +69,7 @@ fn soundtrack_fades_out_at_the_end_and_video_sound_is_mixed_in() {
     t["soundtrack"] = json!({ "source": { "file": "short.wav" }, "fade_out": 1.0, "volume": 0.3 });
     let pcm = decode_audio(&s.render(t, Quality::Default).expect("render").mp4);
     let (first, middle, last) = (rms(&pcm[0], 0.1, 0.9), rms(&pcm[0], 1.1, 1.9), rms(&pcm[0], 2.8, 2.98));
-    assert!(
-        first > middle * 1.3,
-        "video sound adds to the first second: {first} vs {middle}"
-    );
+    assert!(first > middle * 1.3, "video sound adds to the first second: {first} vs {middle}");
     // 0.125 / √2 × 0.3 / √2 ≈ 0.019.
     assert!(middle > 0.015, "the soundtrack loops: {middle}");
     assert!(last < middle / 4.0, "faded out at the end: {last} vs {middle}");

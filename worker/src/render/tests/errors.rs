@@ -5,17 +5,11 @@ use super::*;
 #[test]
 fn a_corrupt_source_fails_with_a_readable_error_naming_the_layer() {
     let s = Scratch::new();
-    s.ffmpeg(
-        &["-f", "lavfi", "-i", "testsrc2=s=64x64:r=10:d=2", "-c:v", "libx264"],
-        "good.mp4",
-    );
+    s.ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=64x64:r=10:d=2", "-c:v", "libx264"], "good.mp4");
     let bytes = std::fs::read(s.path("good.mp4")).expect("read");
     std::fs::write(s.path("broken.mp4"), &bytes[..bytes.len().min(600)]).expect("write");
     let video = json!({ "id": "background", "kind": "video", "source": { "file": "broken.mp4" }, "x": 0, "y": 0, "width": 64, "height": 64 });
-    let err = s
-        .render(template(64, 64, vec![clip("c", 1.0, vec![video])]), Quality::Default)
-        .err()
-        .expect("refused");
+    let err = s.render(template(64, 64, vec![clip("c", 1.0, vec![video])]), Quality::Default).err().expect("refused");
     assert_eq!(err.key(), "render.bad_source", "{err}");
     assert!(err.is_bad_input());
     let message = err.to_string();
@@ -91,17 +85,11 @@ fn a_sound_codec_off_the_allow_list_is_refused_naming_its_layer() {
 fn a_missing_file_and_a_picture_that_is_not_an_image_name_their_layer() {
     let s = Scratch::new();
     let image = json!({ "id": "logo", "kind": "image", "source": { "file": "absent.png" }, "x": 0, "y": 0, "width": 10, "height": 10 });
-    let err = s
-        .render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default)
-        .err()
-        .expect("refused");
+    let err = s.render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default).err().expect("refused");
     assert!(err.to_string().contains("layer \"logo\""), "{err}");
     std::fs::write(s.path("notes.png"), b"these are not pixels at all, just text").expect("write");
     let image = json!({ "id": "logo2", "kind": "image", "source": { "file": "notes.png" }, "x": 0, "y": 0, "width": 10, "height": 10 });
-    let err = s
-        .render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default)
-        .err()
-        .expect("refused");
+    let err = s.render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default).err().expect("refused");
     assert!(err.to_string().contains("layer \"logo2\""), "{err}");
     assert!(err.is_bad_input(), "{err}");
 }
@@ -110,25 +98,15 @@ fn a_missing_file_and_a_picture_that_is_not_an_image_name_their_layer() {
 fn an_unresolved_source_is_reported_as_not_fetched() {
     let s = Scratch::new();
     let image = json!({ "id": "photo", "kind": "image", "source": { "url": "https://example.com/p.png" }, "x": 0, "y": 0, "width": 10, "height": 10 });
-    let err = s
-        .render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default)
-        .err()
-        .expect("refused");
+    let err = s.render(template(64, 64, vec![clip("c", 1.0, vec![image])]), Quality::Default).err().expect("refused");
     assert_eq!(err.key(), "render.missing_source");
-    assert!(
-        err.to_string().contains("\"photo\"") && err.to_string().contains("https://example.com/p.png"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("\"photo\"") && err.to_string().contains("https://example.com/p.png"), "{err}");
 }
 
 #[test]
 fn an_invalid_template_is_refused_naming_the_layer() {
     let s = Scratch::new();
-    let json = template(
-        64,
-        64,
-        vec![clip("c", 1.0, vec![rect("late", 0.0, 0.0, 10.0, 10.0, "#ffffff")])],
-    );
+    let json = template(64, 64, vec![clip("c", 1.0, vec![rect("late", 0.0, 0.0, 10.0, 10.0, "#ffffff")])]);
     let mut t = Template::from_json(serde_json::to_vec(&json).expect("json")).expect("valid");
     t.clips[0].layers[0].end = Some(5.0);
     let err = s.render_template(&t, Quality::Default).err().expect("refused");
@@ -157,8 +135,5 @@ fn an_unknown_variable_id_is_refused_naming_it_and_values_reach_the_video() {
     let applied = apply_values(&t, &values).expect("applied");
     let s = Scratch::new();
     let err = s.render_template(&applied, Quality::Default).err().expect("refused");
-    assert!(
-        err.to_string().contains("\"placeholder\"") && err.to_string().contains("asset-1"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("\"placeholder\"") && err.to_string().contains("asset-1"), "{err}");
 }

@@ -62,11 +62,7 @@ fn thumbnail(template: &Template) -> RgbImage {
 }
 
 fn compare(golden: &RgbImage, got: &RgbImage) -> Similarity {
-    assert_eq!(
-        golden.dimensions(),
-        got.dimensions(),
-        "snapshot size differs from the golden"
-    );
+    assert_eq!(golden.dimensions(), got.dimensions(), "snapshot size differs from the golden");
     image_compare::rgb_similarity_structure(&Algorithm::MSSIMSimple, golden, got).expect("same size")
 }
 
@@ -76,11 +72,7 @@ fn write_diff(name: &str, got: &RgbImage, similarity: &Similarity) -> PathBuf {
     let dir = diff_dir();
     std::fs::create_dir_all(&dir).expect("diff dir");
     got.save(dir.join(format!("{name}.new.png"))).expect("write new frame");
-    similarity
-        .image
-        .to_color_map()
-        .save(dir.join(format!("{name}.ssim.png")))
-        .expect("write SSIM map");
+    similarity.image.to_color_map().save(dir.join(format!("{name}.ssim.png"))).expect("write SSIM map");
     dir
 }
 
@@ -94,11 +86,7 @@ fn check(name: &str) {
             let similarity = compare(&old, &got);
             if similarity.score < 1.0 {
                 let dir = write_diff(name, &got, &similarity);
-                eprintln!(
-                    "{name}: SSIM {:.4} against the old golden; see {}",
-                    similarity.score,
-                    dir.display()
-                );
+                eprintln!("{name}: SSIM {:.4} against the old golden; see {}", similarity.score, dir.display());
             }
         }
         std::fs::create_dir_all(golden_dir()).expect("golden dir");
@@ -164,19 +152,9 @@ fn golden_covers_every_example_and_nothing_else() {
         names.sort();
         names
     };
-    let tested = [
-        "news-lower-third",
-        "podcast-audiogram",
-        "product-promo",
-        "quote-card",
-        "real-estate-listing",
-        "social-story",
-    ];
-    assert_eq!(
-        stems(&examples_dir(), "json"),
-        tested,
-        "add a golden test for the new example"
-    );
+    let tested =
+        ["news-lower-third", "podcast-audiogram", "product-promo", "quote-card", "real-estate-listing", "social-story"];
+    assert_eq!(stems(&examples_dir(), "json"), tested, "add a golden test for the new example");
     if !writing() {
         assert_eq!(stems(&golden_dir(), "png"), tested, "a golden PNG without its example");
     }
@@ -190,19 +168,13 @@ fn golden_catches_a_moved_layer() {
     }
     let mut template = example("quote-card");
     let shift = f64::from(template.canvas.width) / 10.0;
-    let layer = template
-        .clips
-        .iter_mut()
-        .flat_map(|c| &mut c.layers)
-        .find(|l| l.id == "quote-text")
-        .expect("the quote layer");
+    let layer =
+        template.clips.iter_mut().flat_map(|c| &mut c.layers).find(|l| l.id == "quote-text").expect("the quote layer");
     let Content::Text(text) = &mut layer.content else {
         panic!("the quote is a text layer");
     };
     text.frame.x += shift;
-    let golden = image::open(golden_dir().join("quote-card.png"))
-        .expect("golden quote-card.png")
-        .into_rgb8();
+    let golden = image::open(golden_dir().join("quote-card.png")).expect("golden quote-card.png").into_rgb8();
     let score = compare(&golden, &thumbnail(&template)).score;
     eprintln!("quote-card with the quote moved {shift} px: SSIM {score:.5}");
     assert!(score < MIN_SSIM, "moving the quote kept SSIM at {score}");
@@ -215,22 +187,10 @@ fn golden_catches_a_moved_layer() {
 fn golden_snapshot_is_the_thumbnail_frame_of_a_render() {
     let s = Scratch::new();
     s.ffmpeg(
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=128x96:r=25:d=3",
-            "-c:v",
-            "libx264",
-            "-pix_fmt",
-            "yuv420p",
-        ],
+        &["-f", "lavfi", "-i", "testsrc2=s=128x96:r=25:d=3", "-c:v", "libx264", "-pix_fmt", "yuv420p"],
         "clip.mp4",
     );
-    s.ffmpeg(
-        &["-f", "lavfi", "-i", "mandelbrot=s=96x64", "-frames:v", "1"],
-        "pic.png",
-    );
+    s.ffmpeg(&["-f", "lavfi", "-i", "mandelbrot=s=96x64", "-frames:v", "1"], "pic.png");
     let video = json!({ "id": "v", "kind": "video", "source": { "file": "clip.mp4" },
         "x": 10, "y": 10, "width": 160, "height": 120, "fit": "cover", "mute": true });
     let mut title = json!({ "id": "title", "kind": "text", "x": 180, "y": 20, "width": 130, "height": 60,
@@ -239,29 +199,17 @@ fn golden_snapshot_is_the_thumbnail_frame_of_a_render() {
     let mut pic = json!({ "id": "pic", "kind": "image", "source": { "file": "pic.png" },
         "x": 40, "y": 30, "width": 240, "height": 120, "fit": "contain", "rotation": 8 });
     pic["animations"] = json!([{ "kind": "slide_in", "duration": 1.0, "direction": "left" }]);
-    let mut a = clip(
-        "a",
-        1.5,
-        vec![rect("bg", 0.0, 0.0, 320.0, 180.0, "#203040"), video, title],
-    );
+    let mut a = clip("a", 1.5, vec![rect("bg", 0.0, 0.0, 320.0, 180.0, "#203040"), video, title]);
     a["transition"] = json!({ "kind": "crossfade", "duration": 0.6 });
     let b = clip("b", 2.5, vec![rect("band", 0.0, 120.0, 320.0, 40.0, "#c04020"), pic]);
     let template = Template::from_json(serde_json::to_vec(&template(320, 180, vec![a, b])).expect("json"))
         .unwrap_or_else(|e| panic!("template refused: {e}"));
     let plan = Plan::new(&template, Quality::Default);
     let n = thumbnail_frame(&plan);
-    assert!(
-        matches!(plan.shot(n), Shot::Transition { .. }),
-        "frame {n} is {:?}",
-        plan.shot(n)
-    );
+    assert!(matches!(plan.shot(n), Shot::Transition { .. }), "frame {n} is {:?}", plan.shot(n));
 
     let (mp4, jpg) = (s.path("out.mp4"), s.path("out.jpg"));
-    let settings = RenderSettings {
-        preset: "ultrafast",
-        crf: 0,
-        ..RenderSettings::default()
-    };
+    let settings = RenderSettings { preset: "ultrafast", crf: 0, ..RenderSettings::default() };
     let resolve = |source: &Source| match source {
         Source::File { file } => Some(s.path(file)),
         _ => None,

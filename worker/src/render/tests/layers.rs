@@ -11,17 +11,7 @@ fn image_layer(id: &str, file: &str, fit: &str, x: f64, y: f64, w: f64, h: f64) 
 
 /// A 2:1 picture: red inside a 10 px blue border.
 fn bordered(s: &Scratch) {
-    s.ffmpeg(
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            "color=c=red:s=180x80,pad=200:100:10:10:blue",
-            "-frames:v",
-            "1",
-        ],
-        "wide.png",
-    );
+    s.ffmpeg(&["-f", "lavfi", "-i", "color=c=red:s=180x80,pad=200:100:10:10:blue", "-frames:v", "1"], "wide.png");
 }
 
 #[test]
@@ -34,11 +24,7 @@ fn contain_shows_bars_and_cover_crops_the_sides() {
             template(
                 160,
                 90,
-                vec![clip(
-                    "c",
-                    0.5,
-                    vec![image_layer("pic", "wide.png", "contain", 40.0, 4.0, 80.0, 80.0)],
-                )],
+                vec![clip("c", 0.5, vec![image_layer("pic", "wide.png", "contain", 40.0, 4.0, 80.0, 80.0)])],
             ),
             Quality::Default,
         )
@@ -55,11 +41,7 @@ fn contain_shows_bars_and_cover_crops_the_sides() {
             template(
                 160,
                 90,
-                vec![clip(
-                    "c",
-                    0.5,
-                    vec![image_layer("pic", "wide.png", "cover", 40.0, 4.0, 80.0, 80.0)],
-                )],
+                vec![clip("c", 0.5, vec![image_layer("pic", "wide.png", "cover", 40.0, 4.0, 80.0, 80.0)])],
             ),
             Quality::Default,
         )
@@ -80,10 +62,8 @@ fn rotation_turns_the_box_about_its_centre() {
     let s = Scratch::new();
     let mut bar = rect("bar", 50.0, 40.0, 60.0, 10.0, "#ffffff");
     bar["rotation"] = json!(90.0);
-    let frames = s
-        .render(template(160, 90, vec![clip("c", 0.5, vec![bar])]), Quality::Default)
-        .expect("render")
-        .frames();
+    let frames =
+        s.render(template(160, 90, vec![clip("c", 0.5, vec![bar])]), Quality::Default).expect("render").frames();
     // Upright now: 10 wide, 60 tall, centred at (80, 45).
     assert_color(&frames[1], 80, 22, WHITE, 16);
     assert_color(&frames[1], 80, 68, WHITE, 16);
@@ -99,10 +79,7 @@ fn opacity_and_fade_in_scale_the_layer() {
     let mut fading = rect("fading", 80.0, 0.0, 80.0, 90.0, "#ffffff");
     fading["animations"] = json!([{ "kind": "fade_in", "duration": 1.0 }]);
     let frames = s
-        .render(
-            template(160, 90, vec![clip("c", 2.0, vec![half, fading])]),
-            Quality::Default,
-        )
+        .render(template(160, 90, vec![clip("c", 2.0, vec![half, fading])]), Quality::Default)
         .expect("render")
         .frames();
     assert_color(&frames[3], 40, 45, (128, 128, 128), 12);
@@ -116,10 +93,8 @@ fn slide_in_moves_the_layer_into_its_box_and_clips_it_there() {
     let s = Scratch::new();
     let mut sliding = rect("s", 40.0, 20.0, 80.0, 50.0, "#ffffff");
     sliding["animations"] = json!([{ "kind": "slide_in", "duration": 1.0, "direction": "right" }]);
-    let frames = s
-        .render(template(160, 90, vec![clip("c", 2.0, vec![sliding])]), Quality::Default)
-        .expect("render")
-        .frames();
+    let frames =
+        s.render(template(160, 90, vec![clip("c", 2.0, vec![sliding])]), Quality::Default).expect("render").frames();
     // Half way: it has entered from the left edge of its box up to the middle.
     assert_color(&frames[5], 60, 45, WHITE, 16);
     assert_color(&frames[5], 100, 45, BLACK, 12);
@@ -144,10 +119,8 @@ fn ken_burns_moves_the_window_over_the_picture() {
     );
     let mut pic = image_layer("pic", "quads.png", "cover", 0.0, 0.0, 160.0, 90.0);
     pic["animations"] = json!([{ "kind": "ken_burns", "from": { "x": 0, "y": 0, "width": 0.5, "height": 0.5 }, "to": { "x": 0.5, "y": 0.5, "width": 0.5, "height": 0.5 } }]);
-    let frames = s
-        .render(template(160, 90, vec![clip("c", 2.0, vec![pic])]), Quality::Default)
-        .expect("render")
-        .frames();
+    let frames =
+        s.render(template(160, 90, vec![clip("c", 2.0, vec![pic])]), Quality::Default).expect("render").frames();
     assert_color(&frames[0], 80, 45, RED, 16);
     assert_color(&frames[19], 80, 45, BLUE, 16);
 }
@@ -159,15 +132,10 @@ fn text_is_drawn_in_its_box() {
         "id": "title", "kind": "text", "x": 20, "y": 20, "width": 120, "height": 50,
         "text": "<b>HELLO</b>", "font": { "family": "Liberation Sans", "size": 30, "color": "#ffffff" }
     });
-    let frames = s
-        .render(template(160, 90, vec![clip("c", 0.5, vec![text])]), Quality::Default)
-        .expect("render")
-        .frames();
+    let frames =
+        s.render(template(160, 90, vec![clip("c", 0.5, vec![text])]), Quality::Default).expect("render").frames();
     let bright = |x0: u32, x1: u32, y0: u32, y1: u32| {
-        (y0..y1)
-            .flat_map(|y| (x0..x1).map(move |x| (x, y)))
-            .filter(|(x, y)| frames[2].at(*x, *y).y > 200)
-            .count()
+        (y0..y1).flat_map(|y| (x0..x1).map(move |x| (x, y))).filter(|(x, y)| frames[2].at(*x, *y).y > 200).count()
     };
     assert!(bright(20, 140, 20, 70) > 100, "the text has ink in its box");
     assert_eq!(bright(0, 160, 72, 90), 0, "nothing below the box");
@@ -203,10 +171,8 @@ fn video_trim_start_picks_the_matching_source_frames_and_loop_starts_over() {
     let s = Scratch::new();
     counting_video(&s);
     let video = json!({ "id": "v", "kind": "video", "source": { "file": "count.mp4" }, "x": 0, "y": 0, "width": 64, "height": 64, "trim_start": 1.0 });
-    let frames = s
-        .render(template(64, 64, vec![clip("c", 1.5, vec![video])]), Quality::Default)
-        .expect("render")
-        .frames();
+    let frames =
+        s.render(template(64, 64, vec![clip("c", 1.5, vec![video])]), Quality::Default).expect("render").frames();
     for (n, frame) in frames.iter().enumerate() {
         let expected = 16 + 6 * (10 + n as i32);
         assert!(
@@ -218,29 +184,17 @@ fn video_trim_start_picks_the_matching_source_frames_and_loop_starts_over() {
     }
     // A 1.5 s layer over the last second of the source: it plays 20..29, then 20.. again.
     let looping = json!({ "id": "v", "kind": "video", "source": { "file": "count.mp4" }, "x": 0, "y": 0, "width": 64, "height": 64, "trim_start": 2.0, "loop": true });
-    let frames = s
-        .render(template(64, 64, vec![clip("c", 1.5, vec![looping])]), Quality::Default)
-        .expect("render")
-        .frames();
+    let frames =
+        s.render(template(64, 64, vec![clip("c", 1.5, vec![looping])]), Quality::Default).expect("render").frames();
     for (n, frame) in frames.iter().enumerate() {
         let expected = 16 + 6 * (20 + (n as i32 % 10));
-        assert!(
-            (luma(frame) - expected).abs() <= 3,
-            "looped frame {n}: luma {}, expected {expected}",
-            luma(frame)
-        );
+        assert!((luma(frame) - expected).abs() <= 3, "looped frame {n}: luma {}, expected {expected}", luma(frame));
     }
     // Without loop the last frame is held.
     let held = json!({ "id": "v", "kind": "video", "source": { "file": "count.mp4" }, "x": 0, "y": 0, "width": 64, "height": 64, "trim_start": 2.5 });
-    let frames = s
-        .render(template(64, 64, vec![clip("c", 1.0, vec![held])]), Quality::Default)
-        .expect("render")
-        .frames();
-    assert!(
-        (luma(&frames[9]) - (16 + 6 * 29)).abs() <= 3,
-        "held frame luma {}",
-        luma(&frames[9])
-    );
+    let frames =
+        s.render(template(64, 64, vec![clip("c", 1.0, vec![held])]), Quality::Default).expect("render").frames();
+    assert!((luma(&frames[9]) - (16 + 6 * 29)).abs() <= 3, "held frame luma {}", luma(&frames[9]));
 }
 
 #[test]
@@ -249,7 +203,8 @@ fn svg_pictures_are_rasterised_at_their_box_size() {
     let svg = r##"<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="10" height="10" fill="#ff0000"/><rect x="10" width="10" height="10" fill="#0000ff"/></svg>"##;
     std::fs::write(s.path("two.svg"), svg).expect("write");
     let layer = image_layer("vector", "two.svg", "fill", 0.0, 0.0, 160.0, 90.0);
-    let frames = s.render(template(160, 90, vec![clip("c", 0.5, vec![layer])]), Quality::Default).expect("render").frames();
+    let frames =
+        s.render(template(160, 90, vec![clip("c", 0.5, vec![layer])]), Quality::Default).expect("render").frames();
     assert_color(&frames[1], 40, 45, RED, 16);
     assert_color(&frames[1], 120, 45, BLUE, 16);
 }

@@ -34,9 +34,7 @@ pub(super) struct Scratch {
 
 impl Scratch {
     pub(super) fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().expect("tempdir"),
-        }
+        Scratch { dir: tempfile::tempdir().expect("tempdir") }
     }
 
     pub(super) fn path(&self, name: &str) -> PathBuf {
@@ -46,12 +44,8 @@ impl Scratch {
     /// Runs the ffmpeg CLI writing `name` and returns its path.
     pub(super) fn ffmpeg(&self, args: &[&str], name: &str) -> PathBuf {
         let path = self.path(name);
-        let status = Command::new("ffmpeg")
-            .args(["-v", "error", "-y"])
-            .args(args)
-            .arg(&path)
-            .status()
-            .expect("ffmpeg CLI");
+        let status =
+            Command::new("ffmpeg").args(["-v", "error", "-y"]).args(args).arg(&path).status().expect("ffmpeg CLI");
         assert!(status.success(), "ffmpeg {args:?} {name} failed");
         path
     }
@@ -80,13 +74,7 @@ impl Scratch {
             Source::File { file } => Some(self.path(file)),
             _ => None,
         };
-        let settings = RenderSettings {
-            quality,
-            preset: "ultrafast",
-            crf: 18,
-            limits,
-            ..RenderSettings::default()
-        };
+        let settings = RenderSettings { quality, preset: "ultrafast", crf: 18, limits, ..RenderSettings::default() };
         let output = render(template, &resolve, &settings, &mp4, &jpg, &|_| {})?;
         Ok(Rendered { output, mp4, jpg })
     }
@@ -138,9 +126,7 @@ pub(super) fn decode_frames(path: &Path) -> Vec<Picture> {
     let mut take = |decoder: &mut ffmpeg::decoder::Video, frames: &mut Vec<Picture>| {
         while decoder.receive_frame(&mut frame).is_ok() {
             let mut pic = Picture::default();
-            scaler
-                .scale(&frame, frame.width(), frame.height(), false, &mut pic)
-                .expect("convert");
+            scaler.scale(&frame, frame.width(), frame.height(), false, &mut pic).expect("convert");
             frames.push(pic);
         }
     };
@@ -161,11 +147,7 @@ pub(super) fn durations(path: &Path) -> (f64, f64, Option<f64>) {
     let input = av::open_input(path, &deadline).expect("open output");
     let container = input.duration() as f64 / f64::from(ffmpeg::ffi::AV_TIME_BASE);
     let stream_seconds = |s: ffmpeg::format::stream::Stream| av::seconds(s.duration(), s.time_base());
-    let video = input
-        .streams()
-        .best(Type::Video)
-        .map(stream_seconds)
-        .expect("video stream");
+    let video = input.streams().best(Type::Video).map(stream_seconds).expect("video stream");
     let audio = input.streams().best(Type::Audio).map(stream_seconds);
     (container, video, audio)
 }
@@ -173,9 +155,8 @@ pub(super) fn durations(path: &Path) -> (f64, f64, Option<f64>) {
 /// The output's sound as 48 kHz stereo samples (decoded with our own reader).
 pub(super) fn decode_audio(path: &Path) -> Vec<Vec<f32>> {
     let deadline = Deadline::after(std::time::Duration::from_secs(60));
-    let mut reader = SoundReader::open(path, 0.0, false, &deadline, &Limits::default())
-        .expect("open")
-        .expect("an audio stream");
+    let mut reader =
+        SoundReader::open(path, 0.0, false, &deadline, &Limits::default()).expect("open").expect("an audio stream");
     let mut pcm = vec![Vec::new(), Vec::new()];
     while reader.pull(SAMPLE_RATE as usize, &mut pcm, &deadline).expect("decode") > 0 {}
     pcm

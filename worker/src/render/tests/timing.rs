@@ -9,9 +9,7 @@ fn frame_count_and_durations_are_the_sum_of_clips_minus_transitions() {
     let mut a = clip("a", 1.5, vec![rect("bg-a", 0.0, 0.0, 160.0, 90.0, "#ff0000")]);
     a["transition"] = json!({ "kind": "crossfade", "duration": 0.5 });
     let b = clip("b", 1.3, vec![rect("bg-b", 0.0, 0.0, 160.0, 90.0, "#0000ff")]);
-    let out = s
-        .render(template(160, 90, vec![a, b]), Quality::Default)
-        .expect("render");
+    let out = s.render(template(160, 90, vec![a, b]), Quality::Default).expect("render");
     // 1.5 + 1.3 − 0.5 = 2.3 s at 10 fps.
     assert_eq!(out.output.frames, 23);
     assert!((out.output.duration - 2.3).abs() < 1e-9);
@@ -20,10 +18,7 @@ fn frame_count_and_durations_are_the_sum_of_clips_minus_transitions() {
     assert!((video - 2.3).abs() < 1e-6, "video stream lasts {video}");
     let audio = audio.expect("an audio stream");
     assert!((audio - 2.3).abs() <= 1024.0 / 48_000.0, "audio stream lasts {audio}");
-    assert!(
-        (container - 2.3).abs() <= 1024.0 / 48_000.0,
-        "container lasts {container}"
-    );
+    assert!((container - 2.3).abs() <= 1024.0 / 48_000.0, "container lasts {container}");
     assert!(std::fs::metadata(&out.jpg).expect("thumbnail").len() > 0);
 }
 
@@ -33,9 +28,7 @@ fn a_layer_is_absent_before_its_start_and_present_from_its_start_frame_to_its_en
     let mut shape = rect("box", 40.0, 20.0, 80.0, 50.0, "#ff0000");
     shape["start"] = json!(1.0);
     shape["end"] = json!(2.0);
-    let out = s
-        .render(template(160, 90, vec![clip("c", 3.0, vec![shape])]), Quality::Default)
-        .expect("render");
+    let out = s.render(template(160, 90, vec![clip("c", 3.0, vec![shape])]), Quality::Default).expect("render");
     let frames = out.frames();
     assert_eq!(frames.len(), 30);
     assert_color(&frames[9], 80, 45, BLACK, 12);
@@ -50,17 +43,8 @@ fn a_layer_is_absent_before_its_start_and_present_from_its_start_frame_to_its_en
 fn portrait_and_square_canvases_render_at_their_size() {
     for (w, h) in [(90, 160), (100, 100)] {
         let s = Scratch::new();
-        let layer = rect(
-            "box",
-            0.0,
-            f64::from(h) / 2.0,
-            f64::from(w),
-            f64::from(h) / 2.0,
-            "#ff0000",
-        );
-        let out = s
-            .render(template(w, h, vec![clip("c", 1.0, vec![layer])]), Quality::Default)
-            .expect("render");
+        let layer = rect("box", 0.0, f64::from(h) / 2.0, f64::from(w), f64::from(h) / 2.0, "#ff0000");
+        let out = s.render(template(w, h, vec![clip("c", 1.0, vec![layer])]), Quality::Default).expect("render");
         assert_eq!((out.output.width, out.output.height), (w, h));
         let frames = out.frames();
         assert_eq!((frames[0].width, frames[0].height), (w, h));

@@ -10,16 +10,11 @@ fn two_clips(s: &Scratch, transition: Value) -> Vec<Picture> {
     let mut a = clip(
         "a",
         1.0,
-        vec![
-            rect("red", 0.0, 0.0, 160.0, 90.0, "#ff0000"),
-            rect("marker", 80.0, 0.0, 20.0, 90.0, "#ffffff"),
-        ],
+        vec![rect("red", 0.0, 0.0, 160.0, 90.0, "#ff0000"), rect("marker", 80.0, 0.0, 20.0, 90.0, "#ffffff")],
     );
     a["transition"] = transition;
     let b = clip("b", 1.0, vec![rect("blue", 0.0, 0.0, 160.0, 90.0, "#0000ff")]);
-    let out = s
-        .render(template(160, 90, vec![a, b]), Quality::Default)
-        .expect("render");
+    let out = s.render(template(160, 90, vec![a, b]), Quality::Default).expect("render");
     let frames = out.frames();
     assert_eq!(frames.len(), 16);
     frames
@@ -42,15 +37,9 @@ fn fade_color_passes_through_the_colour() {
     let frames = two_clips(&s, json!({ "kind": "fade_color", "duration": 0.4, "color": "#ffffff" }));
     assert_color(&frames[8], 20, 45, WHITE, 12);
     let before = rgb(&frames[7], 20, 45);
-    assert!(
-        before.0 > 200 && before.1 > 80 && before.1 < 200,
-        "half way to white from red: {before:?}"
-    );
+    assert!(before.0 > 200 && before.1 > 80 && before.1 < 200, "half way to white from red: {before:?}");
     let after = rgb(&frames[9], 20, 45);
-    assert!(
-        after.2 > 200 && after.0 > 80 && after.0 < 200,
-        "half way from white to blue: {after:?}"
-    );
+    assert!(after.2 > 200 && after.0 > 80 && after.0 < 200, "half way from white to blue: {after:?}");
 }
 
 #[test]

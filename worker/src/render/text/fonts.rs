@@ -53,9 +53,7 @@ pub(super) fn database() -> &'static Database {
 
 /// Whether `family` is one of the embedded families.
 pub(super) fn has_family(family: &str) -> bool {
-    database()
-        .faces()
-        .any(|face| face.families.iter().any(|(name, _)| name == family))
+    database().faces().any(|face| face.families.iter().any(|(name, _)| name == family))
 }
 
 thread_local! {
@@ -86,20 +84,11 @@ mod tests {
     #[test]
     fn every_advertised_family_has_its_four_faces() {
         for family in FAMILIES {
-            let faces: Vec<_> = database()
-                .faces()
-                .filter(|f| f.families.iter().any(|(name, _)| name == family))
-                .collect();
+            let faces: Vec<_> =
+                database().faces().filter(|f| f.families.iter().any(|(name, _)| name == family)).collect();
             assert_eq!(faces.len(), 4, "{family}");
             assert_eq!(faces.iter().filter(|f| f.weight.0 >= 700).count(), 2, "{family}");
-            assert_eq!(
-                faces
-                    .iter()
-                    .filter(|f| f.style == cosmic_text::fontdb::Style::Italic)
-                    .count(),
-                2,
-                "{family}"
-            );
+            assert_eq!(faces.iter().filter(|f| f.style == cosmic_text::fontdb::Style::Italic).count(), 2, "{family}");
         }
         assert_eq!(database().len(), FAMILIES.len() * 4, "no face outside FAMILIES");
     }

@@ -91,11 +91,7 @@ impl Block {
     fn build(font_system: &mut FontSystem, text: &RichText, style: &TextStyle, wrap: Wrap, size: f32) -> Block {
         let line_height = style.line_height as f32;
         let metrics = Metrics::new(size, size * line_height);
-        let base = RunStyle {
-            bold: false,
-            italic: false,
-            color: style.color,
-        };
+        let base = RunStyle { bold: false, italic: false, color: style.color };
         let align = Some(match style.align {
             Align::Left => cosmic_text::Align::Left,
             Align::Center => cosmic_text::Align::Center,
@@ -105,9 +101,7 @@ impl Block {
             let mut buffer = Buffer::new_empty(metrics);
             buffer.set_wrap(font_system, wrap);
             let default = attrs(&style.family, base);
-            let spans = spans
-                .iter()
-                .map(|(text, run)| (text.as_str(), attrs(&style.family, *run)));
+            let spans = spans.iter().map(|(text, run)| (text.as_str(), attrs(&style.family, *run)));
             buffer.set_rich_text(font_system, spans, &default, Shaping::Advanced, align);
             buffer
         };
@@ -120,13 +114,7 @@ impl Block {
                 top: 0.0,
             })
             .collect();
-        Block {
-            paragraphs,
-            font_size: size,
-            height: 0.0,
-            width: 0.0,
-            line_height,
-        }
+        Block { paragraphs, font_size: size, height: 0.0, width: 0.0, line_height }
     }
 
     /// Breaks lines and positions glyphs at `size` in a box `width` wide.
@@ -142,9 +130,7 @@ impl Block {
                 None => 0.0,
             };
             let column = (width - paragraph.indent).max(1.0);
-            paragraph
-                .text
-                .set_metrics_and_size(font_system, metrics, Some(column), None);
+            paragraph.text.set_metrics_and_size(font_system, metrics, Some(column), None);
             paragraph.top = top;
             for run in paragraph.text.layout_runs() {
                 top += run.line_height;
@@ -173,19 +159,12 @@ fn attrs(family: &str, run: RunStyle) -> Attrs<'_> {
 /// The paragraphs to lay out. A `"\n"` run stays a newline (cosmic-text starts a new line
 /// there). On one line, paragraphs and breaks become spaces and bullets are dropped.
 fn spans(text: &RichText, style: &TextStyle, base: RunStyle) -> Vec<Spans> {
-    let run_style = |run: &Run| RunStyle {
-        bold: run.bold,
-        italic: run.italic,
-        color: run.color.unwrap_or(base.color),
-    };
+    let run_style = |run: &Run| RunStyle { bold: run.bold, italic: run.italic, color: run.color.unwrap_or(base.color) };
     if style.multiline {
         return text
             .paragraphs
             .iter()
-            .map(|p| Spans {
-                bullet: p.bullet,
-                spans: p.runs.iter().map(|r| (r.text.clone(), run_style(r))).collect(),
-            })
+            .map(|p| Spans { bullet: p.bullet, spans: p.runs.iter().map(|r| (r.text.clone(), run_style(r))).collect() })
             .collect();
     }
     let mut spans = Vec::new();
@@ -194,11 +173,7 @@ fn spans(text: &RichText, style: &TextStyle, base: RunStyle) -> Vec<Spans> {
             spans.push((" ".to_owned(), base));
         }
         for run in &paragraph.runs {
-            let text = if run.is_break() {
-                " ".to_owned()
-            } else {
-                run.text.clone()
-            };
+            let text = if run.is_break() { " ".to_owned() } else { run.text.clone() };
             spans.push((text, run_style(run)));
         }
     }

@@ -25,14 +25,7 @@ pub(super) fn draw(
     let base = style.color;
     for paragraph in &block.paragraphs {
         let top = block_top + paragraph.top;
-        draw_buffer(
-            &paragraph.text,
-            (paragraph.indent, top),
-            base,
-            font_system,
-            cache,
-            image,
-        );
+        draw_buffer(&paragraph.text, (paragraph.indent, top), base, font_system, cache, image);
         if let Some(bullet) = &paragraph.bullet {
             // The bullet hangs just left of where the first line starts (which moves with
             // the alignment).
@@ -63,12 +56,7 @@ fn draw_buffer(
         }
         for glyph in run.glyphs {
             let physical = glyph.physical((x, baseline), 1.0);
-            let color = glyph.color_opt.map_or(base, |c| Color {
-                r: c.r(),
-                g: c.g(),
-                b: c.b(),
-                a: c.a(),
-            });
+            let color = glyph.color_opt.map_or(base, |c| Color { r: c.r(), g: c.g(), b: c.b(), a: c.a() });
             if let Some(glyph_image) = cache.get_image(font_system, physical.cache_key) {
                 let left = physical.x + glyph_image.placement.left;
                 let top = physical.y - glyph_image.placement.top;
@@ -100,12 +88,7 @@ fn blit(image: &mut Rgba, glyph: &SwashImage, (left, top): (i32, i32), color: Co
             let i = ((row * w + col) * channels) as usize;
             let source = match channels {
                 1 => [color.r, color.g, color.b, mul(glyph.data[i], color.a)],
-                _ => [
-                    glyph.data[i],
-                    glyph.data[i + 1],
-                    glyph.data[i + 2],
-                    mul(glyph.data[i + 3], color.a),
-                ],
+                _ => [glyph.data[i], glyph.data[i + 1], glyph.data[i + 2], mul(glyph.data[i + 3], color.a)],
             };
             let at = (y as usize * image.width as usize + x as usize) * 4;
             over(&mut image.data[at..at + 4], source);

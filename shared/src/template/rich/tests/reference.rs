@@ -7,13 +7,7 @@ use crate::template::color::Color;
 
 /// Parses `markup` into paragraphs.
 pub(super) fn parse(markup: &str) -> Result<RichText, RichTextError> {
-    Parser {
-        chars: markup.chars().collect(),
-        pos: 0,
-        stack: Vec::new(),
-        out: Builder::default(),
-    }
-    .run()
+    Parser { chars: markup.chars().collect(), pos: 0, stack: Vec::new(), out: Builder::default() }.run()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,10 +46,7 @@ struct Open {
 }
 
 fn error(position: usize, message: impl Into<String>) -> RichTextError {
-    RichTextError {
-        position,
-        message: message.into(),
-    }
+    RichTextError { position, message: message.into() }
 }
 
 fn is_space(c: char) -> bool {
@@ -89,9 +80,7 @@ impl Parser {
             return Err(error(open.position, format!("<{}> is never closed", open.name)));
         }
         self.out.finish(false);
-        Ok(RichText {
-            paragraphs: self.out.paragraphs,
-        })
+        Ok(RichText { paragraphs: self.out.paragraphs })
     }
 
     fn peek(&self) -> Option<char> {
@@ -123,10 +112,7 @@ impl Parser {
             }
             self.pos += 1;
         }
-        self.chars[start..self.pos]
-            .iter()
-            .collect::<String>()
-            .to_ascii_lowercase()
+        self.chars[start..self.pos].iter().collect::<String>().to_ascii_lowercase()
     }
 
     fn format(&self) -> Format {
@@ -140,10 +126,7 @@ impl Parser {
 
     /// The innermost open block (`<p>`, a list or `<li>`).
     fn block(&self) -> Option<&Open> {
-        self.stack
-            .iter()
-            .rev()
-            .find(|o| matches!(o.tag, Tag::Paragraph | Tag::List | Tag::Item))
+        self.stack.iter().rev().find(|o| matches!(o.tag, Tag::Paragraph | Tag::List | Tag::Item))
     }
 
     fn inside(&self, tag: Tag) -> bool {
@@ -156,10 +139,7 @@ impl Parser {
             return Ok(());
         }
         if c.is_control() {
-            return Err(error(
-                position,
-                format!("control character U+{:04X} is not allowed", c as u32),
-            ));
+            return Err(error(position, format!("control character U+{:04X} is not allowed", c as u32)));
         }
         self.refuse_in_bare_list(position, "text")?;
         self.out.char(c, self.format());
@@ -168,10 +148,9 @@ impl Parser {
 
     fn refuse_in_bare_list(&self, position: usize, what: &str) -> Result<(), RichTextError> {
         match self.block() {
-            Some(list) if list.tag == Tag::List => Err(error(
-                position,
-                format!("{what} inside <{}> must be in an <li>", list.name),
-            )),
+            Some(list) if list.tag == Tag::List => {
+                Err(error(position, format!("{what} inside <{}> must be in an <li>", list.name)))
+            }
             _ => Ok(()),
         }
     }
@@ -180,10 +159,7 @@ impl Parser {
     /// `&#…;` follows.
     fn entity(&mut self) -> Result<char, RichTextError> {
         let start = self.pos;
-        let body_len = self.chars[start + 1..]
-            .iter()
-            .take_while(|c| c.is_ascii_alphanumeric() || **c == '#')
-            .count();
+        let body_len = self.chars[start + 1..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == '#').count();
         if body_len == 0 || self.chars.get(start + 1 + body_len) != Some(&';') {
             self.pos += 1;
             return Ok('&');
@@ -196,10 +172,7 @@ impl Parser {
                     Some(hex) => u32::from_str_radix(hex, 16),
                     None => number.parse::<u32>(),
                 };
-                parsed
-                    .ok()
-                    .and_then(char::from_u32)
-                    .filter(|c| !c.is_control() || is_space(*c))
+                parsed.ok().and_then(char::from_u32).filter(|c| !c.is_control() || is_space(*c))
             }
             None => named_entity(&body),
         };
@@ -231,12 +204,7 @@ impl Parser {
         if self_closing && tag != Tag::Break {
             return Err(error(start, format!("<{name}> cannot be self-closing")));
         }
-        self.open(Open {
-            tag,
-            name,
-            position: start,
-            color,
-        })
+        self.open(Open { tag, name, position: start, color })
     }
 
     /// Reads the rest of an opening tag; returns the `<color>`'s value and whether the
@@ -267,9 +235,7 @@ impl Parser {
                     }
                     self.skip_space();
                     let value_at = self.pos;
-                    let value = self
-                        .quoted()
-                        .ok_or_else(|| error(value_at, "attribute values must be quoted"))?;
+                    let value = self.quoted().ok_or_else(|| error(value_at, "attribute values must be quoted"))?;
                     color = Some(Color::parse_css(&value).map_err(|e| error(value_at + 1, e))?);
                 }
                 Some(_) => return Err(error(self.pos, format!("unexpected character in <{name}>"))),
@@ -338,10 +304,7 @@ impl Parser {
             Some(open) if open.name != name => {
                 return Err(error(
                     at,
-                    format!(
-                        "</{name}> does not match <{}> opened at character {}",
-                        open.name, open.position
-                    ),
+                    format!("</{name}> does not match <{}> opened at character {}", open.name, open.position),
                 ))
             }
             Some(_) => {}
