@@ -12,6 +12,9 @@ use tokio_util::sync::CancellationToken;
 use crate::bootstrap::{self, FirstRun};
 use crate::cli::Role;
 
+/// How long a starting process waits for a backend that does not answer (yet).
+const BACKEND_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A started service: its api port (when it serves the api), its operations port (a
 /// worker or notifier with `ops_listen`) and the handle to stop it.
 pub struct Service {
@@ -33,7 +36,7 @@ impl Service {
                  run `serve all`, or set an amqp:// bus for separate roles"
             );
         }
-        let backends = Backends::connect(&config).await?;
+        let backends = Backends::connect_within(&config, BACKEND_PATIENCE).await?;
         // Before the api listens: its first request finds the owner and the examples.
         let first_run = match role {
             Role::Api | Role::All if config.bootstraps() => {

@@ -41,6 +41,25 @@ impl Backends {
         Ok(Backends { store, blobs, bus, cache })
     }
 
+    /// [`Backends::connect`], trying again for up to `patience` while a backend does not
+    /// answer: the services of a deployment start together, and a process restarted while
+    /// one of them restarts too should come up once it is back rather than exit.
+    pub async fn connect_within(config: &Config, patience: std::time::Duration) -> anyhow::Result<Backends> {
+        let deadline = std::time::Instant::now() + patience;
+        let mut pause = std::time::Duration::from_millis(500);
+        loop {
+            match Backends::connect(config).await {
+                Ok(backends) => return Ok(backends),
+                Err(e) if std::time::Instant::now() + pause < deadline => {
+                    tracing::warn!(error = %format!("{e:#}"), retry_in_ms = pause.as_millis() as u64, "a backend does not answer; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Closes the connections that need closing.
     pub async fn close(&self) {
         self.bus.close().await;

@@ -353,19 +353,21 @@ impl Suite {
     }
 
     fn kill_notifier(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        let seen = self.callbacks.received.lock().unwrap().len();
+        let in_flight = || self.callbacks.received.lock().unwrap()[seen..].iter().filter(|c| !c.answered).count();
         self.callbacks.hold.store(true, Ordering::SeqCst);
         self.create_jobs(tenant, jobs);
         let deadline = Instant::now() + Duration::from_secs(120);
-        while self.callbacks.received.lock().unwrap().iter().all(|c| c.answered) {
+        while in_flight() == 0 {
             assert!(Instant::now() < deadline, "no callback within 120 s");
             std::thread::sleep(Duration::from_millis(20));
         }
         self.notifier.signal("KILL");
         self.notifier.wait_exit(Duration::from_secs(10));
         self.callbacks.hold.store(false, Ordering::SeqCst);
-        let in_flight = self.callbacks.received.lock().unwrap().iter().filter(|c| !c.answered).count();
+        let held = in_flight();
         self.notifier = self.deployment.spawn("notifier");
-        format!("{in_flight} callback(s) in flight when it died")
+        format!("{held} callback(s) in flight when it died")
     }
 
     fn pause_redis(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
@@ -463,8 +465,9 @@ impl Suite {
             taken == rendered as i64 && charged == rendered.to_string(),
         ));
 
-        let (calls, one_id) = self.callback_outcome(&videos);
-        cells.push((format!("{calls} requests, {}", if one_id { "one id per video" } else { "ids differ" }), one_id));
+        let (calls, wrong) = self.callback_outcome(&videos);
+        let text = if wrong.is_empty() { "one id per video".to_string() } else { wrong.join(", ") };
+        cells.push((format!("{calls} requests, {text}"), wrong.is_empty()));
 
         let (queued, outbox) = (self.queued(), self.deployment.sql("SELECT count(*) FROM outbox"));
         cells.push((format!("{queued} queued, {outbox} in outbox"), queued == 0 && outbox == "0"));
@@ -501,20 +504,27 @@ impl Suite {
         Row { fault: fault.name(), cells }
     }
 
-    /// Callback requests for `videos`, and whether each video was called back, delivered,
-    /// under exactly one `webhook-id`.
-    fn callback_outcome(&self, videos: &[&Value]) -> (usize, bool) {
+    /// The callback requests for `videos`, and what is wrong with them: videos not called
+    /// back (or never answered), videos called back under several `webhook-id`s.
+    fn callback_outcome(&self, videos: &[&Value]) -> (usize, Vec<String>) {
         let received = self.callbacks.received.lock().unwrap();
-        let mut calls = 0;
-        let mut one_id = true;
+        let (mut calls, mut missing, mut several) = (0, 0, 0);
         for video in videos {
             let id = video["id"].as_str().unwrap();
             let mine: Vec<&Callback> = received.iter().filter(|c| c.render_id == id).collect();
             calls += mine.len();
             let ids: BTreeSet<&str> = mine.iter().map(|c| c.webhook_id.as_str()).collect();
-            one_id &= ids.len() == 1 && mine.iter().any(|c| c.answered);
+            missing += usize::from(!mine.iter().any(|c| c.answered));
+            several += usize::from(ids.len() > 1);
         }
-        (calls, one_id)
+        let mut wrong = Vec::new();
+        if missing > 0 {
+            wrong.push(format!("{missing} not called back"));
+        }
+        if several > 0 {
+            wrong.push(format!("{several} under several ids"));
+        }
+        (calls, wrong)
     }
 
     /// Files under the jobs' `renders/JOB/` prefixes no video points at, and files videos

@@ -149,10 +149,15 @@ impl Handler for ConvertHandler {
             return Outcome::Abort(format!("unexpected message {} on the convert queue", envelope.message.kind()));
         };
         let span = tracing::info_span!("convert", asset_id = %asset_id, attempt);
-        let result = self.convert(asset_id, &envelope.id).instrument(span.clone()).await;
-        let _entered = span.enter();
+        self.convert_message(asset_id, &envelope.id, attempt).instrument(span).await
+    }
+}
+
+impl ConvertHandler {
+    /// Converts the asset of one message (in the conversion's span) and records how it ended.
+    async fn convert_message(&self, asset_id: &str, message_id: &str, attempt: u32) -> Outcome {
         let store = &self.backends.store;
-        let error = match result {
+        let error = match self.convert(asset_id, message_id).await {
             Ok(()) => {
                 tracing::info!("asset converted");
                 return Outcome::Done;
@@ -169,7 +174,7 @@ impl Handler for ConvertHandler {
             Err(Failure::Permanent(e)) => e,
         };
         tracing::warn!(%error, "conversion failed");
-        match store.fail_conversion(asset_id, &envelope.id, &error).await {
+        match store.fail_conversion(asset_id, message_id, &error).await {
             Ok(_) => Outcome::Done,
             Err(e) => Outcome::Retry(format!("recording the failure: {e}")),
         }

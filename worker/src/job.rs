@@ -410,8 +410,15 @@ impl Handler for RenderHandler {
             return Outcome::Abort(format!("unexpected message {} on the render queue", envelope.message.kind()));
         };
         let span = tracing::info_span!("render", render_id = %render_id, attempt);
+        self.render_message(render_id, attempt).instrument(span).await
+    }
+}
+
+impl RenderHandler {
+    /// Renders the video of one message (in the render's span) and records how it ended.
+    async fn render_message(&self, render_id: &str, attempt: u32) -> Outcome {
         let store = &self.backends.store;
-        let before = match store.start_render(render_id, &self.worker_id).instrument(span.clone()).await {
+        let before = match store.start_render(render_id, &self.worker_id).await {
             Ok(Some(before)) => before,
             // Ended already (a redelivery), or the job was deleted.
             Ok(None) | Err(StoreError::NotFound(_)) => return Outcome::Done,
@@ -422,17 +429,15 @@ impl Handler for RenderHandler {
                 "the render stopped its worker {} times (crash or kill) and was given up; please contact support",
                 before.attempts
             );
-            span.in_scope(|| tracing::error!(%error, "render given up"));
-            return match self.fail(&before, &error).instrument(span).await {
+            tracing::error!(%error, "render given up");
+            return match self.fail(&before, &error).await {
                 Ok(()) => Outcome::Abort(error),
                 Err(retry) => retry,
             };
         }
         let started = Instant::now();
-        let result = self.run(&before).instrument(span.clone()).await;
-        let _entered = span.enter();
         // A failure we gave up retrying is dead-lettered too, for the operators to look at.
-        let (error, dead_letter) = match result {
+        let (error, dead_letter) = match self.run(&before).await {
             Ok(outcome) => {
                 return match store.end_render(render_id, &outcome).await {
                     Ok(_) => {
@@ -460,8 +465,7 @@ impl Handler for RenderHandler {
             Err(Failure::Permanent(e)) => (e, false),
         };
         tracing::warn!(%error, "render failed");
-        drop(_entered);
-        match self.fail(&before, &error).instrument(span).await {
+        match self.fail(&before, &error).await {
             Ok(()) if dead_letter => Outcome::Abort(error),
             Ok(()) => Outcome::Done,
             Err(retry) => retry,

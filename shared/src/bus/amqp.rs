@@ -11,11 +11,13 @@
 //!   `consumer_timeout` of `rabbitmq.conf` (30 min by default) must be raised above the
 //!   job timeout, or long jobs lose their channel.
 //!
-//! Publishing uses its own connection with a few confirm-mode channels. Each channel
-//! carries one message at a time (publish, then wait for its confirm), because lapin
-//! attributes a returned (unroutable) message to whichever confirm comes next: with one
-//! message in flight that is always its own. Concurrent publishers spread over the
-//! channels.
+//! Publishing uses its own connection with a few confirm-mode channels; concurrent
+//! publishers spread over them. A channel is held only while a message is sent, and the
+//! confirms of several messages are awaited at once on it (lapin matches them by delivery
+//! tag). A returned (unroutable) message reaches its own publisher: the broker sends the
+//! return right before the ack of the same message, and lapin hands a return to the ack
+//! that follows it (the conformance suite publishes hundreds of routed and unroutable
+//! messages at once and checks each outcome).
 //!
 //! Consuming uses another connection, one channel per subscription. Settling uses the
 //! delivery's own channel, which stays open until every delivery from it was settled or

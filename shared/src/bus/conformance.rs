@@ -103,6 +103,11 @@ async fn amqp_bus_refuses_an_unroutable_message_and_the_outbox_keeps_it() {
     case!(Adapter::Amqp, 5, unroutable_message_is_not_accepted);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amqp_bus_matches_each_returned_message_to_its_own_publish() {
+    case!(Adapter::Amqp, 5, returned_messages_are_matched_to_their_publishes);
+}
+
 /// A store, a bus over it and a relay between them.
 struct Env {
     adapter: Adapter,
@@ -444,6 +449,27 @@ async fn unroutable_message_is_not_accepted(env: &mut Env) {
     delivery.settle(Settle::Ack).await.expect("ack");
     sleep(QUIET).await;
     assert_eq!(env.store.outbox_len().await.expect("outbox length"), 1, "the refused row stays");
+}
+
+/// RabbitMQ only: with confirms of many messages awaited at once on each channel, every
+/// unroutable message is refused to its own publisher and every routed one accepted.
+async fn returned_messages_are_matched_to_their_publishes(env: &mut Env) {
+    env.amqp.as_ref().expect("a RabbitMQ environment").delete_queue(Queue::Convert).await.expect("delete the queue");
+    let envelopes: Vec<Envelope> = (0..400)
+        .map(|i| match i % 3 {
+            0 => Envelope::new(convert(&format!("a{i}"))),
+            _ => Envelope::new(Message::RenderV1 { render_id: format!("r{i}") }),
+        })
+        .collect();
+    let bus = &env.bus;
+    let results = futures::future::join_all(envelopes.iter().map(|e| bus.publish(e))).await;
+    for (envelope, result) in envelopes.iter().zip(results) {
+        match (&envelope.message, result) {
+            (Message::ConvertV1 { .. }, Err(BusError::NotAccepted(id))) => assert_eq!(id, envelope.id),
+            (Message::RenderV1 { .. }, Ok(())) => {}
+            (message, other) => panic!("{message:?} published with {other:?}"),
+        }
+    }
 }
 
 /// Counts deliveries, and handlings deduplicated by message id as a real consumer would.

@@ -22,18 +22,51 @@ async fn postgres_store() -> Store {
     Store::connect(&crate::testing::fresh_postgres_database().await).await.unwrap()
 }
 
-#[tokio::test]
-async fn sqlite_store_passes_the_suite() {
-    let (store, _dir) = sqlite_store().await;
-    assert_eq!(store.dialect(), Dialect::Sqlite);
-    suite(store).await;
+/// For each `name => case`, a module `name` with the tests `sqlite` and `postgres`: the
+/// case on a fresh store of each dialect.
+macro_rules! suite {
+    ($($name:ident => $($case:ident)::+),* $(,)?) => {$(
+        mod $name {
+            use crate::store::conformance as suite;
+            use crate::store::Dialect;
+
+            #[tokio::test]
+            async fn sqlite() {
+                let (store, _dir) = suite::sqlite_store().await;
+                assert_eq!(store.dialect(), Dialect::Sqlite);
+                store.ready().await.unwrap();
+                suite::$($case)::+(&store).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let store = suite::postgres_store().await;
+                assert_eq!(store.dialect(), Dialect::Postgres);
+                store.ready().await.unwrap();
+                suite::$($case)::+(&store).await;
+            }
+        }
+    )*};
 }
 
-#[tokio::test]
-async fn postgres_store_passes_the_suite() {
-    let store = postgres_store().await;
-    assert_eq!(store.dialect(), Dialect::Postgres);
-    suite(store).await;
+/// The cases, each on a store of its own.
+mod cases {
+    suite! {
+    users_and_groups => users_and_groups,
+    tokens => tokens,
+    credits => credits,
+    libraries => libraries,
+    outbox => outbox,
+    webhook_secrets => webhook_secrets,
+    templates => templates::templates,
+    integrations => integrations::integrations,
+    jobs => jobs::jobs,
+    renders_ending_together_finish_their_job => jobs::renders_ending_together_finish_their_job,
+    deliveries => deliveries::deliveries,
+    email_allowance => deliveries::email_allowance,
+    housekeeping => housekeeping::housekeeping,
+        usage => usage::usage,
+    }
 }
 
 #[tokio::test]
@@ -43,24 +76,6 @@ async fn sqlite_migrations_are_idempotent_across_restarts() {
     store.close().await;
     let again = Store::connect(&format!("sqlite://{}/reelfarm.db", dir.path().display())).await.unwrap();
     assert_eq!(again.user(&user.id).await.unwrap(), user);
-}
-
-async fn suite(store: Store) {
-    store.ready().await.unwrap();
-    users_and_groups(&store).await;
-    tokens(&store).await;
-    credits(&store).await;
-    libraries(&store).await;
-    outbox(&store).await;
-    webhook_secrets(&store).await;
-    templates::templates(&store).await;
-    integrations::integrations(&store).await;
-    jobs::jobs(&store).await;
-    jobs::renders_ending_together_finish_their_job(&store).await;
-    deliveries::deliveries(&store).await;
-    deliveries::email_allowance(&store).await;
-    housekeeping::housekeeping(&store).await;
-    usage::usage(&store).await;
 }
 
 async fn users_and_groups(store: &Store) {

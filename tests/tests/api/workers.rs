@@ -128,7 +128,7 @@ async fn a_worker_killed_mid_conversion_leaves_the_asset_to_another() {
 /// long enough to stop its render midway.
 fn long_template(dir: &std::path::Path) -> std::path::PathBuf {
     let file = dir.join("long.json");
-    std::fs::write(&file, include_str!("../fixtures/long.json")).unwrap();
+    std::fs::write(&file, include_str!("../../fixtures/long.json")).unwrap();
     file
 }
 

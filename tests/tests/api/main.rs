@@ -1,0 +1,15 @@
+//! The API suite, end to end against the real service in embedded and distributed mode:
+//! one test binary (one link of libav* and everything else) with a module per area.
+
+mod assets;
+mod email;
+mod email_abuse;
+mod foundation;
+mod integrations;
+mod jobs;
+mod notifications;
+mod templates;
+mod tts;
+mod upload_safety;
+mod uploads;
+mod workers;
