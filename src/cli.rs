@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use reelfarm_shared::quality::Quality;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -57,8 +58,8 @@ pub struct RenderArgs {
     #[arg(long)]
     pub values: Option<PathBuf>,
     /// Output size: the template's own, or the shorter side in pixels.
-    #[arg(long, value_enum, default_value = "default")]
-    pub quality: QualityArg,
+    #[arg(long, default_value = "default", value_parser = quality())]
+    pub quality: Quality,
     /// The MP4 to write; the thumbnail goes next to it with the extension `.jpg`.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -81,8 +82,8 @@ pub struct LoadtestArgs {
     #[arg(long = "template", value_name = "ID[*WEIGHT]")]
     pub templates: Vec<String>,
     /// A quality to ask for; jobs take them in turn (repeatable) [default: 480p].
-    #[arg(long = "quality", value_enum)]
-    pub qualities: Vec<QualityArg>,
+    #[arg(long = "quality", value_parser = quality())]
+    pub qualities: Vec<Quality>,
     /// Clients, each sending its next job once the last one's videos ended [default: 4].
     #[arg(long, conflicts_with = "rate")]
     pub concurrency: Option<usize>,
@@ -113,16 +114,10 @@ pub struct LoadtestArgs {
     pub out: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum QualityArg {
-    /// The template's own size.
-    Default,
-    #[value(name = "480p")]
-    P480,
-    #[value(name = "720p")]
-    P720,
-    #[value(name = "1080p")]
-    P1080,
+/// A quality by the API's name; `--help` lists the names.
+fn quality() -> impl clap::builder::TypedValueParser<Value = Quality> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Quality::NAMES).map(|name| name.parse().expect("one of the names"))
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,9 +10,9 @@ use anyhow::{anyhow, bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use reelfarm_shared::template::values::apply_values;
 use reelfarm_shared::template::{Source, Template};
-use reelfarm_worker::render::{self, Progress, Quality, RenderSettings};
+use reelfarm_worker::render::{self, Progress, RenderSettings};
 
-use crate::cli::{QualityArg, RenderArgs};
+use crate::cli::RenderArgs;
 use crate::sources::{download, local_file};
 
 pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
@@ -39,7 +39,7 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
         };
         files.push((source, path));
     }
-    let settings = RenderSettings { quality: quality(args.quality), ..RenderSettings::default() };
+    let settings = RenderSettings { quality: args.quality, ..RenderSettings::default() };
     let out = args.output.clone();
     let thumb = args.output.with_extension("jpg");
     let bar = ProgressBar::new(0).with_style(
@@ -72,15 +72,6 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
     );
     drop(downloads);
     Ok(())
-}
-
-fn quality(arg: QualityArg) -> Quality {
-    match arg {
-        QualityArg::Default => Quality::Default,
-        QualityArg::P480 => Quality::P480,
-        QualityArg::P720 => Quality::P720,
-        QualityArg::P1080 => Quality::P1080,
-    }
 }
 
 /// The template with the values file applied: a JSON object from variable id to value,

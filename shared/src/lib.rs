@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod notification;
 pub mod outbound;
 pub mod outbox;
+pub mod quality;
 pub mod store;
 pub mod template;
 pub mod testing;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use reelfarm_shared::asset::AssetStatus;
 use reelfarm_shared::id::new_id;
-use reelfarm_shared::store::{template_blob_prefix, NewTemplate, StoreError, TemplateQuality, TemplateRecord};
+use reelfarm_shared::store::{template_blob_prefix, NewTemplate, StoreError, TemplateRecord};
 use reelfarm_shared::template::{Source, Template};
 use reelfarm_shared::{Blobs, Store};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
@@ -87,7 +87,7 @@ pub async fn import_as(
         tags: template.tags.clone(),
         json: String::from_utf8(bytes).context("template file is not UTF-8")?,
         duration_ms: (duration * 1000.0).round() as i64,
-        quality: TemplateQuality::of_canvas(canvas.width, canvas.height),
+        quality: Quality::of_canvas(canvas.width, canvas.height),
         blob_prefix: prefix.clone(),
         files,
         thumb_key: Some(thumb_key),

@@ -274,7 +274,7 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
     );
     let mut failed = false;
     for &height in heights {
-        let quality = Quality::parse(&format!("{height}p")).ok_or_else(|| anyhow!("no quality for {height}p"))?;
+        let quality: Quality = format!("{height}p").parse()?;
         let (ours_time, ours_rss) = {
             let t = best(rounds, || ours(dir.path(), &template, quality, true), |d| d.as_nanos())?;
             (t, ours_child(dir.path(), height)?)

@@ -361,7 +361,7 @@ async fn send_one(
     match tracker.api.create_job(&body).await {
         Ok(job) => {
             let (done, ended) = oneshot::channel();
-            tracker.created(&job, sent, sent.elapsed(), &template.id, quality, done);
+            tracker.created(&job, sent, sent.elapsed(), &template.id, quality.as_str(), done);
             Some(ended)
         }
         Err(refused) => {

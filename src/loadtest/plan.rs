@@ -9,7 +9,8 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::cli::{LoadtestArgs, QualityArg};
+use crate::cli::LoadtestArgs;
+use reelfarm_shared::quality::Quality;
 
 /// A scenario file. Every key is optional; the command line overrides each.
 #[derive(Debug, Default, Deserialize)]
@@ -21,7 +22,7 @@ pub struct Scenario {
     pub duration: Option<String>,
     pub jobs: Option<u64>,
     pub videos_per_job: Option<u32>,
-    pub qualities: Option<Vec<String>>,
+    pub qualities: Option<Vec<Quality>>,
     #[serde(default)]
     pub templates: Vec<TemplateMix>,
 }
@@ -74,7 +75,7 @@ pub struct Plan {
     pub pace: Pace,
     pub stop: Stop,
     pub videos_per_job: u32,
-    pub qualities: Vec<String>,
+    pub qualities: Vec<Quality>,
     pub templates: Vec<TemplateMix>,
     /// Receives callbacks (false: polls the jobs).
     pub callbacks: bool,
@@ -131,17 +132,12 @@ impl Plan {
         }
 
         let qualities = if args.qualities.is_empty() {
-            scenario.qualities.unwrap_or_else(|| vec!["480p".into()])
+            scenario.qualities.unwrap_or_else(|| vec![Quality::P480])
         } else {
-            args.qualities.iter().map(|q| quality_name(*q).to_string()).collect()
+            args.qualities.clone()
         };
         if qualities.is_empty() {
             bail!("give at least one quality");
-        }
-        for q in &qualities {
-            if !["default", "480p", "720p", "1080p"].contains(&q.as_str()) {
-                bail!("quality `{q}`: expected default, 480p, 720p or 1080p");
-            }
         }
 
         let templates = if args.templates.is_empty() {
@@ -160,7 +156,7 @@ impl Plan {
 
     /// The template and quality of job `n`: templates by weight, qualities in turn,
     /// deterministic so that two runs of one plan send the same mix.
-    pub fn mix(&self, n: u64) -> (&TemplateMix, &str) {
+    pub fn mix(&self, n: u64) -> (&TemplateMix, Quality) {
         let total: u64 = self.templates.iter().map(|t| u64::from(t.weight)).sum();
         let mut slot = n % total;
         let template = self
@@ -176,7 +172,7 @@ impl Plan {
                 }
             })
             .expect("slot below the total weight");
-        let quality = &self.qualities[(n / total) as usize % self.qualities.len()];
+        let quality = self.qualities[(n / total) as usize % self.qualities.len()];
         (template, quality)
     }
 
@@ -216,15 +212,6 @@ fn parse_template_arg(arg: &str) -> anyhow::Result<TemplateMix> {
         bail!("--template `{arg}`: the template id is missing");
     }
     Ok(TemplateMix { id: id.to_string(), weight, values: BTreeMap::new() })
-}
-
-fn quality_name(q: QualityArg) -> &'static str {
-    match q {
-        QualityArg::Default => "default",
-        QualityArg::P480 => "480p",
-        QualityArg::P720 => "720p",
-        QualityArg::P1080 => "1080p",
-    }
 }
 
 /// `value` with `{n}` in its strings replaced by `n` (also inside objects, for rich text
@@ -302,7 +289,7 @@ id = "b"
         ])
         .unwrap();
         assert_eq!((p.pace, p.stop, p.callbacks), (Pace::Concurrency(3), Stop::Jobs(10), false));
-        let mix: Vec<_> = (0..4).map(|n| p.mix(n).1).collect();
+        let mix: Vec<_> = (0..4).map(|n| p.mix(n).1.as_str()).collect();
         assert_eq!(mix, ["480p", "480p", "1080p", "1080p"], "qualities in turn over the template cycle");
         assert!(p.job_body(0, None).get("notifications").is_none());
     }

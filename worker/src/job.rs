@@ -94,7 +94,7 @@ impl RenderHandler {
             let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
             Failure::Permanent(format!("the values no longer fit the template: {}", lines.join("; ")))
         })?;
-        let quality = Quality::parse(&job.quality).unwrap_or_default();
+        let quality = job.quality;
 
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
         // Speech is synthesised (and paid for) last: a render whose other sources fail

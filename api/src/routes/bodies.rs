@@ -10,10 +10,11 @@ use serde_json::{json, Value};
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 
 use super::integrations::MAX_FIELD_CHARS;
-use super::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES, QUALITIES};
+use super::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
 use super::libraries::MAX_NAME_CHARS;
 use super::objects::MAX_FILENAME_CHARS;
 use crate::text;
+use reelfarm_shared::quality::Quality;
 
 /// Declares a body type whose schema is written in [`schemas`].
 macro_rules! hand_written {
@@ -109,7 +110,7 @@ fn job_body() -> Value {
     let options = json!({
         "type": "object",
         "properties": {
-            "quality": { "type": "string", "enum": QUALITIES, "default": "default",
+            "quality": { "type": "string", "enum": Quality::NAMES, "default": "default",
                          "description": "Output size: the template's own, or the shorter side in pixels" },
             "create_render": flag("Whether a video is made (default true)"),
             "create_project": flag("Whether a project is made (default false)"),

@@ -141,7 +141,7 @@ impl JobJson {
             template_id: job.template_id.clone(),
             status: job.status.as_str().to_string(),
             videos,
-            quality: job.quality.clone(),
+            quality: job.quality.as_str().to_string(),
             created_at: iso8601(job.created_at),
         }
     }
@@ -200,7 +200,7 @@ pub async fn create(
         id: new_id(),
         user_id: caller.user.id.clone(),
         template_id: record.id.clone(),
-        quality: request.quality.clone(),
+        quality: request.quality,
         create_render: request.create_render,
         create_project: request.create_project,
         notifications: serde_json::to_string(&request.notifications).expect("notifications serialize"),

@@ -40,7 +40,7 @@ fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, cha
         .bind(&job.user_id)
         .bind(&job.template_id)
         .bind(record.status.as_str())
-        .bind(&job.quality)
+        .bind(job.quality.as_str())
         .bind(i64::from(job.create_render))
         .bind(i64::from(job.create_project))
         .bind(&job.notifications)
@@ -96,7 +96,10 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
         user_id: row.try_get("user_id")?,
         template_id: row.try_get("template_id")?,
         status: JobStatus::parse(row.try_get("status")?)?,
-        quality: row.try_get("quality")?,
+        quality: {
+            let quality: String = row.try_get("quality")?;
+            quality.parse().map_err(|e| StoreError::Corrupt(format!("job quality: {e}")))?
+        },
         create_render: flag(row, "create_render")?,
         create_project: flag(row, "create_project")?,
         notifications: row.try_get("notifications")?,

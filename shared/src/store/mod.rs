@@ -36,7 +36,7 @@ pub use jobs::{
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
-pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateQuality, TemplateRecord};
+pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
 pub use usage::Usage;
 pub use users::{new_webhook_secret, Credits, Group, TokenRecord, User};
 

@@ -8,44 +8,7 @@ use sqlx::Row;
 
 use super::{flag, is_foreign_key_violation, is_unique_violation, Result, Store, StoreError};
 use crate::id::now_ms;
-
-/// A template's native size, named after the shorter side of its canvas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TemplateQuality {
-    P480,
-    P720,
-    P1080,
-}
-
-impl TemplateQuality {
-    /// `1080p` from a shorter side of 1080 px up, `720p` from 720 px, `480p` below.
-    pub fn of_canvas(width: u32, height: u32) -> TemplateQuality {
-        match width.min(height) {
-            1080.. => TemplateQuality::P1080,
-            720.. => TemplateQuality::P720,
-            _ => TemplateQuality::P480,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TemplateQuality::P480 => "480p",
-            TemplateQuality::P720 => "720p",
-            TemplateQuality::P1080 => "1080p",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<TemplateQuality> {
-        TemplateQuality::ALL.into_iter().find(|q| q.as_str() == s)
-    }
-
-    /// Every quality from the smallest up to this one.
-    pub fn up_to(self) -> impl Iterator<Item = TemplateQuality> {
-        TemplateQuality::ALL.into_iter().filter(move |q| *q <= self)
-    }
-
-    const ALL: [TemplateQuality; 3] = [TemplateQuality::P480, TemplateQuality::P720, TemplateQuality::P1080];
-}
+use crate::quality::Quality;
 
 /// Everything of a template but what the store sets (`archived`, `created_at`). The id
 /// and blob prefix are chosen before the record is written, because the template's files
@@ -62,7 +25,7 @@ pub struct NewTemplate {
     /// The template document, as imported.
     pub json: String,
     pub duration_ms: i64,
-    pub quality: TemplateQuality,
+    pub quality: Quality,
     /// See [`template_blob_prefix`].
     pub blob_prefix: String,
     /// `file` path in the document → blob key of the stored file.
@@ -82,7 +45,7 @@ pub struct TemplateRecord {
     pub tags: Vec<String>,
     pub json: String,
     pub duration_ms: i64,
-    pub quality: TemplateQuality,
+    pub quality: Quality,
     pub blob_prefix: String,
     pub files: BTreeMap<String, String>,
     pub thumb_key: Option<String>,
@@ -128,7 +91,7 @@ fn template_from(row: &AnyRow) -> Result<TemplateRecord> {
         tags: serde_json::from_str(&tags).map_err(|e| corrupt("tags", e))?,
         json: row.try_get("json")?,
         duration_ms: row.try_get("duration_ms")?,
-        quality: TemplateQuality::parse(&quality).ok_or_else(|| corrupt("quality", &quality))?,
+        quality: quality.parse::<Quality>().map_err(|_| corrupt("quality", &quality))?,
         blob_prefix: row.try_get("blob_prefix")?,
         files: serde_json::from_str(&files).map_err(|e| corrupt("files", e))?,
         thumb_key: row.try_get("thumb_key")?,
@@ -254,33 +217,5 @@ impl Store {
                 }
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quality_follows_the_shorter_side() {
-        for (w, h, q) in [
-            (1920, 1080, "1080p"),
-            (1080, 1920, "1080p"),
-            (1080, 1080, "1080p"),
-            (3840, 2160, "1080p"),
-            (1280, 720, "720p"),
-            (1078, 1920, "720p"),
-            (854, 480, "480p"),
-            (1920, 718, "480p"),
-            (16, 16, "480p"),
-        ] {
-            assert_eq!(TemplateQuality::of_canvas(w, h).as_str(), q, "{w}×{h}");
-            assert_eq!(TemplateQuality::parse(q).map(TemplateQuality::as_str), Some(q));
-        }
-        assert_eq!(TemplateQuality::parse("4k"), None);
-        let up_to = |q: TemplateQuality| q.up_to().map(TemplateQuality::as_str).collect::<Vec<_>>();
-        assert_eq!(up_to(TemplateQuality::P480), ["480p"]);
-        assert_eq!(up_to(TemplateQuality::P720), ["480p", "720p"]);
-        assert_eq!(up_to(TemplateQuality::P1080), ["480p", "720p", "1080p"]);
     }
 }

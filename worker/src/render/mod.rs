@@ -60,37 +60,7 @@ pub use source::sources;
 
 /// Output size: the template's own, or the shorter side set to 480, 720 or 1080 pixels
 /// (every position, size and font size scaled by the same factor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Quality {
-    #[default]
-    Default,
-    P480,
-    P720,
-    P1080,
-}
-
-impl Quality {
-    /// Parses the API's names: `default`, `480p`, `720p`, `1080p`.
-    pub fn parse(name: &str) -> Option<Quality> {
-        match name {
-            "default" => Some(Quality::Default),
-            "480p" => Some(Quality::P480),
-            "720p" => Some(Quality::P720),
-            "1080p" => Some(Quality::P1080),
-            _ => None,
-        }
-    }
-
-    /// The shorter side in pixels, `None` for the template's own size.
-    pub fn short_side(self) -> Option<u32> {
-        match self {
-            Quality::Default => None,
-            Quality::P480 => Some(480),
-            Quality::P720 => Some(720),
-            Quality::P1080 => Some(1080),
-        }
-    }
-}
+pub use reelfarm_shared::quality::Quality;
 
 /// How to render.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,6 +7,7 @@
 //! be numbers and are kept as strings; unknown fields are ignored.
 
 use reelfarm_shared::notification::Notification;
+use reelfarm_shared::quality::Quality;
 use serde_json::{Map, Value};
 
 use crate::error::FieldError;
@@ -18,14 +19,12 @@ pub const MAX_NOTIFICATIONS: usize = 20;
 /// Most e-mails one job may cause: the addresses of its e-mail notifications, each sent
 /// once per video (issue #16).
 pub const MAX_EMAILS_PER_JOB: usize = 50;
-/// The accepted `options.quality` values.
-pub const QUALITIES: [&str; 4] = ["default", "480p", "720p", "1080p"];
 
 /// A structurally valid job request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRequest {
     pub template_id: String,
-    pub quality: String,
+    pub quality: Quality,
     pub create_render: bool,
     pub create_project: bool,
     pub values: Vec<ValueRequest>,
@@ -72,7 +71,7 @@ pub fn parse(body: &Value) -> Result<JobRequest, Vec<FieldError>> {
 
 /// `options`: quality (default `default`), create_render (default true), create_project
 /// (default false).
-fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> (String, bool, bool) {
+fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> (Quality, bool, bool) {
     let empty = Map::new();
     let options = match value {
         Some(Value::Object(o)) => o,
@@ -86,15 +85,17 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> (String, bool
             &empty
         }
     };
-    let quality = match options.get("quality") {
-        None | Some(Value::Null) => "default".to_string(),
-        Some(Value::String(q)) if QUALITIES.contains(&q.as_str()) => q.clone(),
-        Some(other) => {
-            let message = format!("{other} is not a quality; use one of {}", QUALITIES.join(", "));
-            errors.push(FieldError::new("options.quality", "error.invalid", message));
-            "default".to_string()
-        }
+    let given = options.get("quality").unwrap_or(&Value::Null);
+    let quality = match given {
+        Value::Null => Some(Quality::Default),
+        Value::String(q) => q.parse().ok(),
+        _ => None,
     };
+    let quality = quality.unwrap_or_else(|| {
+        let message = format!("{given} is not a quality; use one of {}", Quality::NAMES.join(", "));
+        errors.push(FieldError::new("options.quality", "error.invalid", message));
+        Quality::Default
+    });
     let create_render = flag(options, "create_render", "auto_render", true, errors);
     let create_project = flag(options, "create_project", "create_moov", false, errors);
     if !create_render && !create_project {

@@ -21,7 +21,7 @@ pub(super) fn new_job(
         id: new_id(),
         user_id: user_id.into(),
         template_id: template_id.into(),
-        quality: "480p".into(),
+        quality: crate::quality::Quality::P480,
         create_render,
         create_project,
         notifications: "[]".into(),

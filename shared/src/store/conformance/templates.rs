@@ -17,7 +17,7 @@ pub(super) fn new_template(name: &str, owner: Option<&str>, public: bool) -> New
         tags: vec!["promo".into(), "square".into()],
         json: r#"{"version":1}"#.into(),
         duration_ms: 11_750,
-        quality: TemplateQuality::of_canvas(1080, 1080),
+        quality: crate::quality::Quality::of_canvas(1080, 1080),
         files: BTreeMap::from([("media/photo.jpg".to_string(), "templates/x/y/media/photo.jpg".to_string())]),
         thumb_key: Some("templates/x/y/thumb.jpg".into()),
         preview_key: None,
@@ -42,7 +42,7 @@ pub(super) async fn templates(store: &Store) {
         (&own.id, &own.name, &own.owner_user_id, own.public, &own.category, &own.tags),
         (&new.id, &new.name, &new.owner_user_id, false, &new.category, &new.tags)
     );
-    assert_eq!((&own.json, own.duration_ms, own.quality), (&new.json, 11_750, TemplateQuality::P1080));
+    assert_eq!((&own.json, own.duration_ms, own.quality), (&new.json, 11_750, crate::quality::Quality::P1080));
     assert_eq!((&own.blob_prefix, &own.files), (&new.blob_prefix, &new.files));
     assert_eq!((&own.thumb_key, &own.preview_key, own.archived), (&new.thumb_key, &None, false));
     assert!(own.created_at > 0);

@@ -1,5 +1,6 @@
 //! The records of jobs, renders and projects, and what creating a job takes.
 
+use crate::quality::Quality;
 use crate::store::{Result, StoreError};
 
 /// How long an `Idempotency-Key` is remembered.
@@ -70,7 +71,7 @@ pub struct NewJob {
     pub id: String,
     pub user_id: String,
     pub template_id: String,
-    pub quality: String,
+    pub quality: Quality,
     pub create_render: bool,
     pub create_project: bool,
     /// JSON array of the validated notifications.
@@ -123,7 +124,7 @@ pub struct JobRecord {
     pub user_id: String,
     pub template_id: String,
     pub status: JobStatus,
-    pub quality: String,
+    pub quality: Quality,
     pub create_render: bool,
     pub create_project: bool,
     /// JSON array.
@@ -176,7 +177,7 @@ impl JobRecord {
             user_id: job.user_id.clone(),
             template_id: job.template_id.clone(),
             status,
-            quality: job.quality.clone(),
+            quality: job.quality,
             create_render: job.create_render,
             create_project: job.create_project,
             notifications: job.notifications.clone(),
