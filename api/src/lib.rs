@@ -12,6 +12,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{from_fn, Next};
 use actix_web::{get, web, App, HttpResponse, HttpServer};
+use reelfarm_shared::trace;
 use reelfarm_shared::{Backends, Config};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -214,7 +215,7 @@ async fn static_file(name: web::Path<String>) -> Result<HttpResponse, ApiError> 
     }
 }
 
-/// Request id, tracing span, metrics: around every request.
+/// Request id, trace, tracing span, metrics: around every request.
 async fn observe(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -229,9 +230,15 @@ async fn observe(
         .unwrap_or_else(reelfarm_shared::id::new_id);
     let _in_flight = req.app_data::<web::Data<InFlight>>().cloned().map(InFlightGuard::new);
     let method = req.method().to_string();
-    let span = tracing::info_span!("http", %method, path = %logged_path(req.path()), %request_id, status = tracing::field::Empty);
+    // The caller's trace (W3C `traceparent`) continued, or a new one: what the request
+    // queues carries it on to the worker and the notifier.
+    let trace = trace::continue_from(req.headers().get("traceparent").and_then(|v| v.to_str().ok()));
+    let span = tracing::info_span!(
+        "http", %method, path = %logged_path(req.path()), %request_id, trace_id = %trace.trace_id(),
+        status = tracing::field::Empty
+    );
     let started = std::time::Instant::now();
-    let mut res = next.call(req).instrument(span.clone()).await?;
+    let mut res = trace.scope(next.call(req).instrument(span.clone())).await?;
     let status = res.status();
     let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".into());
     span.record("status", status.as_u16());

@@ -89,6 +89,10 @@ impl Channel for CallbackChannel {
             ("user-agent".to_string(), concat!("reelfarm/", env!("CARGO_PKG_VERSION")).to_string()),
         ];
         headers.extend(signed);
+        // The receiver can join its work to the trace of the request that made the video.
+        if let Some(trace) = reelfarm_shared::trace::current() {
+            headers.push(("traceparent".to_string(), trace.child().to_string()));
+        }
         let answer = self
             .outbound
             .post(url, &headers, Bytes::copy_from_slice(body.as_bytes()), TIMEOUT)

@@ -137,9 +137,12 @@ impl Scheduler {
 
     /// Runs one attempt of `delivery` and records it.
     async fn deliver(&self, delivery: DeliveryRecord) {
-        let span =
-            tracing::info_span!("delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts);
-        async {
+        // In the trace of the work that planned it (the render's, the job request's).
+        let trace = reelfarm_shared::trace::continue_from(delivery.traceparent.as_deref());
+        let span = tracing::info_span!(
+            "delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts, trace_id = %trace.trace_id()
+        );
+        let attempt = async {
             let started_at = now_ms();
             let clock = Instant::now();
             let subject = self.subject(&delivery).await;
@@ -172,9 +175,8 @@ impl Scheduler {
             if follow_up.is_some() {
                 self.wake.notify_one();
             }
-        }
-        .instrument(span)
-        .await
+        };
+        trace.scope(attempt.instrument(span)).await
     }
 
     /// The delivery's notification and the facts of its render.
@@ -354,6 +356,7 @@ mod tests {
             last_error: None,
             created_at: 0,
             finished_at: None,
+            traceparent: None,
         }
     }
 

@@ -97,11 +97,14 @@ async fn handle(queue: Queue, delivery: Delivery, handler: &dyn Handler, bus: &B
     let delivery_limit = bus.delivery_limit();
     let attempt = delivery.attempt;
     let envelope = &delivery.envelope;
+    // In the trace of the work that queued it; what the handler queues continues it.
+    let trace = crate::trace::continue_from(envelope.traceparent.as_deref());
     let span = tracing::info_span!(
-        "message", queue = queue.name(), kind = envelope.message.kind(), message_id = %envelope.id, attempt
+        "message", queue = queue.name(), kind = envelope.message.kind(), message_id = %envelope.id, attempt,
+        trace_id = %trace.trace_id()
     );
-    let outcome = AssertUnwindSafe(handler.handle(envelope, attempt).instrument(span.clone()))
-        .catch_unwind()
+    let outcome = trace
+        .scope(AssertUnwindSafe(handler.handle(envelope, attempt).instrument(span.clone())).catch_unwind())
         .await
         .unwrap_or_else(|panic| Outcome::Retry(format!("the handler panicked: {}", panic_message(&*panic))));
     let entered = span.enter();

@@ -23,6 +23,7 @@ pub mod store;
 pub mod template;
 pub mod testing;
 pub mod token;
+pub mod trace;
 pub mod tts;
 pub mod webhook_secret;
 

@@ -87,8 +87,14 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// A new envelope for `message`, in the trace of the work under way (if any).
     pub fn new(message: Message) -> Envelope {
-        Envelope { id: crate::id::new_id(), enqueued_at: crate::id::now_ms(), traceparent: None, message }
+        Envelope {
+            id: crate::id::new_id(),
+            enqueued_at: crate::id::now_ms(),
+            traceparent: crate::trace::traceparent_to_queue(),
+            message,
+        }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {

@@ -11,6 +11,7 @@ mod first_run;
 mod loadtest;
 mod shutdown;
 mod templates;
+mod trace;
 
 const BIN: &str = env!("CARGO_BIN_EXE_reelfarm");
 

@@ -11,13 +11,12 @@
 //!   `consumer_timeout` of `rabbitmq.conf` (30 min by default) must be raised above the
 //!   job timeout, or long jobs lose their channel.
 //!
-//! Publishing uses its own connection with a few confirm-mode channels; concurrent
-//! publishers spread over them. A channel is held only while a message is sent, and the
-//! confirms of several messages are awaited at once on it (lapin matches them by delivery
-//! tag). A returned (unroutable) message reaches its own publisher: the broker sends the
-//! return right before the ack of the same message, and lapin hands a return to the ack
-//! that follows it (the conformance suite publishes hundreds of routed and unroutable
-//! messages at once and checks each outcome).
+//! Publishing uses its own connection with several confirm-mode channels; concurrent
+//! publishers spread over them. Each channel carries one message at a time (publish, then
+//! wait for its confirm), because lapin attributes a returned (unroutable) message to
+//! whichever confirm it resolves next: with one message in flight that is always its own.
+//! (With confirms pipelined on a channel, the conformance suite's 400 concurrent routed and
+//! unroutable publishes got outcomes of other messages.)
 //!
 //! Consuming uses another connection, one channel per subscription. Settling uses the
 //! delivery's own channel, which stays open until every delivery from it was settled or
@@ -48,7 +47,7 @@ use tokio::time::Instant;
 use super::*;
 
 /// Channels of the publishing connection, hence messages in flight at once.
-const PUBLISH_CHANNELS: usize = 8;
+const PUBLISH_CHANNELS: usize = 64;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait for a publisher confirm before the publish counts as failed.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(20);
@@ -167,35 +166,37 @@ impl AmqpBus {
         Ok(connection)
     }
 
-    /// Publishes on one of the publisher's channels and waits for the broker's confirm.
-    /// The channel is held only while the message is sent: confirms of several messages
-    /// are awaited at once on one channel (lapin matches them by sequence number).
+    /// Publishes on one of the publisher's channels and waits for the broker's confirm,
+    /// holding the channel meanwhile: lapin hands a returned (unroutable) message to
+    /// whichever confirm it resolves next, which with several messages in flight on the
+    /// channel can be another message's (seen: a routed message refused, and so an
+    /// unroutable one taken as published). One message in flight per channel makes the
+    /// next confirm always its own.
     async fn publish_on(&self, publisher: &Publisher, envelope: &Envelope) -> Result<(), BusError> {
-        let slot = &publisher.channels[publisher.next.fetch_add(1, Ordering::Relaxed) % publisher.channels.len()];
-        let (channel, sent) = {
-            let mut guard = slot.lock().await;
-            let channel = match guard.as_ref().filter(|c| c.status().connected()) {
-                Some(channel) => channel.clone(),
-                None => {
-                    let channel = publisher.connection.create_channel().await.map_err(connection_error)?;
-                    channel.confirm_select(ConfirmSelectOptions::default()).await.map_err(connection_error)?;
-                    *guard = Some(channel.clone());
-                    channel
-                }
-            };
-            let sent = send(&channel, &self.names.exchange, envelope).await;
-            if sent.is_err() {
-                *guard = None;
-            }
-            (channel, sent?)
+        // A free channel if there is one, else the next in turn.
+        let start = publisher.next.fetch_add(1, Ordering::Relaxed);
+        let count = publisher.channels.len();
+        let free = (0..count).find_map(|i| publisher.channels[(start + i) % count].try_lock().ok());
+        let mut guard = match free {
+            Some(guard) => guard,
+            None => publisher.channels[start % count].lock().await,
         };
-        let result = confirmed(sent, envelope).await;
+        let channel = match guard.as_ref().filter(|c| c.status().connected()) {
+            Some(channel) => channel.clone(),
+            None => {
+                let channel = publisher.connection.create_channel().await.map_err(connection_error)?;
+                channel.confirm_select(ConfirmSelectOptions::default()).await.map_err(connection_error)?;
+                *guard = Some(channel.clone());
+                channel
+            }
+        };
+        let result = match send(&channel, &self.names.exchange, envelope).await {
+            Ok(sent) => confirmed(sent, envelope).await,
+            Err(e) => Err(e),
+        };
         if matches!(result, Err(BusError::Connection(_))) {
             // Whatever is left pending on it must not be mistaken for the next message's.
-            let mut guard = slot.lock().await;
-            if guard.as_ref().is_some_and(|c| c.id() == channel.id()) {
-                *guard = None;
-            }
+            *guard = None;
         }
         result
     }

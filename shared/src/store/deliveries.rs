@@ -15,7 +15,7 @@ use super::{Dialect, Result, Store, StoreError};
 use crate::id::{new_id, now_ms};
 
 const DELIVERY_COLUMNS: &str = "id, origin, job_id, render_id, user_id, parent_id, kind, notification, body, status, \
-    attempts, next_attempt_at, state, result, last_error, created_at, finished_at";
+    attempts, next_attempt_at, state, result, last_error, created_at, finished_at, traceparent";
 
 /// Where a delivery is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +83,8 @@ pub struct DeliveryRecord {
     pub last_error: Option<String>,
     pub created_at: i64,
     pub finished_at: Option<i64>,
+    /// The W3C `traceparent` of the work that planned it.
+    pub traceparent: Option<String>,
 }
 
 /// One attempt, as recorded.
@@ -138,6 +140,7 @@ fn delivery_from(row: &AnyRow) -> Result<DeliveryRecord> {
         last_error: row.try_get("last_error")?,
         created_at: row.try_get("created_at")?,
         finished_at: row.try_get("finished_at")?,
+        traceparent: row.try_get("traceparent")?,
     })
 }
 
@@ -146,8 +149,8 @@ async fn insert_deliveries(conn: &mut sqlx::AnyConnection, deliveries: &[NewDeli
     for d in deliveries {
         let done = sqlx::query(
             "INSERT INTO deliveries (id, origin, job_id, render_id, user_id, parent_id, kind, notification, body, \
-             status, attempts, next_attempt_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', 0, $10, $11) ON CONFLICT (origin) DO NOTHING",
+             status, attempts, next_attempt_at, created_at, traceparent) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', 0, $10, $11, $12) ON CONFLICT (origin) DO NOTHING",
         )
         .bind(new_id())
         .bind(&d.origin)
@@ -160,6 +163,7 @@ async fn insert_deliveries(conn: &mut sqlx::AnyConnection, deliveries: &[NewDeli
         .bind(&d.body)
         .bind(d.due_at)
         .bind(now)
+        .bind(crate::trace::traceparent_to_queue())
         .execute(&mut *conn)
         .await?;
         planned += done.rows_affected();

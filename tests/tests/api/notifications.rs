@@ -25,6 +25,7 @@ both_modes!(
     a_pending_retry_survives_a_restart,
     one_job_delivers_every_notification_type,
     an_unlinked_account_fails_its_upload_but_not_the_video,
+    the_callback_continues_the_trace_of_the_job_request,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,13 +81,17 @@ async fn world(mode: Mode, settings: &[(&str, &str)]) -> World {
 impl World {
     /// Creates a job of one video with `variables` and a callback to `url`; returns its id.
     async fn job(&self, variables: Value, url: &str) -> String {
+        self.job_with_headers(variables, url, &[]).await
+    }
+
+    async fn job_with_headers(&self, variables: Value, url: &str, headers: &[(&str, &str)]) -> String {
         let body = json!({
             "template_id": self.template.id,
             "options": {},
             "values": [{ "external_id": "ext-1", "title": "First", "template_variables": variables }],
             "notifications": [{ "type": "callback", "payload": { "url": url } }]
         });
-        let created = json(self.app.post_json("/generator/v1/jobs", &self.token, &body, &[]).await, 200).await;
+        let created = json(self.app.post_json("/generator/v1/jobs", &self.token, &body, headers).await, 200).await;
         created["id"].as_str().unwrap().to_string()
     }
 
@@ -197,6 +202,35 @@ async fn a_failed_video_is_called_back_with_the_failure_body(mode: Mode) {
     assert_eq!(resource["thumbnail"], Value::Null);
     assert_eq!(resource["external_id"], "ext-1");
     w.app.stop().await;
+}
+
+/// The trace id of a W3C `traceparent`.
+fn trace_id(traceparent: &str) -> &str {
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!((parts.len(), parts[0].len(), parts[1].len(), parts[2].len()), (4, 2, 32, 16), "{traceparent}");
+    parts[1]
+}
+
+async fn the_callback_continues_the_trace_of_the_job_request(mode: Mode) {
+    // Through the outbox, the bus, the worker, the render's event, the notifier's planning
+    // and its attempt.
+    let w = world(mode, &[]).await;
+    let url = w.receiver.statuses("/traced", &[204]);
+    let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    w.job_with_headers(json!({}), &url, &[("traceparent", caller)]).await;
+    let called = w.receiver.wait_for("/traced", 1).await;
+    let traceparent = &called[0].headers["traceparent"];
+    assert_eq!(trace_id(traceparent), "4bf92f3577b34da6a3ce929d0e0e4736", "{traceparent}");
+    assert_ne!(traceparent, caller, "a span of ours");
+
+    // Without one, the request starts a trace of its own; an invalid one is not continued.
+    let url = w.receiver.statuses("/untraced", &[204]);
+    w.job_with_headers(json!({}), &url, &[("traceparent", "00-not-a-trace-01")]).await;
+    w.job(json!({}), &url).await;
+    let called = w.receiver.wait_for("/untraced", 2).await;
+    let ids: Vec<&str> = called.iter().map(|c| trace_id(&c.headers["traceparent"])).collect();
+    assert_ne!(ids[0], ids[1], "one trace per request");
+    assert!(!ids.contains(&"4bf92f3577b34da6a3ce929d0e0e4736"));
 }
 
 async fn failing_answers_are_retried_on_the_schedule_with_one_webhook_id_then_given_up(mode: Mode) {
