@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::Rng;
 use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
@@ -16,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
+use reelfarm_shared::backoff::jittered;
 use reelfarm_shared::id::now_ms;
 use reelfarm_shared::notification::Notification;
 use reelfarm_shared::store::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
@@ -284,9 +284,11 @@ fn settle(
             // passing error before the channel got to its upload session).
             let state = failed.state.as_ref().map(Value::to_string).or_else(|| delivery.state.clone());
             let after = match schedule.get(number as usize) {
-                Some(delay) if failed.retryable => {
-                    AfterAttempt::Retry { at: now_ms() + jittered(*delay), error: failed.error.clone(), state }
-                }
+                Some(delay) if failed.retryable => AfterAttempt::Retry {
+                    at: now_ms() + jittered(*delay).as_millis() as i64,
+                    error: failed.error.clone(),
+                    state,
+                },
                 _ => match kept_result(state.as_deref()) {
                     // Something was achieved already (the video is up, only the playlist
                     // step failed): given up, the delivery is delivered with what it kept.
@@ -324,12 +326,6 @@ fn not_configured(kind: &str) -> String {
         "email" => "e-mail is not configured on this service (REELFARM_SMTP_URL is unset)".into(),
         other => format!("notifications of type {other:?} are not available on this service"),
     }
-}
-
-/// `delay` ± 10 %, in milliseconds.
-fn jittered(delay: Duration) -> i64 {
-    let ms = delay.as_millis() as f64;
-    (ms * rand::thread_rng().gen_range(0.9..=1.1)).round() as i64
 }
 
 #[cfg(test)]
@@ -403,14 +399,5 @@ mod tests {
         let result: Value = serde_json::from_str(result).unwrap();
         assert_eq!(result, json!({ "video_id": "v9", "playlist_error": "playlist: 503" }));
         assert_eq!(attempt.error.as_deref(), Some("playlist: 503"));
-    }
-
-    #[test]
-    fn jitter_stays_within_ten_percent() {
-        for _ in 0..1000 {
-            let j = jittered(Duration::from_secs(300));
-            assert!((270_000..=330_000).contains(&j), "{j}");
-        }
-        assert_eq!(jittered(Duration::ZERO), 0);
     }
 }

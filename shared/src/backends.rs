@@ -45,19 +45,24 @@ impl Backends {
     /// answer: the services of a deployment start together, and a process restarted while
     /// one of them restarts too should come up once it is back rather than exit.
     pub async fn connect_within(config: &Config, patience: std::time::Duration) -> anyhow::Result<Backends> {
-        let deadline = std::time::Instant::now() + patience;
-        let mut pause = std::time::Duration::from_millis(500);
-        loop {
+        use std::time::{Duration, Instant};
+        let deadline = Instant::now() + patience;
+        for attempt in 1.. {
+            let pause = crate::backoff::jittered(crate::backoff::exponential(
+                Duration::from_millis(500),
+                attempt,
+                Duration::from_secs(5),
+            ));
             match Backends::connect(config).await {
                 Ok(backends) => return Ok(backends),
-                Err(e) if std::time::Instant::now() + pause < deadline => {
+                Err(e) if Instant::now() + pause < deadline => {
                     tracing::warn!(error = %format!("{e:#}"), retry_in_ms = pause.as_millis() as u64, "a backend does not answer; trying again");
                     tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
                 }
                 Err(e) => return Err(e),
             }
         }
+        unreachable!("the attempts do not run out")
     }
 
     /// Closes the connections that need closing.

@@ -83,7 +83,7 @@ pub async fn consume(bus: Bus, queue: Queue, slots: u16, handler: Arc<dyn Handle
             Err(e) => tracing::warn!(queue = queue.name(), error = %e, "consumer: subscribing failed"),
         }
         failures = failures.saturating_add(1);
-        let backoff = (RESUBSCRIBE * 2u32.pow(failures.min(6) - 1)).min(RESUBSCRIBE_MAX);
+        let backoff = crate::backoff::jittered(crate::backoff::exponential(RESUBSCRIBE, failures, RESUBSCRIBE_MAX));
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tokio::time::sleep(backoff) => {}

@@ -4,6 +4,7 @@
 
 pub mod asset;
 pub mod backends;
+pub mod backoff;
 pub mod blob;
 pub mod bus;
 pub mod cache;

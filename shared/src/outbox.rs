@@ -91,7 +91,11 @@ impl Relay {
                 Err(e) => {
                     failures = failures.saturating_add(1);
                     tracing::warn!(error = %e, "outbox: claiming rows failed");
-                    (FAILURE_BACKOFF * 2u32.pow(failures.min(5) - 1)).min(FAILURE_BACKOFF_MAX)
+                    crate::backoff::jittered(crate::backoff::exponential(
+                        FAILURE_BACKOFF,
+                        failures,
+                        FAILURE_BACKOFF_MAX,
+                    ))
                 }
             };
             tokio::select! {

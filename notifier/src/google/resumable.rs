@@ -156,7 +156,7 @@ async fn interrupted(
         return Err(Failed { status_code: status, ..Failed::transient(why) });
     }
     tracing::warn!(interruption = *count, error = why, "upload interrupted; asking where it stands");
-    let wait = options.backoff.saturating_mul(1 << (*count - 1).min(16));
+    let wait = reelfarm_shared::backoff::exponential(options.backoff, *count, Duration::MAX);
     if wait > Duration::ZERO {
         tokio::time::sleep(wait).await;
     }

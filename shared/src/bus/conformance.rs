@@ -44,14 +44,24 @@ enum Adapter {
 }
 
 /// Runs one case in a fresh environment and cleans up, also when the case fails.
+/// Longest a case (or the clean-up after it) may take.
+const CASE_LIMIT: Duration = Duration::from_secs(90);
+
 macro_rules! case {
     ($adapter:expr, $delivery_limit:expr, $case:ident) => {{
         let mut env = Env::new($adapter, $delivery_limit).await;
-        let outcome = AssertUnwindSafe($case(&mut env)).catch_unwind().await;
-        env.finish().await;
-        if let Err(panic) = outcome {
-            eprintln!("case `{}` failed on the {:?} bus", stringify!($case), $adapter);
-            std::panic::resume_unwind(panic);
+        // A case that hangs fails, naming itself, instead of holding the run.
+        let outcome = timeout(CASE_LIMIT, AssertUnwindSafe($case(&mut env)).catch_unwind()).await;
+        timeout(CASE_LIMIT, env.finish())
+            .await
+            .unwrap_or_else(|_| panic!("cleaning up after `{}` took over {CASE_LIMIT:?}", stringify!($case)));
+        match outcome {
+            Err(_) => panic!("case `{}` on the {:?} bus took over {CASE_LIMIT:?}", stringify!($case), $adapter),
+            Ok(Err(panic)) => {
+                eprintln!("case `{}` failed on the {:?} bus", stringify!($case), $adapter);
+                std::panic::resume_unwind(panic);
+            }
+            Ok(Ok(())) => {}
         }
     }};
 }

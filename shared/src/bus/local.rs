@@ -171,28 +171,16 @@ impl Settler for LocalSettler {
         };
         let result = match how {
             Settle::Ack => self.store.outbox_delete(&self.id).await,
-            Settle::Retry => self.store.outbox_requeue(&self.id, retry_backoff(self.attempt)).await,
+            Settle::Retry => {
+                self.store
+                    .outbox_requeue(
+                        &self.id,
+                        crate::backoff::exponential(RETRY_BACKOFF, self.attempt, RETRY_BACKOFF_MAX),
+                    )
+                    .await
+            }
             Settle::DeadLetter => self.store.outbox_dead_letter(&self.id).await,
         };
         result.map_err(|e| BusError::Store(e.to_string()))
-    }
-}
-
-/// 100 ms after the first attempt, doubling, at most 5 s.
-fn retry_backoff(attempt: u32) -> Duration {
-    let doublings = attempt.saturating_sub(1).min(16);
-    (RETRY_BACKOFF * 2u32.pow(doublings)).min(RETRY_BACKOFF_MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_backoff_doubles_up_to_a_cap() {
-        assert_eq!(retry_backoff(1), Duration::from_millis(100));
-        assert_eq!(retry_backoff(2), Duration::from_millis(200));
-        assert_eq!(retry_backoff(4), Duration::from_millis(800));
-        assert_eq!(retry_backoff(30), RETRY_BACKOFF_MAX);
     }
 }

@@ -133,7 +133,7 @@ impl Bus {
     /// How long a consumer holds a message that failed at `attempt` (1-based) before
     /// releasing it for the next delivery: the retry delay doubled per attempt, capped.
     pub fn retry_delay(&self, attempt: u32) -> std::time::Duration {
-        backoff(self.retry_delay, attempt)
+        crate::backoff::exponential(self.retry_delay, attempt, MAX_RETRY_DELAY)
     }
 
     /// Deliveries of one message before it is dead-lettered: a consumer turns a retry at
@@ -167,25 +167,3 @@ impl Bus {
 
 #[cfg(test)]
 mod conformance;
-
-/// `base` doubled for each attempt after the first, capped at [`MAX_RETRY_DELAY`].
-fn backoff(base: std::time::Duration, attempt: u32) -> std::time::Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
-    base.saturating_mul(factor).min(MAX_RETRY_DELAY)
-}
-
-#[cfg(test)]
-mod backoff_tests {
-    use std::time::Duration;
-
-    use super::{backoff, MAX_RETRY_DELAY};
-
-    #[test]
-    fn retry_delay_doubles_per_attempt_up_to_the_cap() {
-        let base = Duration::from_secs(2);
-        let delays: Vec<u64> = (1..=5).map(|a| backoff(base, a).as_secs()).collect();
-        assert_eq!(delays, [2, 4, 8, 16, 32]);
-        assert_eq!(backoff(base, 40), MAX_RETRY_DELAY);
-        assert_eq!(backoff(Duration::ZERO, 3), Duration::ZERO);
-    }
-}
