@@ -8,6 +8,7 @@ mod foundation;
 mod integrations;
 mod jobs;
 mod notifications;
+mod snapshot;
 mod templates;
 mod tts;
 mod upload_safety;
