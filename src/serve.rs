@@ -21,6 +21,9 @@ pub struct Service {
     pub api_port: Option<u16>,
     pub ops_port: Option<u16>,
     pub backends: Backends,
+    /// The configuration it runs with: `listen` (and the default `public_url`) name the
+    /// port actually bound when the configured one was 0.
+    pub config: Config,
     /// What the first-run set-up found or made, when this start ran it.
     pub first_run: Option<FirstRun>,
     shutdown: CancellationToken,
@@ -29,13 +32,18 @@ pub struct Service {
 
 impl Service {
     /// Connects the backends and starts the role's tasks.
-    pub async fn start(role: Role, config: Config) -> anyhow::Result<Service> {
+    pub async fn start(role: Role, mut config: Config) -> anyhow::Result<Service> {
         if role != Role::All && config.amqp_url.is_none() {
             tracing::warn!(
                 "REELFARM_BUS_URL is `local`: only this process consumes what it publishes; \
                  run `serve all`, or set an amqp:// bus for separate roles"
             );
         }
+        // The api's port first: the addresses the backends hand out name it.
+        let listener = match role {
+            Role::Api | Role::All => Some(Application::bind(&mut config)?),
+            _ => None,
+        };
         let backends = Backends::connect_within(&config, BACKEND_PATIENCE).await?;
         // Before the api listens: its first request finds the owner and the examples.
         let first_run = match role {
@@ -61,8 +69,8 @@ impl Service {
         });
 
         let mut api_port = None;
-        if matches!(role, Role::Api | Role::All) {
-            let app = Application::build(config.clone(), backends.clone())?;
+        if let Some(listener) = listener {
+            let app = Application::build(listener, config.clone(), backends.clone())?;
             api_port = Some(app.port());
             tracing::info!(address = %format!("{}:{}", config.listen.ip(), app.port()), public_url = %config.public_url, "api listening");
             let token = shutdown.clone();
@@ -84,7 +92,7 @@ impl Service {
             let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
             tasks.spawn(async move { reelfarm_notifier::run(&config, backends, token).await });
         }
-        Ok(Service { api_port, ops_port, backends, first_run, shutdown, tasks })
+        Ok(Service { api_port, ops_port, backends, config, first_run, shutdown, tasks })
     }
 
     /// Asks every task to stop (in-flight work finishes or is left to the bus).

@@ -72,10 +72,21 @@ impl Drop for InFlightGuard {
 }
 
 impl Application {
-    /// Binds `config.listen` (port 0 picks a free port) and wires the routes.
-    pub fn build(config: Config, backends: Backends) -> anyhow::Result<Application> {
+    /// Binds `config.listen` (port 0: a free port the system picks; with the default public
+    /// address, that address names it) and updates `config` to what was bound.
+    pub fn bind(config: &mut Config) -> anyhow::Result<TcpListener> {
         let listener =
             TcpListener::bind(config.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let bound = listener.local_addr()?;
+        if config.public_url == format!("http://{}", config.listen) {
+            config.public_url = format!("http://{bound}");
+        }
+        config.listen = bound;
+        Ok(listener)
+    }
+
+    /// Wires the routes on `listener` (from [`Application::bind`]).
+    pub fn build(listener: TcpListener, config: Config, backends: Backends) -> anyhow::Result<Application> {
         let port = listener.local_addr()?.port();
         let ops_backends = web::Data::new(backends.clone());
         // With an operations port of its own, readiness and metrics are served there only.

@@ -75,11 +75,6 @@ impl Drop for NamespaceGuard {
     }
 }
 
-/// A free loopback port (bound and released; the service binds it right after).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// The `REELFARM_*` settings of a fresh isolated deployment in `mode`.
 pub async fn test_env(mode: Mode, data_dir: &std::path::Path, port: u16) -> Vec<(String, String)> {
     let mut env = vec![
@@ -121,10 +116,14 @@ impl TestApp {
     /// Starts `role` (which must serve the api) in `mode` with extra settings.
     pub async fn spawn_role(mode: Mode, role: Role, extra: &[(&str, &str)]) -> TestApp {
         let data_dir = tempfile::tempdir().unwrap();
-        let mut env = test_env(mode, data_dir.path(), free_port()).await;
+        // Port 0: the system picks a free port as the api binds it (no race with another
+        // test for a port found free a moment before).
+        let mut env = test_env(mode, data_dir.path(), 0).await;
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let config = Config::from_sources(None, env).expect("test configuration is valid");
-        let service = Service::start(role, config.clone()).await.expect("service starts");
+        let service = Service::start(role, config).await.expect("service starts");
+        // What it bound: a restart binds the same address again.
+        let config = service.config.clone();
         let address = format!("http://127.0.0.1:{}", service.api_port.expect("serve all serves the api"));
         let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         let namespace = NamespaceGuard((mode == Mode::Distributed).then(|| config.namespace.clone()));
