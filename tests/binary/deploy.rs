@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use reelfarm_shared::config::{BlobLocation, ENV_PREFIX, KEYS};
 use reelfarm_shared::Config;
 
-use super::{free_port, reelfarm};
+use super::reelfarm;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -197,7 +197,7 @@ fn readme_deploy_instructions_name_files_that_exist() {
 fn migrate_applies_the_migrations_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..2 {
-        let out = reelfarm(dir.path(), free_port()).arg("migrate").output().unwrap();
+        let out = reelfarm(dir.path(), 0).arg("migrate").output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "metadata store migrated");
     }
@@ -205,7 +205,7 @@ fn migrate_applies_the_migrations_and_exits() {
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let database = runtime.block_on(reelfarm_shared::testing::fresh_postgres_database());
-    let out = reelfarm(dir.path(), free_port())
+    let out = reelfarm(dir.path(), 0)
         .env("REELFARM_DATABASE_URL", &database)
         .env("REELFARM_SECRET_KEY", "a-secret-key-of-at-least-32-characters")
         .arg("migrate")
@@ -223,7 +223,7 @@ fn migrate_applies_the_migrations_and_exits() {
         .count() as u32;
     assert_eq!(count, files, "every migration applied");
 
-    let out = reelfarm(dir.path(), free_port())
+    let out = reelfarm(dir.path(), 0)
         .env("REELFARM_DATABASE_URL", "postgres://postgres@127.0.0.1:1/nowhere")
         .env("REELFARM_SECRET_KEY", "a-secret-key-of-at-least-32-characters")
         .arg("migrate")

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{free_port, reelfarm};
+use super::reelfarm;
 
 /// A deployment of its own on the shared backends: a fresh database, a queue namespace
 /// (deleted afterwards) and a key prefix in the test bucket.
@@ -91,42 +91,87 @@ impl Deployment {
     }
 
     pub(super) fn admin(&self, data_dir: &std::path::Path, args: &[&str]) -> String {
-        let out = self.command(data_dir, free_port()).arg("admin").args(args).output().unwrap();
+        let out = self.command(data_dir, 0).arg("admin").args(args).output().unwrap();
         assert!(out.status.success(), "admin {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
-    /// Starts `serve ROLE` with a data directory of its own; its log lines go to the test's
-    /// stderr and to the returned process's `log`.
+    /// Starts `serve ROLE` with a data directory of its own (an api on a port the system
+    /// picks); its log lines go to the test's stderr (or the log directory) and to the
+    /// returned process's `log`.
     pub(super) fn spawn(&self, role: &str) -> Process {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let mut child = self
-            .command(dir.path(), port)
+            .command(dir.path(), 0)
             .args(["serve", role])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, log) = mpsc::channel();
-        let mut file = self.log_dir.as_ref().map(|dir| {
+        let file = self.log_dir.as_ref().map(|dir| {
             std::fs::File::create(dir.join(format!("{role}-{}.log", child.id()))).expect("log file of a process")
         });
-        let role = role.to_string();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                match &mut file {
-                    Some(file) => {
-                        let _ = writeln!(file, "{line}");
-                    }
-                    None => eprintln!("[{role}] {line}"),
-                }
-                let _ = tx.send(line);
-            }
-        });
-        Process { child, log, base: format!("http://127.0.0.1:{port}"), _dir: dir }
+        let log = log_lines(&mut child, role, file);
+        let base = if matches!(role, "api" | "all") { api_address(&log) } else { String::new() };
+        Process { child, log, base, _dir: dir }
     }
+}
+
+/// The lines `child` writes to its (piped) stderr, as they come: echoed to the test's
+/// stderr under `role`, or written to `file`.
+pub(super) fn log_lines(child: &mut Child, role: &str, mut file: Option<std::fs::File>) -> mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, lines) = mpsc::channel();
+    let role = role.to_string();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            match &mut file {
+                Some(file) => {
+                    let _ = writeln!(file, "{line}");
+                }
+                None => eprintln!("[{role}] {line}"),
+            }
+            let _ = tx.send(line);
+        }
+    });
+    lines
+}
+
+/// `http://127.0.0.1:PORT` of the api a `serve` process bound, from its `api listening`
+/// log line (text or JSON); the lines before it are consumed.
+pub(super) fn api_address(lines: &mpsc::Receiver<String>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the api logs the address it listens on within 120 s");
+        let plain = without_colours(&line);
+        if !plain.contains("api listening") {
+            continue;
+        }
+        let at = plain.find("127.0.0.1:").unwrap_or_else(|| panic!("a loopback address in {plain}"));
+        let port: String = plain[at + 10..].chars().take_while(char::is_ascii_digit).collect();
+        return format!("http://127.0.0.1:{port}");
+    }
+}
+
+/// `line` without its ANSI colour sequences.
+fn without_colours(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ … final letter
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl Drop for Deployment {

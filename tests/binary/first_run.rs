@@ -12,22 +12,23 @@ use reelfarm::bootstrap::examples::{template_id, EXAMPLES};
 use serde_json::Value;
 
 use super::deployment::{json_of, request};
-use super::{admin, free_port, get, Server};
+use super::{admin, get, Server};
 
 /// `serve all` with the first-run set-up at its default (`auto`: on, as the store is the
 /// embedded SQLite one); returns the server once it printed a line containing `until`,
 /// and its standard output so far.
 fn start_bootstrapping(data_dir: &std::path::Path, until: &str) -> (Server, String) {
-    let port = free_port();
-    let mut child = super::reelfarm(data_dir, port)
+    let mut child = super::reelfarm(data_dir, 0)
         .env_remove("REELFARM_BOOTSTRAP")
         .args(["serve", "all"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let server = Server { child, base: format!("http://127.0.0.1:{port}") };
+    let log = super::deployment::log_lines(&mut child, "all", None);
+    let base = super::deployment::api_address(&log);
+    let server = Server { child, base };
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -173,11 +174,8 @@ fn without_bootstrap_a_first_run_creates_nothing_and_a_bad_setting_is_named() {
     assert_eq!(count, 0, "no examples");
     stop(server);
 
-    let out = super::reelfarm(dir.path(), free_port())
-        .env("REELFARM_BOOTSTRAP", "sometimes")
-        .args(["serve", "all"])
-        .output()
-        .unwrap();
+    let out =
+        super::reelfarm(dir.path(), 0).env("REELFARM_BOOTSTRAP", "sometimes").args(["serve", "all"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("REELFARM_BOOTSTRAP") && stderr.contains("`auto`, `on` or `off`"), "{stderr}");

@@ -27,10 +27,6 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn reelfarm(data_dir: &std::path::Path, port: u16) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.env_clear()
@@ -62,20 +58,15 @@ fn start(data_dir: &std::path::Path) -> Server {
 
 /// `serve all` with more configuration.
 fn start_with(data_dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
-    let port = free_port();
-    let child = reelfarm(data_dir, port)
+    let mut child = reelfarm(data_dir, 0)
         .envs(env.iter().copied())
         .args(["serve", "all"])
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "serve all did not listen within 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let lines = deployment::log_lines(&mut child, "all", None);
+    let base = deployment::api_address(&lines);
     Server { child, base }
 }
 
@@ -123,7 +114,7 @@ fn serve_all_runs_with_zero_services_and_admin_tokens_work() {
 #[test]
 fn admin_errors_are_clear_and_configuration_is_validated() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = 0;
     let out = admin(dir.path(), port, &["token", "create", "nobody"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("user not found"), "{out:?}");
