@@ -1,21 +1,22 @@
 //! What every handler can reach.
 
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lru::LruCache;
 use reelfarm_shared::integration::Sealer;
 use reelfarm_shared::store::{StoreError, TemplateRecord};
 use reelfarm_shared::template::Template;
 use reelfarm_shared::{Backends, Config};
 
-/// Most parsed template documents kept in memory; the cache starts over past it.
-const TEMPLATE_CACHE_SIZE: usize = 1024;
+/// Most parsed template documents kept in memory (the least recently used go first).
+const TEMPLATE_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(1024).unwrap();
 /// How long a template found visible to a user is taken as visible without asking the
 /// store again (job creation's hot path): a share removed takes effect within this.
 const VISIBILITY_TTL: Duration = Duration::from_secs(10);
-/// Most (user, template) visibility entries kept; the cache starts over past it.
-const VISIBILITY_CACHE_SIZE: usize = 16 * 1024;
+/// Most (user, template) visibility entries kept (the least recently used go first).
+const VISIBILITY_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(16 * 1024).unwrap();
 
 /// A template found visible to a user, and when.
 type Visible = (Instant, Arc<TemplateRecord>);
@@ -30,9 +31,9 @@ pub struct AppState {
     pub limits: crate::limits::Limits,
     /// Parsed template documents by template id. A template's document never changes
     /// once imported, so an entry never goes stale.
-    templates: Mutex<HashMap<String, Arc<Template>>>,
+    templates: Mutex<LruCache<String, Arc<Template>>>,
     /// Templates recently found visible, by (user id, template id).
-    visible: Mutex<HashMap<(String, String), Visible>>,
+    visible: Mutex<LruCache<(String, String), Visible>>,
 }
 
 impl AppState {
@@ -42,8 +43,8 @@ impl AppState {
             limits: crate::limits::Limits::new(),
             config,
             backends,
-            templates: Mutex::new(HashMap::new()),
-            visible: Mutex::new(HashMap::new()),
+            templates: Mutex::new(LruCache::new(TEMPLATE_CACHE_SIZE)),
+            visible: Mutex::new(LruCache::new(VISIBILITY_CACHE_SIZE)),
         }
     }
 
@@ -61,11 +62,7 @@ impl AppState {
             }
         }
         let record = Arc::new(self.backends.store.visible_template(id, user_id).await?);
-        let mut cache = self.visible.lock().expect("visibility cache lock");
-        if cache.len() >= VISIBILITY_CACHE_SIZE {
-            cache.clear();
-        }
-        cache.insert(key, (Instant::now(), record.clone()));
+        self.visible.lock().expect("visibility cache lock").put(key, (Instant::now(), record.clone()));
         Ok(record)
     }
 
@@ -78,11 +75,7 @@ impl AppState {
         let template: Template = serde_json::from_str(&record.json)
             .map_err(|e| StoreError::Corrupt(format!("template {} document: {e}", record.id)))?;
         let template = Arc::new(template);
-        let mut cache = self.templates.lock().expect("template cache lock");
-        if cache.len() >= TEMPLATE_CACHE_SIZE {
-            cache.clear();
-        }
-        cache.insert(record.id.clone(), template.clone());
+        self.templates.lock().expect("template cache lock").put(record.id.clone(), template.clone());
         Ok(template)
     }
 }
