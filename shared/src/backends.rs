@@ -47,7 +47,9 @@ impl Backends {
     pub async fn connect_within(config: &Config, patience: std::time::Duration) -> anyhow::Result<Backends> {
         use std::time::{Duration, Instant};
         let deadline = Instant::now() + patience;
-        for attempt in 1.. {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let pause = crate::backoff::jittered(crate::backoff::exponential(
                 Duration::from_millis(500),
                 attempt,
@@ -62,7 +64,6 @@ impl Backends {
                 Err(e) => return Err(e),
             }
         }
-        unreachable!("the attempts do not run out")
     }
 
     /// Closes the connections that need closing.

@@ -1,0 +1,166 @@
+//! The faults, each made with the service's own tool while the phase's jobs are under way;
+//! each returns what shows that it struck.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::{job_body, Suite, Tenant};
+use crate::deployment::{json_of, send};
+
+impl Suite {
+    pub(super) fn kill_worker(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        self.create_jobs(tenant, jobs);
+        let (index, render) = self.wait_mid_render(tenant);
+        let killed = &mut self.workers[index];
+        killed.signal("KILL");
+        killed.wait_exit(Duration::from_secs(10));
+        self.workers[index] = self.deployment.spawn("worker");
+        format!("render {} was under way on the killed worker", abbreviated(&render))
+    }
+
+    pub(super) fn restart_rabbitmq(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        self.create_jobs(tenant, jobs / 2);
+        self.wait_mid_render(tenant);
+        run("rabbitmqctl", &["stop_app"]);
+        let stopped = Instant::now();
+        self.create_jobs(tenant, jobs - jobs / 2);
+        std::thread::sleep(Duration::from_secs(5).saturating_sub(stopped.elapsed()));
+        run("rabbitmqctl", &["start_app"]);
+        format!("{} jobs created while the broker was down", jobs - jobs / 2)
+    }
+
+    pub(super) fn restart_postgres(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        self.create_jobs(tenant, jobs / 2);
+        self.wait_mid_render(tenant);
+        let before = tenant.jobs.len();
+        let mut restart = self.services.postgres("restart");
+        let restarting = std::thread::spawn(move || {
+            let out = restart.output().expect("restarting PostgreSQL");
+            assert!(out.status.success(), "{restart:?}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        // A creation every 100 ms while the database restarts, as many as the phase has.
+        while !restarting.is_finished() && tenant.jobs.len() - before < jobs - jobs / 2 {
+            self.create_job(tenant);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        restarting.join().unwrap();
+        let during = tenant.jobs.len() - before;
+        self.create_jobs(tenant, (jobs - jobs / 2).saturating_sub(during));
+        format!("{during} jobs created during the restart; answers meanwhile: {}", refusals(tenant))
+    }
+
+    pub(super) fn kill_notifier(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        let seen = self.callbacks.received.lock().unwrap().len();
+        let in_flight = || self.callbacks.received.lock().unwrap()[seen..].iter().filter(|c| !c.answered).count();
+        self.callbacks.hold.store(true, Ordering::SeqCst);
+        self.create_jobs(tenant, jobs);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while in_flight() == 0 {
+            assert!(Instant::now() < deadline, "no callback within 120 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.notifier.signal("KILL");
+        self.notifier.wait_exit(Duration::from_secs(10));
+        self.callbacks.hold.store(false, Ordering::SeqCst);
+        let held = in_flight();
+        self.notifier = self.deployment.spawn("notifier");
+        format!("{held} callback(s) in flight when it died")
+    }
+
+    pub(super) fn pause_redis(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        self.create_jobs(tenant, jobs / 2);
+        self.wait_mid_render(tenant);
+        run("redis-cli", &["-h", "127.0.0.1", "CLIENT", "PAUSE", "5000", "ALL"]);
+        self.create_jobs(tenant, jobs - jobs / 2);
+        format!("{} jobs created while the cache was paused", jobs - jobs / 2)
+    }
+
+    pub(super) fn kill_api(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        self.create_jobs(tenant, jobs / 2);
+        // Creations one after another on a thread of their own while the api is killed:
+        // the one under way at the kill is sent again, with its key, to the next api.
+        let (base, auth) = (self.api.base.clone(), format!("Bearer {}", tenant.token));
+        let body = job_body(&self.template, &self.receiver);
+        let flood = std::thread::spawn(move || {
+            let mut created = Vec::new();
+            loop {
+                let key = uuid::Uuid::new_v4().to_string();
+                let headers =
+                    [("Authorization", auth.as_str()), ("Content-Type", "application/json"), ("Idempotency-Key", &key)];
+                match send(&base, "POST", "/generator/v1/jobs", &headers, body.as_bytes()) {
+                    Ok((200, answer)) => created.push(json_of((200, answer), 200)["id"].as_str().unwrap().to_string()),
+                    _ => return (created, key),
+                }
+                std::thread::sleep(Duration::from_millis(60));
+            }
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        self.api.signal("KILL");
+        let (created, unanswered) = flood.join().unwrap();
+        self.api.wait_exit(Duration::from_secs(10));
+        self.api = self.deployment.spawn("api");
+        self.api.wait_ready();
+        let answered = created.len();
+        tenant.jobs.extend(created);
+        self.create_job_with_key(tenant, &unanswered);
+        self.create_jobs(tenant, jobs - jobs / 2);
+        format!("{answered} jobs answered before the kill; the creation cut off was sent again with its key")
+    }
+
+    pub(super) fn all_at_once(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        self.create_jobs(tenant, jobs / 2);
+        let mut evidence = vec![self.kill_worker(tenant, 0)];
+        evidence.push(self.restart_rabbitmq(tenant, 2));
+        evidence.push(self.restart_postgres(tenant, 2));
+        evidence.push(self.pause_redis(tenant, 2));
+        let left = jobs.saturating_sub(tenant.jobs.len()).max(1);
+        evidence.push(self.kill_notifier(tenant, left));
+        evidence.join("; ")
+    }
+}
+
+/// How the shared services are stopped and started on this machine.
+pub(super) struct Services {
+    /// `pg_ctlcluster VERSION NAME`, or `service postgresql`: add `restart` or `start`.
+    postgres: Vec<String>,
+}
+
+impl Services {
+    pub(super) fn find() -> Services {
+        let clusters = std::process::Command::new("pg_lsclusters").arg("-h").output();
+        let postgres = match clusters {
+            Ok(out) if out.status.success() => {
+                let listed = String::from_utf8_lossy(&out.stdout);
+                let first: Vec<&str> = listed.split_whitespace().take(2).collect();
+                assert_eq!(first.len(), 2, "no PostgreSQL cluster in `pg_lsclusters`: {listed}");
+                vec!["pg_ctlcluster".into(), first[0].into(), first[1].into()]
+            }
+            _ => vec!["service".into(), "postgresql".into()],
+        };
+        Services { postgres }
+    }
+
+    pub(super) fn postgres(&self, action: &str) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.postgres[0]);
+        command.args(&self.postgres[1..]).arg(action);
+        command
+    }
+}
+
+fn run(program: &str, args: &[&str]) {
+    let out = std::process::Command::new(program).args(args).output().expect("a service command");
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// What the api answered to creations other than 200, e.g. `1 × 503`.
+fn refusals(tenant: &Tenant) -> String {
+    if tenant.refusals.is_empty() {
+        return "all 200".into();
+    }
+    tenant.refusals.iter().map(|(status, n)| format!("{n} × {status}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The first characters of an id, enough to find it in the logs.
+fn abbreviated(id: &str) -> &str {
+    &id[..8.min(id.len())]
+}
