@@ -1,8 +1,8 @@
 //! `reelfarm admin …`: operator commands against the configured metadata store.
 
 use anyhow::Context;
-use reelfarm_shared::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError};
-use reelfarm_shared::{Blobs, Config, Store};
+use reelfarm_backends::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError};
+use reelfarm_backends::{Blobs, Config, Store};
 
 use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand};
 

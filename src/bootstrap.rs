@@ -10,8 +10,8 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use reelfarm_shared::store::{StoreError, User};
-use reelfarm_shared::{Backends, Config, Store};
+use reelfarm_backends::store::{StoreError, User};
+use reelfarm_backends::{Backends, Config, Store};
 
 pub mod examples;
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use reelfarm_shared::quality::Quality;
+use reelfarm_domain::quality::Quality;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -107,7 +107,7 @@ pub struct LoadtestArgs {
     #[arg(long)]
     pub poll: bool,
     /// Longest wait for the videos still under way after the last job was sent.
-    #[arg(long, default_value = "30m", value_parser = reelfarm_shared::config::parse_duration)]
+    #[arg(long, default_value = "30m", value_parser = reelfarm_backends::config::parse_duration)]
     pub drain_timeout: std::time::Duration,
     /// Directory of `report.json` and `report.html` (created if missing).
     #[arg(short, long, default_value = "loadtest-report")]
@@ -226,7 +226,7 @@ pub enum TokenCommand {
     Create {
         user: String,
         /// Validity in days.
-        #[arg(long, default_value_t = reelfarm_shared::token::DEFAULT_VALIDITY_DAYS)]
+        #[arg(long, default_value_t = reelfarm_domain::token::DEFAULT_VALIDITY_DAYS)]
         days: u32,
     },
     /// Revokes a token by id or by its first characters (`rf_xxxx…`).

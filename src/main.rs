@@ -23,7 +23,7 @@ fn standalone(work: impl std::future::Future<Output = anyhow::Result<()>>) -> st
 }
 
 fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> std::process::ExitCode {
-    let config = match reelfarm_shared::Config::load(config_file) {
+    let config = match reelfarm_backends::Config::load(config_file) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("reelfarm: {e}");
@@ -37,7 +37,7 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             cli::Command::Serve { role, bootstrap } => {
                 let mut config = config;
                 if bootstrap {
-                    config.bootstrap = reelfarm_shared::config::Bootstrap::On;
+                    config.bootstrap = reelfarm_backends::config::Bootstrap::On;
                 }
                 serve::run(role, config).await
             }
@@ -62,9 +62,9 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
 }
 
 /// `reelfarm migrate`: connecting the store applies its pending migrations.
-async fn migrate(config: &reelfarm_shared::Config) -> anyhow::Result<()> {
+async fn migrate(config: &reelfarm_backends::Config) -> anyhow::Result<()> {
     use anyhow::Context;
-    let store = reelfarm_shared::Store::connect(&config.database_url).await.context("metadata store")?;
+    let store = reelfarm_backends::Store::connect(&config.database_url).await.context("metadata store")?;
     store.close().await;
     println!("metadata store migrated");
     Ok(())

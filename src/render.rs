@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use reelfarm_shared::template::values::apply_values;
-use reelfarm_shared::template::{Source, Template};
+use reelfarm_domain::template::values::apply_values;
+use reelfarm_domain::template::{Source, Template};
 use reelfarm_worker::render::{self, Progress, RenderSettings};
 
 use crate::cli::RenderArgs;
@@ -89,7 +89,7 @@ async fn with_values(template: &Template, path: &Path) -> anyhow::Result<Templat
     };
     // Speech is synthesised by the workers' providers and cache; a local render would
     // quietly keep the placeholder sound instead.
-    if let Some((id, _)) = map.iter().find(|(_, v)| reelfarm_shared::tts::is_speech(v)) {
+    if let Some((id, _)) = map.iter().find(|(_, v)| reelfarm_domain::tts::is_speech(v)) {
         bail!(
             "{}: {id}: text-to-speech values are rendered by the service only (a job through `serve`), not by `reelfarm render`",
             path.display()

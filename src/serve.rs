@@ -4,8 +4,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use anyhow::Context;
 use reelfarm_api::Application;
-use reelfarm_shared::outbox::Relay;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::outbox::Relay;
+use reelfarm_backends::{Backends, Config};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -27,8 +27,13 @@ pub struct Service {
     /// What the first-run set-up found or made, when this start ran it.
     pub first_run: Option<FirstRun>,
     shutdown: CancellationToken,
-    tasks: JoinSet<anyhow::Result<()>>,
+    tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
+    /// The tasks not ended yet, by name: what a slow shutdown logs.
+    running: Vec<&'static str>,
 }
+
+/// How often a shutdown that takes long names the tasks it still waits for.
+const STOP_REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Service {
     /// Connects the backends and starts the role's tasks.
@@ -53,18 +58,18 @@ impl Service {
             _ => None,
         };
         let shutdown = CancellationToken::new();
-        let mut tasks = JoinSet::new();
+        let mut tasks = Tasks::default();
 
         // Every process that writes outbox rows relays them; relays share the work.
         let relay = Relay::new(backends.store.clone(), backends.bus.clone());
         let token = shutdown.clone();
-        tasks.spawn(async move {
+        tasks.spawn("outbox relay", async move {
             relay.run(token).await;
             Ok(())
         });
         let (store, token) = (backends.store.clone(), shutdown.clone());
-        tasks.spawn(async move {
-            reelfarm_shared::housekeeping::run(store, token).await;
+        tasks.spawn("housekeeping", async move {
+            reelfarm_backends::housekeeping::run(store, token).await;
             Ok(())
         });
 
@@ -74,7 +79,7 @@ impl Service {
             api_port = Some(app.port());
             tracing::info!(address = %format!("{}:{}", config.listen.ip(), app.port()), public_url = %config.public_url, "api listening");
             let token = shutdown.clone();
-            tasks.spawn(async move { app.run_until_stopped(token).await.context("api server") });
+            tasks.spawn("api", async move { app.run_until_stopped(token).await.context("api server") });
         }
         let mut ops_port = None;
         if let Some(listen) = config.ops_listen {
@@ -82,17 +87,20 @@ impl Service {
             ops_port = Some(ops.port());
             tracing::info!(address = %format!("{}:{}", listen.ip(), ops.port()), "operations endpoints listening");
             let token = shutdown.clone();
-            tasks.spawn(async move { ops.run_until_stopped(token).await.context("operations endpoints") });
+            tasks.spawn("operations endpoints", async move {
+                ops.run_until_stopped(token).await.context("operations endpoints")
+            });
         }
         if matches!(role, Role::Worker | Role::All) {
             let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
-            tasks.spawn(async move { reelfarm_worker::run(&config, backends, token).await });
+            tasks.spawn("worker", async move { reelfarm_worker::run(&config, backends, token).await });
         }
         if matches!(role, Role::Notifier | Role::All) {
             let (config, backends, token) = (config.clone(), backends.clone(), shutdown.clone());
-            tasks.spawn(async move { reelfarm_notifier::run(&config, backends, token).await });
+            tasks.spawn("notifier", async move { reelfarm_notifier::run(&config, backends, token).await });
         }
-        Ok(Service { api_port, ops_port, backends, config, first_run, shutdown, tasks })
+        let Tasks { set: tasks, names: running } = tasks;
+        Ok(Service { api_port, ops_port, backends, config, first_run, shutdown, tasks, running })
     }
 
     /// Asks every task to stop (in-flight work finishes or is left to the bus).
@@ -110,10 +118,24 @@ impl Service {
     }
 
     /// Waits until every task ended; the first failure stops the others and is returned.
+    /// Once stopping, it names the tasks still running every few seconds.
     pub async fn wait(mut self) -> anyhow::Result<()> {
         let mut first_error = None;
-        while let Some(joined) = self.tasks.join_next().await {
-            let outcome = joined.map_err(anyhow::Error::from).and_then(|r| r);
+        let mut report = tokio::time::interval(STOP_REPORT_EVERY);
+        report.reset();
+        loop {
+            let joined = tokio::select! {
+                joined = self.tasks.join_next() => joined,
+                _ = report.tick(), if self.shutdown.is_cancelled() => {
+                    tracing::warn!(waiting_for = ?self.running, "stopping: tasks still running");
+                    continue;
+                }
+            };
+            let Some(joined) = joined else { break };
+            let outcome = joined.map_err(anyhow::Error::from).and_then(|(name, result)| {
+                self.running.retain(|running| *running != name);
+                result
+            });
             if let Err(e) = outcome {
                 self.shutdown.cancel();
                 first_error.get_or_insert(e);
@@ -124,6 +146,24 @@ impl Service {
         }
         self.backends.close().await;
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// The tasks of a service, each with a name.
+#[derive(Default)]
+struct Tasks {
+    set: JoinSet<(&'static str, anyhow::Result<()>)>,
+    names: Vec<&'static str>,
+}
+
+impl Tasks {
+    fn spawn(
+        &mut self,
+        name: &'static str,
+        task: impl std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
+    ) {
+        self.names.push(name);
+        self.set.spawn(async move { (name, task.await) });
     }
 }
 

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
-use reelfarm_shared::store::{Group, User};
+use reelfarm_backends::store::{Group, User};
 
 use crate::error::ApiError;
 use crate::limits::client_ip;

@@ -3,7 +3,7 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
-use reelfarm_shared::store::StoreError;
+use reelfarm_backends::store::StoreError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(res.headers().get("retry-after").unwrap(), "1");
     }
 
-    fn sqlx_pool_timeout() -> reelfarm_shared::store::SqlxError {
-        reelfarm_shared::store::SqlxError::PoolTimedOut
+    fn sqlx_pool_timeout() -> reelfarm_backends::store::SqlxError {
+        reelfarm_backends::store::SqlxError::PoolTimedOut
     }
 }

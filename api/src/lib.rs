@@ -12,8 +12,8 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{from_fn, Next};
 use actix_web::{get, web, App, HttpResponse, HttpServer};
-use reelfarm_shared::trace;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::trace;
+use reelfarm_backends::{Backends, Config};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use utoipa::OpenApi;
@@ -22,12 +22,14 @@ use utoipa_actix_web::AppExt;
 pub mod auth;
 pub mod error;
 mod form;
+mod ids;
 mod known_paths;
 mod limits;
 mod nul;
 mod openapi;
 mod pagination;
 mod routes;
+mod services;
 mod signing;
 pub mod state;
 mod text;
@@ -238,7 +240,7 @@ async fn observe(
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_string)
-        .unwrap_or_else(reelfarm_shared::id::new_id);
+        .unwrap_or_else(reelfarm_domain::id::new_id);
     let _in_flight = req.app_data::<web::Data<InFlight>>().cloned().map(InFlightGuard::new);
     let method = req.method().to_string();
     // The caller's trace (W3C `traceparent`) continued, or a new one: what the request
@@ -260,8 +262,8 @@ async fn observe(
             tracing::info!(%route, elapsed_ms = started.elapsed().as_millis() as u64, "request");
         }
     });
-    reelfarm_shared::metrics::HTTP_REQUESTS.with_label_values(&[&method, &route, status.as_str()]).inc();
-    reelfarm_shared::metrics::HTTP_LATENCY
+    reelfarm_backends::metrics::HTTP_REQUESTS.with_label_values(&[&method, &route, status.as_str()]).inc();
+    reelfarm_backends::metrics::HTTP_LATENCY
         .with_label_values(&[&method, &route])
         .observe(started.elapsed().as_secs_f64());
     if let Ok(v) = HeaderValue::from_str(&request_id) {

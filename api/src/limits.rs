@@ -10,8 +10,8 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpRequest};
-use reelfarm_shared::cache::{Cache, RateDecision};
-use reelfarm_shared::config::IpNet;
+use reelfarm_backends::cache::{Cache, RateDecision};
+use reelfarm_backends::config::IpNet;
 
 use crate::error::{ApiError, ErrorChain};
 use crate::state::AppState;

@@ -7,7 +7,7 @@ use secrecy::ExposeSecret;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use reelfarm_shared::Config;
+use reelfarm_backends::Config;
 
 fn mac(config: &Config, id: &str, expires: i64) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(config.secret_key.expose_secret().as_bytes())
@@ -60,7 +60,7 @@ mod tests {
     use super::*;
 
     fn config() -> Config {
-        let dir = std::env::temp_dir().join(format!("rf-sign-{}", reelfarm_shared::id::new_id()));
+        let dir = std::env::temp_dir().join(format!("rf-sign-{}", reelfarm_domain::id::new_id()));
         Config::from_sources(
             None,
             [

@@ -5,10 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
-use reelfarm_shared::integration::Sealer;
-use reelfarm_shared::store::{StoreError, TemplateRecord};
-use reelfarm_shared::template::Template;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::integration::Sealer;
+use reelfarm_backends::store::{StoreError, TemplateRecord};
+use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::template::Template;
+use reelfarm_tts::Voices;
 
 /// Most parsed template documents kept in memory (the least recently used go first).
 const TEMPLATE_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(1024).unwrap();
@@ -27,6 +29,8 @@ pub struct AppState {
     pub backends: Backends,
     /// Seals and opens the secrets of linked accounts (key from `config.secret_key`).
     pub sealer: Sealer,
+    /// The text-to-speech voices this deployment offers.
+    pub voices: Voices,
     /// Rate limits, with their fallback while the shared cache is down.
     pub limits: crate::limits::Limits,
     /// Parsed template documents by template id. A template's document never changes
@@ -40,6 +44,7 @@ impl AppState {
     pub fn new(config: Config, backends: Backends) -> AppState {
         AppState {
             sealer: Sealer::new(&config),
+            voices: Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() },
             limits: crate::limits::Limits::new(),
             config,
             backends,
@@ -54,14 +59,14 @@ impl AppState {
     }
 
     /// The template `id` if `user_id` may see it (see [`VISIBILITY_TTL`]).
-    pub async fn visible_template(&self, id: &str, user_id: &str) -> Result<Arc<TemplateRecord>, StoreError> {
+    pub async fn visible_template(&self, id: &TemplateId, user_id: &str) -> Result<Arc<TemplateRecord>, StoreError> {
         let key = (user_id.to_string(), id.to_string());
         if let Some((at, record)) = self.visible.lock().expect("visibility cache lock").get(&key) {
             if at.elapsed() < VISIBILITY_TTL {
                 return Ok(record.clone());
             }
         }
-        let record = Arc::new(self.backends.store.visible_template(id, user_id).await?);
+        let record = Arc::new(self.backends.store.visible_template(id.as_str(), user_id).await?);
         self.visible.lock().expect("visibility cache lock").put(key, (Instant::now(), record.clone()));
         Ok(record)
     }

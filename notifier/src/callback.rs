@@ -8,12 +8,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use reelfarm_shared::id::now_ms;
-use reelfarm_shared::integration::Sealer;
-use reelfarm_shared::notification::Notification;
-use reelfarm_shared::outbound::Outbound;
-use reelfarm_shared::webhook_secret::{webhook_secret, WebhookSecretError};
-use reelfarm_shared::{Config, Store};
+use reelfarm_backends::integration::Sealer;
+use reelfarm_backends::webhook_secret::{webhook_secret, WebhookSecretError};
+use reelfarm_backends::{Config, Store};
+use reelfarm_domain::id::now_ms;
+use reelfarm_domain::notification::Notification;
+use reelfarm_outbound::Outbound;
 
 use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use crate::signing;
@@ -90,7 +90,7 @@ impl Channel for CallbackChannel {
         ];
         headers.extend(signed);
         // The receiver can join its work to the trace of the request that made the video.
-        if let Some(trace) = reelfarm_shared::trace::current() {
+        if let Some(trace) = reelfarm_backends::trace::current() {
             headers.push(("traceparent".to_string(), trace.child().to_string()));
         }
         let answer = self

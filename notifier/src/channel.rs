@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use reelfarm_shared::notification::Notification;
-use reelfarm_shared::store::{JobRecord, RenderStatus, StoreError};
-use reelfarm_shared::Backends;
+use reelfarm_backends::store::{JobRecord, RenderStatus, StoreError};
+use reelfarm_backends::Backends;
+use reelfarm_domain::notification::Notification;
 
 /// What a delivery knows of the render it reports (the §6.1 fields, and where the video is).
 #[derive(Debug, Clone, PartialEq)]

@@ -18,9 +18,9 @@ use lettre::transport::smtp::Error as SmtpError;
 use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tracing::instrument;
 
-use reelfarm_shared::html::escape;
-use reelfarm_shared::notification::Notification;
-use reelfarm_shared::Config;
+use askama::Template;
+use reelfarm_backends::Config;
+use reelfarm_domain::notification::Notification;
 
 use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 
@@ -165,13 +165,14 @@ impl Content {
             t if t.is_empty() => t,
             t => format!(" \"{t}\""),
         };
-        let logo = logo.filter(|l| is_web_address(l)).map(|l| {
-            let src = escape(l.trim());
-            format!("<p><img src=\"{src}\" alt=\"\" style=\"max-width:240px;max-height:96px\"></p>\n")
-        });
-        let logo = logo.unwrap_or_default();
+        let logo = logo.filter(|l| is_web_address(l)).map(str::trim);
         if !render.succeeded() {
-            return Ok(Content::failure(&quoted, render.error.as_deref(), &logo));
+            let error = render.error.as_deref().map(str::trim).filter(|e| !e.is_empty()).unwrap_or("unknown error");
+            return Ok(Content {
+                subject: format!("Your video{quoted} could not be created"),
+                text: render_template(&FailedText { quoted: &quoted, error })?,
+                html: render_template(&FailedHtml { logo, quoted: &quoted, error })?,
+            });
         }
         let Some(url) = render.video_url.as_deref().filter(|u| !u.is_empty()) else {
             return Err(Failed::permanent("the render has no video to link to"));
@@ -180,40 +181,51 @@ impl Content {
         let subject = subject.unwrap_or_else(|| format!("Your video{quoted} is ready"));
         let message = message.map(|m| m.replace("\r\n", "\n"));
         let message = message.as_deref().map(str::trim).filter(|m| !m.is_empty());
-        let (mut text, mut html) = (String::new(), String::new());
-        if let Some(message) = message {
-            text.push_str(&format!("{message}\n\n"));
-            html.push_str(&format!("<p>{}</p>\n", escape(message).replace('\n', "<br>\n")));
-        }
-        text.push_str(&format!("Your video{quoted} is ready. Download it here:\n{url}\n"));
-        let (quoted, url) = (escape(&quoted), escape(url));
-        html.push_str(&format!(
-            "<p>Your video{quoted} is ready.</p>\n<p><a href=\"{url}\">Download the video</a></p>\n\
-             <p style=\"font-size:small;color:#666\">{url}</p>\n"
-        ));
-        Ok(Content { subject, text, html: page(&logo, &html) })
-    }
-
-    /// The notice of a failed render.
-    fn failure(quoted: &str, error: Option<&str>, logo: &str) -> Content {
-        let error = error.map(str::trim).filter(|e| !e.is_empty()).unwrap_or("unknown error");
-        let subject = format!("Your video{quoted} could not be created");
-        let text = format!("Your video{quoted} could not be created.\n\nError: {error}\n");
-        let html = format!(
-            "<p>Your video{} could not be created.</p>\n<p>Error: {}</p>\n",
-            escape(quoted),
-            escape(error).replace('\n', "<br>\n")
-        );
-        Content { subject, text, html: page(logo, &html) }
+        Ok(Content {
+            subject,
+            text: render_template(&ReadyText { message, quoted: &quoted, url })?,
+            html: render_template(&ReadyHtml { logo, message, quoted: &quoted, url })?,
+        })
     }
 }
 
-/// The HTML document around a message's paragraphs.
-fn page(logo: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"></head>\n\
-         <body style=\"font-family:sans-serif\">\n{logo}{body}</body>\n</html>\n"
-    )
+/// The message of a finished render (`templates/email/`; HTML escaped by askama).
+#[derive(Template)]
+#[template(path = "email/ready.html")]
+struct ReadyHtml<'a> {
+    logo: Option<&'a str>,
+    message: Option<&'a str>,
+    /// ` "TITLE"` or nothing, to follow "Your video".
+    quoted: &'a str,
+    url: &'a str,
+}
+
+#[derive(Template)]
+#[template(path = "email/ready.txt")]
+struct ReadyText<'a> {
+    message: Option<&'a str>,
+    quoted: &'a str,
+    url: &'a str,
+}
+
+/// The notice of a failed render.
+#[derive(Template)]
+#[template(path = "email/failed.html")]
+struct FailedHtml<'a> {
+    logo: Option<&'a str>,
+    quoted: &'a str,
+    error: &'a str,
+}
+
+#[derive(Template)]
+#[template(path = "email/failed.txt")]
+struct FailedText<'a> {
+    quoted: &'a str,
+    error: &'a str,
+}
+
+fn render_template(template: &impl Template) -> Result<String, Failed> {
+    template.render().map_err(|e| Failed::permanent(format!("the e-mail could not be written: {e}")))
 }
 
 /// `s` on one line: control characters (CR, LF, tabs …) and line separators become
@@ -296,11 +308,11 @@ mod tests {
     fn user_text_is_escaped_in_html_and_addresses_checked() {
         let content =
             Content::of(&render("success"), None, Some("<script>x</script>"), Some("javascript:alert(1)")).unwrap();
-        assert!(content.html.contains("&lt;script&gt;x&lt;/script&gt;"));
+        assert!(content.html.contains("&#60;script&#62;x&#60;/script&#62;"), "{}", content.html);
         assert!(!content.html.contains("<img"));
-        assert!(content.html.contains("href=\"https://farm.example/v.mp4?a=1&amp;b=2\""));
+        assert!(content.html.contains("href=\"https://farm.example/v.mp4?a=1&#38;b=2\""), "{}", content.html);
         let failed = Content::of(&render("failed"), Some("ignored"), None, None).unwrap();
-        assert!(failed.html.contains("font &lt;b&gt; missing"));
+        assert!(failed.html.contains("font &#60;b&#62; missing"), "{}", failed.html);
         assert!(failed.text.contains("font <b> missing"));
     }
 

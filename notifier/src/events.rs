@@ -7,12 +7,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use reelfarm_shared::consumer::{Handler, Outcome};
-use reelfarm_shared::id::now_ms;
-use reelfarm_shared::message::{Envelope, Message};
-use reelfarm_shared::notification::Notification;
-use reelfarm_shared::store::{NewDelivery, StoreError};
-use reelfarm_shared::Backends;
+use reelfarm_backends::consumer::{Handler, Outcome};
+use reelfarm_backends::store::{NewDelivery, StoreError};
+use reelfarm_backends::Backends;
+use reelfarm_domain::id::now_ms;
+use reelfarm_domain::message::{Envelope, Message};
+use reelfarm_domain::notification::Notification;
 
 use crate::callback;
 use crate::channel::RenderFacts;

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use reelfarm_shared::store::DeliveryRecord;
-use reelfarm_shared::Backends;
+use reelfarm_backends::store::DeliveryRecord;
+use reelfarm_backends::Backends;
 
 use crate::channel::{Failed, RenderFacts};
 

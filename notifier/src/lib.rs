@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use reelfarm_shared::consumer::consume;
-use reelfarm_shared::message::Queue;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::consumer::consume;
+use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::message::Queue;
 use tokio_util::sync::CancellationToken;
 
 pub mod callback;

@@ -15,11 +15,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use reelfarm_shared::backoff::jittered;
-use reelfarm_shared::id::now_ms;
-use reelfarm_shared::notification::Notification;
-use reelfarm_shared::store::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
-use reelfarm_shared::Backends;
+use reelfarm_backends::backoff::jittered;
+use reelfarm_backends::store::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
+use reelfarm_backends::Backends;
+use reelfarm_domain::id::now_ms;
+use reelfarm_domain::notification::Notification;
 
 use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use crate::{callback, guard};
@@ -138,7 +138,7 @@ impl Scheduler {
     /// Runs one attempt of `delivery` and records it.
     async fn deliver(&self, delivery: DeliveryRecord) {
         // In the trace of the work that planned it (the render's, the job request's).
-        let trace = reelfarm_shared::trace::continue_from(delivery.traceparent.as_deref());
+        let trace = reelfarm_backends::trace::continue_from(delivery.traceparent.as_deref());
         let span = tracing::info_span!(
             "delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts, trace_id = %trace.trace_id()
         );
@@ -344,7 +344,7 @@ mod tests {
             kind: "upload-videosite".into(),
             notification: "{}".into(),
             body: None,
-            status: reelfarm_shared::store::DeliveryStatus::Pending,
+            status: reelfarm_backends::store::DeliveryStatus::Pending,
             attempts,
             next_attempt_at: None,
             state: state.map(str::to_string),

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use reelfarm_shared::asset::AssetStatus;
-use reelfarm_shared::id::new_id;
-use reelfarm_shared::store::{template_blob_prefix, NewTemplate, StoreError, TemplateRecord};
-use reelfarm_shared::template::{Source, Template};
-use reelfarm_shared::{Blobs, Store};
+use reelfarm_backends::store::{template_blob_prefix, NewTemplate, StoreError, TemplateRecord};
+use reelfarm_backends::{Blobs, Store};
+use reelfarm_domain::asset::AssetStatus;
+use reelfarm_domain::id::new_id;
+use reelfarm_domain::template::{Source, Template};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
 
 use crate::sources::{download, local_file};

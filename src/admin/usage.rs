@@ -3,8 +3,8 @@
 //! renditions), as the upload quota counts them; and the characters they sent to paid
 //! text-to-speech providers (Polly, Google; cache hits send none).
 
-use reelfarm_shared::store::Usage;
-use reelfarm_shared::Store;
+use reelfarm_backends::store::Usage;
+use reelfarm_backends::Store;
 
 /// The report of USER (name or id), or of every user: one line per user under a header,
 /// columns separated by tabs, then the quota when one is configured.

@@ -9,16 +9,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use futures::StreamExt;
-use reelfarm_shared::bus::{Bus, BusOptions, Settle};
-use reelfarm_shared::message::{Envelope, Message, Queue};
-use reelfarm_shared::{Config, Store};
+use reelfarm_backends::bus::{Bus, BusOptions, Settle};
+use reelfarm_backends::{Config, Store};
+use reelfarm_domain::message::{Envelope, Message, Queue};
 
 /// Publishes in flight at once (as the outbox relay).
 const IN_FLIGHT: usize = 64;
 
 pub async fn run(config: &Config, messages: u64) -> anyhow::Result<()> {
     let Some(url) = &config.amqp_url else { bail!("set REELFARM_BUS_URL to the RabbitMQ to measure (amqp://…)") };
-    let namespace = format!("bench{}", reelfarm_shared::token::random_base62(8).to_lowercase());
+    let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
     // The AMQP adapter keeps nothing in the store; the bus only needs the handle.
     let store = Store::connect(&config.database_url).await?;
     let options = BusOptions {
@@ -30,7 +30,7 @@ pub async fn run(config: &Config, messages: u64) -> anyhow::Result<()> {
     let bus = Bus::connect(Some(url), options, store).await.context("connecting to RabbitMQ")?;
     let result = measure(&bus, messages).await;
     bus.close().await;
-    reelfarm_shared::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
+    reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     result
 }
 
@@ -39,7 +39,7 @@ async fn measure(bus: &Bus, messages: u64) -> anyhow::Result<()> {
     let started = Instant::now();
     let published = futures::stream::iter(0..messages)
         .map(|n| async move {
-            let envelope = Envelope::new(Message::RenderV1 { render_id: format!("bench-{n}") });
+            let envelope = Envelope::new(Message::RenderV1 { render_id: format!("bench-{n}") }, None);
             bus.publish(&envelope).await
         })
         .buffer_unordered(IN_FLIGHT)

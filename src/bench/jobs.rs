@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use reelfarm_shared::{Blobs, Config, Store};
+use reelfarm_backends::{Blobs, Config, Store};
 use serde_json::json;
 
 use crate::admin::template::{import, ImportOptions};
@@ -53,7 +53,7 @@ impl Phase {
 }
 
 pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize) -> anyhow::Result<()> {
-    let namespace = format!("bench{}", reelfarm_shared::token::random_base62(8).to_lowercase());
+    let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
     let dir = tempfile::tempdir()?;
     let store = Store::connect(&config.database_url).await?;
     let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
@@ -82,7 +82,7 @@ pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize
     let _ = child.kill();
     let _ = child.wait();
     if let Some(url) = &config.amqp_url {
-        reelfarm_shared::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
+        reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     result
 }

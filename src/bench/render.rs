@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use reelfarm_shared::template::{Source, Template};
+use reelfarm_domain::template::{Source, Template};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
 
 use super::{mib, rss_of};

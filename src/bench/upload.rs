@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use futures::StreamExt;
-use reelfarm_shared::{Config, Store};
+use reelfarm_backends::{Config, Store};
 
 use super::{mib, rss_of};
 
@@ -55,10 +55,10 @@ async fn measure(config: &Config, database_url: &str, port: u16, pid: u32, size_
     let url = added["url"].as_str().context("upload url")?.to_string();
 
     let blob = match &config.blob {
-        reelfarm_shared::config::BlobLocation::S3 { bucket, endpoint, .. } => {
+        reelfarm_backends::config::BlobLocation::S3 { bucket, endpoint, .. } => {
             format!("s3 bucket {bucket} at {}", endpoint.as_deref().unwrap_or("AWS"))
         }
-        reelfarm_shared::config::BlobLocation::Dir(dir) => format!("local directory {}", dir.display()),
+        reelfarm_backends::config::BlobLocation::Dir(dir) => format!("local directory {}", dir.display()),
     };
     let size = size_mib * 1024 * 1024;
     println!("upload bench: streaming {} through PUT /uploads into the {blob}", mib(size));

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use futures::StreamExt;
-use reelfarm_shared::store::StoreError;
-use reelfarm_shared::{Blobs, Store};
+use reelfarm_backends::store::StoreError;
+use reelfarm_backends::{Blobs, Store};
 use sha1::{Digest, Sha1};
 
 use crate::admin::template::{import_as, ImportOptions};

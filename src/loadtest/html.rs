@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 use super::report::{Percentiles, Report};
-use reelfarm_shared::html::escape;
+use reelfarm_domain::html::escape;
 
 const SIZE: (u32, u32) = (860, 340);
 const BINS: usize = 24;

@@ -35,7 +35,7 @@ pub async fn run(args: LoadtestArgs) -> anyhow::Result<()> {
         plan.url,
         if plan.callbacks { "callbacks" } else { "polling" },
     );
-    let started_at = reelfarm_shared::id::iso8601(reelfarm_shared::id::now_ms());
+    let started_at = reelfarm_domain::id::iso8601(reelfarm_domain::id::now_ms());
     let observed = drive::drive(&plan, api.clone(), args.listen, args.drain_timeout).await?;
     let after = api.credits().await?;
     let report = Report::new(&plan, started_at, observed, Credits { before, after, used: before - after });

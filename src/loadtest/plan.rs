@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::cli::LoadtestArgs;
-use reelfarm_shared::quality::Quality;
+use reelfarm_domain::quality::Quality;
 
 /// A scenario file. Every key is optional; the command line overrides each.
 #[derive(Debug, Default, Deserialize)]
@@ -116,7 +116,7 @@ impl Plan {
         let stop = match (duration, jobs) {
             (Some(_), Some(_)) => bail!("give a duration or a number of jobs, not both"),
             (Some(d), None) => Stop::Duration(
-                reelfarm_shared::config::parse_duration(&d).map_err(|e| anyhow::anyhow!("duration: {e}"))?,
+                reelfarm_backends::config::parse_duration(&d).map_err(|e| anyhow::anyhow!("duration: {e}"))?,
             ),
             (None, Some(0)) => bail!("jobs must be at least 1"),
             (None, Some(n)) => Stop::Jobs(n),

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use reelfarm_shared::config::{BlobLocation, ENV_PREFIX, KEYS};
-use reelfarm_shared::Config;
+use reelfarm_backends::config::{BlobLocation, ENV_PREFIX, KEYS};
+use reelfarm_backends::Config;
 
 use super::reelfarm;
 
@@ -74,7 +74,10 @@ fn deploy_files_and_the_readme_use_only_variables_the_binary_reads() {
             }
         }
     }
-    assert!(unknown.is_empty(), "variables the binary does not read (shared/src/config/mod.rs KEYS): {unknown:#?}");
+    assert!(
+        unknown.is_empty(),
+        "variables the binary does not read (shared/backends/src/config/mod.rs KEYS): {unknown:#?}"
+    );
 }
 
 /// `KEY=VALUE` lines of an env file; commented-out keys (`# KEY=…`) are returned apart.
@@ -204,7 +207,7 @@ fn migrate_applies_the_migrations_and_exits() {
     assert!(dir.path().join("reelfarm.db").exists(), "the embedded database was created");
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(reelfarm_shared::testing::fresh_postgres_database());
+    let database = runtime.block_on(reelfarm_backends::testing::fresh_postgres_database());
     let out = reelfarm(dir.path(), 0)
         .env("REELFARM_DATABASE_URL", &database)
         .env("REELFARM_SECRET_KEY", "a-secret-key-of-at-least-32-characters")
@@ -217,7 +220,7 @@ fn migrate_applies_the_migrations_and_exits() {
         .output()
         .expect("psql is installed (scripts/setup)");
     let count: u32 = String::from_utf8_lossy(&applied.stdout).trim().parse().unwrap();
-    let files = std::fs::read_dir(root().join("shared/migrations"))
+    let files = std::fs::read_dir(root().join("shared/backends/migrations"))
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sql"))
         .count() as u32;

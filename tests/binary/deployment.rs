@@ -25,7 +25,7 @@ pub(super) struct Deployment {
 
 impl Deployment {
     pub(super) fn new() -> Deployment {
-        use reelfarm_shared::testing;
+        use reelfarm_backends::testing;
         use std::hash::{BuildHasher, Hasher};
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let database = runtime.block_on(testing::fresh_postgres_database());
@@ -176,7 +176,7 @@ fn without_colours(line: &str) -> String {
 
 impl Drop for Deployment {
     fn drop(&mut self) {
-        self.runtime.block_on(reelfarm_shared::testing::delete_amqp_namespace(&self.namespace));
+        self.runtime.block_on(reelfarm_backends::testing::delete_amqp_namespace(&self.namespace));
     }
 }
 

@@ -16,8 +16,8 @@ use std::time::Duration;
 use reelfarm::admin::template::{import, ImportOptions};
 pub use reelfarm::cli::Role;
 use reelfarm::serve::Service;
-use reelfarm_shared::store::{TemplateRecord, User};
-use reelfarm_shared::Config;
+use reelfarm_backends::store::{TemplateRecord, User};
+use reelfarm_backends::Config;
 use serde_json::Value;
 
 /// Which backends a test runs against.
@@ -69,7 +69,7 @@ impl Drop for NamespaceGuard {
         // a thread with a runtime of its own.
         let cleanup = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            runtime.block_on(reelfarm_shared::testing::delete_amqp_namespace(&namespace));
+            runtime.block_on(reelfarm_backends::testing::delete_amqp_namespace(&namespace));
         });
         let _ = cleanup.join();
     }
@@ -88,12 +88,12 @@ pub async fn test_env(mode: Mode, data_dir: &std::path::Path, port: u16) -> Vec<
     ];
     if mode == Mode::Distributed {
         let namespace = format!("t{}", uuid::Uuid::new_v4().simple());
-        let mut s3 = url::Url::parse(&reelfarm_shared::testing::s3_url()).expect("REELFARM_TEST_S3_URL is a URL");
+        let mut s3 = url::Url::parse(&reelfarm_backends::testing::s3_url()).expect("REELFARM_TEST_S3_URL is a URL");
         s3.set_path(&namespace);
         env.extend([
-            ("REELFARM_DATABASE_URL".to_string(), reelfarm_shared::testing::fresh_postgres_database().await),
-            ("REELFARM_BUS_URL".to_string(), reelfarm_shared::testing::amqp_url()),
-            ("REELFARM_REDIS_URL".to_string(), reelfarm_shared::testing::redis_url()),
+            ("REELFARM_DATABASE_URL".to_string(), reelfarm_backends::testing::fresh_postgres_database().await),
+            ("REELFARM_BUS_URL".to_string(), reelfarm_backends::testing::amqp_url()),
+            ("REELFARM_REDIS_URL".to_string(), reelfarm_backends::testing::redis_url()),
             ("REELFARM_BLOB_URL".to_string(), s3.to_string()),
             ("REELFARM_NAMESPACE".to_string(), namespace),
             ("REELFARM_SECRET_KEY".to_string(), "test-secret-key-for-every-replica-0123456789".to_string()),

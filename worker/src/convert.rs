@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use reelfarm_shared::asset::{Asset, AssetKind, AssetStatus, Conversion, Rendition};
-use reelfarm_shared::consumer::{Handler, Outcome};
-use reelfarm_shared::message::{Envelope, Message};
-use reelfarm_shared::store::StoreError;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::consumer::{Handler, Outcome};
+use reelfarm_backends::store::StoreError;
+use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus, Conversion, Rendition};
+use reelfarm_domain::message::{Envelope, Message};
 use tracing::Instrument;
 
 use crate::failure::Failure;

@@ -1,8 +1,8 @@
 //! Why a conversion or render did not finish: the caller's fault, ours, or a remote
 //! server's passing trouble. Handlers retry the last two up to the delivery limit.
 
-use reelfarm_shared::blob::BlobError;
-use reelfarm_shared::store::StoreError;
+use reelfarm_backends::blob::BlobError;
+use reelfarm_backends::store::StoreError;
 
 pub(crate) enum Failure {
     /// The input (the file, the values) is the problem: retrying cannot help. The message

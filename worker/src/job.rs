@@ -21,14 +21,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use reelfarm_shared::asset::{Asset, AssetKind, AssetStatus};
-use reelfarm_shared::consumer::{Handler, Outcome};
-use reelfarm_shared::message::{Envelope, Message};
-use reelfarm_shared::outbound::{FetchLimits, Outbound, OutboundError};
-use reelfarm_shared::store::{RenderOutcome, RenderRecord, RenderStatus, StoreError, TemplateRecord};
-use reelfarm_shared::template::values::{apply_values_with, speech_values};
-use reelfarm_shared::template::{Content, Source, Template, VariableType};
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::consumer::{Handler, Outcome};
+use reelfarm_backends::store::{RenderOutcome, RenderRecord, RenderStatus, StoreError, TemplateRecord};
+use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
+use reelfarm_domain::message::{Envelope, Message};
+use reelfarm_domain::template::values::{apply_values_with, speech_values};
+use reelfarm_domain::template::{Content, Source, Template, VariableType};
+use reelfarm_outbound::{FetchLimits, Outbound, OutboundError};
 use secrecy::ExposeSecret;
 use tokio::sync::watch;
 use tracing::Instrument;
@@ -183,7 +183,7 @@ impl RenderHandler {
         dir: &Path,
     ) -> Vec<PlannedSpeech> {
         let mut planned = Vec::new();
-        let nonce = reelfarm_shared::token::random_base62(16);
+        let nonce = reelfarm_domain::token::random_base62(16);
         for (i, (layer_id, speech)) in speech_values(template, values, &self.tts.voices).into_iter().enumerate() {
             let Some((clip_duration, layer)) = template
                 .clips
@@ -209,7 +209,7 @@ impl RenderHandler {
         for p in planned {
             let synthesised = self.tts.prepare(&p.speech, p.slot, &p.file).await?;
             let provider = p.speech.provider;
-            if synthesised && provider != reelfarm_shared::tts::Provider::Espeak {
+            if synthesised && provider != reelfarm_domain::tts::Provider::Espeak {
                 let characters = p.speech.text.chars().count() as u64;
                 // Metering must not fail a render that was paid for already.
                 if let Err(e) = self.backends.store.add_tts_characters(user_id, provider.as_str(), characters).await {
@@ -275,7 +275,7 @@ impl RenderHandler {
     /// every attempt, so that an attempt cut off between upload and record (a killed
     /// worker, a database restart) leaves nothing behind: the next one writes the same keys.
     fn output_prefix(&self, render: &RenderRecord) -> String {
-        let name = reelfarm_shared::token::keyed_name(&self.secret, &["reelfarm-render-v1", &render.id]);
+        let name = reelfarm_domain::token::keyed_name(&self.secret, &["reelfarm-render-v1", &render.id]);
         format!("renders/{}/{}-{}", render.job_id, render.id, &name[..24])
     }
 
@@ -297,7 +297,7 @@ impl RenderHandler {
 /// A text-to-speech value of a render, to be synthesised into `file` (the layer's
 /// `source`) once every other source is in.
 struct PlannedSpeech {
-    speech: reelfarm_shared::tts::Speech,
+    speech: reelfarm_domain::tts::Speech,
     /// Seconds of the layer's slot.
     slot: f64,
     source: Source,
@@ -334,7 +334,7 @@ fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
     let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
     head.truncate(n);
     let text = String::from_utf8_lossy(&head[..n.min(512)]).trim_start().to_ascii_lowercase();
-    if reelfarm_shared::blob::media_type::looks_like_svg(&head) {
+    if reelfarm_backends::blob::media_type::looks_like_svg(&head) {
         return if media == VariableType::Image {
             Ok(())
         } else {

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use reelfarm_shared::consumer::consume;
-use reelfarm_shared::message::Queue;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::consumer::consume;
+use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::message::Queue;
 use tokio_util::sync::CancellationToken;
 
 mod convert;
@@ -37,7 +37,7 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
         "{}-{}-{}",
         std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
         std::process::id(),
-        reelfarm_shared::token::random_base62(4)
+        reelfarm_domain::token::random_base62(4)
     );
     // One memory budget (`REELFARM_MEDIA_MEMORY`) for every conversion and render here.
     let limits = media::Limits::from_config(config);
@@ -58,7 +58,7 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
 
 /// Sweeps the work directory at start and every hour until `shutdown`.
 async fn sweep_work_dir_hourly(dir: std::path::PathBuf, older_than: Duration, shutdown: CancellationToken) {
-    reelfarm_shared::housekeeping::every_round(shutdown, || {
+    reelfarm_backends::housekeeping::every_round(shutdown, || {
         let dir = dir.clone();
         async move {
             match tokio::task::spawn_blocking(move || sweep_work_dir(&dir, older_than)).await {

@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 
 use super::integrations::MAX_FIELD_CHARS;
-use super::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
-use super::libraries::MAX_NAME_CHARS;
-use super::objects::MAX_FILENAME_CHARS;
+use crate::services::assets::MAX_FILENAME_CHARS;
+use crate::services::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
+use crate::services::libraries::MAX_NAME_CHARS;
 use crate::text;
-use reelfarm_shared::quality::Quality;
+use reelfarm_domain::quality::Quality;
 
 /// Declares a body type whose schema is written in [`schemas`].
 macro_rules! hand_written {

@@ -2,19 +2,17 @@
 //! blob directory with range support, or redirected to a presigned S3 address. Either way
 //! the answer's type and disposition follow `media_type::served` (issue #16).
 
-use std::time::Duration;
-
 use actix_web::http::header;
 use actix_web::{route, web, HttpRequest, HttpResponse};
-use reelfarm_shared::blob::media_type::served;
-use reelfarm_shared::blob::{BlobError, ByteRange};
+use reelfarm_backends::blob::media_type::served;
+use reelfarm_backends::blob::ByteRange;
 use tokio_util::io::ReaderStream;
 
 use crate::error::{ApiError, ErrorBody};
+use crate::services;
+use crate::services::files::{Opened, Requested};
 use crate::state::AppState;
 
-/// Validity of the presigned address a client is redirected to.
-const PRESIGN_TTL: Duration = Duration::from_secs(3600);
 /// Of every stored file: no script, no plugin, no request of its own, a sandboxed origin
 /// (inline styles only, which SVG pictures use).
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
@@ -38,37 +36,14 @@ pub async fn get(
     key: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let blobs = &state.backends.blobs;
-    let key = key.into_inner();
-    let not_found = |e: BlobError| match e {
-        BlobError::NotFound(_) | BlobError::InvalidKey(_) => ApiError::not_found("File"),
-        e => {
-            tracing::warn!(error = %e, "blob store unavailable");
-            ApiError::unavailable()
-        }
+    let range = req.headers().get(header::RANGE).and_then(|v| v.to_str().ok()).and_then(parse_range);
+    let read = match services::files::open(&state, &key, range).await? {
+        Opened::Elsewhere(url) => return Ok(HttpResponse::Found().insert_header((header::LOCATION, url)).finish()),
+        Opened::Unsatisfiable { size } => return Ok(unsatisfiable(size)),
+        Opened::Here(read) => read,
     };
-    if let Some(url) = blobs.presign_get(&key, PRESIGN_TTL).await.map_err(not_found)? {
-        return Ok(HttpResponse::Found().insert_header((header::LOCATION, url)).finish());
-    }
-    let range = match req.headers().get(header::RANGE).and_then(|v| v.to_str().ok()) {
-        Some(spec) => match parse_range(spec) {
-            Some(Requested::Range(r)) => Some(r),
-            Some(Requested::Suffix(n)) => {
-                let size = blobs.head(&key).await.map_err(not_found)?.size;
-                if n == 0 || size == 0 {
-                    return Ok(unsatisfiable(size));
-                }
-                Some(ByteRange { start: size.saturating_sub(n), end: None })
-            }
-            None => None,
-        },
-        None => None,
-    };
-    let read = match blobs.get(&key, range).await {
-        Ok(read) => read,
-        Err(BlobError::RangeNotSatisfiable { size }) => return Ok(unsatisfiable(size)),
-        Err(e) => return Err(not_found(e)),
-    };
+    let range = read.range;
+    let read = read.read;
     // Uploaded files are served from the api's origin: never let one act as a page.
     let served = served(&read.meta.content_type);
     let mut res = if range.is_some() { HttpResponse::PartialContent() } else { HttpResponse::Ok() };
@@ -95,15 +70,6 @@ fn unsatisfiable(size: u64) -> HttpResponse {
     HttpResponse::RangeNotSatisfiable().insert_header((header::CONTENT_RANGE, format!("bytes */{size}"))).finish()
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum Requested {
-    Range(ByteRange),
-    /// The last N bytes.
-    Suffix(u64),
-}
-
-/// One `bytes=` range; anything else (several ranges, other units) is ignored and the
-/// whole file is served, as HTTP allows.
 fn parse_range(spec: &str) -> Option<Requested> {
     let spec = spec.trim().strip_prefix("bytes=")?;
     if spec.contains(',') {

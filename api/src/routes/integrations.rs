@@ -4,15 +4,16 @@
 //! again: every response carries the client id and dates only.
 
 use actix_web::{delete, get, put, web, HttpRequest, HttpResponse};
-use reelfarm_shared::id::iso8601;
-use reelfarm_shared::integration::{link_account, LinkedAccount, Provider};
-use reelfarm_shared::store::IntegrationRecord;
+use reelfarm_backends::store::IntegrationRecord;
+use reelfarm_domain::id::iso8601;
+use reelfarm_domain::integration::{LinkedAccount, Provider};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, FieldError};
+use crate::services;
 use crate::state::AppState;
 
 /// Longest value accepted for each field, in characters.
@@ -53,7 +54,7 @@ impl IntegrationJson {
 )]
 #[get("/api2/v1/users/me/integrations")]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let records = state.backends.store.integrations(&caller.user.id).await?;
+    let records = services::integrations::list(&state, &caller).await?;
     Ok(HttpResponse::Ok().json(records.iter().map(IntegrationJson::new).collect::<Vec<_>>()))
 }
 
@@ -81,7 +82,7 @@ pub async fn link(
     let provider = parse_provider(&provider)?;
     let body: Value = crate::form::read_json(&req, payload).await?;
     let account = parse_account(&body).map_err(ApiError::validation)?;
-    let record = link_account(&state.backends.store, &state.sealer, &caller.user.id, provider, &account).await?;
+    let record = services::integrations::link(&state, &caller, provider, &account).await?;
     Ok(HttpResponse::Ok().json(IntegrationJson::new(&record)))
 }
 
@@ -103,10 +104,8 @@ pub async fn get(
     provider: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let provider = parse_provider(&provider)?;
-    match state.backends.store.integration(&caller.user.id, provider).await? {
-        Some(record) => Ok(HttpResponse::Ok().json(IntegrationJson::new(&record))),
-        None => Err(not_linked(provider)),
-    }
+    let record = services::integrations::get(&state, &caller, provider).await?;
+    Ok(HttpResponse::Ok().json(IntegrationJson::new(&record)))
 }
 
 /// Unlinks the caller's account of `provider`.
@@ -127,19 +126,12 @@ pub async fn unlink(
     provider: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let provider = parse_provider(&provider)?;
-    if state.backends.store.unlink_integration(&caller.user.id, provider).await? {
-        Ok(HttpResponse::NoContent().finish())
-    } else {
-        Err(not_linked(provider))
-    }
+    services::integrations::unlink(&state, &caller, provider).await?;
+    Ok(HttpResponse::NoContent().finish())
 }
 
 fn parse_provider(name: &str) -> Result<Provider, ApiError> {
     Provider::parse(name).ok_or_else(|| ApiError::not_found("Integration provider"))
-}
-
-fn not_linked(provider: Provider) -> ApiError {
-    ApiError::not_found(&format!("Linked {provider} account"))
 }
 
 /// Reads the body of a link: every field a text field of at most [`MAX_FIELD_CHARS`]

@@ -1,36 +1,23 @@
 //! Jobs (spec §2.7, §4.7, §7): videos and projects made from a template with a caller's
-//! values, the caller's credits, and the projects jobs created.
-//!
-//! Creating a job validates everything first (all problems in one 400), then writes the
-//! job, its renders, the credit debit and the render work in one transaction
-//! (`Store::create_job`). An `Idempotency-Key` header makes a retried request safe: the
-//! same key with the same body within 24 hours gives the first response again and charges
-//! nothing; with another body it is a 409.
-
-mod media;
-pub(crate) mod request;
+//! values, the caller's credits, and the projects jobs created (`services::jobs`). An
+//! `Idempotency-Key` header makes a retried creation safe.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use actix_web::http::header::HeaderName;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
-use reelfarm_shared::id::{iso8601, new_id, now_ms};
-use reelfarm_shared::store::{Idempotency, JobCreation, JobRecord, NewJob, NewRender, RenderStatus, StoreError};
-use reelfarm_shared::template::values::{apply_values_with, ValueError};
-use reelfarm_shared::template::Template;
-use reelfarm_shared::tts::is_speech;
-use reelfarm_shared::tts::voices::{espeak_voices, Voices};
+use reelfarm_backends::store::{JobRecord, RenderStatus};
+use reelfarm_domain::id::{iso8601, TemplateId};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
-use self::request::JobRequest;
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorBody, FieldError};
+use crate::error::{ApiError, ErrorBody};
+use crate::ids;
 use crate::pagination::PageQuery;
+use crate::services;
+use crate::services::jobs::{Created, JobView};
 use crate::state::AppState;
 
 static IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
@@ -108,7 +95,7 @@ pub struct CreditsJson {
 }
 
 impl JobJson {
-    fn new(job: &JobRecord, progress: &HashMap<&str, u8>, state: &AppState) -> JobJson {
+    fn new(job: &JobRecord, progress: &HashMap<String, u8>, state: &AppState) -> JobJson {
         let blobs = &state.backends.blobs;
         let address = |key: &Option<String>| key.as_deref().map(|k| blobs.public_url(k)).unwrap_or_default();
         let videos = job
@@ -126,7 +113,7 @@ impl JobJson {
                 progress: match r.status {
                     RenderStatus::Success => 100,
                     RenderStatus::Pending | RenderStatus::Failed => 0,
-                    RenderStatus::Started => progress.get(r.id.as_str()).copied().unwrap_or(0),
+                    RenderStatus::Started => progress.get(&r.id).copied().unwrap_or(0),
                 },
                 project_id: r.project_id.clone(),
                 moov_id: r.project_id.clone(),
@@ -146,20 +133,8 @@ impl JobJson {
         }
     }
 
-    /// The JSON of `job`, with the live progress of its started videos.
-    async fn load(job: &JobRecord, state: &AppState) -> JobJson {
-        let mut progress = HashMap::new();
-        for render in job.renders.iter().filter(|r| r.status == RenderStatus::Started) {
-            match state.backends.cache.render_progress(&render.id).await {
-                Ok(Some(percent)) => {
-                    progress.insert(render.id.as_str(), percent);
-                }
-                Ok(None) => {}
-                // Progress is a nicety: without the cache it shows 0.
-                Err(e) => tracing::warn!(error = %e, "render progress unavailable"),
-            }
-        }
-        JobJson::new(job, &progress, state)
+    fn of(view: &JobView, state: &AppState) -> JobJson {
+        JobJson::new(&view.job, &view.progress, state)
     }
 }
 
@@ -189,42 +164,14 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency_key(&req)?;
     let body: Value = crate::form::read_json(&req, payload).await?;
-    crate::nul::refuse_in_json(&body)?;
-    let request = Arc::new(request::parse(&body).map_err(ApiError::validation)?);
-    let record = state.visible_template(&request.template_id, &caller.user.id).await?;
-    let template = Arc::new(state.template_document(&record)?);
-    let renders = prepare_renders(&state, &caller, &template, &request).await?;
-
-    let created_at = now_ms();
-    let job = NewJob {
-        id: new_id(),
-        user_id: caller.user.id.clone(),
-        template_id: record.id.clone(),
-        quality: request.quality,
-        create_render: request.create_render,
-        create_project: request.create_project,
-        notifications: serde_json::to_string(&request.notifications).expect("notifications serialize"),
-        renders,
-        created_at,
-    };
-    let response = serde_json::to_string(&JobJson::new(&JobRecord::from_new(&job), &HashMap::new(), &state))
-        .expect("jobs serialize");
-    let request_hash = hex::encode(Sha256::digest(serde_json::to_vec(&body).expect("JSON serializes")));
-    let idempotency = key.as_deref().map(|key| Idempotency { key, request_hash: &request_hash, response: &response });
-    match state.backends.store.create_job(&job, idempotency).await? {
-        JobCreation::Created => {
-            tracing::info!(job_id = %job.id, renders = job.renders.len(), "job created");
-            Ok(HttpResponse::Ok().content_type("application/json").body(response))
-        }
-        JobCreation::Replayed(first) => Ok(HttpResponse::Ok()
-            .content_type("application/json")
-            .insert_header((IDEMPOTENT_REPLAYED.clone(), "true"))
-            .body(first)),
-        JobCreation::CreditsExhausted { needed } => Err(ApiError::contract_exceeded(format!(
-            "The render package of your contract is used up: this job needs {needed} credit(s) and not that many \
-             are left. Surcharging (renders beyond the package) can be enabled by our sales team."
-        ))),
-    }
+    let respond =
+        |job: &JobRecord| serde_json::to_string(&JobJson::new(job, &HashMap::new(), &state)).expect("jobs serialize");
+    let mut response = HttpResponse::Ok();
+    response.content_type("application/json");
+    Ok(match services::jobs::create(&state, &caller, &body, key.as_deref(), respond).await? {
+        Created::New(body) => response.body(body),
+        Created::Replayed(first) => response.insert_header((IDEMPOTENT_REPLAYED.clone(), "true")).body(first),
+    })
 }
 
 /// The `Idempotency-Key` header: 1–255 visible ASCII characters.
@@ -238,73 +185,6 @@ fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// Applies every element's values to the template and checks its media values; all
-/// problems of all elements in one 400.
-async fn prepare_renders(
-    state: &AppState,
-    caller: &Caller,
-    template: &Arc<Template>,
-    request: &Arc<JobRequest>,
-) -> Result<Vec<NewRender>, ApiError> {
-    let mut errors = Vec::new();
-    let mut renders = Vec::with_capacity(request.values.len());
-    let mut groups = None;
-    let applied_values = apply_all_values(state, template, request).await?;
-    for ((i, value), applied) in request.values.iter().enumerate().zip(applied_values) {
-        let path = format!("values[{i}].template_variables");
-        let applied = match applied {
-            Ok(applied) => applied,
-            Err(problems) => {
-                errors.extend(problems.into_iter().map(|p| {
-                    let known = Uuid::parse_str(&p.variable).ok().and_then(|id| template.variable_layer(id)).is_some();
-                    let key = if known { "error.invalid" } else { "error.unknown_variable" };
-                    FieldError::new(format!("{path}.{}", p.variable), key, p.message)
-                }));
-                continue;
-            }
-        };
-        for (key, problem) in media::check_media(state, caller, &mut groups, template, value).await? {
-            errors.push(FieldError::new(format!("{path}.{key}"), problem.0, problem.1));
-        }
-        let project_of =
-            request.create_project.then(|| (new_id(), serde_json::to_string(&applied).expect("templates serialize")));
-        renders.push(NewRender {
-            id: new_id(),
-            external_id: value.external_id.clone(),
-            title: value.title.clone(),
-            metadata: serde_json::to_string(&value.metadata).expect("JSON serializes"),
-            template_variables: serde_json::to_string(&value.template_variables).expect("JSON serializes"),
-            project: project_of,
-        });
-    }
-    if errors.is_empty() {
-        Ok(renders)
-    } else {
-        Err(ApiError::validation(errors))
-    }
-}
-
-/// The template with each element's values applied, in order. Parsing and checking text
-/// values is CPU work that grows with the body (up to 2 MiB), so it runs off the async
-/// threads, in one blocking task for the whole request.
-async fn apply_all_values(
-    state: &AppState,
-    template: &Arc<Template>,
-    request: &Arc<JobRequest>,
-) -> Result<Vec<Result<Template, Vec<ValueError>>>, ApiError> {
-    let voices = Voices::new(&state.config);
-    let (template, request) = (Arc::clone(template), Arc::clone(request));
-    web::block(move || {
-        if request.values.iter().any(|v| v.template_variables.values().any(is_speech)) {
-            // The first look at espeak's voices runs `espeak-ng --voices`.
-            let _ = espeak_voices();
-        }
-        request.values.iter().map(|value| apply_values_with(&template, &value.template_variables, &voices)).collect()
-    })
-    .await
-    .map_err(|e| ApiError::internal(&e))
-}
-
 /// One of the caller's jobs, with the live progress of its videos.
 #[utoipa::path(
     tag = "jobs",
@@ -314,12 +194,8 @@ async fn apply_all_values(
 )]
 #[get("/generator/v1/jobs/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let job = match state.backends.store.job(&id).await {
-        Ok(job) if job.user_id == caller.user.id => job,
-        Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
-        Err(e) => return Err(e.into()),
-    };
-    Ok(HttpResponse::Ok().json(JobJson::load(&job, &state).await))
+    let view = services::jobs::get(&state, &caller, &ids::in_path(&id)?).await?;
+    Ok(HttpResponse::Ok().json(JobJson::of(&view, &state)))
 }
 
 /// The caller's jobs, newest first.
@@ -357,23 +233,17 @@ pub async fn of_template(
     id: web::Path<String>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    state.backends.store.visible_template(&id, &caller.user.id).await?;
-    jobs_page(&state, &caller, Some(&id), &query).await
+    jobs_page(&state, &caller, Some(&ids::in_path(&id)?), &query).await
 }
 
 async fn jobs_page(
     state: &AppState,
     caller: &Caller,
-    template_id: Option<&str>,
+    template_id: Option<&TemplateId>,
     query: &PageQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let page = query.parse()?;
-    let jobs = state.backends.store.jobs_of(&caller.user.id, template_id, page.limit, page.offset()).await?;
-    let mut out = Vec::with_capacity(jobs.len());
-    for job in &jobs {
-        out.push(JobJson::load(job, state).await);
-    }
-    Ok(HttpResponse::Ok().json(out))
+    let views = services::jobs::list(state, caller, template_id, query.parse()?).await?;
+    Ok(HttpResponse::Ok().json(views.iter().map(|v| JobJson::of(v, state)).collect::<Vec<_>>()))
 }
 
 /// A project one of the caller's jobs created.
@@ -389,14 +259,9 @@ pub async fn project(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let project = match state.backends.store.project(&id).await {
-        Ok(p) if p.user_id == caller.user.id => p,
-        Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Project")),
-        Err(e) => return Err(e.into()),
-    };
+    let (project, json) = services::jobs::project(&state, &caller, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(ProjectJson {
-        json: serde_json::from_str(&project.json)
-            .map_err(|e| ApiError::from(StoreError::Corrupt(format!("project {} document: {e}", project.id))))?,
+        json,
         id: project.id,
         template_id: project.template_id,
         job_id: project.job_id,
@@ -414,6 +279,6 @@ pub async fn project(
 )]
 #[get("/generator/v1/users/me/credits")]
 pub async fn credits(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let credits = state.backends.store.available_credits(&caller.user.id).await?;
+    let credits = services::users::credits(&state, &caller).await?;
     Ok(HttpResponse::Ok().json(CreditsJson { credits }))
 }

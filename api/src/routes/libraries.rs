@@ -1,16 +1,14 @@
 //! Libraries (spec §2.1, §2.2, §4.1, §4.2) and the personal library (DESIGN.md).
 
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
-use reelfarm_shared::store::{Library, LibraryKind, LibraryOwner};
+use reelfarm_backends::store::{Library, LibraryKind, LibraryOwner};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
+use crate::services;
 use crate::state::AppState;
-
-/// Longest library name accepted, in characters.
-pub const MAX_NAME_CHARS: usize = 100;
 
 /// The object types a library holds.
 const SUPPORTED_TYPES: [&str; 5] = ["video", "image", "sprite", "svg", "sound"];
@@ -123,40 +121,16 @@ impl LibraryJson {
 )]
 #[get("/api2/v1/users/me/libraries")]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let store = &state.backends.store;
-    // The defaults exist from the first time anyone looks.
-    store.personal_library(&caller.user.id).await?;
-    let groups = caller.groups(&state).await?;
-    for group in &groups {
-        store.group_library(&group.id, &group.name).await?;
-    }
-    let group_ids: Vec<String> = groups.iter().map(|g| g.id.clone()).collect();
-    let libraries = store.visible_libraries(&caller.user.id).await?;
-
-    let mut out = vec![LibraryGroup { group_name: "Personal".into(), kind: "personal".into(), libraries: Vec::new() }];
-    out.extend(groups.iter().map(|g| LibraryGroup {
-        group_name: g.name.clone(),
-        kind: "group".into(),
-        libraries: Vec::new(),
-    }));
-    let mut public = LibraryGroup { group_name: "Public".into(), kind: "public".into(), libraries: Vec::new() };
-    let mut stock = LibraryGroup { group_name: "Stock".into(), kind: "stock".into(), libraries: Vec::new() };
-    for library in &libraries {
-        let index = match (&library.kind, &library.owner) {
-            (LibraryKind::Personal, _) => Some(0),
-            (LibraryKind::Group, LibraryOwner::Group(id)) => groups.iter().position(|g| &g.id == id).map(|i| i + 1),
-            _ => None,
-        };
-        let json = LibraryJson::new(library, library.editable_by(&caller.user.id, &group_ids), &state);
-        match index {
-            Some(i) => out[i].libraries.push(json),
-            None if library.kind == LibraryKind::Public => public.libraries.push(json),
-            None => stock.libraries.push(json),
-        }
-    }
-    // Public and stock come last, in that order, when they have libraries.
-    out.extend([public, stock].into_iter().filter(|g| !g.libraries.is_empty()));
-    Ok(HttpResponse::Ok().json(out))
+    let sections = services::libraries::list(&state, &caller).await?;
+    let groups: Vec<LibraryGroup> = sections
+        .into_iter()
+        .map(|section| LibraryGroup {
+            group_name: section.name,
+            kind: section.kind.as_str().into(),
+            libraries: section.libraries.iter().map(|(l, editable)| LibraryJson::new(l, *editable, &state)).collect(),
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(groups))
 }
 
 /// Form of `POST /api2/v1/users/me/libraries`.
@@ -184,18 +158,8 @@ pub async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let form: CreateLibraryForm = crate::form::read(&req, payload).await?;
-    let name = parse_name(form.name)?;
-    let library = state
-        .backends
-        .store
-        .create_library(&name, LibraryKind::Personal, LibraryOwner::User(caller.user.id.clone()))
-        .await?;
+    let library = services::libraries::create(&state, &caller, form.name.as_deref()).await?;
     Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
-}
-
-/// A library name: a text field of at most [`MAX_NAME_CHARS`] characters.
-pub fn parse_name(name: Option<String>) -> Result<String, ApiError> {
-    crate::text::field("name", name.as_deref(), MAX_NAME_CHARS).map_err(|e| ApiError::validation(vec![e]))
 }
 
 /// The caller's personal library, created on first use.
@@ -209,22 +173,6 @@ pub fn parse_name(name: Option<String>) -> Result<String, ApiError> {
 )]
 #[get("/api2/v1/user/me/personal-library")]
 pub async fn personal(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let library = state.backends.store.personal_library(&caller.user.id).await?;
+    let library = services::libraries::personal(&state, &caller).await?;
     Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_trimmed_and_bounded() {
-        assert_eq!(parse_name(Some("  Holiday ".into())).unwrap(), "Holiday");
-        for bad in [None, Some("".into()), Some("   ".into()), Some("a".repeat(101)), Some("tab\there".into())] {
-            let e = parse_name(bad).unwrap_err();
-            assert_eq!(e.key(), "error.validation_failed");
-            assert_eq!(e.body().errors[0].field, "name");
-        }
-        assert!(parse_name(Some("é".repeat(100))).is_ok(), "characters, not bytes, are counted");
-    }
 }

@@ -50,3 +50,53 @@ pub(crate) fn configure(cfg: &mut ServiceConfig, with_ops: bool) {
         .service(uploads::upload)
         .service(files::get);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Longest handler, in lines (signature to closing brace).
+    const MAX_HANDLER_LINES: usize = 40;
+
+    /// Every handler only parses, calls a service and maps its result: it is short and
+    /// reaches no backend itself (`services` does).
+    #[test]
+    fn handlers_are_short_and_leave_the_backends_to_the_services() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/routes");
+        let mut found = 0;
+        let mut problems = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let source = std::fs::read_to_string(&path).unwrap();
+            let lines: Vec<&str> = source.lines().collect();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let routes = lines.iter().enumerate().filter(|(_, l)| {
+                let l = l.trim_start();
+                ["#[get(", "#[post(", "#[put(", "#[delete(", "#[route("].iter().any(|a| l.starts_with(a))
+            });
+            for (at, _) in routes {
+                let start = (at..lines.len()).find(|&i| lines[i].contains("async fn ")).expect("a handler follows");
+                let mut depth = 0i32;
+                let end = (start..lines.len())
+                    .find(|&i| {
+                        depth += lines[i].matches('{').count() as i32 - lines[i].matches('}').count() as i32;
+                        depth == 0 && lines[start..=i].iter().any(|l| l.contains('{'))
+                    })
+                    .expect("the handler ends");
+                let body = lines[start..=end].join("\n");
+                let name = format!("{file}:{}", start + 1);
+                found += 1;
+                if end - start + 1 > MAX_HANDLER_LINES {
+                    problems.push(format!("{name}: {} lines", end - start + 1));
+                }
+                for backend in [".store", ".blobs", ".bus", ".cache"] {
+                    if body.contains(&format!("{backend}.")) || body.contains(&format!("{backend}\n")) {
+                        problems.push(format!("{name}: calls `{backend}` (a service's work)"));
+                    }
+                }
+            }
+        }
+        assert!(found > 20, "handlers found: {found}");
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+}

@@ -2,14 +2,16 @@
 //! what was sent where, when, and what the recipient answered.
 
 use actix_web::{get, web, HttpResponse};
-use reelfarm_shared::id::iso8601;
-use reelfarm_shared::store::{DeliveryAttempt, DeliveryRecord, StoreError};
+use reelfarm_backends::store::{DeliveryAttempt, DeliveryRecord};
+use reelfarm_domain::id::iso8601;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids;
+use crate::services;
 use crate::state::AppState;
 
 /// One notification of one video, as delivered so far.
@@ -101,13 +103,7 @@ pub async fn of_job(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let store = &state.backends.store;
-    match store.job_alone(&id).await {
-        Ok(job) if job.user_id == caller.user.id => {}
-        Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
-        Err(e) => return Err(e.into()),
-    }
-    let deliveries = store.deliveries_of_job(&id).await?;
+    let deliveries = services::notifications::of_job(&state, &caller, &ids::in_path(&id)?).await?;
     let body: Vec<DeliveryJson> = deliveries.into_iter().map(|(d, a)| DeliveryJson::new(d, a)).collect();
     Ok(HttpResponse::Ok().json(body))
 }

@@ -1,14 +1,15 @@
 //! Library objects (spec §2.3, §2.4, §4.3, §4.4): start an upload, read, list, delete.
 
 use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
-use reelfarm_shared::asset::{Asset, AssetKind, AssetStatus, Rendition};
-use reelfarm_shared::store::Library;
+use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus, Rendition};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids;
 use crate::pagination::PageQuery;
+use crate::services;
 use crate::state::AppState;
 
 /// An asset record (spec §2.3).
@@ -144,7 +145,7 @@ impl AssetJson {
             id: asset.id.clone(),
             upload_id: asset.upload_id.clone(),
             library_object_id: asset.id.clone(),
-            created_at: reelfarm_shared::id::iso8601(asset.created_at),
+            created_at: reelfarm_domain::id::iso8601(asset.created_at),
             status: asset.status.public().into(),
             error: asset.error.clone().filter(|_| asset.status == AssetStatus::Failed),
             kind: kind.as_str().into(),
@@ -175,26 +176,11 @@ pub struct AddObjectResponse {
     pub data: AssetJson,
 }
 
-/// Longest file name accepted, in characters.
-pub const MAX_FILENAME_CHARS: usize = 255;
-
 /// Form of `POST /api2/v1/objects`.
 #[derive(Debug, Deserialize)]
 pub struct AddObjectForm {
     pub filename: Option<String>,
     pub library_id: Option<String>,
-}
-
-/// The library `id` if the caller may see it (else 404, so ids of others' libraries do
-/// not leak), with whether the caller may edit it.
-async fn visible_library(state: &AppState, caller: &Caller, id: &str) -> Result<(Library, bool), ApiError> {
-    let library = state.backends.store.library(id).await?;
-    let groups = caller.group_ids(state).await?;
-    if !library.visible_to(&caller.user.id, &groups) {
-        return Err(ApiError::not_found("Library"));
-    }
-    let editable = library.editable_by(&caller.user.id, &groups);
-    Ok((library, editable))
 }
 
 /// Starts an upload: records the object and returns the signed address to PUT it to.
@@ -218,41 +204,12 @@ pub async fn add(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let form: AddObjectForm = crate::form::read(&req, payload).await?;
-    let filename = crate::text::field("filename", form.filename.as_deref(), MAX_FILENAME_CHARS)
-        .map_err(|e| ApiError::validation(vec![e]))?;
-    let filename = filename.as_str();
-    let store = &state.backends.store;
-    let library = match form.library_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        None => store.personal_library(&caller.user.id).await?,
-        // Not an id of ours (a NUL, say, which PostgreSQL could not even compare): not found.
-        Some(id) if !reelfarm_shared::id::is_id(id) => return Err(ApiError::not_found_field("library_id", "Library")),
-        Some(id) => {
-            let (library, editable) = visible_library(&state, &caller, id).await.map_err(|e| {
-                if e.key() == "error.not_found" {
-                    ApiError::not_found_field("library_id", "Library")
-                } else {
-                    e
-                }
-            })?;
-            if !editable {
-                return Err(ApiError::forbidden("This library is read-only for you"));
-            }
-            library
-        }
+    let library_id = match form.library_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        Some(id) => Some(ids::in_field("library_id", id)?),
+        None => None,
     };
-    let asset = store.create_asset(&library.id, &caller.user.id, filename).await?;
-    let url = crate::signing::upload_url(&state.config, &asset.id, reelfarm_shared::id::now_ms());
-    Ok(HttpResponse::Ok().json(AddObjectResponse { url, data: AssetJson::new(&asset, &state) }))
-}
-
-/// The asset `id` if the caller may see its library.
-async fn visible_asset(state: &AppState, caller: &Caller, id: &str) -> Result<(Asset, bool), ApiError> {
-    let asset = state.backends.store.asset(id).await?;
-    match visible_library(state, caller, &asset.library_id).await {
-        Ok((_, editable)) => Ok((asset, editable)),
-        Err(e) if e.key() == "error.not_found" => Err(ApiError::not_found("Asset")),
-        Err(e) => Err(e),
-    }
+    let added = services::assets::add(&state, &caller, form.filename.as_deref(), library_id.as_ref()).await?;
+    Ok(HttpResponse::Ok().json(AddObjectResponse { url: added.upload_url, data: AssetJson::new(&added.asset, &state) }))
 }
 
 /// One asset record; poll it until `status` is `finished` or `failed`.
@@ -264,7 +221,7 @@ async fn visible_asset(state: &AppState, caller: &Caller, id: &str) -> Result<(A
 )]
 #[get("/api2/v1/objects/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let (asset, _) = visible_asset(&state, &caller, &id).await?;
+    let asset = services::assets::get(&state, &caller, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
 }
 
@@ -286,16 +243,7 @@ pub async fn remove(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (asset, editable) = visible_asset(&state, &caller, &id).await?;
-    if !editable {
-        return Err(ApiError::forbidden("This library is read-only for you"));
-    }
-    let asset = state.backends.store.delete_asset(&asset.id).await?;
-    // The record is gone, so nothing refers to the files any more; a failure here leaves
-    // unreachable blobs behind, which is logged rather than failing the request.
-    if let Err(e) = state.backends.blobs.delete_prefix(&format!("{}/", asset.blob_prefix)).await {
-        tracing::warn!(asset_id = %asset.id, error = %e, "blobs of a deleted asset were not removed");
-    }
+    let asset = services::assets::remove(&state, &caller, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(serde_json::json!({"id": asset.id, "deleted": true})))
 }
 
@@ -324,9 +272,7 @@ pub async fn list(
     id: web::Path<String>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = query.parse()?;
-    let (library, _) = visible_library(&state, &caller, &id).await?;
-    let assets = state.backends.store.library_assets(&library.id, page.limit, page.offset()).await?;
+    let assets = services::assets::list(&state, &caller, &ids::in_path(&id)?, query.parse()?).await?;
     let assets = assets.iter().map(|a| AssetJson::new(a, &state)).collect();
     Ok(HttpResponse::Ok().json(AssetList { assets }))
 }

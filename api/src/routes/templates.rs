@@ -1,16 +1,17 @@
 //! Templates (spec §2.5, §2.6, §4.5, §4.6): the ones the caller may use, and one in full.
 
-use std::collections::HashMap;
-
 use actix_web::{get, web, HttpResponse};
-use reelfarm_shared::store::{ShareTarget, StoreError, TemplateRecord};
-use reelfarm_shared::template::{Source, Template, TemplateVariable};
+use reelfarm_backends::store::ShareTarget;
+use reelfarm_domain::template::{Source, TemplateVariable};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids;
 use crate::pagination::PageQuery;
+use crate::services;
+use crate::services::templates::TemplateView;
 use crate::state::AppState;
 
 /// `owner` and `created_by` of a public template imported without an owner.
@@ -108,32 +109,6 @@ pub struct ShareJson {
     pub guid: String,
 }
 
-/// Public addresses of the default media of templates, by asset id; assets are looked up
-/// once per request.
-#[derive(Default)]
-struct AssetAddresses(HashMap<String, String>);
-
-impl AssetAddresses {
-    /// Looks up the assets that are defaults of `template`'s variables.
-    async fn load(&mut self, template: &Template, state: &AppState) -> Result<(), ApiError> {
-        let layers = template.clips.iter().flat_map(|c| &c.layers).filter(|l| l.variable.is_some());
-        for source in layers.filter_map(|l| l.content.source()) {
-            let Source::Asset { asset } = source else { continue };
-            if self.0.contains_key(asset) {
-                continue;
-            }
-            let address = match state.backends.store.asset(asset).await {
-                Ok(a) => a.original_key.map(|k| state.backends.blobs.public_url(&k)).unwrap_or_default(),
-                // The asset was deleted since the import: there is no default to show.
-                Err(StoreError::NotFound(_)) => String::new(),
-                Err(e) => return Err(e.into()),
-            };
-            self.0.insert(asset.clone(), address);
-        }
-        Ok(())
-    }
-}
-
 fn variable_json(v: TemplateVariable) -> VariableJson {
     VariableJson {
         id: v.id.to_string(),
@@ -147,18 +122,12 @@ fn variable_json(v: TemplateVariable) -> VariableJson {
 }
 
 impl TemplateJson {
-    fn new(
-        record: &TemplateRecord,
-        template: &Template,
-        assets: &AssetAddresses,
-        shares: Vec<ShareTarget>,
-        with_json: bool,
-        state: &AppState,
-    ) -> TemplateJson {
+    fn new(view: TemplateView, with_json: bool, state: &AppState) -> TemplateJson {
+        let TemplateView { record, document: template, asset_addresses: assets, shares } = view;
         let blobs = &state.backends.blobs;
         let resolve = |source: &Source| match source {
             Source::File { file } => record.files.get(file).map(|key| blobs.public_url(key)).unwrap_or_default(),
-            Source::Asset { asset } => assets.0.get(asset).cloned().unwrap_or_default(),
+            Source::Asset { asset } => assets.get(asset).cloned().unwrap_or_default(),
             Source::Url { url } => url.clone(),
         };
         let variables: Vec<VariableJson> = template.variables(resolve).into_iter().map(variable_json).collect();
@@ -191,7 +160,7 @@ impl TemplateJson {
             clips,
             archived: record.archived,
             created_by: owner.clone(),
-            created_at: reelfarm_shared::id::iso8601(record.created_at),
+            created_at: reelfarm_domain::id::iso8601(record.created_at),
             allow_updates: true,
             premium_assets_price: 0,
             shares: shares
@@ -212,24 +181,6 @@ impl TemplateJson {
     }
 }
 
-/// The JSON of `record` as `caller` sees it.
-async fn template_json(
-    record: &TemplateRecord,
-    caller: &Caller,
-    assets: &mut AssetAddresses,
-    with_json: bool,
-    state: &AppState,
-) -> Result<TemplateJson, ApiError> {
-    let template = state.template_document(record)?;
-    assets.load(&template, state).await?;
-    let shares = if record.owner_user_id.as_deref() == Some(caller.user.id.as_str()) {
-        state.backends.store.template_shares(&record.id).await?
-    } else {
-        Vec::new()
-    };
-    Ok(TemplateJson::new(record, &template, assets, shares, with_json, state))
-}
-
 /// The templates the caller may use (own, shared with them or their groups, public),
 /// newest first, without `json`.
 #[utoipa::path(
@@ -248,13 +199,8 @@ pub async fn list(
     caller: Caller,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = query.parse()?;
-    let records = state.backends.store.visible_templates(&caller.user.id, page.limit, page.offset()).await?;
-    let mut assets = AssetAddresses::default();
-    let mut out = Vec::with_capacity(records.len());
-    for record in &records {
-        out.push(template_json(record, &caller, &mut assets, false, &state).await?);
-    }
+    let views = services::templates::list(&state, &caller, query.parse()?).await?;
+    let out: Vec<TemplateJson> = views.into_iter().map(|view| TemplateJson::new(view, false, &state)).collect();
     Ok(HttpResponse::Ok().json(out))
 }
 
@@ -271,7 +217,6 @@ pub async fn list(
 )]
 #[get("/generator/v1/templates/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let record = state.backends.store.visible_template(&id, &caller.user.id).await?;
-    let json = template_json(&record, &caller, &mut AssetAddresses::default(), true, &state).await?;
-    Ok(HttpResponse::Ok().json(json))
+    let view = services::templates::get(&state, &caller, &ids::in_path(&id)?).await?;
+    Ok(HttpResponse::Ok().json(TemplateJson::new(view, true, &state)))
 }

@@ -2,7 +2,8 @@
 //! so that callers need not guess the identifiers of tts values.
 
 use actix_web::{get, web, HttpResponse};
-use reelfarm_shared::tts::voices::{Variant, Voice, Voices};
+use reelfarm_domain::tts::Voice;
+use reelfarm_tts::Variant;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -65,12 +66,12 @@ pub async fn voices(
     _caller: Caller,
     query: web::Query<VoicesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(wanted) = query.provider.as_deref().filter(|p| reelfarm_shared::tts::Provider::parse(p).is_none()) {
+    if let Some(wanted) = query.provider.as_deref().filter(|p| reelfarm_domain::tts::Provider::parse(p).is_none()) {
         return Err(ApiError::invalid_request(format!(
             "unknown provider {wanted:?} in `provider`; use espeak, polly or google"
         )));
     }
-    let catalog = Voices::new(&state.config);
+    let catalog = state.voices.clone();
     // The first call runs `espeak-ng --voices`.
     let providers = web::block(move || {
         catalog

@@ -1,36 +1,16 @@
 //! The signed upload: `PUT {upload_url}/uploads/{id}?expires=…&signature=…` with the raw
-//! file as body. No bearer token; the body streams to the blob store in constant memory,
-//! within the upload limits (`body`), and the conversion is queued in the same transaction
-//! that records it. The stored type comes from the bytes, never from the uploader.
-
-use std::time::Duration;
+//! file as body (`services::uploads`).
 
 use actix_web::http::header;
 use actix_web::{put, web, HttpRequest, HttpResponse};
-use bytes::{Bytes, BytesMut};
-use reelfarm_shared::blob::{media_type, BlobError};
-use reelfarm_shared::store::StoreError;
-use reelfarm_shared::Store;
+use reelfarm_domain::id::AssetId;
 use serde::Deserialize;
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_util::io::StreamReader;
-use tokio_util::task::AbortOnDropHandle;
 use utoipa::IntoParams;
 
-use self::body::{Body, Limits, Room, Stop};
 use super::objects::AssetJson;
 use crate::error::{ApiError, ErrorBody};
-use crate::signing::{self, Refusal};
+use crate::services;
 use crate::state::AppState;
-
-mod body;
-
-/// Chunks in flight between the HTTP body and the blob store: the memory bound.
-const CHANNEL_CHUNKS: usize = 8;
-/// Heartbeat of a streaming upload (well under the store's stale-upload time).
-const HEARTBEAT: Duration = Duration::from_secs(30);
-/// Bytes read before the type is sniffed (or the whole body, if shorter).
-const SNIFF_BYTES: usize = 4096;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -65,225 +45,10 @@ pub async fn upload(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let now = reelfarm_shared::id::now_ms();
-    match signing::verify(&state.config, &id, query.expires.as_deref(), query.signature.as_deref(), now) {
-        Ok(()) => {}
-        Err(Refusal::Expired) => {
-            return Err(ApiError::forbidden("This upload address has expired; add the object again"))
-        }
-        Err(Refusal::Missing | Refusal::Invalid) => return Err(ApiError::forbidden("Invalid upload signature")),
-    }
-    let config = &state.config;
-    let mut limits = Limits {
-        max: config.max_upload_bytes,
-        room: None,
-        idle: config.upload_idle_timeout,
-        total: config.upload_deadline,
-    };
     let announced = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    // Too large for anyone: refused before the claim and before any byte is read.
-    limits.check_announced(announced).map_err(|stop| limits.error(stop))?;
-
-    let store = &state.backends.store;
-    let attempt = store.begin_upload(&id).await.map_err(|e| match e {
-        StoreError::NotFound(_) => ApiError::not_found("Object"),
-        e => e.into(),
-    })?;
-    let claim = Claim::new(store.clone(), id.to_string(), attempt);
-    match stream(&state, &claim, &mut limits, announced, payload).await {
-        Ok((key, content_type, size)) => {
-            let asset = claim.finish(&key, &content_type, size).await?;
-            tracing::info!(asset_id = %asset.id, size, %content_type, "upload stored, conversion queued");
-            Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
-        }
-        Err(e) => {
-            // Back to `created` before answering, so the client's next PUT finds it free.
-            claim.release().await?;
-            Err(e)
-        }
-    }
-}
-
-/// Checks the quota, then streams the body into the blob store; returns the key, type
-/// and size stored. On an error nothing is left under the key.
-async fn stream(
-    state: &AppState,
-    claim: &Claim,
-    limits: &mut Limits,
-    announced: Option<u64>,
-    payload: web::Payload,
-) -> Result<(String, String, u64), ApiError> {
-    let store = &state.backends.store;
-    let asset = store.asset(&claim.id).await?;
-    if let Some(quota) = state.config.upload_quota_bytes {
-        let used = store.stored_bytes(&asset.owner_user_id).await?;
-        limits.room = Some(Room { quota, used });
-        limits.check_announced(announced).map_err(|stop| limits.error(stop))?;
-    }
-    let limits = *limits;
-    let mut body = Body::new(payload, limits);
-
-    // The first bytes, for the type.
-    let mut head = BytesMut::new();
-    while head.len() < SNIFF_BYTES {
-        match body.next().await.map_err(|stop| limits.error(stop))? {
-            Some(chunk) => head.extend_from_slice(&chunk),
-            None => break,
-        }
-    }
-    if head.is_empty() {
-        return Err(ApiError::invalid_request("The upload body is empty"));
-    }
-    let content_type = media_type::upload_type(&head).to_string();
-    // One key per attempt: a stale attempt still writing cannot overwrite its successor's.
-    let attempt = &claim.attempt;
-    let ext = extension_of(&asset.filename, &content_type);
-    let key = format!("{}/original-{}.{ext}", asset.blob_prefix, &attempt[attempt.len() - 8..]);
-
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(CHANNEL_CHUNKS);
-    let blobs = state.backends.blobs.clone();
-    let (put_key, put_type) = (key.clone(), content_type.clone());
-    // Dropped with this future (client gone, shutdown drain over): the writer is aborted
-    // and cannot take the closed channel for a complete file.
-    let writer = AbortOnDropHandle::new(tokio::spawn(async move {
-        blobs.put(&put_key, Box::pin(StreamReader::new(ReceiverStream::new(rx))), &put_type).await
-    }));
-    let mut next = Some(head.freeze());
-    let fed: Result<(), Stop> = loop {
-        let chunk = match next.take() {
-            Some(chunk) => chunk,
-            None => match body.next().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break Ok(()),
-                Err(stop) => {
-                    // The writer fails on this error and removes what it wrote.
-                    let _ = tx.send(Err(std::io::Error::other("upload stopped"))).await;
-                    break Err(stop);
-                }
-            },
-        };
-        if tx.send(Ok(chunk)).await.is_err() {
-            break Ok(()); // the writer stopped early; its error is reported below
-        }
-    };
-    drop(tx);
-    let written = writer.await.map_err(|e| ApiError::internal(&e))?;
-    match (fed, written) {
-        (Ok(()), Ok(size)) => Ok((key, content_type, size)),
-        (Err(stop), written) => {
-            tracing::info!(asset_id = %claim.id, ?stop, "upload stopped");
-            if written.is_ok() {
-                // Not expected (the writer was sent an error), but nothing must stay.
-                state.backends.blobs.delete(&key).await.ok();
-            }
-            Err(limits.error(stop))
-        }
-        (_, Err(BlobError::TooLarge(message))) => {
-            Err(ApiError::payload_too_large(format!("The upload is too large: {message}")))
-        }
-        (_, Err(e)) => {
-            tracing::error!(asset_id = %claim.id, error = %e, "storing an upload failed");
-            Err(ApiError::unavailable())
-        }
-    }
-}
-
-/// An asset claimed for one upload attempt, kept alive by a heartbeat. Given back to the
-/// uploader when dropped (request cancelled) unless finished or released.
-struct Claim {
-    store: Store,
-    id: String,
-    attempt: String,
-    armed: bool,
-    _heartbeat: AbortOnDropHandle<()>,
-}
-
-impl Claim {
-    fn new(store: Store, id: String, attempt: String) -> Claim {
-        let (s, i, a) = (store.clone(), id.clone(), attempt.clone());
-        let heartbeat = AbortOnDropHandle::new(tokio::spawn(async move {
-            let mut tick = tokio::time::interval(HEARTBEAT);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                s.touch_upload(&i, &a).await.ok();
-            }
-        }));
-        Claim { store, id, attempt, armed: true, _heartbeat: heartbeat }
-    }
-
-    /// Records the stored original and queues its conversion.
-    async fn finish(
-        mut self,
-        key: &str,
-        content_type: &str,
-        size: u64,
-    ) -> Result<reelfarm_shared::asset::Asset, StoreError> {
-        self.armed = false;
-        self.store.finish_upload(&self.id, &self.attempt, key, content_type, size).await
-    }
-
-    /// Gives the asset back to the uploader (`created`).
-    async fn release(mut self) -> Result<(), StoreError> {
-        self.armed = false;
-        self.store.abort_upload(&self.id, &self.attempt).await
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (store, id, attempt) =
-            (self.store.clone(), std::mem::take(&mut self.id), std::mem::take(&mut self.attempt));
-        tokio::spawn(async move {
-            if let Err(e) = store.abort_upload(&id, &attempt).await {
-                tracing::warn!(asset_id = %id, error = %e, "releasing a cancelled upload failed");
-            }
-        });
-    }
-}
-
-/// The extension of the original's key: the file name's when it is a media extension
-/// that agrees with the stored type (so `.wma` stays `.wma`), else the type's own (`bin`
-/// for a type we do not convert). Never one the uploader chose freely, in case a proxy
-/// or CDN in front of the bucket derives the served type from it.
-fn extension_of(filename: &str, content_type: &str) -> String {
-    let own = media_type::extension(content_type);
-    if content_type == media_type::OCTET_STREAM {
-        return own.into();
-    }
-    let named = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    let svg = content_type == media_type::SVG;
-    if MEDIA_EXTENSIONS.contains(&named.as_str()) && (named == "svg") == svg {
-        named
-    } else {
-        own.into()
-    }
-}
-
-/// Extensions of the media types we convert (spec: file types of image, video and sound
-/// values).
-const MEDIA_EXTENSIONS: &[&str] = &[
-    "gif", "jpeg", "jpg", "png", "svg", "webp", "heic", "heif", "avif", "mp4", "mkv", "flv", "wmv", "m4v", "mpeg",
-    "mpg", "avi", "webm", "mov", "3gp", "flac", "m4a", "mp3", "wav", "ogg", "oga", "wma", "aiff", "aif", "opus", "aac",
-];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_extensions_follow_the_stored_type() {
-        assert_eq!(extension_of("clip.MP4", "video/mp4"), "mp4");
-        assert_eq!(extension_of("song.wma", "video/x-ms-wmv"), "wma", "a media name that agrees is kept");
-        assert_eq!(extension_of("photo.jpeg", "image/jpeg"), "jpeg");
-        assert_eq!(extension_of("page.html", "image/png"), "png");
-        assert_eq!(extension_of("picture.png", media_type::SVG), "svg", "an SVG is never named otherwise");
-        assert_eq!(extension_of("drawing.svg", "image/png"), "png");
-        assert_eq!(extension_of("movie.mp4", media_type::OCTET_STREAM), "bin", "unknown bytes get no media name");
-        assert_eq!(extension_of("../../etc/passwd", "image/gif"), "gif");
-        assert_eq!(extension_of("noext", "audio/mpeg"), "mp3");
-    }
+    let signed = (query.expires.as_deref(), query.signature.as_deref());
+    // No address we signed names anything but one of our ids.
+    let id = AssetId::parse(&id).ok_or_else(|| ApiError::forbidden("Invalid upload signature"))?;
+    let asset = services::uploads::receive(&state, &id, signed, announced, payload).await?;
+    Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
 }

@@ -5,10 +5,9 @@ use actix_web::{get, post, web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use reelfarm_shared::webhook_secret::{self as secrets, WebhookSecretError};
-
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
+use crate::services;
 use crate::state::AppState;
 
 /// The calling user, as existing clients of this API read it.
@@ -34,7 +33,7 @@ pub struct UserJson {
 )]
 #[get("/user/v1/users")]
 pub async fn me(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let credits = state.backends.store.available_credits(&caller.user.id).await?;
+    let credits = services::users::credits(&state, &caller).await?;
     let user = &caller.user;
     Ok(HttpResponse::Ok().json(UserJson {
         id: user.number,
@@ -42,7 +41,7 @@ pub async fn me(state: web::Data<AppState>, caller: Caller) -> Result<HttpRespon
         name: user.name.clone(),
         locked: false,
         credits,
-        created_at: reelfarm_shared::id::iso8601(user.created_at),
+        created_at: reelfarm_domain::id::iso8601(user.created_at),
     }))
 }
 
@@ -61,11 +60,7 @@ pub struct WebhookSecret {
 )]
 #[get("/api2/v1/users/me/webhook-secret")]
 pub async fn webhook_secret(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let secret =
-        secrets::webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await.map_err(|e| match e {
-            WebhookSecretError::Store(e) => ApiError::from(e),
-            unreadable => ApiError::conflict(unreadable.to_string()),
-        })?;
+    let secret = services::users::webhook_secret(&state, &caller).await?;
     Ok(HttpResponse::Ok().json(WebhookSecret { secret }))
 }
 
@@ -77,6 +72,6 @@ pub async fn webhook_secret(state: web::Data<AppState>, caller: Caller) -> Resul
 )]
 #[post("/api2/v1/users/me/webhook-secret")]
 pub async fn rotate_webhook_secret(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let secret = secrets::rotate_webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await?;
+    let secret = services::users::rotate_webhook_secret(&state, &caller).await?;
     Ok(HttpResponse::Ok().json(WebhookSecret { secret }))
 }

@@ -20,10 +20,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use reelfarm_shared::blob::BlobError;
-use reelfarm_shared::integration::{self, LinkedAccount, Provider, RelinkNeeded, Sealer};
-use reelfarm_shared::store::StoreError;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::blob::BlobError;
+use reelfarm_backends::integration::{self, RelinkNeeded, Sealer};
+use reelfarm_backends::store::StoreError;
+use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::integration::{LinkedAccount, Provider};
 
 use crate::channel::{Failed, RenderFacts};
 

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use reelfarm_shared::integration::{LinkedAccount, Provider};
+use reelfarm_domain::integration::{LinkedAccount, Provider};
 
 use super::{name, passing, Google};
 use crate::channel::Failed;

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
-use reelfarm_shared::blob::ByteRange;
+use reelfarm_backends::blob::ByteRange;
 
 use super::oauth::Auth;
 use super::{blob_failure, passing, refusal, Google};
@@ -156,7 +156,7 @@ async fn interrupted(
         return Err(Failed { status_code: status, ..Failed::transient(why) });
     }
     tracing::warn!(interruption = *count, error = why, "upload interrupted; asking where it stands");
-    let wait = reelfarm_shared::backoff::exponential(options.backoff, *count, Duration::MAX);
+    let wait = reelfarm_backends::backoff::exponential(options.backoff, *count, Duration::MAX);
     if wait > Duration::ZERO {
         tokio::time::sleep(wait).await;
     }

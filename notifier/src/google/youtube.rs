@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use reelfarm_shared::integration::Provider;
-use reelfarm_shared::notification::Notification;
-use reelfarm_shared::{Backends, Config};
+use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::integration::Provider;
+use reelfarm_domain::notification::Notification;
 
 use super::oauth::Auth;
 use super::resumable::{self, Initiation};

@@ -118,7 +118,7 @@ struct Suite {
     callbacks: Arc<Callbacks>,
     /// `http://127.0.0.1:PORT` of the callback receiver.
     receiver: String,
-    blobs: reelfarm_shared::Blobs,
+    blobs: reelfarm_backends::Blobs,
     rows: Vec<Row>,
     services: Services,
 }
@@ -146,10 +146,10 @@ impl Suite {
         let template = deployment.admin(dir.path(), &["template", "import", file.to_str().unwrap(), "--public"]);
         let callbacks = Arc::new(Callbacks::default());
         let receiver = receive_callbacks(&deployment.runtime, callbacks.clone());
-        let config = reelfarm_shared::Config::from_sources(None, deployment.env.clone()).expect("valid settings");
+        let config = reelfarm_backends::Config::from_sources(None, deployment.env.clone()).expect("valid settings");
         let blobs = deployment
             .runtime
-            .block_on(reelfarm_shared::Blobs::connect(&config.blob, &config.public_url))
+            .block_on(reelfarm_backends::Blobs::connect(&config.blob, &config.public_url))
             .expect("the bucket");
         Suite {
             deployment,

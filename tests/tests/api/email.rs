@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use reelfarm_backends::Config;
+use reelfarm_domain::notification::Notification;
 use reelfarm_notifier::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use reelfarm_notifier::email::EmailChannel;
-use reelfarm_shared::notification::Notification;
-use reelfarm_shared::Config;
 use reelfarm_tests::smtp::SmtpServer;
 use reelfarm_tests::{test_env, Mode};
 
@@ -120,8 +120,8 @@ async fn custom_subject_is_used_and_user_text_is_escaped_in_html() {
     assert_eq!(mail.header("From").unwrap(), "reelfarm <noreply@localhost>");
 
     let html = mail.html();
-    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"), "{html}");
-    assert!(html.contains("&quot;&lt;b&gt;Bold&lt;/b&gt; title&quot;"), "{html}");
+    assert!(html.contains("&#60;script&#62;alert(&#39;x&#39;)&#60;/script&#62; &#38; more"), "{html}");
+    assert!(html.contains("&#34;&#60;b&#62;Bold&#60;/b&#62; title&#34;"), "{html}");
     assert!(!html.contains("<script>") && !html.contains("<b>"), "{html}");
     assert!(!html.contains("<img"), "no logo, no image: {html}");
     assert!(mail.text().contains("<script>alert('x')</script> & more"));
@@ -171,7 +171,7 @@ async fn failed_render_gets_a_short_notice_without_link() {
     assert_eq!(mail.subject(), "Your video \"Spring promo\" could not be created");
     let (text, html) = (mail.text(), mail.html());
     assert!(text.contains("the value of <logo> is not an image"), "{text}");
-    assert!(html.contains("the value of &lt;logo&gt; is not an image"), "{html}");
+    assert!(html.contains("the value of &#60;logo&#62; is not an image"), "{html}");
     assert!(html.contains("<img src=\"https://cdn.example.com/logo.png\""), "{html}");
     for part in [&text, &html] {
         assert!(!part.contains("farm.example") && !part.contains("href"), "no link: {part}");

@@ -1,7 +1,8 @@
 //! Linked accounts end to end (issue #6), in both modes: the YouTube or Google Drive
 //! account a user links for uploads, stored sealed and never shown back.
 
-use reelfarm_shared::integration::{linked_account, LinkedAccount, Provider, Sealer};
+use reelfarm_backends::integration::{linked_account, Sealer};
+use reelfarm_domain::integration::{LinkedAccount, Provider};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use reelfarm_shared::store::TemplateRecord;
+use reelfarm_backends::store::TemplateRecord;
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
@@ -310,7 +310,7 @@ async fn a_value_above_the_configured_image_limit_fails_naming_its_layer(mode: M
 
 /// Messages in the render queue's dead letters.
 async fn dead_letters(app: &TestApp) -> usize {
-    use reelfarm_shared::message::Queue;
+    use reelfarm_domain::message::Queue;
     if app.mode == Mode::Embedded {
         return app.service.backends.store.dead_letters(Queue::Render).await.unwrap().len();
     }

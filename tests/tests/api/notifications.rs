@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use reelfarm_backends::store::TemplateRecord;
 use reelfarm_notifier::signing;
-use reelfarm_shared::store::TemplateRecord;
 use reelfarm_tests::files::{FileServer, Received};
 use reelfarm_tests::google::{self, FakeGoogle, Kind};
 use reelfarm_tests::smtp::SmtpServer;
@@ -123,7 +123,7 @@ impl World {
 fn verify_signature(request: &Received, secret: &str) -> String {
     let id = &request.headers["webhook-id"];
     let timestamp: i64 = request.headers["webhook-timestamp"].parse().unwrap();
-    let now = reelfarm_shared::id::now_ms() / 1000;
+    let now = reelfarm_domain::id::now_ms() / 1000;
     assert!((now - timestamp).abs() < 60, "timestamp {timestamp} is not current");
     let expected = signing::sign(secret, id, timestamp, &request.body).unwrap();
     assert_eq!(request.headers["webhook-signature"], expected);

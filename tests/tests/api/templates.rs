@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use reelfarm::admin::template::{import, ImportOptions};
-use reelfarm_shared::store::{ShareTarget, TemplateRecord};
+use reelfarm_backends::store::{ShareTarget, TemplateRecord};
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;
@@ -155,7 +155,7 @@ async fn imported_templates_have_every_field_with_its_type(mode: Mode) {
     assert!((preview.duration.unwrap() - 1.75).abs() < 0.15, "{:?}", preview.duration);
 
     // Unknown and malformed ids.
-    for id in [reelfarm_shared::id::new_id(), "not-an-id".to_string()] {
+    for id in [reelfarm_domain::id::new_id(), "not-an-id".to_string()] {
         error(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 404, "error.not_found").await;
     }
     error(app.get(&format!("/generator/v1/templates/{}", record.id), "rf_bogus").await, 401, "error.unauthorized")

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use reelfarm_shared::store::TemplateRecord;
+use reelfarm_backends::store::TemplateRecord;
 use reelfarm_tests::google_tts::{FakeGoogleTts, API_KEY};
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::polly::FakePolly;

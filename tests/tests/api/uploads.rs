@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
+use reelfarm_backends::integration::{link_account, Sealer};
+use reelfarm_domain::integration::{LinkedAccount, Provider};
+use reelfarm_domain::notification::Notification;
 use reelfarm_notifier::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use reelfarm_notifier::google::{DriveChannel, UploadOptions, YouTubeChannel, CHUNK_UNIT};
-use reelfarm_shared::integration::{link_account, LinkedAccount, Provider, Sealer};
-use reelfarm_shared::notification::Notification;
 use reelfarm_tests::google::{self, FakeGoogle, Fault, Kind};
 use reelfarm_tests::{both_modes, Mode, TestApp};
 use serde_json::Value;

@@ -177,7 +177,7 @@ async fn a_worker_killed_mid_render_leaves_the_render_to_another_which_finishes_
 async fn a_worker_with_an_ops_port_serves_probes_and_metrics() {
     let app = TestApp::spawn_role(Mode::Distributed, Role::Api, &[]).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = reelfarm_shared::Config {
+    let config = reelfarm_backends::Config {
         data_dir: dir.path().to_path_buf(),
         ops_listen: Some("127.0.0.1:0".parse().unwrap()),
         ..app.config.clone()

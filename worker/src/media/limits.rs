@@ -40,7 +40,7 @@ impl Limits {
     /// `REELFARM_MAX_VIDEO_PIXELS`, `REELFARM_MAX_MEDIA_DURATION`, `REELFARM_JOB_TIMEOUT`),
     /// with a new memory budget of `REELFARM_MEDIA_MEMORY`: call it once per process and
     /// clone the result, so that every job shares the budget.
-    pub fn from_config(config: &reelfarm_shared::Config) -> Limits {
+    pub fn from_config(config: &reelfarm_backends::Config) -> Limits {
         Limits {
             max_pixels: config.max_image_pixels,
             max_video_pixels: config.max_video_pixels,

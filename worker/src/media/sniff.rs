@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use reelfarm_shared::blob::media_type::looks_like_svg;
+use reelfarm_backends::blob::media_type::looks_like_svg;
 
 use super::MediaError;
 

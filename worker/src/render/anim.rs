@@ -12,7 +12,7 @@
 //! Several animations of a kind combine (opacities and scales multiply, offsets add; the
 //! last `ken_burns` wins). Progress `p` in [0, 1] is eased quadratically.
 
-use reelfarm_shared::template::{Animation, Direction, Easing, Rect};
+use reelfarm_domain::template::{Animation, Direction, Easing, Rect};
 
 /// A layer's appearance at one moment.
 #[derive(Debug, Clone, Copy, PartialEq)]

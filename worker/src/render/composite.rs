@@ -2,7 +2,7 @@
 //! canvas (per plane, chroma with the 2×2-averaged alpha; a layer's opacity only scales
 //! its alpha) and the transitions between two clip canvases.
 
-use reelfarm_shared::template::{Direction, Transition};
+use reelfarm_domain::template::{Direction, Transition};
 
 use super::geom::{round_even, IRect};
 use super::picture::{half, Picture, Yuv};

@@ -4,7 +4,7 @@
 //! Scale animations and Ken Burns windows resample per frame (separable bilinear);
 //! only a rotation combined with them needs the general warp.
 
-use reelfarm_shared::template::Rect;
+use reelfarm_domain::template::Rect;
 
 use super::anim::{self, Motion};
 use super::composite::blit;

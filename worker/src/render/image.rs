@@ -7,7 +7,7 @@ use std::path::Path;
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::DynamicImage;
-use reelfarm_shared::template::Fit;
+use reelfarm_domain::template::Fit;
 
 use super::geom::RectF;
 use super::picture::Picture;

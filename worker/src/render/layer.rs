@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use reelfarm_shared::template::rich::RichText;
-use reelfarm_shared::template::{Animation, Content, Layer, ShapeKind, ShapeLayer, TextLayer};
+use reelfarm_domain::template::rich::RichText;
+use reelfarm_domain::template::{Animation, Content, Layer, ShapeKind, ShapeLayer, TextLayer};
 
 use super::anim;
 use super::geom::{round_even, Affine, IRect, RectF};
@@ -189,10 +189,10 @@ fn fixed((pic, x, y): (Picture, i64, i64)) -> Body {
 fn still_body(
     id: &str,
     still: &Still,
-    fit: reelfarm_shared::template::Fit,
+    fit: reelfarm_domain::template::Fit,
     bw: u32,
     bh: u32,
-    ken_burns: Option<(reelfarm_shared::template::Rect, reelfarm_shared::template::Rect)>,
+    ken_burns: Option<(reelfarm_domain::template::Rect, reelfarm_domain::template::Rect)>,
 ) -> Result<Body, RenderError> {
     match ken_burns {
         Some((from, to)) => {
@@ -208,7 +208,7 @@ fn still_body(
 fn video_body(
     id: &str,
     path: &Path,
-    fit: reelfarm_shared::template::Fit,
+    fit: reelfarm_domain::template::Fit,
     trim: f64,
     looping: bool,
     visual: &Visual,

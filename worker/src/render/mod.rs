@@ -1,7 +1,7 @@
 //! Template rendering: one engine for the worker and for `reelfarm render`.
 //!
 //! [`render`] turns a validated [`Template`] (job values already applied, see
-//! `reelfarm_shared::template::values`) and local copies of its sources into an MP4
+//! `reelfarm_domain::template::values`) and local copies of its sources into an MP4
 //! (H.264 yuv420p + AAC 48 kHz stereo, faststart, constant frame rate, exactly
 //! `round(duration × fps)` frames and as many seconds of sound) and a JPEG thumbnail.
 //! Everything runs in process through libav* (no ffmpeg CLI).
@@ -50,7 +50,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use reelfarm_shared::template::{Source, Template};
+use reelfarm_domain::template::{Source, Template};
 
 use crate::media::Limits;
 
@@ -60,7 +60,7 @@ pub use source::sources;
 
 /// Output size: the template's own, or the shorter side set to 480, 720 or 1080 pixels
 /// (every position, size and font size scaled by the same factor).
-pub use reelfarm_shared::quality::Quality;
+pub use reelfarm_domain::quality::Quality;
 
 /// How to render.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 //! Layer pictures are always placed at even canvas coordinates, so their chroma grid lines
 //! up with the canvas' and blending needs no chroma resampling.
 
-use reelfarm_shared::template::color::Color;
+use reelfarm_domain::template::color::Color;
 
 /// A YUV 4:2:0 picture; rows are packed (stride = width, chroma stride = ⌈width/2⌉).
 #[derive(Clone, Default, PartialEq, Eq)]

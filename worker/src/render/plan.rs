@@ -7,7 +7,7 @@
 //! `round(duration × fps)` frames; the sound has exactly as many samples as that many
 //! frames last (`frames / fps × 48000`, rounded), so both streams end together.
 
-use reelfarm_shared::template::{Layer, Template, Transition};
+use reelfarm_domain::template::{Layer, Template, Transition};
 
 use super::Quality;
 

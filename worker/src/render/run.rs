@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reelfarm_shared::template::{Content, Source, Template};
+use reelfarm_domain::template::{Content, Source, Template};
 
 use super::audio::{Mixer, Track, TrackSpec};
 use super::composite::{needs, transition, Needs};
@@ -38,7 +38,7 @@ pub(super) fn render(
     let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
     let kept = sound_key.as_ref().and_then(sound_cache::get);
     let sound_kept = kept.is_some();
-    reelfarm_shared::metrics::render_sound(sound_kept);
+    reelfarm_backends::metrics::render_sound(sound_kept);
     let (mut mixer, sound) = match kept {
         Some(kept) => (None, Sound::Kept(kept)),
         None => (
@@ -187,7 +187,7 @@ impl<'a> Frames<'a> {
                         let mut b = std::mem::take(&mut self.scratch_b);
                         a.reset(canvas.width, canvas.height, false);
                         b.reset(canvas.width, canvas.height, false);
-                        let slide = matches!(kind, reelfarm_shared::template::Transition::Slide { .. });
+                        let slide = matches!(kind, reelfarm_domain::template::Transition::Slide { .. });
                         let result = (|| {
                             self.draw_clip(from, n, if slide { &mut a } else { canvas })?;
                             self.draw_clip(from + 1, n, &mut b)

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use image::RgbImage;
-use reelfarm_shared::template::{Source, Template};
+use reelfarm_domain::template::{Source, Template};
 
 use super::picture::Picture;
 use super::plan::{Plan, Shot};

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use reelfarm_shared::template::{Content, Source, Template};
+use reelfarm_domain::template::{Content, Source, Template};
 
 use super::RenderError;
 

@@ -9,10 +9,10 @@
 //! transparent where there is no ink, the run's colour with the glyph coverage (times
 //! the colour's alpha) as alpha where there is.
 
-use reelfarm_shared::template::color::Color;
-use reelfarm_shared::template::rich::RichText;
-pub use reelfarm_shared::template::{Align, VAlign};
-use reelfarm_shared::template::{TextFit, TextLayer};
+use reelfarm_domain::template::color::Color;
+use reelfarm_domain::template::rich::RichText;
+pub use reelfarm_domain::template::{Align, VAlign};
+use reelfarm_domain::template::{TextFit, TextLayer};
 
 mod fonts;
 mod layout;
@@ -26,7 +26,7 @@ pub const MAX_SIDE: u32 = 8192;
 /// How a text layer's text is set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextStyle {
-    /// A bundled family (`reelfarm_shared::template::fonts::FAMILIES`).
+    /// A bundled family (`reelfarm_domain::template::fonts::FAMILIES`).
     pub family: String,
     /// Font size in canvas pixels (before the render scale).
     pub size: f64,

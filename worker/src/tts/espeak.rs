@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reelfarm_shared::tts::Speech;
+use reelfarm_domain::tts::Speech;
 use tokio::io::AsyncWriteExt;
 
 use super::{Synthesizer, TtsError};

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use reelfarm_shared::tts::Speech;
-use reelfarm_shared::Config;
+use reelfarm_backends::Config;
+use reelfarm_domain::tts::Speech;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 

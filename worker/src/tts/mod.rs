@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use prometheus::IntCounterVec;
-use reelfarm_shared::blob::BlobError;
-use reelfarm_shared::tts::voices::Voices;
-use reelfarm_shared::tts::{split_text, Provider, Speech};
-use reelfarm_shared::{Blobs, Config};
+use reelfarm_backends::blob::BlobError;
+use reelfarm_backends::{Blobs, Config};
+use reelfarm_domain::tts::{split_text, Provider, Speech};
+use reelfarm_tts::Voices;
 use secrecy::ExposeSecret;
 
 use crate::failure::Failure;
@@ -67,7 +67,7 @@ static SYNTHESES: LazyLock<IntCounterVec> = LazyLock::new(|| {
         &["provider"],
     )
     .expect("valid metric");
-    reelfarm_shared::metrics::REGISTRY.register(Box::new(c.clone())).expect("metric registered once");
+    reelfarm_backends::metrics::REGISTRY.register(Box::new(c.clone())).expect("metric registered once");
     c
 });
 static CACHE: LazyLock<IntCounterVec> = LazyLock::new(|| {
@@ -79,7 +79,7 @@ static CACHE: LazyLock<IntCounterVec> = LazyLock::new(|| {
         &["outcome"],
     )
     .expect("valid metric");
-    reelfarm_shared::metrics::REGISTRY.register(Box::new(c.clone())).expect("metric registered once");
+    reelfarm_backends::metrics::REGISTRY.register(Box::new(c.clone())).expect("metric registered once");
     c
 });
 
@@ -98,7 +98,7 @@ pub(crate) struct Tts {
 impl Tts {
     pub(crate) fn new(config: &Config, blobs: Blobs) -> anyhow::Result<Tts> {
         Ok(Tts {
-            voices: Voices::new(config),
+            voices: Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() },
             espeak: espeak::Espeak,
             polly: polly::Polly::new(config).map_err(anyhow::Error::msg)?,
             google: google::Google::new(config).map_err(anyhow::Error::msg)?,

@@ -12,8 +12,8 @@ use aws_sdk_polly::error::{DisplayErrorContext, SdkError};
 use aws_sdk_polly::types::{Engine, LanguageCode, OutputFormat, TextType, VoiceId};
 use aws_sdk_polly::Client;
 use aws_smithy_http_client::tls;
-use reelfarm_shared::tts::Speech;
-use reelfarm_shared::Config;
+use reelfarm_backends::Config;
+use reelfarm_domain::tts::Speech;
 use secrecy::ExposeSecret;
 
 use super::{audio, Synthesizer, TtsError};

@@ -1,4 +1,4 @@
-use reelfarm_shared::template::values::apply_values;
+use reelfarm_domain::template::values::apply_values;
 
 use super::*;
 

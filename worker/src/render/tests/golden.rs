@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use image::RgbImage;
 use image_compare::{Algorithm, Similarity};
-use reelfarm_shared::template::{Content, Source, Template};
+use reelfarm_domain::template::{Content, Source, Template};
 use serde_json::json;
 
 use super::{clip, decode_frames, rect, template, Scratch};

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use ffmpeg::media::Type;
 use ffmpeg_next as ffmpeg;
-use reelfarm_shared::template::{Source, Template};
+use reelfarm_domain::template::{Source, Template};
 use serde_json::{json, Value};
 
 use super::picture::{yuv_to_rgb, Picture};

@@ -17,7 +17,7 @@ macro_rules! faces {
 }
 
 /// Every bundled face: regular, bold, italic and bold-italic of each family in
-/// `reelfarm_shared::template::fonts::FAMILIES`.
+/// `reelfarm_domain::template::fonts::FAMILIES`.
 const FACES: &[&[u8]] = faces!(
     "LiberationSans-Regular.ttf",
     "LiberationSans-Bold.ttf",
@@ -77,7 +77,7 @@ pub(super) fn with_fonts<R>(f: impl FnOnce(&mut FontSystem, &mut SwashCache) -> 
 
 #[cfg(test)]
 mod tests {
-    use reelfarm_shared::template::fonts::FAMILIES;
+    use reelfarm_domain::template::fonts::FAMILIES;
 
     use super::*;
 

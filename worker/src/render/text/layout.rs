@@ -5,8 +5,8 @@
 //! line breaking and positioning, which keeps the binary search cheap.
 
 use cosmic_text::{Attrs, Buffer, Family, FontSystem, Metrics, Shaping, Style, Weight, Wrap};
-use reelfarm_shared::template::color::Color;
-use reelfarm_shared::template::rich::{RichText, Run};
+use reelfarm_domain::template::color::Color;
+use reelfarm_domain::template::rich::{RichText, Run};
 
 use super::{Align, TextStyle};
 

@@ -2,7 +2,7 @@
 //! straight-alpha buffer.
 
 use cosmic_text::{Buffer, FontSystem, SwashCache, SwashContent, SwashImage};
-use reelfarm_shared::template::color::Color;
+use reelfarm_domain::template::color::Color;
 
 use super::layout::Block;
 use super::{Rgba, TextStyle, VAlign};

@@ -1,7 +1,7 @@
 //! The rasteriser judged by its pixels: no decoding, just the buffer's alpha and colour.
 
-use reelfarm_shared::template::color::Color;
-use reelfarm_shared::template::rich::RichText;
+use reelfarm_domain::template::color::Color;
+use reelfarm_domain::template::rich::RichText;
 
 use super::layout::Block;
 use super::*;
@@ -178,7 +178,7 @@ fn colour_runs_are_drawn_in_their_colour() {
 
 #[test]
 fn greek_cyrillic_and_accented_latin_use_real_glyphs_of_the_family() {
-    for family in reelfarm_shared::template::fonts::FAMILIES {
+    for family in reelfarm_domain::template::fonts::FAMILIES {
         let style = TextStyle { family: (*family).to_owned(), ..style() };
         for sample in ["Καλημέρα κόσμε", "Съешь же ещё этих булок", "Ça déjà vu, Ångström, Łódź, naïve"]
         {

@@ -1,0 +1,92 @@
+//! Library objects (assets): starting an upload, reading, listing and deleting them.
+
+use reelfarm_domain::asset::Asset;
+use reelfarm_domain::id::{AssetId, LibraryId};
+
+use super::{libraries, Result};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::pagination::Page;
+use crate::state::AppState;
+
+/// Longest file name accepted, in characters.
+pub const MAX_FILENAME_CHARS: usize = 255;
+
+/// An object recorded for upload, and the signed address to PUT its file to.
+pub struct NewUpload {
+    pub asset: Asset,
+    pub upload_url: String,
+}
+
+/// Records an object named `filename` in `library_id` (the caller's personal library
+/// when not given, else one the caller may edit) and signs the address of its upload.
+#[tracing::instrument(name = "assets::add", skip_all, fields(user_id = %caller.user.id, library_id = ?library_id))]
+pub async fn add(
+    state: &AppState,
+    caller: &Caller,
+    filename: Option<&str>,
+    library_id: Option<&LibraryId>,
+) -> Result<NewUpload> {
+    let filename =
+        crate::text::field("filename", filename, MAX_FILENAME_CHARS).map_err(|e| ApiError::validation(vec![e]))?;
+    let store = &state.backends.store;
+    let library = match library_id {
+        None => store.personal_library(&caller.user.id).await?,
+        Some(id) => {
+            let (library, editable) = libraries::visible(state, caller, id).await.map_err(|e| {
+                if e.key() == "error.not_found" {
+                    ApiError::not_found_field("library_id", "Library")
+                } else {
+                    e
+                }
+            })?;
+            if !editable {
+                return Err(ApiError::forbidden("This library is read-only for you"));
+            }
+            library
+        }
+    };
+    let asset = store.create_asset(&library.id, &caller.user.id, &filename).await?;
+    let upload_url = crate::signing::upload_url(&state.config, &asset.id, reelfarm_domain::id::now_ms());
+    Ok(NewUpload { asset, upload_url })
+}
+
+/// The asset `id` if the caller may see its library, with whether they may edit it.
+#[tracing::instrument(name = "assets::visible", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn visible(state: &AppState, caller: &Caller, id: &AssetId) -> Result<(Asset, bool)> {
+    let asset = state.backends.store.asset(id.as_str()).await?;
+    match libraries::visible(state, caller, &LibraryId::trusted(asset.library_id.clone())).await {
+        Ok((_, editable)) => Ok((asset, editable)),
+        Err(e) if e.key() == "error.not_found" => Err(ApiError::not_found("Asset")),
+        Err(e) => Err(e),
+    }
+}
+
+/// One asset the caller may see.
+#[tracing::instrument(name = "assets::get", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn get(state: &AppState, caller: &Caller, id: &AssetId) -> Result<Asset> {
+    Ok(visible(state, caller, id).await?.0)
+}
+
+/// Deletes an asset of a library the caller may edit, and every stored file of it.
+#[tracing::instrument(name = "assets::remove", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn remove(state: &AppState, caller: &Caller, id: &AssetId) -> Result<Asset> {
+    let (asset, editable) = visible(state, caller, id).await?;
+    if !editable {
+        return Err(ApiError::forbidden("This library is read-only for you"));
+    }
+    let asset = state.backends.store.delete_asset(&asset.id).await?;
+    // The record is gone, so nothing refers to the files any more; a failure here leaves
+    // unreachable blobs behind, which is logged rather than failing the request.
+    if let Err(e) = state.backends.blobs.delete_prefix(&format!("{}/", asset.blob_prefix)).await {
+        tracing::warn!(asset_id = %asset.id, error = %e, "blobs of a deleted asset were not removed");
+    }
+    Ok(asset)
+}
+
+/// A page of the assets of a library the caller may see, newest first.
+#[tracing::instrument(name = "assets::list", skip_all, fields(user_id = %caller.user.id, library_id = %library_id))]
+pub async fn list(state: &AppState, caller: &Caller, library_id: &LibraryId, page: Page) -> Result<Vec<Asset>> {
+    let (library, _) = libraries::visible(state, caller, library_id).await?;
+    Ok(state.backends.store.library_assets(&library.id, page.limit, page.offset()).await?)
+}

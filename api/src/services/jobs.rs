@@ -1,0 +1,220 @@
+//! Jobs: videos made from a template with a caller's values, and the projects they made.
+//!
+//! Creating a job validates everything first (all problems in one 400), then writes the
+//! job, its renders, the credit debit and the render work in one transaction
+//! (`Store::create_job`). An idempotency key makes a retried request safe: the same key
+//! with the same body within 24 hours gives the first response again and charges
+//! nothing; with another body it is a 409.
+
+mod media;
+pub(crate) mod request;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix_web::web;
+use reelfarm_backends::store::{
+    Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderStatus, StoreError,
+};
+use reelfarm_domain::id::{new_id, now_ms, EntityId, JobId, ProjectId, TemplateId};
+use reelfarm_domain::template::values::{apply_values_with, ValueError};
+use reelfarm_domain::template::Template;
+use reelfarm_domain::tts::is_speech;
+use reelfarm_tts::espeak_voices;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use self::request::JobRequest;
+use super::Result;
+use crate::auth::Caller;
+use crate::error::{ApiError, FieldError};
+use crate::pagination::Page;
+use crate::state::AppState;
+
+/// A job with the live progress (percent of frames) of its started videos, by render id.
+pub struct JobView {
+    pub job: JobRecord,
+    pub progress: HashMap<String, u8>,
+}
+
+/// What creating a job answered: the response of a new job, or the response the first
+/// request with the same idempotency key got.
+pub enum Created {
+    New(String),
+    Replayed(String),
+}
+
+/// Creates a job from a request `body` (spec §4.7) and charges its credits. `respond`
+/// makes the response from the job as created: it is kept with `idempotency_key` so that
+/// a retry gets the same bytes.
+#[tracing::instrument(name = "jobs::create", skip_all, fields(user_id = %caller.user.id))]
+pub async fn create(
+    state: &AppState,
+    caller: &Caller,
+    body: &Value,
+    idempotency_key: Option<&str>,
+    respond: impl FnOnce(&JobRecord) -> String,
+) -> Result<Created> {
+    crate::nul::refuse_in_json(body)?;
+    let request = Arc::new(request::parse(body).map_err(ApiError::validation)?);
+    // An id not of our form names no template: not found, once the rest is valid.
+    let template_id = request.template_id.as_ref().ok_or_else(|| ApiError::not_found(TemplateId::WHAT))?;
+    let record = state.visible_template(template_id, &caller.user.id).await?;
+    let template = state.template_document(&record)?;
+    let renders = prepare_renders(state, caller, &template, &request).await?;
+    let job = NewJob {
+        id: new_id(),
+        user_id: caller.user.id.clone(),
+        template_id: record.id.clone(),
+        quality: request.quality,
+        create_render: request.create_render,
+        create_project: request.create_project,
+        notifications: serde_json::to_string(&request.notifications).expect("notifications serialize"),
+        renders,
+        created_at: now_ms(),
+    };
+    let response = respond(&JobRecord::from_new(&job));
+    let request_hash = hex::encode(Sha256::digest(serde_json::to_vec(body).expect("JSON serializes")));
+    let idempotency = idempotency_key.map(|key| Idempotency { key, request_hash: &request_hash, response: &response });
+    match state.backends.store.create_job(&job, idempotency).await? {
+        JobCreation::Created => {
+            tracing::info!(job_id = %job.id, renders = job.renders.len(), "job created");
+            Ok(Created::New(response))
+        }
+        JobCreation::Replayed(first) => Ok(Created::Replayed(first)),
+        JobCreation::CreditsExhausted { needed } => Err(ApiError::contract_exceeded(format!(
+            "The render package of your contract is used up: this job needs {needed} credit(s) and not that many \
+             are left. Surcharging (renders beyond the package) can be enabled by our sales team."
+        ))),
+    }
+}
+
+/// Applies every element's values to the template and checks its media values; all
+/// problems of all elements in one 400.
+async fn prepare_renders(
+    state: &AppState,
+    caller: &Caller,
+    template: &Arc<Template>,
+    request: &Arc<JobRequest>,
+) -> Result<Vec<NewRender>> {
+    let mut errors = Vec::new();
+    let mut renders = Vec::with_capacity(request.values.len());
+    let mut groups = None;
+    let applied_values = apply_all_values(state, template, request).await?;
+    for ((i, value), applied) in request.values.iter().enumerate().zip(applied_values) {
+        let path = format!("values[{i}].template_variables");
+        let applied = match applied {
+            Ok(applied) => applied,
+            Err(problems) => {
+                errors.extend(problems.into_iter().map(|p| {
+                    let known = Uuid::parse_str(&p.variable).ok().and_then(|id| template.variable_layer(id)).is_some();
+                    let key = if known { "error.invalid" } else { "error.unknown_variable" };
+                    FieldError::new(format!("{path}.{}", p.variable), key, p.message)
+                }));
+                continue;
+            }
+        };
+        for (key, problem) in media::check_media(state, caller, &mut groups, template, value).await? {
+            errors.push(FieldError::new(format!("{path}.{key}"), problem.0, problem.1));
+        }
+        let project_of =
+            request.create_project.then(|| (new_id(), serde_json::to_string(&applied).expect("templates serialize")));
+        renders.push(NewRender {
+            id: new_id(),
+            external_id: value.external_id.clone(),
+            title: value.title.clone(),
+            metadata: serde_json::to_string(&value.metadata).expect("JSON serializes"),
+            template_variables: serde_json::to_string(&value.template_variables).expect("JSON serializes"),
+            project: project_of,
+        });
+    }
+    if errors.is_empty() {
+        Ok(renders)
+    } else {
+        Err(ApiError::validation(errors))
+    }
+}
+
+/// The template with each element's values applied, in order. Parsing and checking text
+/// values is CPU work that grows with the body (up to 2 MiB), so it runs off the async
+/// threads, in one blocking task for the whole request.
+async fn apply_all_values(
+    state: &AppState,
+    template: &Arc<Template>,
+    request: &Arc<JobRequest>,
+) -> Result<Vec<std::result::Result<Template, Vec<ValueError>>>> {
+    let voices = state.voices.clone();
+    let (template, request) = (Arc::clone(template), Arc::clone(request));
+    web::block(move || {
+        if request.values.iter().any(|v| v.template_variables.values().any(is_speech)) {
+            // The first look at espeak's voices runs `espeak-ng --voices`.
+            let _ = espeak_voices();
+        }
+        request.values.iter().map(|value| apply_values_with(&template, &value.template_variables, &voices)).collect()
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))
+}
+
+/// One of the caller's jobs.
+#[tracing::instrument(name = "jobs::get", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn get(state: &AppState, caller: &Caller, id: &JobId) -> Result<JobView> {
+    let job = match state.backends.store.job(id.as_str()).await {
+        Ok(job) if job.user_id == caller.user.id => job,
+        Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(with_progress(state, job).await)
+}
+
+/// A page of the caller's jobs, newest first; of one template the caller may see when
+/// `template_id` is given.
+#[tracing::instrument(name = "jobs::list", skip_all, fields(user_id = %caller.user.id, template_id = ?template_id))]
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    template_id: Option<&TemplateId>,
+    page: Page,
+) -> Result<Vec<JobView>> {
+    let store = &state.backends.store;
+    let template_id = template_id.map(TemplateId::as_str);
+    if let Some(template_id) = template_id {
+        store.visible_template(template_id, &caller.user.id).await?;
+    }
+    let jobs = store.jobs_of(&caller.user.id, template_id, page.limit, page.offset()).await?;
+    let mut views = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        views.push(with_progress(state, job).await);
+    }
+    Ok(views)
+}
+
+/// `job` with the live progress of its started videos.
+async fn with_progress(state: &AppState, job: JobRecord) -> JobView {
+    let mut progress = HashMap::new();
+    for render in job.renders.iter().filter(|r| r.status == RenderStatus::Started) {
+        match state.backends.cache.render_progress(&render.id).await {
+            Ok(Some(percent)) => {
+                progress.insert(render.id.clone(), percent);
+            }
+            Ok(None) => {}
+            // Progress is a nicety: without the cache it shows 0.
+            Err(e) => tracing::warn!(error = %e, "render progress unavailable"),
+        }
+    }
+    JobView { job, progress }
+}
+
+/// A project one of the caller's jobs made, with its document.
+#[tracing::instrument(name = "jobs::project", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn project(state: &AppState, caller: &Caller, id: &ProjectId) -> Result<(ProjectRecord, Value)> {
+    let project = match state.backends.store.project(id.as_str()).await {
+        Ok(p) if p.user_id == caller.user.id => p,
+        Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Project")),
+        Err(e) => return Err(e.into()),
+    };
+    let document = serde_json::from_str(&project.json)
+        .map_err(|e| ApiError::from(StoreError::Corrupt(format!("project {} document: {e}", project.id))))?;
+    Ok((project, document))
+}

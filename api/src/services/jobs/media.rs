@@ -1,0 +1,162 @@
+//! The media values of a job request: asset ids the caller may use, of the right kind
+//! and converted; addresses whose file type (when their name tells it) is accepted for
+//! the variable and that are not IP addresses the outbound policy refuses.
+
+use reelfarm_backends::store::StoreError;
+use reelfarm_domain::asset::{AssetKind, AssetStatus};
+use reelfarm_domain::template::{Template, VariableType};
+use reelfarm_outbound::Outbound;
+use uuid::Uuid;
+
+use super::request::ValueRequest;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// File types accepted in addresses of media values (spec §4.7.1), by variable type.
+const IMAGE_TYPES: &[&str] = &["gif", "jpeg", "jpg", "png", "svg", "webp", "heic"];
+const VIDEO_TYPES: &[&str] = &["mp4", "mkv", "flv", "wmv", "m4v", "mpeg", "avi", "webm", "mov", "3gp"];
+const SOUND_TYPES: &[&str] = &["flac", "m4a", "mp3", "wav", "ogg", "wma", "aiff", "opus"];
+/// Extensions of pages that serve files: they say nothing about the file's type, which is
+/// sniffed when the file is fetched.
+const SCRIPT_TYPES: &[&str] = &["php", "asp", "aspx", "jsp", "cgi"];
+
+/// The file types accepted for a media variable (spec §4.7.1).
+fn file_types(media: VariableType) -> &'static [&'static str] {
+    match media {
+        VariableType::Image => IMAGE_TYPES,
+        VariableType::Video => VIDEO_TYPES,
+        VariableType::Sound | VariableType::Text => SOUND_TYPES,
+    }
+}
+
+/// Whether an asset of `kind` can fill a media variable (a sound variable can take a
+/// video's sound).
+fn takes(media: VariableType, kind: AssetKind) -> bool {
+    match media {
+        VariableType::Image => matches!(kind, AssetKind::Sprite | AssetKind::Svg),
+        VariableType::Video => kind == AssetKind::Video,
+        VariableType::Sound => matches!(kind, AssetKind::Sound | AssetKind::Video),
+        VariableType::Text => false,
+    }
+}
+
+pub(super) type Problem = (&'static str, String);
+
+/// The media values of one `values` element that cannot be used, by variable id: asset ids
+/// the caller cannot see (or not converted, or of another kind), addresses whose file type
+/// is not accepted for the variable.
+pub(super) async fn check_media(
+    state: &AppState,
+    caller: &Caller,
+    groups: &mut Option<Vec<String>>,
+    template: &Template,
+    value: &ValueRequest,
+) -> Result<Vec<(String, Problem)>, ApiError> {
+    let mut problems = Vec::new();
+    for (key, given) in &value.template_variables {
+        let Some(text) = given.as_str().map(str::trim) else { continue };
+        let Some((_, layer)) = Uuid::parse_str(key).ok().and_then(|id| template.variable_layer(id)) else { continue };
+        let Some(media) = layer.content.variable_type().filter(|t| *t != VariableType::Text) else { continue };
+        let lower = text.to_ascii_lowercase();
+        let problem = if lower.starts_with("http://") || lower.starts_with("https://") {
+            refused_address(state, text).or_else(|| url_file_type(text, media))
+        } else {
+            if groups.is_none() {
+                *groups = Some(caller.group_ids(state).await?);
+            }
+            asset_problem(state, caller, groups.as_deref().unwrap_or_default(), text, media).await?
+        };
+        if let Some(problem) = problem {
+            problems.push((key.clone(), problem));
+        }
+    }
+    Ok(problems)
+}
+
+/// An address the render could never fetch (an IP address the outbound policy refuses):
+/// refused now, before the job is charged (issue #16).
+fn refused_address(state: &AppState, address: &str) -> Option<Problem> {
+    let refused = Outbound::new(&state.config.outbound_allow).refused_literal(address)?;
+    Some((refused.key(), refused.to_string()))
+}
+
+/// Whether the address's file name, when it has an extension, is of an accepted type.
+fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
+    let url = url::Url::parse(address).ok()?;
+    let name = url.path_segments()?.next_back()?;
+    let (_, ext) = name.rsplit_once('.')?;
+    let ext = ext.to_ascii_lowercase();
+    if file_types(media).contains(&ext.as_str()) || SCRIPT_TYPES.contains(&ext.as_str()) {
+        return None;
+    }
+    Some((
+        "error.unsupported_file_type",
+        format!(
+            "a {} value cannot be a .{ext} file; accepted types: {}",
+            media.as_str(),
+            file_types(media).join(", ").to_uppercase()
+        ),
+    ))
+}
+
+async fn asset_problem(
+    state: &AppState,
+    caller: &Caller,
+    groups: &[String],
+    id: &str,
+    media: VariableType,
+) -> Result<Option<Problem>, ApiError> {
+    let store = &state.backends.store;
+    let unknown = || Some(("error.unknown_asset", format!("no asset {id:?} in the libraries you can use")));
+    let asset = match store.asset(id).await {
+        Ok(asset) => asset,
+        Err(StoreError::NotFound(_)) => return Ok(unknown()),
+        Err(e) => return Err(e.into()),
+    };
+    let library = match store.library(&asset.library_id).await {
+        Ok(library) => library,
+        Err(StoreError::NotFound(_)) => return Ok(unknown()),
+        Err(e) => return Err(e.into()),
+    };
+    if !library.visible_to(&caller.user.id, groups) {
+        return Ok(unknown());
+    }
+    if asset.status != AssetStatus::Finished {
+        let status = asset.status.public();
+        return Ok(Some((
+            "error.asset_not_ready",
+            format!("asset {id:?} is {status}; only finished assets can be used"),
+        )));
+    }
+    match asset.kind {
+        Some(kind) if takes(media, kind) => Ok(None),
+        kind => Ok(Some((
+            "error.unsupported_file_type",
+            format!(
+                "asset {id:?} is a {} asset; this variable takes a {}",
+                kind.map_or("unknown", AssetKind::as_str),
+                media.as_str()
+            ),
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_checked_by_their_file_extension_when_they_have_one() {
+        assert_eq!(url_file_type("https://example.com/a/photo.JPG", VariableType::Image), None);
+        assert_eq!(url_file_type("https://example.com/a/photo", VariableType::Image), None);
+        assert_eq!(url_file_type("https://example.com/get.php?id=3", VariableType::Video), None);
+        assert_eq!(url_file_type("https://example.com/clip.mov?x=1", VariableType::Video), None);
+        assert_eq!(url_file_type("https://example.com/song.opus", VariableType::Sound), None);
+        let (key, message) = url_file_type("https://example.com/doc.pdf", VariableType::Image).unwrap();
+        assert_eq!(key, "error.unsupported_file_type");
+        assert!(message.contains(".pdf") && message.contains("PNG"), "{message}");
+        assert!(url_file_type("https://example.com/clip.mp4", VariableType::Sound).is_some());
+        assert!(url_file_type("https://example.com/photo.png", VariableType::Video).is_some());
+    }
+}

@@ -1,0 +1,22 @@
+//! The use cases of the service, one module each: what the JSON API's handlers (and the
+//! console's pages) call. A service function takes the state, a typed caller and typed
+//! input, checks the caller's rights and the input, talks to the backends and returns
+//! domain records; the handler only parses the request, calls one service function and
+//! maps its result to the spec's JSON. Errors are [`ApiError`]s: DESIGN.md's error shape
+//! (key, message, the fields in error), which a page shows as well as a JSON body does.
+
+pub mod assets;
+pub mod files;
+pub mod health;
+pub mod integrations;
+pub mod jobs;
+pub mod libraries;
+pub mod notifications;
+pub mod templates;
+pub mod uploads;
+pub mod users;
+
+use crate::error::ApiError;
+
+/// What a service function returns.
+pub type Result<T> = std::result::Result<T, ApiError>;

@@ -1,0 +1,85 @@
+//! Templates the caller may use: their records, documents, the addresses of their default
+//! media and, for the owner, whom they are shared with.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use reelfarm_backends::store::{ShareTarget, StoreError, TemplateRecord};
+use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::template::{Source, Template};
+
+use super::Result;
+use crate::auth::Caller;
+use crate::pagination::Page;
+use crate::state::AppState;
+
+/// A template as the caller sees it.
+pub struct TemplateView {
+    pub record: Arc<TemplateRecord>,
+    pub document: Arc<Template>,
+    /// Public addresses of the library assets that are defaults of its variables, by
+    /// asset id (empty for an asset deleted since).
+    pub asset_addresses: Arc<HashMap<String, String>>,
+    /// Whom the template is shared with: for its owner only, empty for everyone else.
+    pub shares: Vec<ShareTarget>,
+}
+
+/// A page of the templates the caller may use (own, shared with them or their groups,
+/// public), newest first.
+#[tracing::instrument(name = "templates::list", skip_all, fields(user_id = %caller.user.id))]
+pub async fn list(state: &AppState, caller: &Caller, page: Page) -> Result<Vec<TemplateView>> {
+    let records = state.backends.store.visible_templates(&caller.user.id, page.limit, page.offset()).await?;
+    // Assets are looked up once per request, whatever number of templates use them.
+    let mut addresses = HashMap::new();
+    let mut views = Vec::with_capacity(records.len());
+    for record in records {
+        views.push(view(state, caller, Arc::new(record), &mut addresses).await?);
+    }
+    let addresses = Arc::new(addresses);
+    Ok(views.into_iter().map(|v| TemplateView { asset_addresses: addresses.clone(), ..v }).collect())
+}
+
+/// One template the caller may use.
+#[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn get(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateView> {
+    let record = Arc::new(state.backends.store.visible_template(id.as_str(), &caller.user.id).await?);
+    let mut addresses = HashMap::new();
+    let view = view(state, caller, record, &mut addresses).await?;
+    Ok(TemplateView { asset_addresses: Arc::new(addresses), ..view })
+}
+
+async fn view(
+    state: &AppState,
+    caller: &Caller,
+    record: Arc<TemplateRecord>,
+    addresses: &mut HashMap<String, String>,
+) -> Result<TemplateView> {
+    let document = state.template_document(&record)?;
+    load_addresses(state, &document, addresses).await?;
+    let shares = if record.owner_user_id.as_deref() == Some(caller.user.id.as_str()) {
+        state.backends.store.template_shares(&record.id).await?
+    } else {
+        Vec::new()
+    };
+    Ok(TemplateView { record, document, asset_addresses: Arc::default(), shares })
+}
+
+/// Looks up the assets that are defaults of `template`'s variables and are not in
+/// `addresses` yet.
+async fn load_addresses(state: &AppState, template: &Template, addresses: &mut HashMap<String, String>) -> Result<()> {
+    let layers = template.clips.iter().flat_map(|c| &c.layers).filter(|l| l.variable.is_some());
+    for source in layers.filter_map(|l| l.content.source()) {
+        let Source::Asset { asset } = source else { continue };
+        if addresses.contains_key(asset) {
+            continue;
+        }
+        let address = match state.backends.store.asset(asset).await {
+            Ok(a) => a.original_key.map(|k| state.backends.blobs.public_url(&k)).unwrap_or_default(),
+            // The asset was deleted since the import: there is no default to show.
+            Err(StoreError::NotFound(_)) => String::new(),
+            Err(e) => return Err(e.into()),
+        };
+        addresses.insert(asset.clone(), address);
+    }
+    Ok(())
+}

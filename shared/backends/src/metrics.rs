@@ -1,0 +1,69 @@
+//! Prometheus metrics shared by every role; the api exposes them at `GET /metrics`.
+
+use std::sync::LazyLock;
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+
+use reelfarm_domain::message::Queue;
+
+/// The registry every metric of the process is registered in.
+pub static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::new);
+
+fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+    REGISTRY.register(Box::new(c.clone())).expect("metric registered once");
+    c
+}
+
+/// HTTP requests by route pattern, method and status.
+pub static HTTP_REQUESTS: LazyLock<IntCounterVec> =
+    LazyLock::new(|| counter("reelfarm_http_requests_total", "HTTP requests handled", &["method", "route", "status"]));
+
+/// HTTP request latency by route pattern and method.
+pub static HTTP_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
+    let h = HistogramVec::new(
+        HistogramOpts::new("reelfarm_http_request_duration_seconds", "HTTP request latency")
+            .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0]),
+        &["method", "route"],
+    )
+    .expect("valid metric");
+    REGISTRY.register(Box::new(h.clone())).expect("metric registered once");
+    h
+});
+
+static BUS_PUBLISHED: LazyLock<IntCounterVec> =
+    LazyLock::new(|| counter("reelfarm_bus_published_total", "Messages published to the bus", &["queue", "outcome"]));
+
+static BUS_CONSUMED: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter("reelfarm_bus_consumed_total", "Messages consumed from the bus, by settlement", &["queue", "settle"])
+});
+
+pub fn bus_published(queue: Queue, ok: bool) {
+    BUS_PUBLISHED.with_label_values(&[queue.name(), if ok { "ok" } else { "error" }]).inc();
+}
+
+static RENDER_SOUND: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    counter(
+        "reelfarm_render_sound_total",
+        "Renders by where their sound came from: encoded, or kept from an earlier render",
+        &["source"],
+    )
+});
+
+/// A render's sound was encoded (`false`) or written from kept packets (`true`).
+pub fn render_sound(kept: bool) {
+    RENDER_SOUND.with_label_values(&[if kept { "kept" } else { "encoded" }]).inc();
+}
+
+pub fn bus_consumed(queue: Queue, settle: &str) {
+    BUS_CONSUMED.with_label_values(&[queue.name(), settle]).inc();
+}
+
+/// The text exposition of every registered metric.
+pub fn render() -> String {
+    let mut buf = String::new();
+    let encoder = prometheus::TextEncoder::new();
+    // Encoding into a String cannot fail for well-formed metric families.
+    let _ = encoder.encode_utf8(&REGISTRY.gather(), &mut buf);
+    buf
+}

@@ -1,0 +1,251 @@
+//! Assets: created by `POST /objects`, uploaded by the signed PUT, converted by workers.
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::outbox::{enqueue, mark_handled};
+use super::{flag, Result, Store, StoreError};
+use reelfarm_domain::asset::{label_of, Asset, AssetKind, AssetStatus, Conversion};
+use reelfarm_domain::id::{new_id, now_ms};
+use reelfarm_domain::message::Message;
+
+/// How long an upload's heartbeat may be silent before another PUT may take over.
+pub const STALE_UPLOAD_MS: i64 = 120_000;
+
+const COLUMNS: &str = "id, upload_id, library_id, owner_user_id, filename, label, description, status, error, \
+    kind, content_type, size, blob_prefix, original_key, duration_ms, alpha, thumb_key, renditions, tags, \
+    properties, premium, converted_by, created_at, updated_at";
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("asset {what}: {e}"))
+}
+
+fn asset_from(row: &AnyRow) -> Result<Asset> {
+    let status: String = row.try_get("status")?;
+    let kind: Option<String> = row.try_get("kind")?;
+    let renditions: String = row.try_get("renditions")?;
+    let tags: String = row.try_get("tags")?;
+    let properties: String = row.try_get("properties")?;
+    let size: Option<i64> = row.try_get("size")?;
+    Ok(Asset {
+        id: row.try_get("id")?,
+        upload_id: row.try_get("upload_id")?,
+        library_id: row.try_get("library_id")?,
+        owner_user_id: row.try_get("owner_user_id")?,
+        filename: row.try_get("filename")?,
+        label: row.try_get("label")?,
+        description: row.try_get("description")?,
+        status: AssetStatus::parse(&status).ok_or_else(|| corrupt("status", &status))?,
+        error: row.try_get("error")?,
+        kind: match kind {
+            Some(k) => Some(AssetKind::parse(&k).ok_or_else(|| corrupt("kind", &k))?),
+            None => None,
+        },
+        content_type: row.try_get("content_type")?,
+        size: size.map(|s| s as u64),
+        blob_prefix: row.try_get("blob_prefix")?,
+        original_key: row.try_get("original_key")?,
+        duration_ms: row.try_get("duration_ms")?,
+        alpha: flag(row, "alpha")?,
+        thumb_key: row.try_get("thumb_key")?,
+        renditions: serde_json::from_str(&renditions).map_err(|e| corrupt("renditions", e))?,
+        tags: serde_json::from_str(&tags).map_err(|e| corrupt("tags", e))?,
+        properties: serde_json::from_str(&properties).map_err(|e| corrupt("properties", e))?,
+        premium: flag(row, "premium")?,
+        converted_by: row.try_get("converted_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    /// Records a new asset awaiting its upload. Its blobs will live under an unguessable
+    /// prefix, so their public addresses can be handed out without a token.
+    #[tracing::instrument(name = "store::create_asset", level = "debug", skip_all)]
+    pub async fn create_asset(&self, library_id: &str, owner_user_id: &str, filename: &str) -> Result<Asset> {
+        let id = new_id();
+        let now = now_ms();
+        let blob_prefix = format!("assets/{id}/{}", reelfarm_domain::token::random_base62(16));
+        sqlx::query(
+            "INSERT INTO assets (id, upload_id, library_id, owner_user_id, filename, label, status, blob_prefix, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'created', $7, $8, $8)",
+        )
+        .bind(&id)
+        .bind(new_id())
+        .bind(library_id)
+        .bind(owner_user_id)
+        .bind(filename)
+        .bind(label_of(filename))
+        .bind(&blob_prefix)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        self.asset(&id).await
+    }
+
+    #[tracing::instrument(name = "store::asset", level = "debug", skip_all)]
+    pub async fn asset(&self, id: &str) -> Result<Asset> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM assets WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("asset"))?;
+        asset_from(&row)
+    }
+
+    /// Assets of a library, newest first, `limit` from `offset`.
+    #[tracing::instrument(name = "store::library_assets", level = "debug", skip_all)]
+    pub async fn library_assets(&self, library_id: &str, limit: u32, offset: u64) -> Result<Vec<Asset>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM assets WHERE library_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+        ))
+        .bind(library_id)
+        .bind(i64::from(limit))
+        .bind(offset as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(asset_from).collect()
+    }
+
+    /// Claims the asset for an upload and returns the attempt's id: only a `created` asset
+    /// can be uploaded, by one PUT at a time. An upload whose heartbeat
+    /// ([`Store::touch_upload`]) stopped for [`STALE_UPLOAD_MS`] (its api process died) can
+    /// be taken over. `Conflict` otherwise.
+    #[tracing::instrument(name = "store::begin_upload", level = "debug", skip_all)]
+    pub async fn begin_upload(&self, id: &str) -> Result<String> {
+        let attempt = new_id();
+        let now = now_ms();
+        let done = sqlx::query(
+            "UPDATE assets SET status = 'uploading', upload_attempt = $1, updated_at = $2 \
+             WHERE id = $3 AND (status = 'created' OR (status = 'uploading' AND updated_at < $4))",
+        )
+        .bind(&attempt)
+        .bind(now)
+        .bind(id)
+        .bind(now - STALE_UPLOAD_MS)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 1 {
+            return Ok(attempt);
+        }
+        let asset = self.asset(id).await?;
+        Err(StoreError::Conflict(match asset.status {
+            AssetStatus::Uploading => "an upload of this object is in progress".into(),
+            status => format!("the object was uploaded already (status {})", status.public()),
+        }))
+    }
+
+    /// Heartbeat of a streaming upload, so it is not taken for dead.
+    #[tracing::instrument(name = "store::touch_upload", level = "debug", skip_all)]
+    pub async fn touch_upload(&self, id: &str, attempt: &str) -> Result<()> {
+        sqlx::query("UPDATE assets SET updated_at = $1 WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'")
+            .bind(now_ms())
+            .bind(id)
+            .bind(attempt)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Gives the asset back to the uploader after a failed PUT.
+    #[tracing::instrument(name = "store::abort_upload", level = "debug", skip_all)]
+    pub async fn abort_upload(&self, id: &str, attempt: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE assets SET status = 'created', upload_attempt = NULL, updated_at = $1 \
+             WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .bind(attempt)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records the uploaded original and, in the same transaction, asks for its conversion.
+    #[tracing::instrument(name = "store::finish_upload", level = "debug", skip_all)]
+    pub async fn finish_upload(
+        &self,
+        id: &str,
+        attempt: &str,
+        original_key: &str,
+        content_type: &str,
+        size: u64,
+    ) -> Result<Asset> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query(
+            "UPDATE assets SET status = 'processing', original_key = $1, content_type = $2, size = $3, updated_at = $4 \
+             WHERE id = $5 AND upload_attempt = $6 AND status = 'uploading'",
+        )
+        .bind(original_key)
+        .bind(content_type)
+        .bind(size as i64)
+        .bind(now_ms())
+        .bind(id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            return Err(StoreError::Conflict("the object is no longer awaiting its upload".into()));
+        }
+        enqueue(&mut tx, &crate::trace::envelope(Message::ConvertV1 { asset_id: id.to_string() })).await?;
+        tx.commit().await?;
+        self.outbox_written();
+        self.asset(id).await
+    }
+
+    /// Stores a finished conversion, once: a redelivered message finds it handled and
+    /// changes nothing (returns `false`).
+    #[tracing::instrument(name = "store::finish_conversion", level = "debug", skip_all)]
+    pub async fn finish_conversion(&self, id: &str, message_id: &str, c: &Conversion) -> Result<bool> {
+        let renditions = serde_json::to_string(&c.renditions).expect("renditions serialize");
+        let mut tx = self.begin().await?;
+        if !mark_handled(&mut tx, message_id).await? {
+            return Ok(false);
+        }
+        let done = sqlx::query(
+            "UPDATE assets SET status = 'finished', error = NULL, kind = $1, duration_ms = $2, alpha = $3, \
+             thumb_key = $4, renditions = $5, updated_at = $6, converted_by = $8 \
+             WHERE id = $7 AND status = 'processing'",
+        )
+        .bind(c.kind.as_str())
+        .bind(c.duration_ms)
+        .bind(i64::from(c.alpha))
+        .bind(&c.thumb_key)
+        .bind(renditions)
+        .bind(now_ms())
+        .bind(id)
+        .bind(&c.worker)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Marks the conversion failed with a readable error, once.
+    #[tracing::instrument(name = "store::fail_conversion", level = "debug", skip_all)]
+    pub async fn fail_conversion(&self, id: &str, message_id: &str, error: &str) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        if !mark_handled(&mut tx, message_id).await? {
+            return Ok(false);
+        }
+        let done = sqlx::query(
+            "UPDATE assets SET status = 'failed', error = $1, updated_at = $2 WHERE id = $3 AND status = 'processing'",
+        )
+        .bind(error)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Removes the asset's record; returns it so the caller can remove its blobs.
+    #[tracing::instrument(name = "store::delete_asset", level = "debug", skip_all)]
+    pub async fn delete_asset(&self, id: &str) -> Result<Asset> {
+        let asset = self.asset(id).await?;
+        sqlx::query("DELETE FROM assets WHERE id = $1").bind(id).execute(&self.pool).await?;
+        Ok(asset)
+    }
+}

@@ -1,0 +1,139 @@
+//! Jobs in the store suite: the debit of the right account (user or group) with the job,
+//! nothing written when credits fall short, projects without a charge, outbox rows for
+//! the renders, refunds, idempotency keys. PostgreSQL writes a job in one statement
+//! unless an idempotency key is given; both ways run here.
+
+use std::time::Duration;
+
+use super::super::*;
+use super::templates::new_template;
+use reelfarm_domain::id::{new_id, now_ms};
+use reelfarm_domain::message::Message;
+
+pub(super) fn new_job(
+    user_id: &str,
+    template_id: &str,
+    renders: usize,
+    create_render: bool,
+    create_project: bool,
+) -> NewJob {
+    NewJob {
+        id: new_id(),
+        user_id: user_id.into(),
+        template_id: template_id.into(),
+        quality: reelfarm_domain::quality::Quality::P480,
+        create_render,
+        create_project,
+        notifications: "[]".into(),
+        renders: (0..renders)
+            .map(|i| NewRender {
+                id: new_id(),
+                external_id: format!("ext-{i}"),
+                title: format!("Video {i}"),
+                metadata: r#"{"k":1}"#.into(),
+                template_variables: "{}".into(),
+                project: create_project.then(|| (new_id(), format!(r#"{{"project":{i}}}"#))),
+            })
+            .collect(),
+        created_at: now_ms(),
+    }
+}
+
+pub(super) async fn jobs(store: &Store) {
+    let template = store.create_template(&new_template("Jobs", None, true)).await.unwrap();
+    let hana = store.create_user("hana", None, 3).await.unwrap();
+
+    // Two renders: two credits, the job as `from_new` says, one outbox row per render.
+    let two = new_job(&hana.id, &template.id, 2, true, false);
+    assert_eq!(store.create_job(&two, None).await.unwrap(), JobCreation::Created);
+    assert_eq!(store.available_credits(&hana.id).await.unwrap(), 1);
+    let stored = store.job(&two.id).await.unwrap();
+    assert_eq!(stored, JobRecord { created_at: stored.created_at, ..JobRecord::from_new(&two) });
+    let queued: Vec<Message> = store
+        .outbox_claim(100, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.envelope.message)
+        .collect();
+    for render in &two.renders {
+        assert!(queued.contains(&Message::RenderV1 { render_id: render.id.clone() }), "{queued:?}");
+    }
+
+    // Short of credits: nothing is written, nothing is taken.
+    let greedy = new_job(&hana.id, &template.id, 2, true, false);
+    assert_eq!(store.create_job(&greedy, None).await.unwrap(), JobCreation::CreditsExhausted { needed: 2 });
+    assert!(matches!(store.job(&greedy.id).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(store.render(&greedy.renders[0].id).await, Err(StoreError::NotFound(_))));
+    assert_eq!(store.available_credits(&hana.id).await.unwrap(), 1);
+
+    // A project alone costs nothing and is finished at once.
+    let project_only = new_job(&hana.id, &template.id, 1, false, true);
+    assert_eq!(store.create_job(&project_only, None).await.unwrap(), JobCreation::Created);
+    assert_eq!(store.available_credits(&hana.id).await.unwrap(), 1);
+    assert_eq!(store.job(&project_only.id).await.unwrap().status, JobStatus::Finished);
+    let (project_id, json) = project_only.renders[0].project.clone().unwrap();
+    let project = store.project(&project_id).await.unwrap();
+    assert_eq!((&project.json, &project.render_id), (&json, &project_only.renders[0].id));
+
+    // An unknown template.
+    let orphan = new_job(&hana.id, "no-such-template", 1, true, false);
+    assert!(matches!(store.create_job(&orphan, None).await, Err(StoreError::NotFound("template"))));
+    assert_eq!(store.available_credits(&hana.id).await.unwrap(), 1);
+
+    // A group member spends the group's credits, and a refund goes back there.
+    let ivan = store.create_user("ivan", Some("payroll"), 5).await.unwrap();
+    store.set_credits("payroll", 1).await.unwrap();
+    let paid = new_job(&ivan.id, &template.id, 1, true, false);
+    assert_eq!(store.create_job(&paid, None).await.unwrap(), JobCreation::Created);
+    assert_eq!(store.find_group("payroll").await.unwrap().credits, 0);
+    assert_eq!(store.user(&ivan.id).await.unwrap().credits, 5, "the member's own credits are not used");
+    let unpaid = new_job(&ivan.id, &template.id, 1, true, false);
+    assert_eq!(store.create_job(&unpaid, None).await.unwrap(), JobCreation::CreditsExhausted { needed: 1 });
+    let failed = RenderOutcome::Failed { error: "broken".into() };
+    assert!(store.end_render(&paid.renders[0].id, &failed).await.unwrap());
+    assert_eq!(store.find_group("payroll").await.unwrap().credits, 1, "refunded to the group");
+    assert!(!store.end_render(&paid.renders[0].id, &failed).await.unwrap(), "ends once");
+    assert_eq!(store.find_group("payroll").await.unwrap().credits, 1, "refunded once");
+
+    // With an idempotency key: charged once, the first response replayed.
+    let keyed = new_job(&hana.id, &template.id, 1, true, false);
+    let idem = Idempotency { key: "k-1", request_hash: "h-1", response: r#"{"first":true}"# };
+    assert_eq!(store.create_job(&keyed, Some(idem)).await.unwrap(), JobCreation::Created);
+    let again = new_job(&hana.id, &template.id, 1, true, false);
+    let replay = Idempotency { key: "k-1", request_hash: "h-1", response: "{}" };
+    assert_eq!(
+        store.create_job(&again, Some(replay)).await.unwrap(),
+        JobCreation::Replayed(r#"{"first":true}"#.into())
+    );
+    assert_eq!(store.available_credits(&hana.id).await.unwrap(), 0);
+    let other = Idempotency { key: "k-1", request_hash: "h-2", response: "{}" };
+    assert!(matches!(store.create_job(&again, Some(other)).await, Err(StoreError::Conflict(_))));
+}
+
+/// The renders of a job ending at the same moment (two workers) finish the job once the
+/// last one ended, whichever commits last: none sees only itself as ended.
+pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
+    let template = store.create_template(&new_template("Together", None, true)).await.unwrap();
+    let lena = store.create_user("lena", None, 60).await.unwrap();
+    let jobs: Vec<NewJob> = (0..20).map(|_| new_job(&lena.id, &template.id, 3, true, false)).collect();
+    for job in &jobs {
+        assert_eq!(store.create_job(job, None).await.unwrap(), JobCreation::Created);
+    }
+    let success = |i: usize| RenderOutcome::Success {
+        video_key: format!("v{i}"),
+        thumb_key: format!("t{i}"),
+        width: 2,
+        height: 2,
+        duration_ms: 1,
+    };
+    let endings = jobs.iter().flat_map(|j| &j.renders).enumerate().map(|(i, r)| {
+        let outcome = if i % 3 == 2 { RenderOutcome::Failed { error: "broken".into() } } else { success(i) };
+        async move { store.end_render(&r.id, &outcome).await.unwrap() }
+    });
+    assert!(futures::future::join_all(endings).await.into_iter().all(|ended| ended));
+    for job in &jobs {
+        assert_eq!(store.job(&job.id).await.unwrap().status, JobStatus::Finished, "job {}", job.id);
+    }
+    assert_eq!(store.available_credits(&lena.id).await.unwrap(), 20, "one refund per failed render");
+}

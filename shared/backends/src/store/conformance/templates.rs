@@ -1,0 +1,97 @@
+//! Templates in the store suite: creation, visibility (owner, shares, public), paging.
+
+use std::collections::BTreeMap;
+
+use super::super::*;
+use reelfarm_domain::id::new_id;
+
+pub(super) fn new_template(name: &str, owner: Option<&str>, public: bool) -> NewTemplate {
+    let id = new_id();
+    NewTemplate {
+        blob_prefix: template_blob_prefix(&id),
+        id,
+        name: name.into(),
+        owner_user_id: owner.map(Into::into),
+        public,
+        category: "marketing".into(),
+        tags: vec!["promo".into(), "square".into()],
+        json: r#"{"version":1}"#.into(),
+        duration_ms: 11_750,
+        quality: reelfarm_domain::quality::Quality::of_canvas(1080, 1080),
+        files: BTreeMap::from([("media/photo.jpg".to_string(), "templates/x/y/media/photo.jpg".to_string())]),
+        thumb_key: Some("templates/x/y/thumb.jpg".into()),
+        preview_key: None,
+    }
+}
+
+fn ids(templates: &[TemplateRecord]) -> Vec<&str> {
+    templates.iter().map(|t| t.id.as_str()).collect()
+}
+
+pub(super) async fn templates(store: &Store) {
+    let erin = store.create_user("erin", Some("editors"), 0).await.unwrap();
+    let fred = store.create_user("fred", Some("editors"), 0).await.unwrap();
+    let gina = store.create_user("gina", None, 0).await.unwrap();
+    let editors = store.find_group("editors").await.unwrap();
+
+    // Round trip of every field.
+    let new = new_template("Launch", Some(&erin.id), false);
+    assert!(new.blob_prefix.starts_with(&format!("templates/{}/", new.id)) && new.blob_prefix.len() > 48);
+    let own = store.create_template(&new).await.unwrap();
+    assert_eq!(
+        (&own.id, &own.name, &own.owner_user_id, own.public, &own.category, &own.tags),
+        (&new.id, &new.name, &new.owner_user_id, false, &new.category, &new.tags)
+    );
+    assert_eq!(
+        (&own.json, own.duration_ms, own.quality),
+        (&new.json, 11_750, reelfarm_domain::quality::Quality::P1080)
+    );
+    assert_eq!((&own.blob_prefix, &own.files), (&new.blob_prefix, &new.files));
+    assert_eq!((&own.thumb_key, &own.preview_key, own.archived), (&new.thumb_key, &None, false));
+    assert!(own.created_at > 0);
+    assert_eq!(store.template(&own.id).await.unwrap(), own);
+    assert!(matches!(store.create_template(&new).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(store.template("missing").await, Err(StoreError::NotFound("template"))));
+
+    // An owner must exist; an ownerless template must be public.
+    let ghost = new_template("Ghost", Some("no-such-user"), false);
+    assert!(matches!(store.create_template(&ghost).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        store.create_template(&new_template("Nobody's", None, false)).await,
+        Err(StoreError::Conflict(_))
+    ));
+
+    let public = store.create_template(&new_template("Everyone's", None, true)).await.unwrap();
+    let to_fred = store.create_template(&new_template("For Fred", Some(&erin.id), false)).await.unwrap();
+    let to_editors = store.create_template(&new_template("For editors", Some(&gina.id), false)).await.unwrap();
+    store.share_template(&to_fred.id, &ShareTarget::User(fred.id.clone())).await.unwrap();
+    store.share_template(&to_fred.id, &ShareTarget::User(fred.id.clone())).await.unwrap();
+    store.share_template(&to_editors.id, &ShareTarget::Group(editors.id.clone())).await.unwrap();
+    assert_eq!(store.template_shares(&to_fred.id).await.unwrap(), vec![ShareTarget::User(fred.id.clone())]);
+    assert_eq!(store.template_shares(&to_editors.id).await.unwrap(), vec![ShareTarget::Group(editors.id.clone())]);
+    assert!(store.template_shares(&own.id).await.unwrap().is_empty());
+    let missing = store.share_template("missing", &ShareTarget::User(fred.id.clone())).await;
+    assert!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
+    let missing = store.share_template(&own.id, &ShareTarget::Group("no-such-group".into())).await;
+    assert!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
+
+    // Newest first: own, shared with the user or a group of theirs, public.
+    let all = |user: &str| {
+        let user = user.to_string();
+        async move { store.visible_templates(&user, 500, 0).await.unwrap() }
+    };
+    assert_eq!(ids(&all(&erin.id).await), vec![&to_editors.id, &to_fred.id, &public.id, &own.id]);
+    assert_eq!(ids(&all(&fred.id).await), vec![&to_editors.id, &to_fred.id, &public.id]);
+    assert_eq!(ids(&all(&gina.id).await), vec![&to_editors.id, &public.id]);
+    let page = store.visible_templates(&erin.id, 2, 2).await.unwrap();
+    assert_eq!(ids(&page), vec![&public.id, &own.id]);
+    assert!(store.visible_templates(&erin.id, 2, 4).await.unwrap().is_empty());
+
+    assert_eq!(store.visible_template(&own.id, &erin.id).await.unwrap(), own);
+    assert_eq!(store.visible_template(&to_fred.id, &fred.id).await.unwrap().id, to_fred.id);
+    assert_eq!(store.visible_template(&public.id, &gina.id).await.unwrap().owner_user_id, None);
+    for (template, user) in [(&own, &fred), (&own, &gina), (&to_fred, &gina)] {
+        let hidden = store.visible_template(&template.id, &user.id).await;
+        assert!(matches!(hidden, Err(StoreError::NotFound("template"))), "{} sees {}", user.name, template.name);
+    }
+}

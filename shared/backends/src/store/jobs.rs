@@ -1,0 +1,601 @@
+//! Jobs, their renders (job videos), the projects they create, credits and idempotency
+//! keys of job requests.
+//!
+//! A job is written in one transaction: its idempotency key, the credit debit (one
+//! conditional update: never read-then-write), the job, its renders, its projects and one
+//! `render.v1` outbox row per render. A render ends in one transaction too: its outcome,
+//! the refund of a failed render's credit, the job's own status and the
+//! `render_finished.v1` event for the notifier.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::{flag, is_unique_violation, missing_reference, outbox, Dialect, Result, Store, StoreError};
+use reelfarm_domain::id::now_ms;
+use reelfarm_domain::message::{Message, Queue};
+
+mod types;
+
+pub use types::{
+    Idempotency, JobCreation, JobRecord, JobStatus, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
+    RenderStatus, IDEMPOTENCY_TTL_MS,
+};
+
+const JOB_COLUMNS: &str =
+    "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at";
+const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
+    project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
+const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
+/// The columns of a new render row, in the order [`bind_render`] binds them.
+const NEW_RENDER_COLUMNS: &str =
+    "id, job_id, position, external_id, title, metadata, template_variables, status, charged, project_id, created_at, finished_at";
+
+type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
+
+/// Binds `$1`–`$11` of a job's insert: its [`JOB_COLUMNS`] (as `record` says) and the
+/// credits it `charges`.
+fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, charges: i64) -> AnyQuery<'q> {
+    query
+        .bind(&job.id)
+        .bind(&job.user_id)
+        .bind(&job.template_id)
+        .bind(record.status.as_str())
+        .bind(job.quality.as_str())
+        .bind(i64::from(job.create_render))
+        .bind(i64::from(job.create_project))
+        .bind(&job.notifications)
+        .bind(job.created_at)
+        .bind(record.finished_at)
+        .bind(charges)
+}
+
+/// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
+fn bind_render<'q>(
+    query: AnyQuery<'q>,
+    job: &'q NewJob,
+    render: &'q NewRender,
+    stored: &'q RenderRecord,
+) -> AnyQuery<'q> {
+    query
+        .bind(&render.id)
+        .bind(&job.id)
+        .bind(stored.position)
+        .bind(&render.external_id)
+        .bind(&render.title)
+        .bind(&render.metadata)
+        .bind(&render.template_variables)
+        .bind(stored.status.as_str())
+        .bind(i64::from(job.create_render))
+        .bind(&stored.project_id)
+        .bind(job.created_at)
+        .bind(stored.finished_at)
+}
+
+/// Binds the [`PROJECT_COLUMNS`] of the project created with `render`.
+fn bind_project<'q>(
+    query: AnyQuery<'q>,
+    job: &'q NewJob,
+    render: &'q NewRender,
+    id: &'q str,
+    json: &'q str,
+) -> AnyQuery<'q> {
+    query
+        .bind(id)
+        .bind(&job.user_id)
+        .bind(&job.template_id)
+        .bind(&job.id)
+        .bind(&render.id)
+        .bind(&render.title)
+        .bind(json)
+        .bind(job.created_at)
+}
+
+fn job_from(row: &AnyRow) -> Result<JobRecord> {
+    Ok(JobRecord {
+        id: row.try_get("id")?,
+        user_id: row.try_get("user_id")?,
+        template_id: row.try_get("template_id")?,
+        status: JobStatus::parse(row.try_get("status")?)?,
+        quality: {
+            let quality: String = row.try_get("quality")?;
+            quality.parse().map_err(|e| StoreError::Corrupt(format!("job quality: {e}")))?
+        },
+        create_render: flag(row, "create_render")?,
+        create_project: flag(row, "create_project")?,
+        notifications: row.try_get("notifications")?,
+        created_at: row.try_get("created_at")?,
+        finished_at: row.try_get("finished_at")?,
+        renders: Vec::new(),
+    })
+}
+
+fn render_from(row: &AnyRow) -> Result<RenderRecord> {
+    Ok(RenderRecord {
+        id: row.try_get("id")?,
+        job_id: row.try_get("job_id")?,
+        position: row.try_get("position")?,
+        external_id: row.try_get("external_id")?,
+        title: row.try_get("title")?,
+        metadata: row.try_get("metadata")?,
+        template_variables: row.try_get("template_variables")?,
+        status: RenderStatus::parse(row.try_get("status")?)?,
+        error: row.try_get("error")?,
+        project_id: row.try_get("project_id")?,
+        video_key: row.try_get("video_key")?,
+        thumb_key: row.try_get("thumb_key")?,
+        width: row.try_get("width")?,
+        height: row.try_get("height")?,
+        duration_ms: row.try_get("duration_ms")?,
+        attempts: row.try_get("attempts")?,
+        worker: row.try_get("worker")?,
+        created_at: row.try_get("created_at")?,
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
+    Ok(ProjectRecord {
+        id: row.try_get("id")?,
+        user_id: row.try_get("user_id")?,
+        template_id: row.try_get("template_id")?,
+        job_id: row.try_get("job_id")?,
+        render_id: row.try_get("render_id")?,
+        title: row.try_get("title")?,
+        json: row.try_get("json")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// SQL of the encoded [`CreditAccount`] of user `$2`: the first group they joined, or
+/// their own.
+const ACCOUNT_OF_USER_2: &str = "COALESCE((SELECT 'group:' || group_id FROM group_members WHERE user_id = $2 \
+    ORDER BY joined_at, group_id LIMIT 1), 'user:' || $2)";
+
+/// Whose credits a user spends: the first group they joined, or their own (DESIGN.md:
+/// credits are counted per user, or per group for group members).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CreditAccount {
+    User(String),
+    Group(String),
+}
+
+impl CreditAccount {
+    fn decode(s: &str) -> Result<CreditAccount> {
+        match s.split_once(':') {
+            Some(("user", id)) => Ok(CreditAccount::User(id.to_string())),
+            Some(("group", id)) => Ok(CreditAccount::Group(id.to_string())),
+            _ => Err(StoreError::Corrupt(format!("credit account {s:?}"))),
+        }
+    }
+
+    fn table(&self) -> (&'static str, &str) {
+        match self {
+            CreditAccount::User(id) => ("users", id),
+            CreditAccount::Group(id) => ("user_groups", id),
+        }
+    }
+
+    async fn of_user(conn: &mut sqlx::AnyConnection, user_id: &str) -> Result<CreditAccount> {
+        let account: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
+            .bind(user_id)
+            .fetch_one(&mut *conn)
+            .await?;
+        CreditAccount::decode(&account)
+    }
+
+    /// Takes `n` credits if there are that many: one conditional update, so that
+    /// concurrent requests can never spend a credit twice.
+    async fn debit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<bool> {
+        let (table, id) = self.table();
+        let done = sqlx::query(&format!("UPDATE {table} SET credits = credits - $1 WHERE id = $2 AND credits >= $1"))
+            .bind(n)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn credit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<()> {
+        let (table, id) = self.table();
+        sqlx::query(&format!("UPDATE {table} SET credits = credits + $1 WHERE id = $2"))
+            .bind(n)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Creates a job with its renders, projects and work, charging one credit per render.
+    /// With `idempotency`, a key already used for the same request gives back its first
+    /// response (and charges nothing); used for another request, it is a `Conflict`.
+    #[tracing::instrument(name = "store::create_job", level = "debug", skip_all)]
+    pub async fn create_job(&self, job: &NewJob, idempotency: Option<Idempotency<'_>>) -> Result<JobCreation> {
+        if self.dialect == Dialect::Postgres && idempotency.is_none() && !job.renders.is_empty() {
+            return self.create_job_in_one_statement(job).await;
+        }
+        let now = job.created_at;
+        let mut tx = self.begin().await?;
+        if let Some(idem) = idempotency {
+            sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2 AND created_at < $3")
+                .bind(&job.user_id)
+                .bind(idem.key)
+                .bind(now - IDEMPOTENCY_TTL_MS)
+                .execute(&mut *tx)
+                .await?;
+            let inserted = sqlx::query(
+                "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, job_id, response, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&job.user_id)
+            .bind(idem.key)
+            .bind(idem.request_hash)
+            .bind(&job.id)
+            .bind(idem.response)
+            .bind(now)
+            .execute(&mut *tx)
+            .await;
+            match inserted {
+                Ok(_) => {}
+                Err(e) if is_unique_violation(&e) => {
+                    tx.rollback().await?;
+                    return self.replay(&job.user_id, idem).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+
+        let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
+        let record = JobRecord::from_new(job);
+        // The account to charge is found in the same statement (one round trip less).
+        let sql = format!(
+            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+             CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END) RETURNING credit_account"
+        );
+        let account: Option<String> = bind_job(sqlx::query(&sql), job, &record, charges)
+            .fetch_one(&mut *tx)
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(missing_reference("template"))?;
+        let account = account.as_deref().map(CreditAccount::decode).transpose()?;
+        for (render, stored) in job.renders.iter().zip(&record.renders) {
+            let sql = format!(
+                "INSERT INTO renders ({NEW_RENDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            );
+            bind_render(sqlx::query(&sql), job, render, stored).execute(&mut *tx).await?;
+            if let Some((project_id, json)) = &render.project {
+                let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
+                bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
+            }
+            if job.create_render {
+                outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() }))
+                    .await?;
+            }
+        }
+        // The debit comes last: it locks the account's row until the commit, and every
+        // job of the account waits for that lock.
+        if let Some(account) = &account {
+            if !account.debit(&mut tx, charges).await? {
+                tx.rollback().await?;
+                return Ok(JobCreation::CreditsExhausted { needed: charges });
+            }
+        }
+        tx.commit().await?;
+        if job.create_render {
+            self.outbox_written();
+        }
+        Ok(JobCreation::Created)
+    }
+
+    /// [`Store::create_job`] on PostgreSQL without an idempotency key: the debit, the job,
+    /// its renders, projects and outbox rows in one statement of data-modifying `WITH`
+    /// queries, so one round trip (and no BEGIN/COMMIT) per job. Nothing is written when
+    /// the debit finds too few credits.
+    async fn create_job_in_one_statement(&self, job: &NewJob) -> Result<JobCreation> {
+        let record = JobRecord::from_new(job);
+        let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
+        // $1–$11: the job; then the rows, numbered on.
+        let mut next = 12;
+        let mut placeholders = |n: usize| {
+            let list: Vec<String> = (next..next + n).map(|i| format!("${i}")).collect();
+            next += n;
+            format!("({})", list.join(", "))
+        };
+        let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(12)).collect();
+        let project_rows: Vec<String> =
+            job.renders.iter().filter(|r| r.project.is_some()).map(|_| placeholders(8)).collect();
+        let outbox_rows: Vec<String> =
+            job.renders.iter().filter(|_| job.create_render).map(|_| placeholders(4)).collect();
+        let mut sql = format!(
+            "WITH account AS (SELECT CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END AS a), \
+             debit_user AS (UPDATE users SET credits = credits - $11 WHERE id = $2 \
+                AND (SELECT a FROM account) = 'user:' || $2 AND credits >= $11 RETURNING 1), \
+             debit_group AS (UPDATE user_groups SET credits = credits - $11 \
+                WHERE id = substr((SELECT a FROM account), 7) AND (SELECT a FROM account) LIKE 'group:%' \
+                AND credits >= $11 RETURNING 1), \
+             job AS (INSERT INTO jobs ({JOB_COLUMNS}, credit_account) \
+                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, (SELECT a FROM account) \
+                WHERE $11 = 0 OR EXISTS (SELECT 1 FROM debit_user) OR EXISTS (SELECT 1 FROM debit_group) \
+                RETURNING id), \
+             renders AS (INSERT INTO renders ({NEW_RENDER_COLUMNS}) \
+                SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM job))",
+            render_rows.join(", ")
+        );
+        if !project_rows.is_empty() {
+            sql.push_str(&format!(
+                ", projects AS (INSERT INTO projects ({PROJECT_COLUMNS}) \
+                 SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM job))",
+                project_rows.join(", ")
+            ));
+        }
+        if !outbox_rows.is_empty() {
+            sql.push_str(&format!(
+                ", outbox_rows AS (INSERT INTO outbox (id, queue, payload, created_at, available_at, deliveries) \
+                 SELECT id, queue, payload, created_at, created_at, 0 FROM (VALUES {}) AS v (id, queue, payload, created_at) \
+                 WHERE EXISTS (SELECT 1 FROM job))",
+                outbox_rows.join(", ")
+            ));
+        }
+        sql.push_str(" SELECT count(*) FROM job");
+
+        let mut query = bind_job(sqlx::query(&sql), job, &record, charges);
+        for (render, stored) in job.renders.iter().zip(&record.renders) {
+            query = bind_render(query, job, render, stored);
+        }
+        for render in &job.renders {
+            if let Some((project_id, json)) = &render.project {
+                query = bind_project(query, job, render, project_id, json);
+            }
+        }
+        if job.create_render {
+            for render in &job.renders {
+                let envelope = crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() });
+                let payload = String::from_utf8(envelope.to_bytes()).expect("JSON is UTF-8");
+                query = query.bind(envelope.id).bind(Queue::Render.name()).bind(payload).bind(envelope.enqueued_at);
+            }
+        }
+        let created: i64 =
+            query.fetch_one(&self.pool).await.and_then(|row| row.try_get(0)).map_err(missing_reference("template"))?;
+        if created == 0 {
+            return Ok(JobCreation::CreditsExhausted { needed: charges });
+        }
+        if job.create_render {
+            self.outbox_written();
+        }
+        Ok(JobCreation::Created)
+    }
+
+    /// The answer to a request whose idempotency key is taken.
+    async fn replay(&self, user_id: &str, idem: Idempotency<'_>) -> Result<JobCreation> {
+        let row =
+            sqlx::query("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
+                .bind(user_id)
+                .bind(idem.key)
+                .fetch_optional(&self.pool)
+                .await?
+                // Expired and removed meanwhile: a rare race; the client may simply retry.
+                .ok_or_else(|| {
+                    StoreError::Conflict("the Idempotency-Key was just released; retry the request".into())
+                })?;
+        let hash: String = row.try_get("request_hash")?;
+        if hash != idem.request_hash {
+            return Err(StoreError::Conflict(
+                "this Idempotency-Key was used with a different request in the last 24 hours".into(),
+            ));
+        }
+        Ok(JobCreation::Replayed(row.try_get("response")?))
+    }
+
+    /// The credits the user can spend (their group's, for group members).
+    #[tracing::instrument(name = "store::available_credits", level = "debug", skip_all)]
+    pub async fn available_credits(&self, user_id: &str) -> Result<i64> {
+        let mut conn = self.pool.acquire().await?;
+        let account = CreditAccount::of_user(&mut conn, user_id).await?;
+        let (table, id) = account.table();
+        sqlx::query_scalar(&format!("SELECT credits FROM {table} WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(StoreError::NotFound("user"))
+    }
+
+    /// The job with its renders.
+    #[tracing::instrument(name = "store::job", level = "debug", skip_all)]
+    pub async fn job(&self, id: &str) -> Result<JobRecord> {
+        let mut jobs = vec![self.job_alone(id).await?];
+        self.attach_renders(&mut jobs).await?;
+        Ok(jobs.remove(0))
+    }
+
+    /// The job without its renders (`renders` is empty), for who needs one render only.
+    #[tracing::instrument(name = "store::job_alone", level = "debug", skip_all)]
+    pub async fn job_alone(&self, id: &str) -> Result<JobRecord> {
+        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("job"))?;
+        job_from(&row)
+    }
+
+    /// The user's jobs, newest first, `limit` from `offset`; only those of `template_id`
+    /// when given.
+    #[tracing::instrument(name = "store::jobs_of", level = "debug", skip_all)]
+    pub async fn jobs_of(
+        &self,
+        user_id: &str,
+        template_id: Option<&str>,
+        limit: u32,
+        offset: u64,
+    ) -> Result<Vec<JobRecord>> {
+        let filter = if template_id.is_some() { "AND template_id = $4" } else { "" };
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = $1 {filter} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+        );
+        let mut query = sqlx::query(&sql).bind(user_id).bind(i64::from(limit)).bind(offset as i64);
+        if let Some(template_id) = template_id {
+            query = query.bind(template_id);
+        }
+        let mut jobs = query.fetch_all(&self.pool).await?.iter().map(job_from).collect::<Result<Vec<_>>>()?;
+        self.attach_renders(&mut jobs).await?;
+        Ok(jobs)
+    }
+
+    /// Loads the renders of `jobs` with one query.
+    async fn attach_renders(&self, jobs: &mut [JobRecord]) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let placeholders: Vec<String> = (1..=jobs.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT {RENDER_COLUMNS} FROM renders WHERE job_id IN ({}) ORDER BY job_id, position",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for job in jobs.iter() {
+            query = query.bind(job.id.clone());
+        }
+        for row in query.fetch_all(&self.pool).await? {
+            let render = render_from(&row)?;
+            if let Some(job) = jobs.iter_mut().find(|j| j.id == render.job_id) {
+                job.renders.push(render);
+            }
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "store::render", level = "debug", skip_all)]
+    pub async fn render(&self, id: &str) -> Result<RenderRecord> {
+        let row = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("render"))?;
+        render_from(&row)
+    }
+
+    /// Marks the render started by `worker` and counts the attempt; returns the render as
+    /// it was before (its status tells whether an earlier attempt died while rendering),
+    /// or `None` when it already ended.
+    #[tracing::instrument(name = "store::start_render", level = "debug", skip_all)]
+    pub async fn start_render(&self, id: &str, worker: &str) -> Result<Option<RenderRecord>> {
+        let before = self.render(id).await?;
+        if before.status.is_final() {
+            return Ok(None);
+        }
+        let done = sqlx::query(
+            "UPDATE renders SET status = 'started', attempts = attempts + 1, worker = $1, started_at = $2 \
+             WHERE id = $3 AND status IN ('pending', 'started')",
+        )
+        .bind(worker)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok((done.rows_affected() == 1).then_some(before))
+    }
+
+    /// Puts a started render back to `pending` after an attempt that failed cleanly and
+    /// will be retried, so that `started` always means an attempt was interrupted.
+    #[tracing::instrument(name = "store::release_render", level = "debug", skip_all)]
+    pub async fn release_render(&self, id: &str) -> Result<()> {
+        sqlx::query("UPDATE renders SET status = 'pending' WHERE id = $1 AND status = 'started'")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records how the render ended, unless it ended already (then `false`): refunds the
+    /// credit of a failed render, finishes the job when it was its last open render, and
+    /// writes the `render_finished.v1` event when the job asked for notifications.
+    #[tracing::instrument(name = "store::end_render", level = "debug", skip_all)]
+    pub async fn end_render(&self, id: &str, outcome: &RenderOutcome) -> Result<bool> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
+            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => (
+                RenderStatus::Success,
+                None,
+                Some(video_key),
+                Some(thumb_key),
+                Some(*width),
+                Some(*height),
+                Some(*duration_ms),
+            ),
+            RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None),
+        };
+        let job_id: Option<String> = sqlx::query_scalar(
+            "UPDATE renders SET status = $1, error = $2, video_key = $3, thumb_key = $4, width = $5, height = $6, \
+             duration_ms = $7, finished_at = $8 WHERE id = $9 AND status IN ('pending', 'started') RETURNING job_id",
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(video_key)
+        .bind(thumb_key)
+        .bind(width)
+        .bind(height)
+        .bind(duration_ms)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(job_id) = job_id else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        // Renders of one job ending at once (two workers) take turns from here: each sees
+        // the others' ends once they committed, so the last one finishes the job. Without
+        // the lock both would see the other still open and the job would stay `started`.
+        // (SQLite's writers are serialised already.)
+        let lock = match self.dialect {
+            Dialect::Postgres => "FOR UPDATE",
+            Dialect::Sqlite => "",
+        };
+        let job = sqlx::query(&format!("SELECT credit_account, notifications FROM jobs WHERE id = $1 {lock}"))
+            .bind(&job_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if status == RenderStatus::Failed {
+            let refunded = sqlx::query("UPDATE renders SET charged = 0 WHERE id = $1 AND charged = 1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            let account: Option<String> = job.try_get("credit_account")?;
+            if let (1, Some(account)) = (refunded.rows_affected(), account) {
+                CreditAccount::decode(&account)?.credit(&mut tx, 1).await?;
+            }
+        }
+        sqlx::query(
+            "UPDATE jobs SET status = 'finished', finished_at = $1 WHERE id = $2 AND status = 'started' \
+             AND NOT EXISTS (SELECT 1 FROM renders WHERE job_id = $2 AND status IN ('pending', 'started'))",
+        )
+        .bind(now)
+        .bind(&job_id)
+        .execute(&mut *tx)
+        .await?;
+        let notifications: String = job.try_get("notifications")?;
+        let notify = serde_json::from_str::<Vec<serde_json::Value>>(&notifications).is_ok_and(|n| !n.is_empty());
+        if notify {
+            outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderFinishedV1 { render_id: id.to_string() }))
+                .await?;
+        }
+        tx.commit().await?;
+        if notify {
+            self.outbox_written();
+        }
+        Ok(true)
+    }
+
+    #[tracing::instrument(name = "store::project", level = "debug", skip_all)]
+    pub async fn project(&self, id: &str) -> Result<ProjectRecord> {
+        let row = sqlx::query(&format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("project"))?;
+        project_from(&row)
+    }
+}

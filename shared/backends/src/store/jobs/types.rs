@@ -1,0 +1,234 @@
+//! The records of jobs, renders and projects, and what creating a job takes.
+
+use crate::store::{Result, StoreError};
+use reelfarm_domain::quality::Quality;
+
+/// How long an `Idempotency-Key` is remembered.
+pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// Where a job is (DESIGN.md): `started` until every render ended, then `finished`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    Started,
+    Finished,
+    /// The job as a whole could not run.
+    Error,
+}
+
+impl JobStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Started => "started",
+            JobStatus::Finished => "finished",
+            JobStatus::Error => "error",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> Result<JobStatus> {
+        [JobStatus::Started, JobStatus::Finished, JobStatus::Error]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| StoreError::Corrupt(format!("job status {s:?}")))
+    }
+}
+
+/// Where a render (job video) is: `pending` → `started` → `success` | `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenderStatus {
+    Pending,
+    Started,
+    Success,
+    Failed,
+}
+
+impl RenderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RenderStatus::Pending => "pending",
+            RenderStatus::Started => "started",
+            RenderStatus::Success => "success",
+            RenderStatus::Failed => "failed",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> Result<RenderStatus> {
+        [RenderStatus::Pending, RenderStatus::Started, RenderStatus::Success, RenderStatus::Failed]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| StoreError::Corrupt(format!("render status {s:?}")))
+    }
+
+    /// Whether the render ended (success or failure).
+    pub fn is_final(self) -> bool {
+        matches!(self, RenderStatus::Success | RenderStatus::Failed)
+    }
+}
+
+/// A job to create. Ids are chosen by the caller, so that the response (and with it an
+/// idempotency record) can be written in the same transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    pub id: String,
+    pub user_id: String,
+    pub template_id: String,
+    pub quality: Quality,
+    pub create_render: bool,
+    pub create_project: bool,
+    /// JSON array of the validated notifications.
+    pub notifications: String,
+    pub renders: Vec<NewRender>,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// One element of a job request's `values`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRender {
+    pub id: String,
+    pub external_id: String,
+    pub title: String,
+    /// JSON object passed through.
+    pub metadata: String,
+    /// JSON object: variable id → value.
+    pub template_variables: String,
+    /// The project created with it: id and the template document with the values applied.
+    pub project: Option<(String, String)>,
+}
+
+/// The idempotency record of a job request.
+#[derive(Debug, Clone, Copy)]
+pub struct Idempotency<'a> {
+    pub key: &'a str,
+    /// Hash of the request body: the same key with another body is a conflict.
+    pub request_hash: &'a str,
+    /// The response to give to a repeated request.
+    pub response: &'a str,
+}
+
+/// What [`Store::create_job`](crate::store::Store::create_job) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobCreation {
+    Created,
+    /// The idempotency key was used for the same request before: its first response.
+    Replayed(String),
+    /// The caller's credits do not cover the renders; nothing was written.
+    CreditsExhausted {
+        needed: i64,
+    },
+}
+
+/// A stored job with its renders in request order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    pub id: String,
+    pub user_id: String,
+    pub template_id: String,
+    pub status: JobStatus,
+    pub quality: Quality,
+    pub create_render: bool,
+    pub create_project: bool,
+    /// JSON array.
+    pub notifications: String,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub renders: Vec<RenderRecord>,
+}
+
+impl JobRecord {
+    /// The record [`Store::create_job`](crate::store::Store::create_job) writes for `job`:
+    /// what its creation answers.
+    pub fn from_new(job: &NewJob) -> JobRecord {
+        let (status, render_status) = if job.create_render {
+            (JobStatus::Started, RenderStatus::Pending)
+        } else {
+            // Without a render the video is done at once: the project is all there is.
+            (JobStatus::Finished, RenderStatus::Success)
+        };
+        let finished_at = (!job.create_render).then_some(job.created_at);
+        let renders = job
+            .renders
+            .iter()
+            .enumerate()
+            .map(|(position, r)| RenderRecord {
+                id: r.id.clone(),
+                job_id: job.id.clone(),
+                position: position as i64,
+                external_id: r.external_id.clone(),
+                title: r.title.clone(),
+                metadata: r.metadata.clone(),
+                template_variables: r.template_variables.clone(),
+                status: render_status,
+                error: None,
+                project_id: r.project.as_ref().map(|(id, _)| id.clone()),
+                video_key: None,
+                thumb_key: None,
+                width: None,
+                height: None,
+                duration_ms: None,
+                attempts: 0,
+                worker: None,
+                created_at: job.created_at,
+                started_at: None,
+                finished_at,
+            })
+            .collect();
+        JobRecord {
+            id: job.id.clone(),
+            user_id: job.user_id.clone(),
+            template_id: job.template_id.clone(),
+            status,
+            quality: job.quality,
+            create_render: job.create_render,
+            create_project: job.create_project,
+            notifications: job.notifications.clone(),
+            created_at: job.created_at,
+            finished_at,
+            renders,
+        }
+    }
+}
+
+/// A stored render (job video).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderRecord {
+    pub id: String,
+    pub job_id: String,
+    pub position: i64,
+    pub external_id: String,
+    pub title: String,
+    pub metadata: String,
+    pub template_variables: String,
+    pub status: RenderStatus,
+    pub error: Option<String>,
+    pub project_id: Option<String>,
+    pub video_key: Option<String>,
+    pub thumb_key: Option<String>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+    pub duration_ms: Option<i64>,
+    pub attempts: i64,
+    pub worker: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// A stored project.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectRecord {
+    pub id: String,
+    pub user_id: String,
+    pub template_id: String,
+    pub job_id: String,
+    pub render_id: String,
+    pub title: String,
+    pub json: String,
+    pub created_at: i64,
+}
+
+/// How a render ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RenderOutcome {
+    Success { video_key: String, thumb_key: String, width: i64, height: i64, duration_ms: i64 },
+    Failed { error: String },
+}

@@ -1,0 +1,210 @@
+//! Libraries: personal (per user), group (per group), public and stock (read-only for all).
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{flag, is_unique_violation, missing_reference, Result, Store, StoreError};
+use reelfarm_domain::id::{new_id, now_ms};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibraryKind {
+    Personal,
+    Group,
+    Public,
+    Stock,
+}
+
+impl LibraryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LibraryKind::Personal => "personal",
+            LibraryKind::Group => "group",
+            LibraryKind::Public => "public",
+            LibraryKind::Stock => "stock",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LibraryKind> {
+        [LibraryKind::Personal, LibraryKind::Group, LibraryKind::Public, LibraryKind::Stock]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// Who a library belongs to; follows from its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LibraryOwner {
+    User(String),
+    Group(String),
+    /// Public and stock libraries belong to the operator.
+    Operator,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Library {
+    pub id: String,
+    pub name: String,
+    pub kind: LibraryKind,
+    pub owner: LibraryOwner,
+    /// The library created on first use for a user or group.
+    pub is_default: bool,
+    pub sort_order: i64,
+    pub created_at: i64,
+}
+
+impl Library {
+    /// Whether a user who belongs to `group_ids` may see the library and its assets.
+    pub fn visible_to(&self, user_id: &str, group_ids: &[String]) -> bool {
+        match &self.owner {
+            LibraryOwner::User(owner) => owner == user_id,
+            LibraryOwner::Group(group) => group_ids.contains(group),
+            LibraryOwner::Operator => true,
+        }
+    }
+
+    /// Whether that user may add and remove assets. Public and stock libraries are
+    /// curated by the operator (through `reelfarm admin`) and read-only over the API.
+    pub fn editable_by(&self, user_id: &str, group_ids: &[String]) -> bool {
+        match &self.owner {
+            LibraryOwner::Operator => false,
+            _ => self.visible_to(user_id, group_ids),
+        }
+    }
+}
+
+const COLUMNS: &str = "id, name, kind, owner_user_id, owner_group_id, is_default, sort_order, created_at";
+
+fn library_from(row: &AnyRow) -> Result<Library> {
+    let kind: String = row.try_get("kind")?;
+    let kind = LibraryKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("library kind `{kind}`")))?;
+    let user: Option<String> = row.try_get("owner_user_id")?;
+    let group: Option<String> = row.try_get("owner_group_id")?;
+    let owner = match (user, group) {
+        (Some(u), _) => LibraryOwner::User(u),
+        (None, Some(g)) => LibraryOwner::Group(g),
+        (None, None) => LibraryOwner::Operator,
+    };
+    Ok(Library {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        kind,
+        owner,
+        is_default: flag(row, "is_default")?,
+        sort_order: row.try_get("sort_order")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+impl Store {
+    /// Creates a library. Personal libraries belong to a user, group libraries to a
+    /// group, public and stock libraries to the operator.
+    #[tracing::instrument(name = "store::create_library", level = "debug", skip_all)]
+    pub async fn create_library(&self, name: &str, kind: LibraryKind, owner: LibraryOwner) -> Result<Library> {
+        let consistent = matches!(
+            (&kind, &owner),
+            (LibraryKind::Personal, LibraryOwner::User(_))
+                | (LibraryKind::Group, LibraryOwner::Group(_))
+                | (LibraryKind::Public | LibraryKind::Stock, LibraryOwner::Operator)
+        );
+        if !consistent {
+            return Err(StoreError::Conflict(format!("a {} library cannot belong to {owner:?}", kind.as_str())));
+        }
+        self.insert_library(name, kind, owner, false).await
+    }
+
+    async fn insert_library(
+        &self,
+        name: &str,
+        kind: LibraryKind,
+        owner: LibraryOwner,
+        is_default: bool,
+    ) -> Result<Library> {
+        let (user, group) = match &owner {
+            LibraryOwner::User(u) => (Some(u.clone()), None),
+            LibraryOwner::Group(g) => (None, Some(g.clone())),
+            LibraryOwner::Operator => (None, None),
+        };
+        let library = Library {
+            id: new_id(),
+            name: name.to_string(),
+            kind,
+            owner,
+            is_default,
+            sort_order: 0,
+            created_at: now_ms(),
+        };
+        sqlx::query(&format!("INSERT INTO libraries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"))
+            .bind(&library.id)
+            .bind(&library.name)
+            .bind(kind.as_str())
+            .bind(user)
+            .bind(group)
+            .bind(i64::from(is_default))
+            .bind(library.sort_order)
+            .bind(library.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(missing_reference("library owner"))?;
+        Ok(library)
+    }
+
+    #[tracing::instrument(name = "store::library", level = "debug", skip_all)]
+    pub async fn library(&self, id: &str) -> Result<Library> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM libraries WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("library"))?;
+        library_from(&row)
+    }
+
+    /// The user's default personal library, created on first use.
+    #[tracing::instrument(name = "store::personal_library", level = "debug", skip_all)]
+    pub async fn personal_library(&self, user_id: &str) -> Result<Library> {
+        self.default_library(LibraryKind::Personal, LibraryOwner::User(user_id.to_string()), "My library").await
+    }
+
+    /// The group's default library, created on first use.
+    #[tracing::instrument(name = "store::group_library", level = "debug", skip_all)]
+    pub async fn group_library(&self, group_id: &str, group_name: &str) -> Result<Library> {
+        self.default_library(LibraryKind::Group, LibraryOwner::Group(group_id.to_string()), group_name).await
+    }
+
+    async fn default_library(&self, kind: LibraryKind, owner: LibraryOwner, name: &str) -> Result<Library> {
+        let (column, owner_id) = match &owner {
+            LibraryOwner::User(u) => ("owner_user_id", u.clone()),
+            LibraryOwner::Group(g) => ("owner_group_id", g.clone()),
+            LibraryOwner::Operator => unreachable!("only users and groups have default libraries"),
+        };
+        let find = format!("SELECT {COLUMNS} FROM libraries WHERE {column} = $1 AND is_default = 1");
+        if let Some(row) = sqlx::query(&find).bind(&owner_id).fetch_optional(&self.pool).await? {
+            return library_from(&row);
+        }
+        match self.insert_library(name, kind, owner, true).await {
+            Ok(library) => Ok(library),
+            // Another request created it between our read and insert: use theirs.
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+                let row = sqlx::query(&find).bind(&owner_id).fetch_one(&self.pool).await?;
+                library_from(&row)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every library `user_id` may see: personal ones, those of the user's groups, then
+    /// public and stock ones; each kind in creation order.
+    #[tracing::instrument(name = "store::visible_libraries", level = "debug", skip_all)]
+    pub async fn visible_libraries(&self, user_id: &str) -> Result<Vec<Library>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM libraries \
+             WHERE owner_user_id = $1 \
+                OR owner_group_id IN (SELECT group_id FROM group_members WHERE user_id = $1) \
+                OR kind IN ('public', 'stock') \
+             ORDER BY sort_order, created_at, id"
+        ))
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(library_from).collect()
+    }
+}

@@ -1,0 +1,227 @@
+//! Templates: imported by the operator (`reelfarm admin template import`), seen by their
+//! owner, by the users and groups they are shared with, and by everyone when public.
+
+use std::collections::BTreeMap;
+
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::{flag, is_foreign_key_violation, is_unique_violation, Result, Store, StoreError};
+use reelfarm_domain::id::now_ms;
+use reelfarm_domain::quality::Quality;
+
+/// Everything of a template but what the store sets (`archived`, `created_at`). The id
+/// and blob prefix are chosen before the record is written, because the template's files
+/// are stored under them first: a template appears only once its files are in place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTemplate {
+    pub id: String,
+    pub name: String,
+    /// `None` for a public template of the operator's.
+    pub owner_user_id: Option<String>,
+    pub public: bool,
+    pub category: String,
+    pub tags: Vec<String>,
+    /// The template document, as imported.
+    pub json: String,
+    pub duration_ms: i64,
+    pub quality: Quality,
+    /// See [`template_blob_prefix`].
+    pub blob_prefix: String,
+    /// `file` path in the document → blob key of the stored file.
+    pub files: BTreeMap<String, String>,
+    pub thumb_key: Option<String>,
+    pub preview_key: Option<String>,
+}
+
+/// A stored template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateRecord {
+    pub id: String,
+    pub name: String,
+    pub owner_user_id: Option<String>,
+    pub public: bool,
+    pub category: String,
+    pub tags: Vec<String>,
+    pub json: String,
+    pub duration_ms: i64,
+    pub quality: Quality,
+    pub blob_prefix: String,
+    pub files: BTreeMap<String, String>,
+    pub thumb_key: Option<String>,
+    pub preview_key: Option<String>,
+    pub archived: bool,
+    pub created_at: i64,
+}
+
+/// Someone a template is shared with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShareTarget {
+    User(String),
+    Group(String),
+}
+
+/// A new unguessable prefix for the blobs of template `id`: `templates/{id}/{16 base62}`.
+pub fn template_blob_prefix(id: &str) -> String {
+    format!("templates/{id}/{}", reelfarm_domain::token::random_base62(16))
+}
+
+const COLUMNS: &str = "id, name, owner_user_id, public, category, tags, json, duration_ms, quality, blob_prefix, \
+    files, thumb_key, preview_key, archived, created_at";
+
+/// Those `$1` may see: own, shared with them or one of their groups, public.
+const VISIBLE_TO_1: &str = "(owner_user_id = $1 OR public = 1 OR id IN (\
+    SELECT template_id FROM template_shares WHERE user_id = $1 \
+    OR group_id IN (SELECT group_id FROM group_members WHERE user_id = $1)))";
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("template {what}: {e}"))
+}
+
+fn template_from(row: &AnyRow) -> Result<TemplateRecord> {
+    let tags: String = row.try_get("tags")?;
+    let files: String = row.try_get("files")?;
+    let quality: String = row.try_get("quality")?;
+    Ok(TemplateRecord {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        owner_user_id: row.try_get("owner_user_id")?,
+        public: flag(row, "public")?,
+        category: row.try_get("category")?,
+        tags: serde_json::from_str(&tags).map_err(|e| corrupt("tags", e))?,
+        json: row.try_get("json")?,
+        duration_ms: row.try_get("duration_ms")?,
+        quality: quality.parse::<Quality>().map_err(|_| corrupt("quality", &quality))?,
+        blob_prefix: row.try_get("blob_prefix")?,
+        files: serde_json::from_str(&files).map_err(|e| corrupt("files", e))?,
+        thumb_key: row.try_get("thumb_key")?,
+        preview_key: row.try_get("preview_key")?,
+        archived: flag(row, "archived")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+impl Store {
+    /// Records a template whose files are stored. A template without an owner must be
+    /// public (nobody else could see it).
+    #[tracing::instrument(name = "store::create_template", level = "debug", skip_all)]
+    pub async fn create_template(&self, new: &NewTemplate) -> Result<TemplateRecord> {
+        if new.owner_user_id.is_none() && !new.public {
+            return Err(StoreError::Conflict("a template without an owner must be public".into()));
+        }
+        sqlx::query(&format!(
+            "INSERT INTO templates ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14)"
+        ))
+        .bind(&new.id)
+        .bind(&new.name)
+        .bind(&new.owner_user_id)
+        .bind(i64::from(new.public))
+        .bind(&new.category)
+        .bind(serde_json::to_string(&new.tags).expect("tags serialize"))
+        .bind(&new.json)
+        .bind(new.duration_ms)
+        .bind(new.quality.as_str())
+        .bind(&new.blob_prefix)
+        .bind(serde_json::to_string(&new.files).expect("files serialize"))
+        .bind(&new.thumb_key)
+        .bind(&new.preview_key)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| {
+            if is_foreign_key_violation(&e) {
+                StoreError::NotFound("template owner")
+            } else if is_unique_violation(&e) {
+                StoreError::Conflict(format!("a template with id {} exists already", new.id))
+            } else {
+                e.into()
+            }
+        })?;
+        self.template(&new.id).await
+    }
+
+    #[tracing::instrument(name = "store::template", level = "debug", skip_all)]
+    pub async fn template(&self, id: &str) -> Result<TemplateRecord> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM templates WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("template"))?;
+        template_from(&row)
+    }
+
+    /// The template `id` if `user_id` may see it; `NotFound` otherwise, so that the ids
+    /// of others' templates do not leak.
+    #[tracing::instrument(name = "store::visible_template", level = "debug", skip_all)]
+    pub async fn visible_template(&self, id: &str, user_id: &str) -> Result<TemplateRecord> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM templates WHERE {VISIBLE_TO_1} AND id = $2"))
+            .bind(user_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("template"))?;
+        template_from(&row)
+    }
+
+    /// The templates `user_id` may see, newest first, `limit` from `offset`.
+    #[tracing::instrument(name = "store::visible_templates", level = "debug", skip_all)]
+    pub async fn visible_templates(&self, user_id: &str, limit: u32, offset: u64) -> Result<Vec<TemplateRecord>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM templates WHERE {VISIBLE_TO_1} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+        ))
+        .bind(user_id)
+        .bind(i64::from(limit))
+        .bind(offset as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(template_from).collect()
+    }
+
+    /// Shares the template with a user or a group; sharing twice changes nothing.
+    #[tracing::instrument(name = "store::share_template", level = "debug", skip_all)]
+    pub async fn share_template(&self, template_id: &str, with: &ShareTarget) -> Result<()> {
+        let (user, group) = match with {
+            ShareTarget::User(u) => (Some(u.as_str()), None),
+            ShareTarget::Group(g) => (None, Some(g.as_str())),
+        };
+        let inserted = sqlx::query(
+            "INSERT INTO template_shares (template_id, user_id, group_id, created_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(template_id)
+        .bind(user)
+        .bind(group)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Ok(()),
+            Err(e) if is_foreign_key_violation(&e) => Err(StoreError::NotFound("template or share target")),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whom the template is shared with, in the order shared.
+    #[tracing::instrument(name = "store::template_shares", level = "debug", skip_all)]
+    pub async fn template_shares(&self, template_id: &str) -> Result<Vec<ShareTarget>> {
+        let rows = sqlx::query(
+            "SELECT user_id, group_id FROM template_shares WHERE template_id = $1 \
+             ORDER BY created_at, user_id, group_id",
+        )
+        .bind(template_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let user: Option<String> = row.try_get("user_id")?;
+                let group: Option<String> = row.try_get("group_id")?;
+                match (user, group) {
+                    (Some(u), None) => Ok(ShareTarget::User(u)),
+                    (None, Some(g)) => Ok(ShareTarget::Group(g)),
+                    _ => Err(corrupt("share", "neither or both of user and group")),
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,115 @@
+//! Storage used per user (issue #16): the bytes of every asset file a user owns, originals
+//! and renditions, for the upload quota and `reelfarm admin usage`; and the characters
+//! each user sent to paid text-to-speech providers.
+//!
+//! An asset's original is counted by its `size` (set when the upload is stored, also
+//! while it converts and after a failed conversion, whose original is kept); its other
+//! files by the sizes in its `renditions` (which list the original too, skipped). Rendered
+//! videos and template media are not counted.
+
+use sqlx::Row;
+
+use super::{Dialect, Result, Store};
+
+/// Storage used by one user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usage {
+    pub user_id: String,
+    pub user_name: String,
+    /// Assets the user owns, whatever their status.
+    pub assets: u64,
+    /// Bytes their files take in the blob store.
+    pub bytes: u64,
+    /// Characters sent to paid text-to-speech providers (Polly, Google), all time.
+    pub tts_characters: u64,
+}
+
+impl Store {
+    /// Storage used by each user (by name), or only by `user_id`; users without assets
+    /// are listed with zeros.
+    #[tracing::instrument(name = "store::storage_usage", level = "debug", skip_all)]
+    pub async fn storage_usage(&self, user_id: Option<&str>) -> Result<Vec<Usage>> {
+        let filter = if user_id.is_some() { "WHERE u.id = $1" } else { "" };
+        let sql = format!(
+            "SELECT u.id, u.name, COUNT(a.id) AS assets, \
+             CAST(COALESCE(SUM(COALESCE(a.size, 0) + {}), 0) AS BIGINT) AS bytes, \
+             CAST((SELECT COALESCE(SUM(t.characters), 0) FROM tts_usage t WHERE t.user_id = u.id) AS BIGINT) \
+             AS tts_characters \
+             FROM users u LEFT JOIN assets a ON a.owner_user_id = u.id {filter} \
+             GROUP BY u.id, u.name ORDER BY u.name",
+            self.rendition_bytes()
+        );
+        let mut query = sqlx::query(&sql);
+        if let Some(id) = user_id {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Usage {
+                    user_id: row.try_get("id")?,
+                    user_name: row.try_get("name")?,
+                    assets: row.try_get::<i64, _>("assets")?.max(0) as u64,
+                    bytes: row.try_get::<i64, _>("bytes")?.max(0) as u64,
+                    tts_characters: row.try_get::<i64, _>("tts_characters")?.max(0) as u64,
+                })
+            })
+            .collect()
+    }
+
+    /// Counts `characters` sent by `user_id` to the paid text-to-speech `provider`.
+    #[tracing::instrument(name = "store::add_tts_characters", level = "debug", skip_all)]
+    pub async fn add_tts_characters(&self, user_id: &str, provider: &str, characters: u64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO tts_usage (user_id, provider, characters, updated_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (user_id, provider) DO UPDATE \
+             SET characters = tts_usage.characters + excluded.characters, updated_at = excluded.updated_at",
+        )
+        .bind(user_id)
+        .bind(provider)
+        .bind(characters as i64)
+        .bind(reelfarm_domain::id::now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Characters `user_id` sent to each paid text-to-speech provider, by provider name.
+    #[tracing::instrument(name = "store::tts_characters", level = "debug", skip_all)]
+    pub async fn tts_characters(&self, user_id: &str) -> Result<Vec<(String, u64)>> {
+        let rows = sqlx::query("SELECT provider, characters FROM tts_usage WHERE user_id = $1 ORDER BY provider")
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("provider")?, row.try_get::<i64, _>("characters")?.max(0) as u64)))
+            .collect()
+    }
+
+    /// Bytes the assets of `user_id` take (0 for an unknown user).
+    #[tracing::instrument(name = "store::stored_bytes", level = "debug", skip_all)]
+    pub async fn stored_bytes(&self, user_id: &str) -> Result<u64> {
+        let sql = format!(
+            "SELECT CAST(COALESCE(SUM(COALESCE(a.size, 0) + {}), 0) AS BIGINT) AS bytes \
+             FROM assets a WHERE a.owner_user_id = $1",
+            self.rendition_bytes()
+        );
+        let bytes: i64 = sqlx::query(&sql).bind(user_id).fetch_one(&self.pool).await?.try_get("bytes")?;
+        Ok(bytes.max(0) as u64)
+    }
+
+    /// SQL of the bytes of asset `a`'s renditions but the original (its `renditions` is a
+    /// JSON array of `{role, size, …}`), in this dialect.
+    fn rendition_bytes(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Sqlite => {
+                "(SELECT COALESCE(SUM(json_extract(r.value, '$.size')), 0) FROM json_each(a.renditions) AS r \
+                 WHERE json_extract(r.value, '$.role') <> 'original')"
+            }
+            Dialect::Postgres => {
+                "(SELECT COALESCE(SUM((r.value ->> 'size')::BIGINT), 0) \
+                 FROM jsonb_array_elements(a.renditions::jsonb) AS r(value) WHERE r.value ->> 'role' <> 'original')"
+            }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! reelfarm's domain: what the service is about, without any I/O. The template format and
+//! rich text, the values a job gives and their validation, ids and tokens, qualities,
+//! assets, notifications and the messages on the bus. No tokio, no database, no broker,
+//! no HTTP: the test script checks that with `cargo tree`.
+
+pub mod asset;
+pub mod html;
+pub mod id;
+pub mod integration;
+pub mod message;
+pub mod notification;
+pub mod quality;
+pub mod template;
+pub mod token;
+pub mod tts;
