@@ -10,3 +10,4 @@ pub mod render;
 pub mod serve;
 pub mod sources;
 pub mod stats;
+pub mod telemetry;

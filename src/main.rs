@@ -2,6 +2,7 @@
 //! configuration, initialises telemetry and runs.
 
 use clap::Parser;
+use reelfarm::telemetry::Telemetry;
 use reelfarm::{admin, bench, cli, loadtest, render, serve};
 
 fn main() -> std::process::ExitCode {
@@ -17,9 +18,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn standalone(work: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
-    init_telemetry(false, true);
+    let telemetry = Telemetry::init(false, true, None).expect("logs without an exporter");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    exit_code(runtime.block_on(work))
+    let code = exit_code(runtime.block_on(work));
+    telemetry.shutdown();
+    code
 }
 
 fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> std::process::ExitCode {
@@ -30,7 +33,19 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             return std::process::ExitCode::from(2);
         }
     };
-    init_telemetry(config.log_json, !matches!(command, cli::Command::Serve { .. }));
+    let service = match &command {
+        cli::Command::Serve { role, .. } => format!("reelfarm-{role:?}").to_lowercase(),
+        _ => "reelfarm".to_string(),
+    };
+    let serving = matches!(command, cli::Command::Serve { .. });
+    let otlp = config.otlp_endpoint.as_deref().map(|endpoint| (endpoint, service.as_str()));
+    let telemetry = match Telemetry::init(config.log_json, !serving, otlp) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("reelfarm: REELFARM_OTLP_ENDPOINT: the span exporter cannot be made: {e:#}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let result = runtime.block_on(async move {
         match command {
@@ -58,6 +73,8 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
         }
     });
+    drop(runtime);
+    telemetry.shutdown();
     exit_code(result)
 }
 
@@ -90,19 +107,5 @@ fn return_big_buffers_to_the_os() {
     // is started.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
-
-/// Logs to stderr: JSON lines when configured, text otherwise; `RUST_LOG` filters.
-/// Admin commands log only warnings so their output stays clean for scripts.
-fn init_telemetry(json: bool, quiet: bool) {
-    use tracing_subscriber::EnvFilter;
-    let default = if quiet { "warn" } else { "info" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    if json {
-        builder.json().flatten_event(true).init();
-    } else {
-        builder.init();
     }
 }

@@ -32,6 +32,8 @@ pub struct Service {
     running: Vec<&'static str>,
 }
 
+/// Longest wait for the backends' connections to close once every task ended.
+const BACKENDS_CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How often a shutdown that takes long names the tasks it still waits for.
 const STOP_REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -144,7 +146,9 @@ impl Service {
                 self.shutdown.cancel();
             }
         }
-        self.backends.close().await;
+        if tokio::time::timeout(BACKENDS_CLOSE_TIMEOUT, self.backends.close()).await.is_err() {
+            tracing::warn!("stopping: the backends did not close within {BACKENDS_CLOSE_TIMEOUT:?}; leaving them");
+        }
         first_error.map_or(Ok(()), Err)
     }
 }

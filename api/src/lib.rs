@@ -42,6 +42,9 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// How long in-flight requests may take to finish after shutdown is asked.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a draining server waits before counting the requests in flight (see
+/// `run_until_stopped`).
+const DISPATCH_SETTLE: Duration = Duration::from_millis(250);
 /// How long the server then takes to stop its workers.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -143,6 +146,9 @@ impl Application {
             shutdown.cancelled().await;
             tracing::info!(in_flight = in_flight.0.load(Ordering::SeqCst), "api draining");
             handle.pause().await;
+            // A connection accepted just before is dispatched on its worker thread a moment
+            // later: its request counts as in flight only from then on.
+            tokio::time::sleep(DISPATCH_SETTLE).await;
             let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
             while in_flight.0.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -245,11 +251,12 @@ async fn observe(
     let method = req.method().to_string();
     // The caller's trace (W3C `traceparent`) continued, or a new one: what the request
     // queues carries it on to the worker and the notifier.
-    let trace = trace::continue_from(req.headers().get("traceparent").and_then(|v| v.to_str().ok()));
-    let span = tracing::info_span!(
-        "http", %method, path = %logged_path(req.path()), %request_id, trace_id = %trace.trace_id(),
-        status = tracing::field::Empty
-    );
+    let (trace, span) = trace::continue_in(req.headers().get("traceparent").and_then(|v| v.to_str().ok()), |trace| {
+        tracing::info_span!(
+            "http", %method, path = %logged_path(req.path()), %request_id, trace_id = %trace.trace_id(),
+            status = tracing::field::Empty
+        )
+    });
     let started = std::time::Instant::now();
     let mut res = trace.scope(next.call(req).instrument(span.clone())).await?;
     let status = res.status();

@@ -138,10 +138,12 @@ impl Scheduler {
     /// Runs one attempt of `delivery` and records it.
     async fn deliver(&self, delivery: DeliveryRecord) {
         // In the trace of the work that planned it (the render's, the job request's).
-        let trace = reelfarm_backends::trace::continue_from(delivery.traceparent.as_deref());
-        let span = tracing::info_span!(
-            "delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts, trace_id = %trace.trace_id()
-        );
+        let (trace, span) = reelfarm_backends::trace::continue_in(delivery.traceparent.as_deref(), |trace| {
+            tracing::info_span!(
+                "delivery", id = %delivery.id, kind = %delivery.kind, attempt = delivery.attempts,
+                trace_id = %trace.trace_id()
+            )
+        });
         let attempt = async {
             let started_at = now_ms();
             let clock = Instant::now();

@@ -1,22 +1,34 @@
 //! One trace across the processes of a distributed deployment: the api's log line of a
 //! job created with the caller's `traceparent`, the worker's of its render and the
 //! notifier's of its callback all carry the caller's trace id (JSON logs, as an operator
-//! would ship them), and so does the callback request.
+//! would ship them), and so does the callback request. The spans the three processes
+//! export to an OpenTelemetry collector (OTLP/HTTP) form one tree under the caller's span.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value;
+use prost::Message;
+
 use super::deployment::{json_of, long_template, request, send, Deployment};
 
 const TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
+const CALLER_SPAN: &str = "b7ad6b7169203331";
 
 #[test]
 fn one_trace_id_goes_from_the_job_request_to_the_callback_log_line() {
     let logs = tempfile::tempdir().unwrap();
+    let (collector, exports) = receive(|_| "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     let deployment = Deployment::new()
-        .with(&[("REELFARM_LOG_FORMAT", "json"), ("REELFARM_OUTBOUND_ALLOW", "127.0.0.1")])
+        .with(&[
+            ("REELFARM_LOG_FORMAT", "json"),
+            ("REELFARM_OUTBOUND_ALLOW", "127.0.0.1"),
+            ("REELFARM_OTLP_ENDPOINT", collector.as_str()),
+        ])
         .log_to(logs.path());
     let dir = tempfile::tempdir().unwrap();
     let api = deployment.spawn("api");
@@ -27,7 +39,8 @@ fn one_trace_id_goes_from_the_job_request_to_the_callback_log_line() {
     let token = deployment.admin(dir.path(), &["token", "create", "ann"]);
     let template = long_template(dir.path());
     let template = deployment.admin(dir.path(), &["template", "import", template.to_str().unwrap(), "--owner", "ann"]);
-    let (receiver, callbacks) = receive_one_callback();
+    let (receiver, callbacks) =
+        receive(|_| "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 
     let body = serde_json::json!({
         "template_id": template,
@@ -42,7 +55,7 @@ fn one_trace_id_goes_from_the_job_request_to_the_callback_log_line() {
     let created = send(&api.base, "POST", "/generator/v1/jobs", &headers, body.as_bytes()).unwrap();
     let job = json_of(created, 200);
 
-    let callback = callbacks.recv_timeout(Duration::from_secs(120)).expect("a callback within 120 s");
+    let (callback, _) = callbacks.recv_timeout(Duration::from_secs(120)).expect("a callback within 120 s");
     assert!(callback.contains(&format!("traceparent: 00-{TRACE_ID}-")), "{callback}");
     let finished = json_of(
         request(
@@ -72,6 +85,76 @@ fn one_trace_id_goes_from_the_job_request_to_the_callback_log_line() {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+
+    // The exported spans: the request's under the caller's span, the render's under a span
+    // of the api, the delivery's under a span of the notifier (whose message came from the
+    // worker); each process exports in batches, within seconds.
+    let mut spans: HashMap<String, Span> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let by = |spans: &HashMap<String, Span>, service: &str, name: &str| {
+        spans.values().find(|s| s.service == service && s.name == name).cloned()
+    };
+    let (request, render, delivery) = loop {
+        if let Ok((_, body)) = exports.recv_timeout(Duration::from_millis(500)) {
+            spans.extend(decode(&body).into_iter().filter(|s| s.trace_id == TRACE_ID).map(|s| (s.id.clone(), s)));
+        }
+        let found = (
+            by(&spans, "reelfarm-api", "http"),
+            by(&spans, "reelfarm-worker", "message"),
+            by(&spans, "reelfarm-notifier", "delivery"),
+        );
+        if let (Some(request), Some(render), Some(delivery)) = found {
+            break (request, render, delivery);
+        }
+        assert!(Instant::now() < deadline, "spans of the trace so far: {:#?}", spans.values().collect::<Vec<_>>());
+    };
+    assert_eq!(request.parent, CALLER_SPAN, "the request continues the caller's span");
+    let parent_of = |span: &Span| spans.get(&span.parent).map(|p| p.service.clone());
+    assert_eq!(parent_of(&render).as_deref(), Some("reelfarm-api"), "{render:?} under a span of the api");
+    assert_eq!(parent_of(&delivery).as_deref(), Some("reelfarm-notifier"), "{delivery:?}");
+}
+
+/// One exported span, ids in hex.
+#[derive(Debug, Clone)]
+struct Span {
+    service: String,
+    name: String,
+    trace_id: String,
+    id: String,
+    parent: String,
+}
+
+/// The spans of one OTLP/HTTP export request (protobuf).
+fn decode(body: &[u8]) -> Vec<Span> {
+    let request = ExportTraceServiceRequest::decode(body).expect("an OTLP trace export");
+    let mut spans = Vec::new();
+    for resource in request.resource_spans {
+        let service = resource
+            .resource
+            .iter()
+            .flat_map(|r| &r.attributes)
+            .find(|a| a.key == "service.name")
+            .and_then(|a| a.value.as_ref())
+            .and_then(|v| match &v.value {
+                Some(any_value::Value::StringValue(name)) => Some(name.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        for span in resource.scope_spans.into_iter().flat_map(|s| s.spans) {
+            spans.push(Span {
+                service: service.clone(),
+                name: span.name,
+                trace_id: hex(&span.trace_id),
+                id: hex(&span.span_id),
+                parent: hex(&span.parent_span_id),
+            });
+        }
+    }
+    spans
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The lines logged by the processes of `role` in `dir`.
@@ -86,9 +169,9 @@ fn log_lines(dir: &std::path::Path, role: &str) -> Vec<String> {
     lines
 }
 
-/// A loopback server answering every request 204; the head of each request (lower-case
-/// header names) comes out of the returned channel.
-fn receive_one_callback() -> (String, mpsc::Receiver<String>) {
+/// A loopback server answering every request with `answer`; the head of each request
+/// (lower-case header names) and its body come out of the returned channel.
+fn receive(answer: fn(&str) -> &'static str) -> (String, mpsc::Receiver<(String, Vec<u8>)>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = mpsc::channel();
@@ -111,8 +194,8 @@ fn receive_one_callback() -> (String, mpsc::Receiver<String>) {
             }
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
-            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-            let _ = tx.send(head);
+            let _ = stream.write_all(answer(&head).as_bytes());
+            let _ = tx.send((head, body));
         }
     });
     (address, rx)

@@ -115,6 +115,7 @@ impl TestApp {
 
     /// Starts `role` (which must serve the api) in `mode` with extra settings.
     pub async fn spawn_role(mode: Mode, role: Role, extra: &[(&str, &str)]) -> TestApp {
+        log_warnings();
         let data_dir = tempfile::tempdir().unwrap();
         // Port 0: the system picks a free port as the api binds it (no race with another
         // test for a port found free a moment before).
@@ -295,4 +296,12 @@ pub async fn error(res: reqwest::Response, status: u16, key: &str) -> Value {
     assert_eq!(body["key"], key, "{body}");
     assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
     body
+}
+
+/// Sends the service's warnings and errors (or what `RUST_LOG` asks for) to the test's
+/// captured output, which the runner shows when the test fails.
+fn log_warnings() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
 }

@@ -98,11 +98,12 @@ async fn handle(queue: Queue, delivery: Delivery, handler: &dyn Handler, bus: &B
     let attempt = delivery.attempt;
     let envelope = &delivery.envelope;
     // In the trace of the work that queued it; what the handler queues continues it.
-    let trace = crate::trace::continue_from(envelope.traceparent.as_deref());
-    let span = tracing::info_span!(
-        "message", queue = queue.name(), kind = envelope.message.kind(), message_id = %envelope.id, attempt,
-        trace_id = %trace.trace_id()
-    );
+    let (trace, span) = crate::trace::continue_in(envelope.traceparent.as_deref(), |trace| {
+        tracing::info_span!(
+            "message", queue = queue.name(), kind = envelope.message.kind(), message_id = %envelope.id, attempt,
+            trace_id = %trace.trace_id()
+        )
+    });
     let outcome = trace
         .scope(AssertUnwindSafe(handler.handle(envelope, attempt).instrument(span.clone())).catch_unwind())
         .await

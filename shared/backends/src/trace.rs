@@ -11,7 +11,9 @@
 use std::fmt;
 use std::future::Future;
 
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use rand::RngCore;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 tokio::task_local! {
     static CURRENT: TraceContext;
@@ -81,9 +83,31 @@ pub fn current() -> Option<TraceContext> {
 }
 
 /// The `traceparent` to give what the work under way queues: a child of the current
-/// context.
+/// context. When spans are exported (OpenTelemetry), its parent is the span under way,
+/// so that the collector shows one tree from the request to the callback.
 pub fn traceparent_to_queue() -> Option<String> {
-    current().map(|context| context.child().to_string())
+    let context = current()?;
+    let exported = tracing::Span::current().context().span().span_context().clone();
+    let next = if exported.is_valid() && exported.trace_id().to_bytes() == context.trace_id.to_be_bytes() {
+        TraceContext { parent_id: u64::from_be_bytes(exported.span_id().to_bytes()), ..context }
+    } else {
+        context.child()
+    };
+    Some(next.to_string())
+}
+
+/// Makes `span` a child of `parent` (the caller's span, or the span that queued the
+/// work) for the spans exported to an OpenTelemetry collector, so that they carry the
+/// trace id the logs show. Without an exporter it does nothing.
+pub fn attach(span: &tracing::Span, parent: TraceContext) {
+    let remote = SpanContext::new(
+        TraceId::from_bytes(parent.trace_id.to_be_bytes()),
+        SpanId::from_bytes(parent.parent_id.to_be_bytes()),
+        if parent.sampled { TraceFlags::SAMPLED } else { TraceFlags::default() },
+        true,
+        TraceState::default(),
+    );
+    let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
 }
 
 /// A new envelope for `message`, in the trace of the work under way (if any).
@@ -91,10 +115,19 @@ pub fn envelope(message: reelfarm_domain::message::Message) -> reelfarm_domain::
     reelfarm_domain::message::Envelope::new(message, traceparent_to_queue())
 }
 
-/// The context to continue from a stored `traceparent`: its child, or a new trace when
-/// there is none (work queued before traces were kept) or it does not parse.
-pub fn continue_from(traceparent: Option<&str>) -> TraceContext {
-    traceparent.and_then(TraceContext::parse).map_or_else(TraceContext::root, TraceContext::child)
+/// Continues a stored `traceparent` (its child; a new trace when there is none, for work
+/// queued before traces were kept, or it does not parse) in a new span made by
+/// `make_span`, which [`attach`] parents on the caller's span: the context and the span
+/// to run the work in.
+pub fn continue_in(
+    traceparent: Option<&str>,
+    make_span: impl FnOnce(&TraceContext) -> tracing::Span,
+) -> (TraceContext, tracing::Span) {
+    let given = traceparent.and_then(TraceContext::parse);
+    let context = given.map_or_else(TraceContext::root, TraceContext::child);
+    let span = make_span(&context);
+    attach(&span, given.unwrap_or(context));
+    (context, span)
 }
 
 fn nonzero_u128() -> u128 {
@@ -158,7 +191,8 @@ mod tests {
         let queued = context.scope(async { traceparent_to_queue() }).await.expect("a traceparent");
         let queued = TraceContext::parse(&queued).unwrap();
         assert_eq!(queued.trace_id(), context.trace_id());
-        assert_eq!(continue_from(Some(&queued.to_string())).trace_id(), context.trace_id());
-        assert_ne!(continue_from(None).trace_id(), context.trace_id(), "a new trace");
+        let continued = |traceparent: Option<&str>| continue_in(traceparent, |_| tracing::Span::none()).0;
+        assert_eq!(continued(Some(&queued.to_string())).trace_id(), context.trace_id());
+        assert_ne!(continued(None).trace_id(), context.trace_id(), "a new trace");
     }
 }

@@ -53,6 +53,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("ip_rate_limit_burst", "burst allowance per client address"),
     ("trusted_proxies", "addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the peer is the client)"),
     ("log_format", "text or json"),
+    ("otlp_endpoint", "http:// base address of an OpenTelemetry collector's OTLP/HTTP receiver, e.g. http://127.0.0.1:4318, that spans are exported to (unset: none)"),
     ("worker_slots", "jobs one worker runs at once (and its prefetch)"),
     ("encoder_threads", "x264 threads of each render (0: x264 chooses, about 1.5 per core)"),
     ("job_timeout", "longest a conversion or render may run"),
@@ -139,6 +140,8 @@ pub struct Config {
     pub trusted_proxies: Vec<IpNet>,
     /// Structured JSON logs instead of text.
     pub log_json: bool,
+    /// Base address of the OpenTelemetry collector spans are exported to (OTLP/HTTP).
+    pub otlp_endpoint: Option<String>,
     /// Jobs one worker runs at once; also its bus prefetch.
     pub worker_slots: u16,
     /// x264 threads of each render; 0 lets x264 choose.
@@ -429,6 +432,13 @@ impl Config {
             "json" => Ok(true),
             _ => Err("expected `text` or `json`".into()),
         })?;
+        let otlp_endpoint = optional(raw, "otlp_endpoint", |s| {
+            let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+            if url.scheme() != "http" || url.host().is_none() {
+                return Err("expected an http:// address with a host (a collector or agent nearby)".into());
+            }
+            Ok(s.trim_end_matches('/').to_string())
+        })?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).to_string();
         let worker_slots = parse(raw, "worker_slots", &cores, |s| {
             let n = parse_int::<u16>(s)?;
@@ -514,6 +524,7 @@ impl Config {
             ip_rate_limit_burst,
             trusted_proxies,
             log_json,
+            otlp_endpoint,
             worker_slots,
             encoder_threads,
             job_timeout,
