@@ -6,9 +6,10 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use reelfarm_backends::store::{JobRecord, RenderStatus, StoreError};
+use reelfarm_backends::store::{JobRecord, StoreError};
 use reelfarm_backends::Backends;
 use reelfarm_domain::notification::Notification;
+use reelfarm_domain::status::RenderStatus;
 
 /// What a delivery knows of the render it reports (the §6.1 fields, and where the video is).
 #[derive(Debug, Clone, PartialEq)]

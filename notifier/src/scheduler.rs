@@ -346,7 +346,7 @@ mod tests {
             kind: "upload-videosite".into(),
             notification: "{}".into(),
             body: None,
-            status: reelfarm_backends::store::DeliveryStatus::Pending,
+            status: reelfarm_domain::status::DeliveryStatus::Pending,
             attempts,
             next_attempt_at: None,
             state: state.map(str::to_string),

@@ -17,7 +17,7 @@ fn root() -> PathBuf {
 
 /// The configuration's variables: `REELFARM_` + each key.
 fn keys() -> BTreeSet<String> {
-    KEYS.iter().map(|(k, _)| format!("{ENV_PREFIX}{}", k.to_ascii_uppercase())).collect()
+    KEYS.iter().map(|k| format!("{ENV_PREFIX}{}", k.name.to_ascii_uppercase())).collect()
 }
 
 /// Every variable the binary reads: the keys, and the two the command line reads
@@ -55,6 +55,31 @@ fn variables_in(text: &str) -> BTreeSet<String> {
         rest = &tail[end.max(1)..];
     }
     found
+}
+
+/// The README's configuration table shows every key, with the default the binary has
+/// (`KEYS` declares each once): `` `DEFAULT` `` first in its column, or `empty`.
+#[test]
+fn the_readme_shows_every_key_with_its_default() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut wrong = Vec::new();
+    for key in KEYS {
+        let variable = format!("`{ENV_PREFIX}{}`", key.name.to_ascii_uppercase());
+        let Some(row) = readme.lines().find(|l| l.starts_with(&format!("| {variable} |"))) else {
+            wrong.push(format!("{variable}: no row"));
+            continue;
+        };
+        let shown = row.split('|').nth(2).unwrap_or_default().trim();
+        let expected = match key.default {
+            Some("") => "empty".to_string(),
+            Some(default) => format!("`{default}`"),
+            None => continue,
+        };
+        if !shown.starts_with(&expected) {
+            wrong.push(format!("{variable}: README shows {shown:?}, the binary's default is {expected}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 #[test]

@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{RenderOutcome, RenderRecord, RenderStatus, StoreError, TemplateRecord};
+use reelfarm_backends::store::{RenderOutcome, RenderRecord, StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::message::{Envelope, Message};
+use reelfarm_domain::status::RenderStatus;
 use reelfarm_domain::template::values::{apply_values_with, speech_values};
 use reelfarm_domain::template::{Content, Source, Template, VariableType};
 use reelfarm_outbound::{FetchLimits, Outbound, OutboundError};

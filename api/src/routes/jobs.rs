@@ -6,8 +6,9 @@ use std::collections::HashMap;
 
 use actix_web::http::header::HeaderName;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
-use reelfarm_backends::store::{JobRecord, RenderStatus};
+use reelfarm_backends::store::JobRecord;
 use reelfarm_domain::id::{iso8601, TemplateId};
+use reelfarm_domain::status::RenderStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;

@@ -4,6 +4,7 @@
 use actix_web::{get, web, HttpResponse};
 use reelfarm_backends::store::{DeliveryAttempt, DeliveryRecord};
 use reelfarm_domain::id::iso8601;
+use reelfarm_domain::status::DeliveryStatus;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -61,7 +62,7 @@ pub struct AttemptJson {
 impl DeliveryJson {
     fn new(delivery: DeliveryRecord, attempts: Vec<DeliveryAttempt>) -> DeliveryJson {
         let notification: Value = serde_json::from_str(&delivery.notification).unwrap_or(Value::Null);
-        let pending = delivery.status.as_str() == "pending";
+        let pending = delivery.status == DeliveryStatus::Pending;
         DeliveryJson {
             id: delivery.id,
             render_id: delivery.render_id,

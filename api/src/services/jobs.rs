@@ -13,10 +13,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix_web::web;
-use reelfarm_backends::store::{
-    Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderStatus, StoreError,
-};
+use reelfarm_backends::store::{Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, StoreError};
 use reelfarm_domain::id::{new_id, now_ms, EntityId, JobId, ProjectId, TemplateId};
+use reelfarm_domain::status::RenderStatus;
 use reelfarm_domain::template::values::{apply_values_with, ValueError};
 use reelfarm_domain::template::Template;
 use reelfarm_domain::tts::is_speech;

@@ -17,58 +17,77 @@ mod tests;
 pub use sources::parse_duration;
 use sources::{
     default_media_memory, list, load_or_create_secret, optional, parse, parse_allow_entry, parse_blob_url, parse_bytes,
-    parse_int, parse_ip_net, read_toml, Raw,
+    parse_int, parse_ip_net, parse_or, read_toml, Raw,
 };
 
-/// Every key the binary accepts, with its meaning. A TOML file uses the lower-case key
-/// (`listen = "0.0.0.0:8080"`); the environment uses `REELFARM_` + the upper-case key.
-pub const KEYS: &[(&str, &str)] = &[
-    ("listen", "api (and upload) listen address"),
-    ("ops_listen", "address of /healthz, /readyz and /metrics of every role (unset: the api serves them on its own port)"),
-    ("public_url", "base of every address the api hands out"),
-    ("data_dir", "embedded database, blobs, work files"),
-    ("database_url", "sqlite://FILE or postgres://…"),
-    ("blob_url", "file://DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R"),
-    ("bus_url", "local or amqp://…"),
-    ("redis_url", "redis://… (unset: in-memory cache)"),
-    ("smtp_url", "smtp://host:port (unset: e-mail refused)"),
-    ("smtp_from", "sender of notification e-mails"),
-    ("email_rate_limit", "notification e-mails each user may send per hour, across notifiers (0: no limit)"),
-    ("google_api_url", "base of the YouTube Data and Google Drive APIs"),
-    ("google_oauth_url", "OAuth 2.0 token endpoint of Google accounts"),
-    ("polly_region", "AWS region of Amazon Polly text-to-speech (unset: Polly disabled)"),
-    ("polly_endpoint", "Amazon Polly endpoint (unset: the region's AWS endpoint)"),
-    ("polly_access_key_id", "access key of Amazon Polly (unset: AWS_ACCESS_KEY_ID)"),
-    ("polly_secret_access_key", "secret key of Amazon Polly (unset: AWS_SECRET_ACCESS_KEY)"),
-    ("google_tts_url", "base of the Google Cloud Text-to-Speech API"),
-    ("google_tts_api_key", "API key of Google Cloud Text-to-Speech (unset: Google TTS disabled)"),
-    ("outbound_allow", "IP addresses or ip:port exempt from the outbound refusal (non-public addresses, public ones off ports 80 and 443)"),
-    ("webhook_retry_schedule", "delays between callback attempts"),
-    ("namespace", "prefix of exchange, queue and cache key names"),
-    ("secret_key", "key of upload signatures and linked-account encryption (unset: generated into the data dir)"),
-    ("upload_url_ttl", "validity of signed upload addresses"),
-    ("rate_limit", "requests per second per token (0 disables)"),
-    ("rate_limit_burst", "burst allowance per token"),
-    ("ip_rate_limit", "requests per second per client address to signed uploads and stored files, and failed authentications (0 disables)"),
-    ("ip_rate_limit_burst", "burst allowance per client address"),
-    ("trusted_proxies", "addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the peer is the client)"),
-    ("log_format", "text or json"),
-    ("otlp_endpoint", "http:// base address of an OpenTelemetry collector's OTLP/HTTP receiver, e.g. http://127.0.0.1:4318, that spans are exported to (unset: none)"),
-    ("worker_slots", "jobs one worker runs at once (and its prefetch)"),
-    ("encoder_threads", "x264 threads of each render (0: x264 chooses, about 1.5 per core)"),
-    ("job_timeout", "longest a conversion or render may run"),
-    ("delivery_limit", "deliveries of a message before it is dead-lettered"),
-    ("retry_delay", "wait before a failed message is tried again (doubles per attempt, at most 5 min)"),
-    ("max_image_pixels", "largest image (width × height) a conversion accepts"),
-    ("max_video_pixels", "largest video frame (width × height) a conversion or render accepts"),
-    ("max_media_duration", "longest video or audio a conversion accepts"),
-    ("media_memory", "memory the conversions and renders of one worker process may hold at once, as estimated before decoding, e.g. 4GiB (unset: half the cgroup memory limit, else half the RAM; 0: no budget)"),
-    ("max_upload_bytes", "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)"),
-    ("upload_quota_bytes", "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)"),
-    ("upload_idle_timeout", "an upload that sends nothing for this long is aborted"),
-    ("upload_deadline", "longest one upload may take"),
-    ("bootstrap", "first-run set-up of an owner, its token and the example templates: auto (embedded SQLite only), on or off"),
-];
+/// One key the binary accepts. A TOML file uses the lower-case name (`listen =
+/// "0.0.0.0:8080"`); the environment uses `REELFARM_` + the upper-case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    /// What it is when not set; `None` when it is then unset, or made from other keys as
+    /// `meaning` says.
+    pub default: Option<&'static str>,
+    pub meaning: &'static str,
+}
+
+/// Declares [`KEYS`]: each key once, with its default and its meaning.
+macro_rules! keys {
+    ($($name:ident $(= $default:literal)?: $meaning:literal;)*) => {
+        /// Every key the binary accepts, with its default and its meaning.
+        pub const KEYS: &[Key] = &[$(Key { name: stringify!($name), default: keys!(@default $($default)?), meaning: $meaning }),*];
+    };
+    (@default $default:literal) => { Some($default) };
+    (@default) => { None };
+}
+
+keys! {
+    listen = "127.0.0.1:8080": "api (and upload) listen address";
+    ops_listen: "address of /healthz, /readyz and /metrics of every role (unset: the api serves them on its own port)";
+    public_url: "base of every address the api hands out";
+    data_dir = "./reelfarm-data": "embedded database, blobs, work files";
+    database_url: "sqlite://FILE or postgres://…";
+    blob_url: "file://DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R";
+    bus_url = "local": "local or amqp://…";
+    redis_url: "redis://… (unset: in-memory cache)";
+    smtp_url: "smtp://host:port (unset: e-mail refused)";
+    smtp_from = "reelfarm <noreply@localhost>": "sender of notification e-mails";
+    email_rate_limit = "100": "notification e-mails each user may send per hour, across notifiers (0: no limit)";
+    google_api_url = "https://www.googleapis.com": "base of the YouTube Data and Google Drive APIs";
+    google_oauth_url = "https://oauth2.googleapis.com/token": "OAuth 2.0 token endpoint of Google accounts";
+    polly_region: "AWS region of Amazon Polly text-to-speech (unset: Polly disabled)";
+    polly_endpoint: "Amazon Polly endpoint (unset: the region's AWS endpoint)";
+    polly_access_key_id: "access key of Amazon Polly (unset: AWS_ACCESS_KEY_ID)";
+    polly_secret_access_key: "secret key of Amazon Polly (unset: AWS_SECRET_ACCESS_KEY)";
+    google_tts_url = "https://texttospeech.googleapis.com": "base of the Google Cloud Text-to-Speech API";
+    google_tts_api_key: "API key of Google Cloud Text-to-Speech (unset: Google TTS disabled)";
+    outbound_allow = "": "IP addresses or ip:port exempt from the outbound refusal (non-public addresses, public ones off ports 80 and 443)";
+    webhook_retry_schedule = "0s,5s,5m,30m,2h,5h,10h,10h": "delays between callback attempts";
+    namespace = "": "prefix of exchange, queue and cache key names";
+    secret_key: "key of upload signatures and linked-account encryption (unset: generated into the data dir)";
+    upload_url_ttl = "24h": "validity of signed upload addresses";
+    rate_limit = "100": "requests per second per token (0 disables)";
+    rate_limit_burst = "1000": "burst allowance per token";
+    ip_rate_limit = "50": "requests per second per client address to signed uploads and stored files, and failed authentications (0 disables)";
+    ip_rate_limit_burst = "500": "burst allowance per client address";
+    trusted_proxies = "": "addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the peer is the client)";
+    log_format = "text": "text or json";
+    otlp_endpoint: "http:// base address of an OpenTelemetry collector's OTLP/HTTP receiver, e.g. http://127.0.0.1:4318, that spans are exported to (unset: none)";
+    worker_slots: "jobs one worker runs at once (and its prefetch)";
+    encoder_threads = "0": "x264 threads of each render (0: x264 chooses, about 1.5 per core)";
+    job_timeout = "2h": "longest a conversion or render may run";
+    delivery_limit = "5": "deliveries of a message before it is dead-lettered";
+    retry_delay = "2s": "wait before a failed message is tried again (doubles per attempt, at most 5 min)";
+    max_image_pixels = "100000000": "largest image (width × height) a conversion accepts";
+    max_video_pixels = "33177600": "largest video frame (width × height) a conversion or render accepts";
+    max_media_duration = "3h": "longest video or audio a conversion accepts";
+    media_memory: "memory the conversions and renders of one worker process may hold at once, as estimated before decoding, e.g. 4GiB (unset: half the cgroup memory limit, else half the RAM; 0: no budget)";
+    max_upload_bytes = "10GiB": "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)";
+    upload_quota_bytes = "0": "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)";
+    upload_idle_timeout = "60s": "an upload that sends nothing for this long is aborted";
+    upload_deadline = "6h": "longest one upload may take";
+    bootstrap = "auto": "first-run set-up of an owner, its token and the example templates: auto (embedded SQLite only), on or off";
+}
 
 /// The environment prefix of every key.
 pub const ENV_PREFIX: &str = "REELFARM_";
@@ -270,8 +289,8 @@ impl Config {
             let lower = rest.to_ascii_lowercase();
             // Unknown REELFARM_* variables are ignored here so that tools sharing the
             // prefix (REELFARM_TEST_*) do not break start-up; `KEYS` is the contract.
-            if let Some((key, _)) = KEYS.iter().find(|(k, _)| *k == lower) {
-                raw.values.insert(key, (value, name));
+            if let Some(key) = KEYS.iter().find(|k| k.name == lower) {
+                raw.values.insert(key.name, (value, name));
             }
         }
         Config::validate(&raw)
@@ -281,24 +300,29 @@ impl Config {
         let socket_addr = |s: &str| -> Result<SocketAddr, String> {
             s.parse().map_err(|_| "expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080".to_string())
         };
-        let listen = parse(raw, "listen", "127.0.0.1:8080", socket_addr)?;
+        let listen = parse(raw, "listen", socket_addr)?;
         let ops_listen = optional(raw, "ops_listen", socket_addr)?;
-        let public_url = parse(raw, "public_url", &format!("http://{listen}"), |s| {
+        let public_url = parse_or(raw, "public_url", &format!("http://{listen}"), |s| {
             let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
             if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
                 return Err("expected an http(s) URL with a host".into());
             }
             Ok(s.trim_end_matches('/').to_string())
         })?;
-        let data_dir: PathBuf = parse(raw, "data_dir", "./reelfarm-data", |s| {
-            if s.is_empty() {
-                Err("must not be empty".into())
-            } else {
-                Ok(PathBuf::from(s))
-            }
-        })?;
+        let data_dir: PathBuf =
+            parse(
+                raw,
+                "data_dir",
+                |s| {
+                    if s.is_empty() {
+                        Err("must not be empty".into())
+                    } else {
+                        Ok(PathBuf::from(s))
+                    }
+                },
+            )?;
         let default_db = format!("sqlite://{}", data_dir.join("reelfarm.db").display());
-        let database_url = parse(raw, "database_url", &default_db, |s| {
+        let database_url = parse_or(raw, "database_url", &default_db, |s| {
             if s.starts_with("sqlite:") || s.starts_with("postgres://") || s.starts_with("postgresql://") {
                 Ok(s.to_string())
             } else {
@@ -306,8 +330,8 @@ impl Config {
             }
         })?;
         let default_blob = format!("file://{}", data_dir.join("blobs").display());
-        let blob = parse(raw, "blob_url", &default_blob, parse_blob_url)?;
-        let amqp_url = parse(raw, "bus_url", "local", |s| match s {
+        let blob = parse_or(raw, "blob_url", &default_blob, parse_blob_url)?;
+        let amqp_url = parse(raw, "bus_url", |s| match s {
             "local" => Ok(None),
             s if s.starts_with("amqp://") || s.starts_with("amqps://") => Ok(Some(s.to_string())),
             _ => Err("expected `local` or amqp://…".into()),
@@ -326,7 +350,7 @@ impl Config {
             }
             Ok(s.to_string())
         })?;
-        let smtp_from = parse(raw, "smtp_from", "reelfarm <noreply@localhost>", |s| {
+        let smtp_from = parse(raw, "smtp_from", |s| {
             if s.contains('@') {
                 Ok(s.to_string())
             } else {
@@ -340,8 +364,8 @@ impl Config {
             }
             Ok(s.trim_end_matches('/').to_string())
         };
-        let google_api_url = parse(raw, "google_api_url", "https://www.googleapis.com", http_base)?;
-        let google_oauth_url = parse(raw, "google_oauth_url", "https://oauth2.googleapis.com/token", http_base)?;
+        let google_api_url = parse(raw, "google_api_url", http_base)?;
+        let google_oauth_url = parse(raw, "google_oauth_url", http_base)?;
         let non_empty = |s: &str| -> Result<String, String> {
             if s.is_empty() {
                 Err("must not be empty".into())
@@ -370,11 +394,11 @@ impl Config {
                 })
             }
         };
-        let google_tts_url = parse(raw, "google_tts_url", "https://texttospeech.googleapis.com", http_base)?;
+        let google_tts_url = parse(raw, "google_tts_url", http_base)?;
         let google_tts_api_key = optional(raw, "google_tts_api_key", non_empty)?.map(SecretString::from);
         let outbound_allow =
-            parse(raw, "outbound_allow", "", |s| list(s).map(parse_allow_entry).collect::<Result<Vec<_>, _>>())?;
-        let webhook_retry_schedule = parse(raw, "webhook_retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h", |s| {
+            parse(raw, "outbound_allow", |s| list(s).map(parse_allow_entry).collect::<Result<Vec<_>, _>>())?;
+        let webhook_retry_schedule = parse(raw, "webhook_retry_schedule", |s| {
             let delays = list(s).map(parse_duration).collect::<Result<Vec<_>, _>>()?;
             if delays.is_empty() {
                 Err("must list at least one delay".into())
@@ -382,7 +406,7 @@ impl Config {
                 Ok(delays)
             }
         })?;
-        let namespace = parse(raw, "namespace", "", |s| {
+        let namespace = parse(raw, "namespace", |s| {
             if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
                 Ok(s.to_string())
             } else {
@@ -406,9 +430,9 @@ impl Config {
                 }),
                 None => SecretString::from(load_or_create_secret(&data_dir)?),
             };
-        let upload_url_ttl = parse(raw, "upload_url_ttl", "24h", parse_duration)?;
-        let rate_limit = parse(raw, "rate_limit", "100", parse_int::<u32>)?;
-        let rate_limit_burst = parse(raw, "rate_limit_burst", "1000", |s| {
+        let upload_url_ttl = parse(raw, "upload_url_ttl", parse_duration)?;
+        let rate_limit = parse(raw, "rate_limit", parse_int::<u32>)?;
+        let rate_limit_burst = parse(raw, "rate_limit_burst", |s| {
             let n = parse_int::<u32>(s)?;
             if n == 0 {
                 Err("must be at least 1 (set rate_limit to 0 to disable limits)".into())
@@ -416,8 +440,8 @@ impl Config {
                 Ok(n)
             }
         })?;
-        let ip_rate_limit = parse(raw, "ip_rate_limit", "50", parse_int::<u32>)?;
-        let ip_rate_limit_burst = parse(raw, "ip_rate_limit_burst", "500", |s| {
+        let ip_rate_limit = parse(raw, "ip_rate_limit", parse_int::<u32>)?;
+        let ip_rate_limit_burst = parse(raw, "ip_rate_limit_burst", |s| {
             let n = parse_int::<u32>(s)?;
             if n == 0 {
                 Err("must be at least 1 (set ip_rate_limit to 0 to disable limits)".into())
@@ -426,8 +450,8 @@ impl Config {
             }
         })?;
         let trusted_proxies =
-            parse(raw, "trusted_proxies", "", |s| list(s).map(parse_ip_net).collect::<Result<Vec<_>, _>>())?;
-        let log_json = parse(raw, "log_format", "text", |s| match s {
+            parse(raw, "trusted_proxies", |s| list(s).map(parse_ip_net).collect::<Result<Vec<_>, _>>())?;
+        let log_json = parse(raw, "log_format", |s| match s {
             "text" => Ok(false),
             "json" => Ok(true),
             _ => Err("expected `text` or `json`".into()),
@@ -440,7 +464,7 @@ impl Config {
             Ok(s.trim_end_matches('/').to_string())
         })?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).to_string();
-        let worker_slots = parse(raw, "worker_slots", &cores, |s| {
+        let worker_slots = parse_or(raw, "worker_slots", &cores, |s| {
             let n = parse_int::<u16>(s)?;
             if n == 0 {
                 Err("must be at least 1".into())
@@ -448,9 +472,9 @@ impl Config {
                 Ok(n)
             }
         })?;
-        let encoder_threads = parse(raw, "encoder_threads", "0", parse_int::<u16>)?;
-        let job_timeout = parse(raw, "job_timeout", "2h", parse_duration)?;
-        let delivery_limit = parse(raw, "delivery_limit", "5", |s| {
+        let encoder_threads = parse(raw, "encoder_threads", parse_int::<u16>)?;
+        let job_timeout = parse(raw, "job_timeout", parse_duration)?;
+        let delivery_limit = parse(raw, "delivery_limit", |s| {
             let n = parse_int::<u32>(s)?;
             if n == 0 {
                 Err("must be at least 1".into())
@@ -458,10 +482,10 @@ impl Config {
                 Ok(n)
             }
         })?;
-        let retry_delay = parse(raw, "retry_delay", "2s", parse_duration)?;
+        let retry_delay = parse(raw, "retry_delay", parse_duration)?;
         let email_rate_limit =
-            parse(raw, "email_rate_limit", "100", |s| parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0)))?;
-        let max_image_pixels = parse(raw, "max_image_pixels", "100000000", |s| {
+            parse(raw, "email_rate_limit", |s| parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0)))?;
+        let max_image_pixels = parse(raw, "max_image_pixels", |s| {
             let n = parse_int::<u64>(s)?;
             if n == 0 {
                 Err("must be at least 1".into())
@@ -469,7 +493,7 @@ impl Config {
                 Ok(n)
             }
         })?;
-        let max_video_pixels = parse(raw, "max_video_pixels", "33177600", |s| {
+        let max_video_pixels = parse(raw, "max_video_pixels", |s| {
             let n = parse_int::<u64>(s)?;
             if n == 0 {
                 Err("must be at least 1".into())
@@ -477,18 +501,18 @@ impl Config {
                 Ok(n)
             }
         })?;
-        let max_media_duration = parse(raw, "max_media_duration", "3h", parse_duration)?;
+        let max_media_duration = parse(raw, "max_media_duration", parse_duration)?;
         let unlimited_if_zero = |s: &str| parse_bytes(s).map(|n| Some(n).filter(|&n| n > 0));
-        let max_upload_bytes = parse(raw, "max_upload_bytes", "10GiB", unlimited_if_zero)?;
-        let upload_quota_bytes = parse(raw, "upload_quota_bytes", "0", unlimited_if_zero)?;
-        let media_memory = parse(raw, "media_memory", &default_media_memory().to_string(), unlimited_if_zero)?;
+        let max_upload_bytes = parse(raw, "max_upload_bytes", unlimited_if_zero)?;
+        let upload_quota_bytes = parse(raw, "upload_quota_bytes", unlimited_if_zero)?;
+        let media_memory = parse_or(raw, "media_memory", &default_media_memory().to_string(), unlimited_if_zero)?;
         let positive = |s: &str| match parse_duration(s)? {
             d if d.is_zero() => Err("must be longer than 0".to_string()),
             d => Ok(d),
         };
-        let upload_idle_timeout = parse(raw, "upload_idle_timeout", "60s", positive)?;
-        let upload_deadline = parse(raw, "upload_deadline", "6h", positive)?;
-        let bootstrap = parse(raw, "bootstrap", "auto", |s| match s {
+        let upload_idle_timeout = parse(raw, "upload_idle_timeout", positive)?;
+        let upload_deadline = parse(raw, "upload_deadline", positive)?;
+        let bootstrap = parse(raw, "bootstrap", |s| match s {
             "auto" => Ok(Bootstrap::Auto),
             "on" => Ok(Bootstrap::On),
             "off" => Ok(Bootstrap::Off),

@@ -30,7 +30,7 @@ pub(super) fn read_toml(path: &Path, raw: &mut Raw) -> Result<(), ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| file_error(format!("cannot read: {e}")))?;
     let table: toml::Table = text.parse().map_err(|e| file_error(format!("not valid TOML: {e}")))?;
     for (name, value) in table {
-        let Some((key, _)) = KEYS.iter().find(|(k, _)| *k == name) else {
+        let Some(key) = KEYS.iter().find(|k| k.name == name).map(|k| k.name) else {
             return Err(file_error(format!("unknown key `{name}`")));
         };
         let value = match value {
@@ -52,7 +52,14 @@ pub(super) fn read_toml(path: &Path, raw: &mut Raw) -> Result<(), ConfigError> {
     Ok(())
 }
 
-pub(super) fn parse<T>(
+/// The value of `key`, or its default (from [`KEYS`]), read by `f`.
+pub(super) fn parse<T>(raw: &Raw, key: &'static str, f: impl Fn(&str) -> Result<T, String>) -> Result<T, ConfigError> {
+    let default = KEYS.iter().find(|k| k.name == key).and_then(|k| k.default);
+    parse_or(raw, key, default.unwrap_or_else(|| panic!("the key {key} has no default in KEYS")), f)
+}
+
+/// The value of `key`, or `default` (made from other keys), read by `f`.
+pub(super) fn parse_or<T>(
     raw: &Raw,
     key: &'static str,
     default: &str,
@@ -73,7 +80,7 @@ pub(super) fn optional<T>(
 ) -> Result<Option<T>, ConfigError> {
     match raw.get(key) {
         Some((value, _)) if value.trim().is_empty() => Ok(None),
-        Some(_) => parse(raw, key, "", f).map(Some),
+        Some(_) => parse_or(raw, key, "", f).map(Some),
         None => Ok(None),
     }
 }

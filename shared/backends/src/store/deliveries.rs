@@ -13,36 +13,12 @@ use sqlx::Row;
 
 use super::{Dialect, Result, Store, StoreError};
 use reelfarm_domain::id::{new_id, now_ms};
+use reelfarm_domain::status::DeliveryStatus;
+
+use crate::store::parse_status;
 
 const DELIVERY_COLUMNS: &str = "id, origin, job_id, render_id, user_id, parent_id, kind, notification, body, status, \
     attempts, next_attempt_at, state, result, last_error, created_at, finished_at, traceparent";
-
-/// Where a delivery is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryStatus {
-    Pending,
-    Delivered,
-    Failed,
-}
-
-impl DeliveryStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryStatus::Pending => "pending",
-            DeliveryStatus::Delivered => "delivered",
-            DeliveryStatus::Failed => "failed",
-        }
-    }
-
-    fn parse(s: &str) -> Result<DeliveryStatus> {
-        match s {
-            "pending" => Ok(DeliveryStatus::Pending),
-            "delivered" => Ok(DeliveryStatus::Delivered),
-            "failed" => Ok(DeliveryStatus::Failed),
-            other => Err(StoreError::Corrupt(format!("delivery status {other:?}"))),
-        }
-    }
-}
 
 /// A delivery to plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,7 +108,7 @@ fn delivery_from(row: &AnyRow) -> Result<DeliveryRecord> {
         kind: row.try_get("kind")?,
         notification: row.try_get("notification")?,
         body: row.try_get("body")?,
-        status: DeliveryStatus::parse(&row.try_get::<String, _>("status")?)?,
+        status: parse_status(DeliveryStatus::parse, "delivery", row.try_get("status")?)?,
         attempts: row.try_get("attempts")?,
         next_attempt_at: row.try_get("next_attempt_at")?,
         state: row.try_get("state")?,

@@ -13,12 +13,15 @@ use sqlx::{Any, Row, Transaction};
 use super::{flag, is_unique_violation, missing_reference, outbox, Dialect, Result, Store, StoreError};
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::message::{Message, Queue};
+use reelfarm_domain::status::{JobStatus, RenderStatus};
+
+use crate::store::parse_status;
 
 mod types;
 
 pub use types::{
-    Idempotency, JobCreation, JobRecord, JobStatus, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
-    RenderStatus, IDEMPOTENCY_TTL_MS,
+    Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
+    IDEMPOTENCY_TTL_MS,
 };
 
 const JOB_COLUMNS: &str =
@@ -95,7 +98,7 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
         id: row.try_get("id")?,
         user_id: row.try_get("user_id")?,
         template_id: row.try_get("template_id")?,
-        status: JobStatus::parse(row.try_get("status")?)?,
+        status: parse_status(JobStatus::parse, "job", row.try_get("status")?)?,
         quality: {
             let quality: String = row.try_get("quality")?;
             quality.parse().map_err(|e| StoreError::Corrupt(format!("job quality: {e}")))?
@@ -118,7 +121,7 @@ fn render_from(row: &AnyRow) -> Result<RenderRecord> {
         title: row.try_get("title")?,
         metadata: row.try_get("metadata")?,
         template_variables: row.try_get("template_variables")?,
-        status: RenderStatus::parse(row.try_get("status")?)?,
+        status: parse_status(RenderStatus::parse, "render", row.try_get("status")?)?,
         error: row.try_get("error")?,
         project_id: row.try_get("project_id")?,
         video_key: row.try_get("video_key")?,

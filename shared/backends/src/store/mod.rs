@@ -27,12 +27,12 @@ mod usage;
 mod users;
 
 pub use assets::STALE_UPLOAD_MS;
-pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, DeliveryStatus, NewDelivery};
+pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
 pub use housekeeping::{Pruned, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
 pub use jobs::{
-    Idempotency, JobCreation, JobRecord, JobStatus, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
-    RenderStatus, IDEMPOTENCY_TTL_MS,
+    Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
+    IDEMPOTENCY_TTL_MS,
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
@@ -92,6 +92,11 @@ pub(crate) fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
 }
 
 /// The error of a write whose foreign key found nothing: `missing` is not found.
+/// A status read back from a row: `parse` of the stored name, or the row is corrupt.
+pub(crate) fn parse_status<T>(parse: fn(&str) -> Option<T>, what: &str, stored: String) -> Result<T> {
+    parse(&stored).ok_or_else(|| StoreError::Corrupt(format!("{what} status {stored:?}")))
+}
+
 pub(crate) fn missing_reference(missing: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |e| if is_foreign_key_violation(&e) { StoreError::NotFound(missing) } else { e.into() }
 }

@@ -7,6 +7,7 @@ use super::super::*;
 use super::jobs::new_job;
 use super::templates::new_template;
 use reelfarm_domain::id::now_ms;
+use reelfarm_domain::status::DeliveryStatus;
 
 fn planned(job: &NewJob, origin: &str, due_at: i64) -> NewDelivery {
     NewDelivery {

@@ -9,6 +9,7 @@ use super::super::*;
 use super::templates::new_template;
 use reelfarm_domain::id::{new_id, now_ms};
 use reelfarm_domain::message::Message;
+use reelfarm_domain::status::JobStatus;
 
 pub(super) fn new_job(
     user_id: &str,

@@ -1,68 +1,10 @@
 //! The records of jobs, renders and projects, and what creating a job takes.
 
-use crate::store::{Result, StoreError};
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::status::{JobStatus, RenderStatus};
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
-
-/// Where a job is (DESIGN.md): `started` until every render ended, then `finished`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobStatus {
-    Started,
-    Finished,
-    /// The job as a whole could not run.
-    Error,
-}
-
-impl JobStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Started => "started",
-            JobStatus::Finished => "finished",
-            JobStatus::Error => "error",
-        }
-    }
-
-    pub(super) fn parse(s: &str) -> Result<JobStatus> {
-        [JobStatus::Started, JobStatus::Finished, JobStatus::Error]
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| StoreError::Corrupt(format!("job status {s:?}")))
-    }
-}
-
-/// Where a render (job video) is: `pending` → `started` → `success` | `failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RenderStatus {
-    Pending,
-    Started,
-    Success,
-    Failed,
-}
-
-impl RenderStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RenderStatus::Pending => "pending",
-            RenderStatus::Started => "started",
-            RenderStatus::Success => "success",
-            RenderStatus::Failed => "failed",
-        }
-    }
-
-    pub(super) fn parse(s: &str) -> Result<RenderStatus> {
-        [RenderStatus::Pending, RenderStatus::Started, RenderStatus::Success, RenderStatus::Failed]
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| StoreError::Corrupt(format!("render status {s:?}")))
-    }
-
-    /// Whether the render ended (success or failure).
-    pub fn is_final(self) -> bool {
-        matches!(self, RenderStatus::Success | RenderStatus::Failed)
-    }
-}
 
 /// A job to create. Ids are chosen by the caller, so that the response (and with it an
 /// idempotency record) can be written in the same transaction.

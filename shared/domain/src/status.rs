@@ -1,0 +1,102 @@
+//! Where a job, its renders (videos) and their deliveries are: one enum per entity, with
+//! the names the API, the store and the notifications use.
+
+/// Where a job is (DESIGN.md): `started` until every render ended, then `finished`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    Started,
+    Finished,
+    /// The job as a whole could not run.
+    Error,
+}
+
+impl JobStatus {
+    const ALL: [JobStatus; 3] = [JobStatus::Started, JobStatus::Finished, JobStatus::Error];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Started => "started",
+            JobStatus::Finished => "finished",
+            JobStatus::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobStatus> {
+        JobStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+/// Where a render (job video) is: `pending` → `started` → `success` | `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenderStatus {
+    Pending,
+    Started,
+    Success,
+    Failed,
+}
+
+impl RenderStatus {
+    const ALL: [RenderStatus; 4] =
+        [RenderStatus::Pending, RenderStatus::Started, RenderStatus::Success, RenderStatus::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RenderStatus::Pending => "pending",
+            RenderStatus::Started => "started",
+            RenderStatus::Success => "success",
+            RenderStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RenderStatus> {
+        RenderStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Whether the render ended (success or failure).
+    pub fn is_final(self) -> bool {
+        matches!(self, RenderStatus::Success | RenderStatus::Failed)
+    }
+}
+
+/// Where a delivery of a notification is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryStatus {
+    Pending,
+    Delivered,
+    Failed,
+}
+
+impl DeliveryStatus {
+    const ALL: [DeliveryStatus; 3] = [DeliveryStatus::Pending, DeliveryStatus::Delivered, DeliveryStatus::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<DeliveryStatus> {
+        DeliveryStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_read_back() {
+        for status in JobStatus::ALL {
+            assert_eq!(JobStatus::parse(status.as_str()), Some(status));
+        }
+        for status in RenderStatus::ALL {
+            assert_eq!(RenderStatus::parse(status.as_str()), Some(status));
+        }
+        for status in DeliveryStatus::ALL {
+            assert_eq!(DeliveryStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(RenderStatus::parse("done"), None);
+    }
+}
