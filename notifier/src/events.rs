@@ -60,16 +60,16 @@ impl Handler for EventHandler {
         let Message::RenderFinishedV1 { render_id } = &envelope.message else {
             return Outcome::Abort(format!("the notifier does not handle {}", envelope.message.kind()));
         };
-        match self.plan(render_id).await {
+        match self.plan(render_id.as_str()).await {
             Ok(planned) => {
-                tracing::debug!(render_id, planned, "notifier: deliveries planned");
+                tracing::debug!(%render_id, planned, "notifier: deliveries planned");
                 if planned > 0 {
                     self.wake.notify_one();
                 }
                 Outcome::Done
             }
             Err(StoreError::NotFound(what)) => {
-                tracing::info!(render_id, "notifier: the {what} is gone; nothing to deliver");
+                tracing::info!(%render_id, "notifier: the {what} is gone; nothing to deliver");
                 Outcome::Done
             }
             Err(e) if e.is_transient() => Outcome::Retry(e.to_string()),

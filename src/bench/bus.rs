@@ -11,6 +11,7 @@ use anyhow::{bail, Context};
 use futures::StreamExt;
 use reelfarm_backends::bus::{Bus, BusOptions, Settle};
 use reelfarm_backends::{Config, Store};
+use reelfarm_domain::id::RenderId;
 use reelfarm_domain::message::{Envelope, Message, Queue};
 
 /// Publishes in flight at once (as the outbox relay).
@@ -39,7 +40,8 @@ async fn measure(bus: &Bus, messages: u64) -> anyhow::Result<()> {
     let started = Instant::now();
     let published = futures::stream::iter(0..messages)
         .map(|n| async move {
-            let envelope = Envelope::new(Message::RenderV1 { render_id: format!("bench-{n}") }, None);
+            let envelope =
+                Envelope::new(Message::RenderV1 { render_id: RenderId::trusted(format!("bench-{n}")) }, None);
             bus.publish(&envelope).await
         })
         .buffer_unordered(IN_FLIGHT)

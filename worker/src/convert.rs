@@ -149,7 +149,7 @@ impl Handler for ConvertHandler {
             return Outcome::Abort(format!("unexpected message {} on the convert queue", envelope.message.kind()));
         };
         let span = tracing::info_span!("convert", asset_id = %asset_id, attempt);
-        self.convert_message(asset_id, &envelope.id, attempt).instrument(span).await
+        self.convert_message(asset_id.as_str(), &envelope.id, attempt).instrument(span).await
     }
 }
 

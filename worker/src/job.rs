@@ -411,7 +411,7 @@ impl Handler for RenderHandler {
             return Outcome::Abort(format!("unexpected message {} on the render queue", envelope.message.kind()));
         };
         let span = tracing::info_span!("render", render_id = %render_id, attempt);
-        self.render_message(render_id, attempt).instrument(span).await
+        self.render_message(render_id.as_str(), attempt).instrument(span).await
     }
 }
 

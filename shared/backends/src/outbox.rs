@@ -177,6 +177,7 @@ impl Relay {
 mod tests {
     use super::*;
     use crate::bus::BusOptions;
+    use reelfarm_domain::id::AssetId;
     use reelfarm_domain::message::{Message, Queue};
 
     async fn local_bus(store: &Store) -> Bus {
@@ -195,7 +196,7 @@ mod tests {
         let store = Store::connect(&format!("sqlite://{}/t.db", dir.path().display())).await.expect("store");
         let closed = local_bus(&store).await;
         closed.close().await;
-        let envelope = Envelope::new(Message::ConvertV1 { asset_id: "a1".into() }, None);
+        let envelope = Envelope::new(Message::ConvertV1 { asset_id: AssetId::trusted("a1") }, None);
         store.enqueue_message(&envelope).await.expect("enqueue");
 
         let lease = Duration::from_millis(200);

@@ -1,5 +1,5 @@
 //! reelfarm's domain: what the service is about, without any I/O. The template format and
-//! rich text, the values a job gives and their validation, ids and tokens, qualities,
+//! rich text, the values a job gives and their validation, ids and tokens, qualities, statuses,
 //! assets, notifications and the messages on the bus. No tokio, no database, no broker,
 //! no HTTP: the test script checks that with `cargo tree`.
 

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::id::{AssetId, RenderId};
+
 /// The queues of the system. Names are constants so that every process agrees on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -40,13 +42,13 @@ impl Queue {
 pub enum Message {
     /// Convert the uploaded file of an asset into its renditions.
     #[serde(rename = "convert.v1")]
-    ConvertV1 { asset_id: String },
+    ConvertV1 { asset_id: AssetId },
     /// Render one video of a job.
     #[serde(rename = "render.v1")]
-    RenderV1 { render_id: String },
+    RenderV1 { render_id: RenderId },
     /// A render ended (success or failure); the notifier delivers its notifications.
     #[serde(rename = "render_finished.v1")]
-    RenderFinishedV1 { render_id: String },
+    RenderFinishedV1 { render_id: RenderId },
 }
 
 impl Message {
@@ -107,7 +109,7 @@ mod tests {
 
     #[test]
     fn envelope_round_trips_with_a_tagged_versioned_body() {
-        let env = Envelope::new(Message::ConvertV1 { asset_id: "a1".into() }, None);
+        let env = Envelope::new(Message::ConvertV1 { asset_id: AssetId::trusted("a1") }, None);
         let json: serde_json::Value = serde_json::from_slice(&env.to_bytes()).unwrap();
         assert_eq!(json["message"]["type"], "convert.v1");
         assert_eq!(json["message"]["asset_id"], "a1");

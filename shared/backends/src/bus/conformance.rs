@@ -24,6 +24,7 @@ use super::local::LocalBus;
 use super::*;
 use crate::consumer::{consume, Handler, Outcome};
 use crate::outbox::{AfterPublishHook, Relay};
+use reelfarm_domain::id::{AssetId, RenderId};
 use reelfarm_domain::message::Message;
 
 mod consumer;
@@ -231,8 +232,12 @@ async fn connect(adapter: Adapter, options: &BusOptions, store: &Store) -> (Bus,
     }
 }
 
+fn render(render_id: &str) -> Message {
+    Message::RenderV1 { render_id: RenderId::trusted(render_id) }
+}
+
 fn convert(asset_id: &str) -> Message {
-    Message::ConvertV1 { asset_id: asset_id.into() }
+    Message::ConvertV1 { asset_id: AssetId::trusted(asset_id) }
 }
 
 async fn next(subscription: &mut Box<dyn Subscription>) -> Delivery {
@@ -268,8 +273,8 @@ async fn message_reaches_a_consumer_of_its_queue_only(env: &mut Env) {
     let mut converts = env.bus.subscribe(Queue::Convert, 10).await.expect("subscribe");
     let mut renders = env.bus.subscribe(Queue::Render, 10).await.expect("subscribe");
     let mut events = env.bus.subscribe(Queue::Events, 10).await.expect("subscribe");
-    let convert = env.enqueue(Message::ConvertV1 { asset_id: "a1".into() }).await;
-    let render = env.enqueue(Message::RenderV1 { render_id: "r1".into() }).await;
+    let convert = env.enqueue(convert("a1")).await;
+    let render = env.enqueue(render("r1")).await;
 
     for (subscription, sent) in [(&mut converts, &convert), (&mut renders, &render)] {
         let delivery = next(subscription).await;
@@ -287,8 +292,7 @@ async fn message_reaches_a_consumer_of_its_queue_only(env: &mut Env) {
 async fn messages_are_not_lost(env: &mut Env) {
     let mut sent = HashSet::new();
     for i in 0..40 {
-        let message =
-            if i % 4 == 0 { Message::RenderV1 { render_id: format!("r{i}") } } else { convert(&format!("a{i}")) };
+        let message = if i % 4 == 0 { render(&format!("r{i}")) } else { convert(&format!("a{i}")) };
         sent.insert(env.enqueue(message).await.id);
     }
     let mut received = HashSet::new();
@@ -453,7 +457,7 @@ async fn unroutable_message_is_not_accepted(env: &mut Env) {
     // The relay keeps a refused row, and the other queues go on working.
     let mut renders = env.bus.subscribe(Queue::Render, 1).await.expect("subscribe");
     env.enqueue(convert("a2")).await;
-    let render = env.enqueue(Message::RenderV1 { render_id: "r1".into() }).await;
+    let render = env.enqueue(render("r1")).await;
     let delivery = next(&mut renders).await;
     assert_eq!(delivery.envelope, render);
     delivery.settle(Settle::Ack).await.expect("ack");
@@ -468,7 +472,7 @@ async fn returned_messages_are_matched_to_their_publishes(env: &mut Env) {
     let envelopes: Vec<Envelope> = (0..400)
         .map(|i| match i % 3 {
             0 => Envelope::new(convert(&format!("a{i}")), None),
-            _ => Envelope::new(Message::RenderV1 { render_id: format!("r{i}") }, None),
+            _ => Envelope::new(render(&format!("r{i}")), None),
         })
         .collect();
     let bus = &env.bus;

@@ -6,7 +6,7 @@ use sqlx::Row;
 use super::outbox::{enqueue, mark_handled};
 use super::{flag, Result, Store, StoreError};
 use reelfarm_domain::asset::{label_of, Asset, AssetKind, AssetStatus, Conversion};
-use reelfarm_domain::id::{new_id, now_ms};
+use reelfarm_domain::id::{new_id, now_ms, AssetId};
 use reelfarm_domain::message::Message;
 
 /// How long an upload's heartbeat may be silent before another PUT may take over.
@@ -188,7 +188,7 @@ impl Store {
         if done.rows_affected() != 1 {
             return Err(StoreError::Conflict("the object is no longer awaiting its upload".into()));
         }
-        enqueue(&mut tx, &crate::trace::envelope(Message::ConvertV1 { asset_id: id.to_string() })).await?;
+        enqueue(&mut tx, &crate::trace::envelope(Message::ConvertV1 { asset_id: AssetId::trusted(id) })).await?;
         tx.commit().await?;
         self.outbox_written();
         self.asset(id).await

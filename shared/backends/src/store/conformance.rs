@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use reelfarm_domain::id::{AssetId, RenderId};
 use reelfarm_domain::message::{Envelope, Message, Queue};
 
 mod deliveries;
@@ -184,8 +185,8 @@ async fn libraries(store: &Store) {
 }
 
 async fn outbox(store: &Store) {
-    let first = Envelope::new(Message::ConvertV1 { asset_id: "a1".into() }, None);
-    let second = Envelope::new(Message::RenderV1 { render_id: "r1".into() }, None);
+    let first = Envelope::new(Message::ConvertV1 { asset_id: AssetId::trusted("a1") }, None);
+    let second = Envelope::new(Message::RenderV1 { render_id: RenderId::trusted("r1") }, None);
     store.enqueue_message(&first).await.unwrap();
     store.enqueue_message(&second).await.unwrap();
     assert_eq!(store.outbox_len().await.unwrap(), 2);
@@ -229,8 +230,8 @@ async fn outbox_take(store: &Store) {
         assert!(store.outbox_take(10).await.unwrap().is_none(), "SQLite keeps the lease-and-delete relay");
         return;
     }
-    let a = Envelope::new(Message::RenderV1 { render_id: "ta".into() }, None);
-    let b = Envelope::new(Message::RenderV1 { render_id: "tb".into() }, None);
+    let a = Envelope::new(Message::RenderV1 { render_id: RenderId::trusted("ta") }, None);
+    let b = Envelope::new(Message::RenderV1 { render_id: RenderId::trusted("tb") }, None);
     store.enqueue_message(&a).await.unwrap();
     store.enqueue_message(&b).await.unwrap();
     let take = store.outbox_take(10).await.unwrap().unwrap();

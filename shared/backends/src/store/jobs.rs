@@ -11,7 +11,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::{flag, is_unique_violation, missing_reference, outbox, Dialect, Result, Store, StoreError};
-use reelfarm_domain::id::now_ms;
+use reelfarm_domain::id::{now_ms, RenderId};
 use reelfarm_domain::message::{Message, Queue};
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
@@ -273,8 +273,11 @@ impl Store {
                 bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
             }
             if job.create_render {
-                outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() }))
-                    .await?;
+                outbox::enqueue(
+                    &mut tx,
+                    &crate::trace::envelope(Message::RenderV1 { render_id: RenderId::trusted(&render.id) }),
+                )
+                .await?;
             }
         }
         // The debit comes last: it locks the account's row until the commit, and every
@@ -354,7 +357,7 @@ impl Store {
         }
         if job.create_render {
             for render in &job.renders {
-                let envelope = crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() });
+                let envelope = crate::trace::envelope(Message::RenderV1 { render_id: RenderId::trusted(&render.id) });
                 let payload = String::from_utf8(envelope.to_bytes()).expect("JSON is UTF-8");
                 query = query.bind(envelope.id).bind(Queue::Render.name()).bind(payload).bind(envelope.enqueued_at);
             }
@@ -582,8 +585,11 @@ impl Store {
         let notifications: String = job.try_get("notifications")?;
         let notify = serde_json::from_str::<Vec<serde_json::Value>>(&notifications).is_ok_and(|n| !n.is_empty());
         if notify {
-            outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderFinishedV1 { render_id: id.to_string() }))
-                .await?;
+            outbox::enqueue(
+                &mut tx,
+                &crate::trace::envelope(Message::RenderFinishedV1 { render_id: RenderId::trusted(id) }),
+            )
+            .await?;
         }
         tx.commit().await?;
         if notify {

@@ -13,7 +13,7 @@ pub(super) struct ScriptedHandler {
 impl Handler for ScriptedHandler {
     async fn handle(&self, envelope: &Envelope, attempt: u32) -> Outcome {
         let Message::ConvertV1 { asset_id } = &envelope.message else { panic!("unexpected {envelope:?}") };
-        self.calls.lock().unwrap().push((asset_id.clone(), attempt));
+        self.calls.lock().unwrap().push((asset_id.to_string(), attempt));
         match asset_id.as_str() {
             "panics-once" if attempt == 1 => panic!("a handler bug"),
             "aborts" => Outcome::Abort("bad input".into()),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::super::*;
 use super::templates::new_template;
-use reelfarm_domain::id::{new_id, now_ms};
+use reelfarm_domain::id::{new_id, now_ms, RenderId};
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::JobStatus;
 
@@ -58,7 +58,7 @@ pub(super) async fn jobs(store: &Store) {
         .map(|row| row.envelope.message)
         .collect();
     for render in &two.renders {
-        assert!(queued.contains(&Message::RenderV1 { render_id: render.id.clone() }), "{queued:?}");
+        assert!(queued.contains(&Message::RenderV1 { render_id: RenderId::trusted(&render.id) }), "{queued:?}");
     }
 
     // Short of credits: nothing is written, nothing is taken.
