@@ -15,7 +15,7 @@ use crate::state::AppState;
 
 /// A template as the caller sees it.
 pub struct TemplateView {
-    pub record: Arc<TemplateRecord>,
+    pub record: TemplateRecord,
     pub document: Arc<Template>,
     /// Public addresses of the library assets that are defaults of its variables, by
     /// asset id (empty for an asset deleted since).
@@ -29,39 +29,41 @@ pub struct TemplateView {
 #[tracing::instrument(name = "templates::list", skip_all, fields(user_id = %caller.user.id))]
 pub async fn list(state: &AppState, caller: &Caller, page: Page) -> Result<Vec<TemplateView>> {
     let records = state.backends.store.visible_templates(&caller.user.id, page.limit, page.offset()).await?;
-    // Assets are looked up once per request, whatever number of templates use them.
-    let mut addresses = HashMap::new();
-    let mut views = Vec::with_capacity(records.len());
-    for record in records {
-        views.push(view(state, caller, Arc::new(record), &mut addresses).await?);
-    }
-    let addresses = Arc::new(addresses);
-    Ok(views.into_iter().map(|v| TemplateView { asset_addresses: addresses.clone(), ..v }).collect())
+    views(state, caller, records).await
 }
 
 /// One template the caller may use.
 #[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn get(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateView> {
-    let record = Arc::new(state.backends.store.visible_template(id.as_str(), &caller.user.id).await?);
-    let mut addresses = HashMap::new();
-    let view = view(state, caller, record, &mut addresses).await?;
-    Ok(TemplateView { asset_addresses: Arc::new(addresses), ..view })
+    let record = state.backends.store.visible_template(id.as_str(), &caller.user.id).await?;
+    Ok(views(state, caller, vec![record]).await?.pop().expect("one view per record"))
 }
 
-async fn view(
-    state: &AppState,
-    caller: &Caller,
-    record: Arc<TemplateRecord>,
-    addresses: &mut HashMap<String, String>,
-) -> Result<TemplateView> {
-    let document = state.template_document(&record)?;
-    load_addresses(state, &document, addresses).await?;
-    let shares = if record.owner_user_id.as_deref() == Some(caller.user.id.as_str()) {
-        state.backends.store.template_shares(&record.id).await?
-    } else {
-        Vec::new()
-    };
-    Ok(TemplateView { record, document, asset_addresses: Arc::default(), shares })
+/// The views of `records`; the assets their variables default to are looked up once,
+/// whatever number of templates use them.
+async fn views(state: &AppState, caller: &Caller, records: Vec<TemplateRecord>) -> Result<Vec<TemplateView>> {
+    let mut addresses = HashMap::new();
+    let mut parts = Vec::with_capacity(records.len());
+    for record in records {
+        let document = state.template_document(&record)?;
+        load_addresses(state, &document, &mut addresses).await?;
+        let shares = if record.owner_user_id.as_deref() == Some(caller.user.id.as_str()) {
+            state.backends.store.template_shares(&record.id).await?
+        } else {
+            Vec::new()
+        };
+        parts.push((record, document, shares));
+    }
+    let asset_addresses = Arc::new(addresses);
+    Ok(parts
+        .into_iter()
+        .map(|(record, document, shares)| TemplateView {
+            record,
+            document,
+            asset_addresses: asset_addresses.clone(),
+            shares,
+        })
+        .collect())
 }
 
 /// Looks up the assets that are defaults of `template`'s variables and are not in

@@ -8,16 +8,20 @@
 //! `render_finished.v1` event for the notifier.
 
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Row};
 
 use super::{flag, is_unique_violation, missing_reference, outbox, Dialect, Result, Store, StoreError};
-use reelfarm_domain::id::{now_ms, RenderId};
+use reelfarm_domain::id::RenderId;
 use reelfarm_domain::message::{Message, Queue};
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
 use crate::store::parse_status;
 
+mod credits;
+mod renders;
 mod types;
+
+use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
 pub use types::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
@@ -148,66 +152,6 @@ fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
         json: row.try_get("json")?,
         created_at: row.try_get("created_at")?,
     })
-}
-
-/// SQL of the encoded [`CreditAccount`] of user `$2`: the first group they joined, or
-/// their own.
-const ACCOUNT_OF_USER_2: &str = "COALESCE((SELECT 'group:' || group_id FROM group_members WHERE user_id = $2 \
-    ORDER BY joined_at, group_id LIMIT 1), 'user:' || $2)";
-
-/// Whose credits a user spends: the first group they joined, or their own (DESIGN.md:
-/// credits are counted per user, or per group for group members).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum CreditAccount {
-    User(String),
-    Group(String),
-}
-
-impl CreditAccount {
-    fn decode(s: &str) -> Result<CreditAccount> {
-        match s.split_once(':') {
-            Some(("user", id)) => Ok(CreditAccount::User(id.to_string())),
-            Some(("group", id)) => Ok(CreditAccount::Group(id.to_string())),
-            _ => Err(StoreError::Corrupt(format!("credit account {s:?}"))),
-        }
-    }
-
-    fn table(&self) -> (&'static str, &str) {
-        match self {
-            CreditAccount::User(id) => ("users", id),
-            CreditAccount::Group(id) => ("user_groups", id),
-        }
-    }
-
-    async fn of_user(conn: &mut sqlx::AnyConnection, user_id: &str) -> Result<CreditAccount> {
-        let account: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
-            .bind(user_id)
-            .fetch_one(&mut *conn)
-            .await?;
-        CreditAccount::decode(&account)
-    }
-
-    /// Takes `n` credits if there are that many: one conditional update, so that
-    /// concurrent requests can never spend a credit twice.
-    async fn debit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<bool> {
-        let (table, id) = self.table();
-        let done = sqlx::query(&format!("UPDATE {table} SET credits = credits - $1 WHERE id = $2 AND credits >= $1"))
-            .bind(n)
-            .bind(id)
-            .execute(&mut **tx)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn credit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<()> {
-        let (table, id) = self.table();
-        sqlx::query(&format!("UPDATE {table} SET credits = credits + $1 WHERE id = $2"))
-            .bind(n)
-            .bind(id)
-            .execute(&mut **tx)
-            .await?;
-        Ok(())
-    }
 }
 
 impl Store {
@@ -394,19 +338,6 @@ impl Store {
         Ok(JobCreation::Replayed(row.try_get("response")?))
     }
 
-    /// The credits the user can spend (their group's, for group members).
-    #[tracing::instrument(name = "store::available_credits", level = "debug", skip_all)]
-    pub async fn available_credits(&self, user_id: &str) -> Result<i64> {
-        let mut conn = self.pool.acquire().await?;
-        let account = CreditAccount::of_user(&mut conn, user_id).await?;
-        let (table, id) = account.table();
-        sqlx::query_scalar(&format!("SELECT credits FROM {table} WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .ok_or(StoreError::NotFound("user"))
-    }
-
     /// The job with its renders.
     #[tracing::instrument(name = "store::job", level = "debug", skip_all)]
     pub async fn job(&self, id: &str) -> Result<JobRecord> {
@@ -470,132 +401,6 @@ impl Store {
             }
         }
         Ok(())
-    }
-
-    #[tracing::instrument(name = "store::render", level = "debug", skip_all)]
-    pub async fn render(&self, id: &str) -> Result<RenderRecord> {
-        let row = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound("render"))?;
-        render_from(&row)
-    }
-
-    /// Marks the render started by `worker` and counts the attempt; returns the render as
-    /// it was before (its status tells whether an earlier attempt died while rendering),
-    /// or `None` when it already ended.
-    #[tracing::instrument(name = "store::start_render", level = "debug", skip_all)]
-    pub async fn start_render(&self, id: &str, worker: &str) -> Result<Option<RenderRecord>> {
-        let before = self.render(id).await?;
-        if before.status.is_final() {
-            return Ok(None);
-        }
-        let done = sqlx::query(
-            "UPDATE renders SET status = 'started', attempts = attempts + 1, worker = $1, started_at = $2 \
-             WHERE id = $3 AND status IN ('pending', 'started')",
-        )
-        .bind(worker)
-        .bind(now_ms())
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        Ok((done.rows_affected() == 1).then_some(before))
-    }
-
-    /// Puts a started render back to `pending` after an attempt that failed cleanly and
-    /// will be retried, so that `started` always means an attempt was interrupted.
-    #[tracing::instrument(name = "store::release_render", level = "debug", skip_all)]
-    pub async fn release_render(&self, id: &str) -> Result<()> {
-        sqlx::query("UPDATE renders SET status = 'pending' WHERE id = $1 AND status = 'started'")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Records how the render ended, unless it ended already (then `false`): refunds the
-    /// credit of a failed render, finishes the job when it was its last open render, and
-    /// writes the `render_finished.v1` event when the job asked for notifications.
-    #[tracing::instrument(name = "store::end_render", level = "debug", skip_all)]
-    pub async fn end_render(&self, id: &str, outcome: &RenderOutcome) -> Result<bool> {
-        let now = now_ms();
-        let mut tx = self.begin().await?;
-        let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
-            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => (
-                RenderStatus::Success,
-                None,
-                Some(video_key),
-                Some(thumb_key),
-                Some(*width),
-                Some(*height),
-                Some(*duration_ms),
-            ),
-            RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None),
-        };
-        let job_id: Option<String> = sqlx::query_scalar(
-            "UPDATE renders SET status = $1, error = $2, video_key = $3, thumb_key = $4, width = $5, height = $6, \
-             duration_ms = $7, finished_at = $8 WHERE id = $9 AND status IN ('pending', 'started') RETURNING job_id",
-        )
-        .bind(status.as_str())
-        .bind(error)
-        .bind(video_key)
-        .bind(thumb_key)
-        .bind(width)
-        .bind(height)
-        .bind(duration_ms)
-        .bind(now)
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(job_id) = job_id else {
-            tx.rollback().await?;
-            return Ok(false);
-        };
-        // Renders of one job ending at once (two workers) take turns from here: each sees
-        // the others' ends once they committed, so the last one finishes the job. Without
-        // the lock both would see the other still open and the job would stay `started`.
-        // (SQLite's writers are serialised already.)
-        let lock = match self.dialect {
-            Dialect::Postgres => "FOR UPDATE",
-            Dialect::Sqlite => "",
-        };
-        let job = sqlx::query(&format!("SELECT credit_account, notifications FROM jobs WHERE id = $1 {lock}"))
-            .bind(&job_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        if status == RenderStatus::Failed {
-            let refunded = sqlx::query("UPDATE renders SET charged = 0 WHERE id = $1 AND charged = 1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            let account: Option<String> = job.try_get("credit_account")?;
-            if let (1, Some(account)) = (refunded.rows_affected(), account) {
-                CreditAccount::decode(&account)?.credit(&mut tx, 1).await?;
-            }
-        }
-        sqlx::query(
-            "UPDATE jobs SET status = 'finished', finished_at = $1 WHERE id = $2 AND status = 'started' \
-             AND NOT EXISTS (SELECT 1 FROM renders WHERE job_id = $2 AND status IN ('pending', 'started'))",
-        )
-        .bind(now)
-        .bind(&job_id)
-        .execute(&mut *tx)
-        .await?;
-        let notifications: String = job.try_get("notifications")?;
-        let notify = serde_json::from_str::<Vec<serde_json::Value>>(&notifications).is_ok_and(|n| !n.is_empty());
-        if notify {
-            outbox::enqueue(
-                &mut tx,
-                &crate::trace::envelope(Message::RenderFinishedV1 { render_id: RenderId::trusted(id) }),
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        if notify {
-            self.outbox_written();
-        }
-        Ok(true)
     }
 
     #[tracing::instrument(name = "store::project", level = "debug", skip_all)]

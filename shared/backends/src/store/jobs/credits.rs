@@ -1,0 +1,81 @@
+//! Whose credits a job spends, and the credits a user can spend.
+
+use sqlx::{Any, Transaction};
+
+use crate::store::{Result, Store, StoreError};
+
+/// SQL of the encoded [`CreditAccount`] of user `$2`: the first group they joined, or
+/// their own.
+pub(super) const ACCOUNT_OF_USER_2: &str =
+    "COALESCE((SELECT 'group:' || group_id FROM group_members WHERE user_id = $2 \
+    ORDER BY joined_at, group_id LIMIT 1), 'user:' || $2)";
+
+/// Whose credits a user spends: the first group they joined, or their own (DESIGN.md:
+/// credits are counted per user, or per group for group members).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum CreditAccount {
+    User(String),
+    Group(String),
+}
+
+impl CreditAccount {
+    pub(super) fn decode(s: &str) -> Result<CreditAccount> {
+        match s.split_once(':') {
+            Some(("user", id)) => Ok(CreditAccount::User(id.to_string())),
+            Some(("group", id)) => Ok(CreditAccount::Group(id.to_string())),
+            _ => Err(StoreError::Corrupt(format!("credit account {s:?}"))),
+        }
+    }
+
+    fn table(&self) -> (&'static str, &str) {
+        match self {
+            CreditAccount::User(id) => ("users", id),
+            CreditAccount::Group(id) => ("user_groups", id),
+        }
+    }
+
+    pub(super) async fn of_user(conn: &mut sqlx::AnyConnection, user_id: &str) -> Result<CreditAccount> {
+        let account: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
+            .bind(user_id)
+            .fetch_one(&mut *conn)
+            .await?;
+        CreditAccount::decode(&account)
+    }
+
+    /// Takes `n` credits if there are that many: one conditional update, so that
+    /// concurrent requests can never spend a credit twice.
+    pub(super) async fn debit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<bool> {
+        let (table, id) = self.table();
+        let done = sqlx::query(&format!("UPDATE {table} SET credits = credits - $1 WHERE id = $2 AND credits >= $1"))
+            .bind(n)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub(super) async fn credit(&self, tx: &mut Transaction<'static, Any>, n: i64) -> Result<()> {
+        let (table, id) = self.table();
+        sqlx::query(&format!("UPDATE {table} SET credits = credits + $1 WHERE id = $2"))
+            .bind(n)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// The credits the user can spend (their group's, for group members).
+    #[tracing::instrument(name = "store::available_credits", level = "debug", skip_all)]
+    pub async fn available_credits(&self, user_id: &str) -> Result<i64> {
+        let mut conn = self.pool.acquire().await?;
+        let account = CreditAccount::of_user(&mut conn, user_id).await?;
+        let (table, id) = account.table();
+        sqlx::query_scalar(&format!("SELECT credits FROM {table} WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(StoreError::NotFound("user"))
+    }
+}

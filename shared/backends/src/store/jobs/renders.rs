@@ -1,0 +1,140 @@
+//! A render's life: claimed by a worker, released, ended (in one transaction: its outcome,
+//! the refund of a failed render's credit, the job's status and the `render_finished.v1`
+//! event).
+
+use reelfarm_domain::id::{now_ms, RenderId};
+use reelfarm_domain::message::Message;
+use reelfarm_domain::status::RenderStatus;
+
+use super::{render_from, CreditAccount, RenderOutcome, RenderRecord, RENDER_COLUMNS};
+use sqlx::Row;
+
+use crate::store::{outbox, Dialect, Result, Store, StoreError};
+
+impl Store {
+    #[tracing::instrument(name = "store::render", level = "debug", skip_all)]
+    pub async fn render(&self, id: &str) -> Result<RenderRecord> {
+        let row = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("render"))?;
+        render_from(&row)
+    }
+
+    /// Marks the render started by `worker` and counts the attempt; returns the render as
+    /// it was before (its status tells whether an earlier attempt died while rendering),
+    /// or `None` when it already ended.
+    #[tracing::instrument(name = "store::start_render", level = "debug", skip_all)]
+    pub async fn start_render(&self, id: &str, worker: &str) -> Result<Option<RenderRecord>> {
+        let before = self.render(id).await?;
+        if before.status.is_final() {
+            return Ok(None);
+        }
+        let done = sqlx::query(
+            "UPDATE renders SET status = 'started', attempts = attempts + 1, worker = $1, started_at = $2 \
+             WHERE id = $3 AND status IN ('pending', 'started')",
+        )
+        .bind(worker)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok((done.rows_affected() == 1).then_some(before))
+    }
+
+    /// Puts a started render back to `pending` after an attempt that failed cleanly and
+    /// will be retried, so that `started` always means an attempt was interrupted.
+    #[tracing::instrument(name = "store::release_render", level = "debug", skip_all)]
+    pub async fn release_render(&self, id: &str) -> Result<()> {
+        sqlx::query("UPDATE renders SET status = 'pending' WHERE id = $1 AND status = 'started'")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records how the render ended, unless it ended already (then `false`): refunds the
+    /// credit of a failed render, finishes the job when it was its last open render, and
+    /// writes the `render_finished.v1` event when the job asked for notifications.
+    #[tracing::instrument(name = "store::end_render", level = "debug", skip_all)]
+    pub async fn end_render(&self, id: &str, outcome: &RenderOutcome) -> Result<bool> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
+            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => (
+                RenderStatus::Success,
+                None,
+                Some(video_key),
+                Some(thumb_key),
+                Some(*width),
+                Some(*height),
+                Some(*duration_ms),
+            ),
+            RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None),
+        };
+        let job_id: Option<String> = sqlx::query_scalar(
+            "UPDATE renders SET status = $1, error = $2, video_key = $3, thumb_key = $4, width = $5, height = $6, \
+             duration_ms = $7, finished_at = $8 WHERE id = $9 AND status IN ('pending', 'started') RETURNING job_id",
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(video_key)
+        .bind(thumb_key)
+        .bind(width)
+        .bind(height)
+        .bind(duration_ms)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(job_id) = job_id else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        // Renders of one job ending at once (two workers) take turns from here: each sees
+        // the others' ends once they committed, so the last one finishes the job. Without
+        // the lock both would see the other still open and the job would stay `started`.
+        // (SQLite's writers are serialised already.)
+        let lock = match self.dialect {
+            Dialect::Postgres => "FOR UPDATE",
+            Dialect::Sqlite => "",
+        };
+        let job = sqlx::query(&format!("SELECT credit_account, notifications FROM jobs WHERE id = $1 {lock}"))
+            .bind(&job_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if status == RenderStatus::Failed {
+            let refunded = sqlx::query("UPDATE renders SET charged = 0 WHERE id = $1 AND charged = 1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            let account: Option<String> = job.try_get("credit_account")?;
+            if let (1, Some(account)) = (refunded.rows_affected(), account) {
+                CreditAccount::decode(&account)?.credit(&mut tx, 1).await?;
+            }
+        }
+        sqlx::query(
+            "UPDATE jobs SET status = 'finished', finished_at = $1 WHERE id = $2 AND status = 'started' \
+             AND NOT EXISTS (SELECT 1 FROM renders WHERE job_id = $2 AND status IN ('pending', 'started'))",
+        )
+        .bind(now)
+        .bind(&job_id)
+        .execute(&mut *tx)
+        .await?;
+        let notifications: String = job.try_get("notifications")?;
+        let notify = serde_json::from_str::<Vec<serde_json::Value>>(&notifications).is_ok_and(|n| !n.is_empty());
+        if notify {
+            outbox::enqueue(
+                &mut tx,
+                &crate::trace::envelope(Message::RenderFinishedV1 { render_id: RenderId::trusted(id) }),
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        if notify {
+            self.outbox_written();
+        }
+        Ok(true)
+    }
+}
