@@ -3,6 +3,7 @@
 use anyhow::Context;
 use reelfarm_backends::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError};
 use reelfarm_backends::{Blobs, Config, Store};
+use reelfarm_domain::id::TemplateId;
 
 use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand};
 
@@ -23,9 +24,10 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
         Admin::Template(TemplateCommand::Import { file, owner, public }) => {
             let blobs = Blobs::connect(&config.blob, &config.public_url).await.context("blob store")?;
             let options = template::ImportOptions { owner, public, time_limit: config.job_timeout };
-            template::import(store, &blobs, &file, &options).await?.id
+            template::import(store, &blobs, &file, &options).await?.id.into()
         }
         Admin::Template(TemplateCommand::Share { template_id, user_or_group }) => {
+            let template_id = TemplateId::parse(&template_id).ok_or(StoreError::NotFound("template"))?;
             let template = store.template(&template_id).await?;
             let (target, shown) = match store.find_user(&user_or_group).await {
                 Ok(user) => (ShareTarget::User(user.id), format!("user {}", user.name)),
@@ -44,7 +46,7 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
         Admin::User(UserCommand::Create { name, group, credits }) => {
             anyhow::ensure!(!name.trim().is_empty(), "user name must not be empty");
             anyhow::ensure!(credits >= 0, "credits must not be negative");
-            store.create_user(name.trim(), group.as_deref(), credits).await?.id
+            store.create_user(name.trim(), group.as_deref(), credits).await?.id.into()
         }
         Admin::Token(TokenCommand::Create { user, days }) => {
             anyhow::ensure!(days > 0, "--days must be at least 1");
@@ -73,7 +75,7 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
                     (LibraryKind::Group, LibraryOwner::Group(group.id))
                 }
             };
-            store.create_library(name.trim(), kind, owner).await?.id
+            store.create_library(name.trim(), kind, owner).await?.id.into()
         }
     })
 }

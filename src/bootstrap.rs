@@ -194,7 +194,10 @@ mod tests {
             examples: examples::EXAMPLES.iter().map(|e| e.stem).collect(),
         };
         let shown = first.message("http://127.0.0.1:8080");
-        assert!(shown.contains("rf_secret") && shown.contains(&examples::template_id(FIRST_EXAMPLE)), "{shown}");
+        assert!(
+            shown.contains("rf_secret") && shown.contains(examples::template_id(FIRST_EXAMPLE).as_str()),
+            "{shown}"
+        );
         assert!(shown.contains("$(cat /d/owner.token)"), "{shown}");
         let later = FirstRun { new_token: None, ..first };
         let shown = later.message("http://127.0.0.1:8080");

@@ -8,6 +8,7 @@ use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
 use reelfarm_backends::store::{Group, User};
+use reelfarm_domain::id::GroupId;
 
 use crate::error::ApiError;
 use crate::limits::client_ip;
@@ -21,7 +22,7 @@ pub struct Caller {
 
 impl Caller {
     /// The ids of the groups the caller belongs to.
-    pub async fn group_ids(&self, state: &AppState) -> Result<Vec<String>, ApiError> {
+    pub async fn group_ids(&self, state: &AppState) -> Result<Vec<GroupId>, ApiError> {
         Ok(self.groups(state).await?.into_iter().map(|g| g.id).collect())
     }
 

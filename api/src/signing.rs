@@ -8,19 +8,20 @@ use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
 use reelfarm_backends::Config;
+use reelfarm_domain::id::AssetId;
 
-fn mac(config: &Config, id: &str, expires: i64) -> Hmac<Sha256> {
+fn mac(config: &Config, id: &AssetId, expires: i64) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(config.secret_key.expose_secret().as_bytes())
         .expect("HMAC takes keys of any length");
     mac.update(b"upload\n");
-    mac.update(id.as_bytes());
+    mac.update(id.as_str().as_bytes());
     mac.update(b"\n");
     mac.update(expires.to_string().as_bytes());
     mac
 }
 
 /// The signed upload address of object `id`, valid for the configured time from `now_ms`.
-pub fn upload_url(config: &Config, id: &str, now_ms: i64) -> String {
+pub fn upload_url(config: &Config, id: &AssetId, now_ms: i64) -> String {
     let expires = now_ms / 1000 + config.upload_url_ttl.as_secs() as i64;
     let signature = hex::encode(mac(config, id, expires).finalize().into_bytes());
     format!("{}/uploads/{id}?expires={expires}&signature={signature}", config.public_url)
@@ -37,7 +38,7 @@ pub enum Refusal {
 /// Checks the `expires` and `signature` of an upload address for object `id`.
 pub fn verify(
     config: &Config,
-    id: &str,
+    id: &AssetId,
     expires: Option<&str>,
     signature: Option<&str>,
     now_ms: i64,
@@ -58,6 +59,10 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn obj(name: &str) -> AssetId {
+        AssetId::trusted(name)
+    }
 
     fn config() -> Config {
         let dir = std::env::temp_dir().join(format!("rf-sign-{}", reelfarm_domain::id::new_id()));
@@ -89,25 +94,25 @@ mod tests {
     #[test]
     fn a_signed_url_verifies_for_its_object_until_it_expires() {
         let c = config();
-        let url = upload_url(&c, "obj-1", 1_000_000);
+        let url = upload_url(&c, &obj("obj-1"), 1_000_000);
         assert!(url.starts_with("http://127.0.0.1:8080/uploads/obj-1?expires="));
         let (expires, sig) = parts(&url);
-        assert_eq!(verify(&c, "obj-1", Some(&expires), Some(&sig), 1_000_000), Ok(()));
-        assert_eq!(verify(&c, "obj-2", Some(&expires), Some(&sig), 1_000_000), Err(Refusal::Invalid));
+        assert_eq!(verify(&c, &obj("obj-1"), Some(&expires), Some(&sig), 1_000_000), Ok(()));
+        assert_eq!(verify(&c, &obj("obj-2"), Some(&expires), Some(&sig), 1_000_000), Err(Refusal::Invalid));
         let later = (expires.parse::<i64>().unwrap() + 1) * 1000;
-        assert_eq!(verify(&c, "obj-1", Some(&expires), Some(&sig), later), Err(Refusal::Expired));
+        assert_eq!(verify(&c, &obj("obj-1"), Some(&expires), Some(&sig), later), Err(Refusal::Expired));
     }
 
     #[test]
     fn tampering_is_refused() {
         let c = config();
-        let (expires, sig) = parts(&upload_url(&c, "obj", 0));
+        let (expires, sig) = parts(&upload_url(&c, &obj("obj"), 0));
         let longer = (expires.parse::<i64>().unwrap() + 3600).to_string();
-        assert_eq!(verify(&c, "obj", Some(&longer), Some(&sig), 0), Err(Refusal::Invalid));
+        assert_eq!(verify(&c, &obj("obj"), Some(&longer), Some(&sig), 0), Err(Refusal::Invalid));
         let mut flipped = sig.clone();
         flipped.replace_range(0..1, if sig.starts_with('0') { "1" } else { "0" });
-        assert_eq!(verify(&c, "obj", Some(&expires), Some(&flipped), 0), Err(Refusal::Invalid));
-        assert_eq!(verify(&c, "obj", Some(&expires), Some("zz"), 0), Err(Refusal::Invalid));
-        assert_eq!(verify(&c, "obj", None, Some(&sig), 0), Err(Refusal::Missing));
+        assert_eq!(verify(&c, &obj("obj"), Some(&expires), Some(&flipped), 0), Err(Refusal::Invalid));
+        assert_eq!(verify(&c, &obj("obj"), Some(&expires), Some("zz"), 0), Err(Refusal::Invalid));
+        assert_eq!(verify(&c, &obj("obj"), None, Some(&sig), 0), Err(Refusal::Missing));
     }
 }

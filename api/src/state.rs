@@ -8,7 +8,7 @@ use lru::LruCache;
 use reelfarm_backends::integration::Sealer;
 use reelfarm_backends::store::{StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
-use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::template::Template;
 use reelfarm_tts::Voices;
 
@@ -35,9 +35,9 @@ pub struct AppState {
     pub limits: crate::limits::Limits,
     /// Parsed template documents by template id. A template's document never changes
     /// once imported, so an entry never goes stale.
-    templates: Mutex<LruCache<String, Arc<Template>>>,
+    templates: Mutex<LruCache<TemplateId, Arc<Template>>>,
     /// Templates recently found visible, by (user id, template id).
-    visible: Mutex<LruCache<(String, String), Visible>>,
+    visible: Mutex<LruCache<(UserId, TemplateId), Visible>>,
 }
 
 impl AppState {
@@ -59,14 +59,14 @@ impl AppState {
     }
 
     /// The template `id` if `user_id` may see it (see [`VISIBILITY_TTL`]).
-    pub async fn visible_template(&self, id: &TemplateId, user_id: &str) -> Result<Arc<TemplateRecord>, StoreError> {
-        let key = (user_id.to_string(), id.to_string());
+    pub async fn visible_template(&self, id: &TemplateId, user_id: &UserId) -> Result<Arc<TemplateRecord>, StoreError> {
+        let key = (user_id.clone(), id.clone());
         if let Some((at, record)) = self.visible.lock().expect("visibility cache lock").get(&key) {
             if at.elapsed() < VISIBILITY_TTL {
                 return Ok(record.clone());
             }
         }
-        let record = Arc::new(self.backends.store.visible_template(id.as_str(), user_id).await?);
+        let record = Arc::new(self.backends.store.visible_template(id, user_id).await?);
         self.visible.lock().expect("visibility cache lock").put(key, (Instant::now(), record.clone()));
         Ok(record)
     }

@@ -82,7 +82,7 @@ impl Channel for CallbackChannel {
             Failed { retryable, ..Failed::permanent(format!("reading the signing secret: {e}")) }
         })?;
         // Signed at each attempt: the timestamp is the attempt's, the id stays the same.
-        let signed = signing::headers(&secret, attempt.delivery_id, now_ms() / 1000, body.as_bytes())
+        let signed = signing::headers(&secret, attempt.delivery_id.as_str(), now_ms() / 1000, body.as_bytes())
             .map_err(|e| Failed::permanent(format!("signing: {e}")))?;
         let mut headers = vec![
             ("content-type".to_string(), "application/json".to_string()),

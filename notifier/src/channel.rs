@@ -8,23 +8,24 @@ use serde_json::Value;
 
 use reelfarm_backends::store::{JobRecord, StoreError};
 use reelfarm_backends::Backends;
+use reelfarm_domain::id::{DeliveryId, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::status::RenderStatus;
 
 /// What a delivery knows of the render it reports (the §6.1 fields, and where the video is).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderFacts {
-    pub render_id: String,
-    pub job_id: String,
-    pub template_id: String,
+    pub render_id: RenderId,
+    pub job_id: JobId,
+    pub template_id: TemplateId,
     /// The user who created the job (whose secrets and linked accounts apply).
-    pub user_id: String,
+    pub user_id: UserId,
     pub external_id: String,
     pub title: String,
     /// `success` or `failed`.
     pub status: String,
     pub error: Option<String>,
-    pub project_id: Option<String>,
+    pub project_id: Option<ProjectId>,
     /// Absolute, token-free addresses of the video and its thumbnail (success only).
     pub video_url: Option<String>,
     pub thumbnail_url: Option<String>,
@@ -34,12 +35,15 @@ pub struct RenderFacts {
 
 impl RenderFacts {
     /// The facts of an ended render, with its files' public addresses.
-    pub async fn load(backends: &Backends, render_id: &str) -> Result<RenderFacts, StoreError> {
+    pub async fn load(backends: &Backends, render_id: &RenderId) -> Result<RenderFacts, StoreError> {
         Ok(RenderFacts::load_with_job(backends, render_id).await?.0)
     }
 
     /// [`RenderFacts::load`], with the render's job (without its other renders).
-    pub async fn load_with_job(backends: &Backends, render_id: &str) -> Result<(RenderFacts, JobRecord), StoreError> {
+    pub async fn load_with_job(
+        backends: &Backends,
+        render_id: &RenderId,
+    ) -> Result<(RenderFacts, JobRecord), StoreError> {
         let render = backends.store.render(render_id).await?;
         let job = backends.store.job_alone(&render.job_id).await?;
         let address = |key: &Option<String>| key.as_deref().map(|k| backends.blobs.public_url(k));
@@ -70,7 +74,7 @@ impl RenderFacts {
 #[derive(Debug)]
 pub struct Attempt<'a> {
     /// The delivery's id: stable across its attempts (the callback's `webhook-id`).
-    pub delivery_id: &'a str,
+    pub delivery_id: &'a DeliveryId,
     /// 1 on the first attempt.
     pub number: u32,
     pub notification: &'a Notification,

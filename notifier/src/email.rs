@@ -68,7 +68,7 @@ impl EmailChannel {
         let mut builder = Message::builder()
             .from(self.from.clone())
             .subject(content.subject)
-            .message_id(Some(message_id(attempt.delivery_id, self.from.email.domain())))
+            .message_id(Some(message_id(attempt.delivery_id.as_str(), self.from.email.domain())))
             // RFC 3834: no out-of-office replies to an automated message.
             .raw_header(HeaderValue::new(HeaderName::new_from_ascii_str("Auto-Submitted"), "auto-generated".into()));
         for address in to {
@@ -277,13 +277,14 @@ fn server_name(smtp_url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reelfarm_domain::id::{JobId, RenderId, TemplateId, UserId};
 
     fn render(status: &str) -> RenderFacts {
         RenderFacts {
-            render_id: "r1".into(),
-            job_id: "j1".into(),
-            template_id: "t1".into(),
-            user_id: "u1".into(),
+            render_id: RenderId::trusted("r1"),
+            job_id: JobId::trusted("j1"),
+            template_id: TemplateId::trusted("t1"),
+            user_id: UserId::trusted("u1"),
             external_id: "e1".into(),
             title: "Spring\r\nBcc: x@evil.example".into(),
             status: status.into(),

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use reelfarm_backends::consumer::{Handler, Outcome};
 use reelfarm_backends::store::{NewDelivery, StoreError};
 use reelfarm_backends::Backends;
-use reelfarm_domain::id::now_ms;
+use reelfarm_domain::id::{now_ms, RenderId};
 use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::notification::Notification;
 
@@ -29,7 +29,7 @@ impl EventHandler {
         EventHandler { backends, first_delay_ms: first_delay.as_millis() as i64, wake }
     }
 
-    async fn plan(&self, render_id: &str) -> Result<u64, StoreError> {
+    async fn plan(&self, render_id: &RenderId) -> Result<u64, StoreError> {
         let (render, job) = RenderFacts::load_with_job(&self.backends, render_id).await?;
         let notifications: Vec<Notification> = serde_json::from_str(&job.notifications)
             .map_err(|e| StoreError::Corrupt(format!("notifications of job {}: {e}", job.id)))?;
@@ -41,7 +41,7 @@ impl EventHandler {
                 // Zero-padded: origins sort in planning order.
                 origin: format!("{render_id}:{index:03}"),
                 job_id: job.id.clone(),
-                render_id: render_id.to_string(),
+                render_id: render_id.clone(),
                 user_id: job.user_id.clone(),
                 parent_id: None,
                 kind: notification.kind().to_string(),
@@ -60,7 +60,7 @@ impl Handler for EventHandler {
         let Message::RenderFinishedV1 { render_id } = &envelope.message else {
             return Outcome::Abort(format!("the notifier does not handle {}", envelope.message.kind()));
         };
-        match self.plan(render_id.as_str()).await {
+        match self.plan(render_id).await {
             Ok(planned) => {
                 tracing::debug!(%render_id, planned, "notifier: deliveries planned");
                 if planned > 0 {

@@ -333,15 +333,16 @@ fn not_configured(kind: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reelfarm_domain::id::{DeliveryId, JobId, RenderId, UserId};
     use serde_json::json;
 
     fn delivery(attempts: i64, state: Option<&str>) -> DeliveryRecord {
         DeliveryRecord {
-            id: "d1".into(),
+            id: DeliveryId::trusted("d1"),
             origin: "r1:000".into(),
-            job_id: "j1".into(),
-            render_id: "r1".into(),
-            user_id: "u1".into(),
+            job_id: JobId::trusted("j1"),
+            render_id: RenderId::trusted("r1"),
+            user_id: UserId::trusted("u1"),
             parent_id: None,
             kind: "upload-videosite".into(),
             notification: "{}".into(),

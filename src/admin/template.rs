@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use reelfarm_backends::store::{template_blob_prefix, NewTemplate, StoreError, TemplateRecord};
 use reelfarm_backends::{Blobs, Store};
 use reelfarm_domain::asset::AssetStatus;
-use reelfarm_domain::id::new_id;
+use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::template::{Source, Template};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
 
@@ -46,7 +46,7 @@ pub async fn import_as(
     blobs: &Blobs,
     path: &Path,
     options: &ImportOptions,
-    id: Option<&str>,
+    id: Option<&TemplateId>,
 ) -> anyhow::Result<TemplateRecord> {
     let bytes = tokio::fs::read(path).await.with_context(|| format!("cannot read {}", path.display()))?;
     let template = Template::from_json(&bytes).map_err(|e| {
@@ -67,7 +67,7 @@ pub async fn import_as(
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let local = check_sources(store, &template, dir).await?;
 
-    let id = id.map_or_else(new_id, str::to_string);
+    let id = id.cloned().unwrap_or_else(TemplateId::generate);
     let prefix = template_blob_prefix(&id);
     let stored = store_and_render(store, blobs, &template, &local, &prefix, options).await;
     let (files, thumb_key, preview_key) = match stored {
@@ -127,7 +127,7 @@ async fn check_sources(store: &Store, template: &Template, dir: &Path) -> anyhow
                 }
                 Err(problem) => problems.push(format!("  {path}.file: {problem}")),
             },
-            Source::Asset { asset } => match store.asset(asset).await {
+            Source::Asset { asset } => match store.named_asset(asset).await {
                 Ok(a) if a.status == AssetStatus::Finished && a.original_key.is_some() => {}
                 Ok(a) => problems.push(format!("  {path}.asset: asset {asset} is {}, not finished", a.status.public())),
                 Err(StoreError::NotFound(_)) => problems.push(format!("  {path}.asset: no asset {asset}")),
@@ -168,7 +168,7 @@ async fn store_and_render(
         match &source {
             Source::File { .. } => continue,
             Source::Asset { asset } => {
-                let original = store.asset(asset).await?.original_key.context("asset has no original")?;
+                let original = store.named_asset(asset).await?.original_key.context("asset has no original")?;
                 blobs.get_to_file(&original, &target).await.with_context(|| format!("fetching asset {asset}"))?;
             }
             Source::Url { url } => download(&client, url, &target).await?,

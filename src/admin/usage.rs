@@ -50,12 +50,19 @@ fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reelfarm_domain::id::UserId;
 
     #[test]
     fn the_report_lists_each_user_with_exact_and_readable_sizes() {
         let usage = [
-            Usage { user_id: "id-a".into(), user_name: "ann".into(), assets: 3, bytes: 1_572_864, tts_characters: 42 },
-            Usage { user_id: "id-b".into(), user_name: "bob".into(), assets: 0, bytes: 0, tts_characters: 0 },
+            Usage {
+                user_id: UserId::trusted("id-a"),
+                user_name: "ann".into(),
+                assets: 3,
+                bytes: 1_572_864,
+                tts_characters: 42,
+            },
+            Usage { user_id: UserId::trusted("id-b"), user_name: "bob".into(), assets: 0, bytes: 0, tts_characters: 0 },
         ];
         assert_eq!(
             render(&usage, None),

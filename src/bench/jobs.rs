@@ -78,7 +78,7 @@ pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize
         .stdout(Stdio::null())
         .spawn()
         .context("starting `reelfarm serve api`")?;
-    let result = measure(port, tokens, &template.id, seconds, connections).await;
+    let result = measure(port, tokens, template.id.as_str(), seconds, connections).await;
     let _ = child.kill();
     let _ = child.wait();
     if let Some(url) = &config.amqp_url {

@@ -8,6 +8,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use reelfarm_backends::store::StoreError;
 use reelfarm_backends::{Blobs, Store};
+use reelfarm_domain::id::TemplateId;
 use sha1::{Digest, Sha1};
 
 use crate::admin::template::{import_as, ImportOptions};
@@ -57,13 +58,13 @@ const NAMESPACE: uuid::Uuid = uuid::uuid!("b26e8f90-11f8-419f-af31-3d124b84c80a"
 
 /// The stable template id of the example `stem`: the UUID v5 of `reelfarm-example:{stem}`
 /// in [`NAMESPACE`], the same on every deployment and every start.
-pub fn template_id(stem: &str) -> String {
+pub fn template_id(stem: &str) -> TemplateId {
     let mut hash = Sha1::new();
     hash.update(NAMESPACE.as_bytes());
     hash.update(format!("reelfarm-example:{stem}").as_bytes());
     let digest = hash.finalize();
     let bytes: [u8; 16] = digest[..16].try_into().expect("SHA-1 has 20 bytes");
-    uuid::Builder::from_sha1_bytes(bytes).into_uuid().to_string()
+    TemplateId::trusted(uuid::Builder::from_sha1_bytes(bytes).into_uuid().to_string())
 }
 
 /// Imports the examples that are not in the store yet as public templates under their
@@ -140,12 +141,12 @@ mod tests {
     #[test]
     fn example_ids_are_stable_uuid_v5() {
         let id = template_id("quote-card");
-        let parsed = uuid::Uuid::parse_str(&id).unwrap();
+        let parsed = uuid::Uuid::parse_str(id.as_str()).unwrap();
         assert_eq!(parsed.get_version_num(), 5);
         assert_eq!(id, template_id("quote-card"));
         assert_ne!(id, template_id("product-promo"));
         let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-        assert!(readme.contains(&id), "the README's quick start names the quote card's id {id}");
+        assert!(readme.contains(id.as_str()), "the README's quick start names the quote card's id {id}");
     }
 
     #[test]

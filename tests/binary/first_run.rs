@@ -105,13 +105,13 @@ fn the_first_run_sets_up_an_owner_a_private_token_file_and_the_examples_and_a_re
     assert_eq!(get(&server.base, "/api2/v1/users/me/libraries", Some(&token)).0, 200);
 
     // The six examples, public, under their stable ids.
-    let mut stable: Vec<String> = EXAMPLES.iter().map(|e| template_id(e.stem)).collect();
+    let mut stable: Vec<String> = EXAMPLES.iter().map(|e| template_id(e.stem).into()).collect();
     stable.sort();
     assert_eq!(listed_examples(&server, &token), (6, stable.clone()));
 
     // The printed request renders a playable video.
     let body = printed.split("-d '").nth(1).and_then(|rest| rest.split('\'').next()).expect("a curl line with a body");
-    assert!(body.contains(&template_id("quote-card")), "{body}");
+    assert!(body.contains(template_id("quote-card").as_str()), "{body}");
     let command = printed.lines().find(|l| l.trim().ends_with("/generator/v1/jobs")).expect("the job's address");
     assert_eq!(command.trim(), format!("{}/generator/v1/jobs", server.base));
     assert!(printed.contains(&format!("$(cat {})", token_file.display())), "reads the token file:\n{printed}");

@@ -11,6 +11,7 @@ use reelfarm_backends::consumer::{Handler, Outcome};
 use reelfarm_backends::store::StoreError;
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus, Conversion, Rendition};
+use reelfarm_domain::id::AssetId;
 use reelfarm_domain::message::{Envelope, Message};
 use tracing::Instrument;
 
@@ -39,7 +40,7 @@ impl ConvertHandler {
         Ok(ConvertHandler { backends, limits, work_dir, delivery_limit: config.delivery_limit, worker_id })
     }
 
-    async fn convert(&self, asset_id: &str, message_id: &str) -> Result<(), Failure> {
+    async fn convert(&self, asset_id: &AssetId, message_id: &str) -> Result<(), Failure> {
         let store = &self.backends.store;
         let asset = match store.asset(asset_id).await {
             Ok(asset) => asset,
@@ -149,13 +150,13 @@ impl Handler for ConvertHandler {
             return Outcome::Abort(format!("unexpected message {} on the convert queue", envelope.message.kind()));
         };
         let span = tracing::info_span!("convert", asset_id = %asset_id, attempt);
-        self.convert_message(asset_id.as_str(), &envelope.id, attempt).instrument(span).await
+        self.convert_message(asset_id, &envelope.id, attempt).instrument(span).await
     }
 }
 
 impl ConvertHandler {
     /// Converts the asset of one message (in the conversion's span) and records how it ended.
-    async fn convert_message(&self, asset_id: &str, message_id: &str, attempt: u32) -> Outcome {
+    async fn convert_message(&self, asset_id: &AssetId, message_id: &str, attempt: u32) -> Outcome {
         let store = &self.backends.store;
         let error = match self.convert(asset_id, message_id).await {
             Ok(()) => {

@@ -25,6 +25,7 @@ use reelfarm_backends::consumer::{Handler, Outcome};
 use reelfarm_backends::store::{RenderOutcome, RenderRecord, StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
+use reelfarm_domain::id::{RenderId, UserId};
 use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::status::RenderStatus;
 use reelfarm_domain::template::values::{apply_values_with, speech_values};
@@ -206,7 +207,7 @@ impl RenderHandler {
 
     /// Makes the planned speech files, counting the characters sent to paid providers
     /// (a cached speech sends none) against `user_id`.
-    async fn speak(&self, planned: &[PlannedSpeech], user_id: &str) -> Result<(), Failure> {
+    async fn speak(&self, planned: &[PlannedSpeech], user_id: &UserId) -> Result<(), Failure> {
         for p in planned {
             let synthesised = self.tts.prepare(&p.speech, p.slot, &p.file).await?;
             let provider = p.speech.provider;
@@ -246,7 +247,7 @@ impl RenderHandler {
                     blobs.get_to_file(key, &target).await?;
                 }
                 Source::Asset { asset } => {
-                    let asset = match self.backends.store.asset(asset).await {
+                    let asset = match self.backends.store.named_asset(asset).await {
                         Ok(a) if a.status == AssetStatus::Finished => a,
                         Ok(_) | Err(StoreError::NotFound(_)) => {
                             return Err(Failure::Permanent(format!("asset {asset:?} is no longer available")))
@@ -276,7 +277,7 @@ impl RenderHandler {
     /// every attempt, so that an attempt cut off between upload and record (a killed
     /// worker, a database restart) leaves nothing behind: the next one writes the same keys.
     fn output_prefix(&self, render: &RenderRecord) -> String {
-        let name = reelfarm_domain::token::keyed_name(&self.secret, &["reelfarm-render-v1", &render.id]);
+        let name = reelfarm_domain::token::keyed_name(&self.secret, &["reelfarm-render-v1", render.id.as_str()]);
         format!("renders/{}/{}-{}", render.job_id, render.id, &name[..24])
     }
 
@@ -411,13 +412,13 @@ impl Handler for RenderHandler {
             return Outcome::Abort(format!("unexpected message {} on the render queue", envelope.message.kind()));
         };
         let span = tracing::info_span!("render", render_id = %render_id, attempt);
-        self.render_message(render_id.as_str(), attempt).instrument(span).await
+        self.render_message(render_id, attempt).instrument(span).await
     }
 }
 
 impl RenderHandler {
     /// Renders the video of one message (in the render's span) and records how it ended.
-    async fn render_message(&self, render_id: &str, attempt: u32) -> Outcome {
+    async fn render_message(&self, render_id: &RenderId, attempt: u32) -> Outcome {
         let store = &self.backends.store;
         let before = match store.start_render(render_id, &self.worker_id).await {
             Ok(Some(before)) => before,

@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn the_view_has_no_secrets() {
         let record = IntegrationRecord {
-            user_id: "u".into(),
+            user_id: reelfarm_domain::id::UserId::generate(),
             provider: Provider::Gdrive,
             client_id: "cid".into(),
             sealed: "SEALED".into(),

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use actix_web::http::header::HeaderName;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use reelfarm_backends::store::JobRecord;
-use reelfarm_domain::id::{iso8601, TemplateId};
+use reelfarm_domain::id::{iso8601, ProjectId, RenderId, TemplateId};
 use reelfarm_domain::status::RenderStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -96,15 +96,15 @@ pub struct CreditsJson {
 }
 
 impl JobJson {
-    fn new(job: &JobRecord, progress: &HashMap<String, u8>, state: &AppState) -> JobJson {
+    fn new(job: &JobRecord, progress: &HashMap<RenderId, u8>, state: &AppState) -> JobJson {
         let blobs = &state.backends.blobs;
         let address = |key: &Option<String>| key.as_deref().map(|k| blobs.public_url(k)).unwrap_or_default();
         let videos = job
             .renders
             .iter()
             .map(|r| VideoJson {
-                id: r.id.clone(),
-                template_id: job.template_id.clone(),
+                id: r.id.to_string(),
+                template_id: job.template_id.to_string(),
                 external_id: r.external_id.clone(),
                 status: r.status.as_str().to_string(),
                 url: address(&r.video_key),
@@ -116,8 +116,8 @@ impl JobJson {
                     RenderStatus::Pending | RenderStatus::Failed => 0,
                     RenderStatus::Started => progress.get(&r.id).copied().unwrap_or(0),
                 },
-                project_id: r.project_id.clone(),
-                moov_id: r.project_id.clone(),
+                project_id: r.project_id.as_ref().map(ProjectId::to_string),
+                moov_id: r.project_id.as_ref().map(ProjectId::to_string),
                 metadata: serde_json::from_str(&r.metadata).unwrap_or_else(|_| Value::Object(Map::new())),
                 created_at: iso8601(r.created_at),
                 started_at: r.started_at.map(iso8601),
@@ -125,8 +125,8 @@ impl JobJson {
             })
             .collect();
         JobJson {
-            id: job.id.clone(),
-            template_id: job.template_id.clone(),
+            id: job.id.to_string(),
+            template_id: job.template_id.to_string(),
             status: job.status.as_str().to_string(),
             videos,
             quality: job.quality.as_str().to_string(),
@@ -263,10 +263,10 @@ pub async fn project(
     let (project, json) = services::jobs::project(&state, &caller, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(ProjectJson {
         json,
-        id: project.id,
-        template_id: project.template_id,
-        job_id: project.job_id,
-        render_id: project.render_id,
+        id: project.id.into(),
+        template_id: project.template_id.into(),
+        job_id: project.job_id.into(),
+        render_id: project.render_id.into(),
         title: project.title,
         created_at: iso8601(project.created_at),
     }))

@@ -74,11 +74,13 @@ impl LibraryJson {
     pub fn new(library: &Library, editable: bool, state: &AppState) -> LibraryJson {
         let searches = [("Videos", "video"), ("Images", "image"), ("Sounds", "sound")];
         let shares = match &library.owner {
-            LibraryOwner::Group(group) => vec![Share { id: group.clone(), kind: "group".into(), guid: group.clone() }],
+            LibraryOwner::Group(group) => {
+                vec![Share { id: group.to_string(), kind: "group".into(), guid: group.to_string() }]
+            }
             _ => Vec::new(),
         };
         LibraryJson {
-            id: library.id.clone(),
+            id: library.id.to_string(),
             name: library.name.clone(),
             searchable: true,
             external: false,

@@ -64,15 +64,15 @@ impl DeliveryJson {
         let notification: Value = serde_json::from_str(&delivery.notification).unwrap_or(Value::Null);
         let pending = delivery.status == DeliveryStatus::Pending;
         DeliveryJson {
-            id: delivery.id,
-            render_id: delivery.render_id,
+            id: delivery.id.into(),
+            render_id: delivery.render_id.into(),
             kind: delivery.kind,
             payload: notification.get("payload").cloned().unwrap_or(Value::Null),
             status: delivery.status.as_str().to_string(),
             next_attempt_at: delivery.next_attempt_at.filter(|_| pending).map(iso8601),
             error: delivery.last_error,
             result: delivery.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
-            follows: delivery.parent_id,
+            follows: delivery.parent_id.map(String::from),
             attempts: attempts
                 .into_iter()
                 .map(|a| AttemptJson {

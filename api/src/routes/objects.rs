@@ -142,16 +142,16 @@ impl AssetJson {
         let kind = asset.kind.unwrap_or_else(|| kind_from_name(&asset.filename));
         let is_image = matches!(kind, AssetKind::Sprite | AssetKind::Svg);
         AssetJson {
-            id: asset.id.clone(),
+            id: asset.id.to_string(),
             upload_id: asset.upload_id.clone(),
-            library_object_id: asset.id.clone(),
+            library_object_id: asset.id.to_string(),
             created_at: reelfarm_domain::id::iso8601(asset.created_at),
             status: asset.status.public().into(),
             error: asset.error.clone().filter(|_| asset.status == AssetStatus::Failed),
             kind: kind.as_str().into(),
             assets: asset.renditions.iter().filter(|r| r.role != "thumb").map(|r| file_json(r, kind, state)).collect(),
             metadata: MetadataJson {
-                id: asset.id.clone(),
+                id: asset.id.to_string(),
                 label: asset.label.clone(),
                 description: asset.description.clone(),
                 duration: asset.duration_ms.filter(|_| !is_image).map(|ms| format!("{}.{:03}", ms / 1000, ms % 1000)),

@@ -2,6 +2,7 @@
 
 use actix_web::{get, web, HttpResponse};
 use reelfarm_backends::store::ShareTarget;
+use reelfarm_domain::id::UserId;
 use reelfarm_domain::template::{Source, TemplateVariable};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -142,16 +143,16 @@ impl TemplateJson {
                 variables: variables.iter().filter(|v| v.clip_id == clip.id).map(|v| v.id.clone()).collect(),
             })
             .collect();
-        let owner = record.owner_user_id.clone().unwrap_or_else(|| OPERATOR.to_string());
+        let owner = record.owner_user_id.as_ref().map_or_else(|| OPERATOR.to_string(), UserId::to_string);
         let address = |key: &Option<String>| key.as_deref().map(|k| blobs.public_url(k));
         TemplateJson {
-            id: record.id.clone(),
+            id: record.id.to_string(),
             name: record.name.clone(),
             duration: record.duration_ms as f64 / 1000.0,
             thumb: address(&record.thumb_key).unwrap_or_else(|| state.static_url("library.svg")),
             preview: address(&record.preview_key).unwrap_or_default(),
-            original_moov_id: record.id.clone(),
-            original_project_id: record.id.clone(),
+            original_moov_id: record.id.to_string(),
+            original_project_id: record.id.to_string(),
             public: record.public,
             category: record.category.clone(),
             tags: record.tags.clone(),
@@ -167,8 +168,8 @@ impl TemplateJson {
                 .into_iter()
                 .map(|s| {
                     let (kind, id) = match s {
-                        ShareTarget::User(id) => ("user", id),
-                        ShareTarget::Group(id) => ("group", id),
+                        ShareTarget::User(id) => ("user", id.to_string()),
+                        ShareTarget::Group(id) => ("group", id.to_string()),
                     };
                     ShareJson { guid: id.clone(), id, kind: kind.into() }
                 })

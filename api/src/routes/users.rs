@@ -37,7 +37,7 @@ pub async fn me(state: web::Data<AppState>, caller: Caller) -> Result<HttpRespon
     let user = &caller.user;
     Ok(HttpResponse::Ok().json(UserJson {
         id: user.number,
-        uuid: user.id.clone(),
+        uuid: user.id.to_string(),
         name: user.name.clone(),
         locked: false,
         credits,

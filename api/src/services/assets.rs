@@ -54,8 +54,8 @@ pub async fn add(
 /// The asset `id` if the caller may see its library, with whether they may edit it.
 #[tracing::instrument(name = "assets::visible", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn visible(state: &AppState, caller: &Caller, id: &AssetId) -> Result<(Asset, bool)> {
-    let asset = state.backends.store.asset(id.as_str()).await?;
-    match libraries::visible(state, caller, &LibraryId::trusted(asset.library_id.clone())).await {
+    let asset = state.backends.store.asset(id).await?;
+    match libraries::visible(state, caller, &asset.library_id).await {
         Ok((_, editable)) => Ok((asset, editable)),
         Err(e) if e.key() == "error.not_found" => Err(ApiError::not_found("Asset")),
         Err(e) => Err(e),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use actix_web::web;
 use reelfarm_backends::store::{Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, StoreError};
-use reelfarm_domain::id::{new_id, now_ms, EntityId, JobId, ProjectId, TemplateId};
+use reelfarm_domain::id::{now_ms, EntityId, JobId, ProjectId, RenderId, TemplateId};
 use reelfarm_domain::status::RenderStatus;
 use reelfarm_domain::template::values::{apply_values_with, ValueError};
 use reelfarm_domain::template::Template;
@@ -34,7 +34,7 @@ use crate::state::AppState;
 /// A job with the live progress (percent of frames) of its started videos, by render id.
 pub struct JobView {
     pub job: JobRecord,
-    pub progress: HashMap<String, u8>,
+    pub progress: HashMap<RenderId, u8>,
 }
 
 /// What creating a job answered: the response of a new job, or the response the first
@@ -63,7 +63,7 @@ pub async fn create(
     let template = state.template_document(&record)?;
     let renders = prepare_renders(state, caller, &template, &request).await?;
     let job = NewJob {
-        id: new_id(),
+        id: JobId::generate(),
         user_id: caller.user.id.clone(),
         template_id: record.id.clone(),
         quality: request.quality,
@@ -117,10 +117,11 @@ async fn prepare_renders(
         for (key, problem) in media::check_media(state, caller, &mut groups, template, value).await? {
             errors.push(FieldError::new(format!("{path}.{key}"), problem.0, problem.1));
         }
-        let project_of =
-            request.create_project.then(|| (new_id(), serde_json::to_string(&applied).expect("templates serialize")));
+        let project_of = request
+            .create_project
+            .then(|| (ProjectId::generate(), serde_json::to_string(&applied).expect("templates serialize")));
         renders.push(NewRender {
-            id: new_id(),
+            id: RenderId::generate(),
             external_id: value.external_id.clone(),
             title: value.title.clone(),
             metadata: serde_json::to_string(&value.metadata).expect("JSON serializes"),
@@ -159,7 +160,7 @@ async fn apply_all_values(
 /// One of the caller's jobs.
 #[tracing::instrument(name = "jobs::get", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn get(state: &AppState, caller: &Caller, id: &JobId) -> Result<JobView> {
-    let job = match state.backends.store.job(id.as_str()).await {
+    let job = match state.backends.store.job(id).await {
         Ok(job) if job.user_id == caller.user.id => job,
         Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
         Err(e) => return Err(e.into()),
@@ -177,7 +178,6 @@ pub async fn list(
     page: Page,
 ) -> Result<Vec<JobView>> {
     let store = &state.backends.store;
-    let template_id = template_id.map(TemplateId::as_str);
     if let Some(template_id) = template_id {
         store.visible_template(template_id, &caller.user.id).await?;
     }
@@ -208,7 +208,7 @@ async fn with_progress(state: &AppState, job: JobRecord) -> JobView {
 /// A project one of the caller's jobs made, with its document.
 #[tracing::instrument(name = "jobs::project", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn project(state: &AppState, caller: &Caller, id: &ProjectId) -> Result<(ProjectRecord, Value)> {
-    let project = match state.backends.store.project(id.as_str()).await {
+    let project = match state.backends.store.project(id).await {
         Ok(p) if p.user_id == caller.user.id => p,
         Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Project")),
         Err(e) => return Err(e.into()),

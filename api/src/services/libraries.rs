@@ -2,7 +2,7 @@
 //! one, and the personal library every user has from first use.
 
 use reelfarm_backends::store::{Library, LibraryKind, LibraryOwner};
-use reelfarm_domain::id::LibraryId;
+use reelfarm_domain::id::{GroupId, LibraryId};
 
 use super::Result;
 use crate::auth::Caller;
@@ -31,7 +31,7 @@ pub async fn list(state: &AppState, caller: &Caller) -> Result<Vec<Section>> {
     for group in &groups {
         store.group_library(&group.id, &group.name).await?;
     }
-    let group_ids: Vec<String> = groups.iter().map(|g| g.id.clone()).collect();
+    let group_ids: Vec<GroupId> = groups.iter().map(|g| g.id.clone()).collect();
     let libraries = store.visible_libraries(&caller.user.id).await?;
 
     let section = |name: &str, kind| Section { name: name.into(), kind, libraries: Vec::new() };
@@ -76,7 +76,7 @@ pub async fn personal(state: &AppState, caller: &Caller) -> Result<Library> {
 /// do not leak), with whether the caller may edit it.
 #[tracing::instrument(name = "libraries::visible", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn visible(state: &AppState, caller: &Caller, id: &LibraryId) -> Result<(Library, bool)> {
-    let library = state.backends.store.library(id.as_str()).await?;
+    let library = state.backends.store.library(id).await?;
     let groups = caller.group_ids(state).await?;
     if !library.visible_to(&caller.user.id, &groups) {
         return Err(ApiError::not_found("Library"));

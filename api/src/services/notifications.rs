@@ -16,10 +16,10 @@ pub async fn of_job(
     job_id: &JobId,
 ) -> Result<Vec<(DeliveryRecord, Vec<DeliveryAttempt>)>> {
     let store = &state.backends.store;
-    match store.job_alone(job_id.as_str()).await {
+    match store.job_alone(job_id).await {
         Ok(job) if job.user_id == caller.user.id => {}
         Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
         Err(e) => return Err(e.into()),
     }
-    Ok(store.deliveries_of_job(job_id.as_str()).await?)
+    Ok(store.deliveries_of_job(job_id).await?)
 }

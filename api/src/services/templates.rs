@@ -35,7 +35,7 @@ pub async fn list(state: &AppState, caller: &Caller, page: Page) -> Result<Vec<T
 /// One template the caller may use.
 #[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn get(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateView> {
-    let record = state.backends.store.visible_template(id.as_str(), &caller.user.id).await?;
+    let record = state.backends.store.visible_template(id, &caller.user.id).await?;
     Ok(views(state, caller, vec![record]).await?.pop().expect("one view per record"))
 }
 
@@ -47,7 +47,7 @@ async fn views(state: &AppState, caller: &Caller, records: Vec<TemplateRecord>) 
     for record in records {
         let document = state.template_document(&record)?;
         load_addresses(state, &document, &mut addresses).await?;
-        let shares = if record.owner_user_id.as_deref() == Some(caller.user.id.as_str()) {
+        let shares = if record.owner_user_id.as_ref() == Some(&caller.user.id) {
             state.backends.store.template_shares(&record.id).await?
         } else {
             Vec::new()
@@ -75,7 +75,7 @@ async fn load_addresses(state: &AppState, template: &Template, addresses: &mut H
         if addresses.contains_key(asset) {
             continue;
         }
-        let address = match state.backends.store.asset(asset).await {
+        let address = match state.backends.store.named_asset(asset).await {
             Ok(a) => a.original_key.map(|k| state.backends.blobs.public_url(&k)).unwrap_or_default(),
             // The asset was deleted since the import: there is no default to show.
             Err(StoreError::NotFound(_)) => String::new(),

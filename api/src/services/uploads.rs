@@ -42,7 +42,7 @@ pub async fn receive(
     payload: web::Payload,
 ) -> Result<Asset> {
     let now = reelfarm_domain::id::now_ms();
-    match signing::verify(&state.config, id.as_str(), expires, signature, now) {
+    match signing::verify(&state.config, id, expires, signature, now) {
         Ok(()) => {}
         Err(Refusal::Expired) => {
             return Err(ApiError::forbidden("This upload address has expired; add the object again"))
@@ -60,11 +60,11 @@ pub async fn receive(
     limits.check_announced(announced).map_err(|stop| limits.error(stop))?;
 
     let store = &state.backends.store;
-    let attempt = store.begin_upload(id.as_str()).await.map_err(|e| match e {
+    let attempt = store.begin_upload(id).await.map_err(|e| match e {
         StoreError::NotFound(_) => ApiError::not_found("Object"),
         e => e.into(),
     })?;
-    let claim = Claim::new(store.clone(), id.to_string(), attempt);
+    let claim = Claim::new(store.clone(), id.clone(), attempt);
     match stream(state, &claim, &mut limits, announced, payload).await {
         Ok((key, content_type, size)) => {
             let asset = claim.finish(&key, &content_type, size).await?;
@@ -167,14 +167,14 @@ async fn stream(
 /// uploader when dropped (request cancelled) unless finished or released.
 struct Claim {
     store: Store,
-    id: String,
+    id: AssetId,
     attempt: String,
     armed: bool,
     _heartbeat: AbortOnDropHandle<()>,
 }
 
 impl Claim {
-    fn new(store: Store, id: String, attempt: String) -> Claim {
+    fn new(store: Store, id: AssetId, attempt: String) -> Claim {
         let (s, i, a) = (store.clone(), id.clone(), attempt.clone());
         let heartbeat = AbortOnDropHandle::new(tokio::spawn(async move {
             let mut tick = tokio::time::interval(HEARTBEAT);
@@ -205,8 +205,7 @@ impl Drop for Claim {
         if !self.armed {
             return;
         }
-        let (store, id, attempt) =
-            (self.store.clone(), std::mem::take(&mut self.id), std::mem::take(&mut self.attempt));
+        let (store, id, attempt) = (self.store.clone(), self.id.clone(), std::mem::take(&mut self.attempt));
         tokio::spawn(async move {
             if let Err(e) = store.abort_upload(&id, &attempt).await {
                 tracing::warn!(asset_id = %id, error = %e, "releasing a cancelled upload failed");

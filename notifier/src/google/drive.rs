@@ -30,7 +30,7 @@ impl DriveChannel {
 
 #[async_trait]
 impl Channel for DriveChannel {
-    #[tracing::instrument(skip_all, fields(delivery_id = attempt.delivery_id, render_id = %attempt.render.render_id, attempt = attempt.number))]
+    #[tracing::instrument(skip_all, fields(delivery_id = %attempt.delivery_id, render_id = %attempt.render.render_id, attempt = attempt.number))]
     async fn attempt(&self, attempt: &Attempt<'_>) -> Result<Delivered, Failed> {
         let Notification::UploadCloudstorage { title, path } = attempt.notification else {
             return Err(Failed::permanent("not a cloud-storage upload"));

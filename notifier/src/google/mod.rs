@@ -24,6 +24,7 @@ use reelfarm_backends::blob::BlobError;
 use reelfarm_backends::integration::{self, RelinkNeeded, Sealer};
 use reelfarm_backends::store::StoreError;
 use reelfarm_backends::{Backends, Config};
+use reelfarm_domain::id::UserId;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 
 use crate::channel::{Failed, RenderFacts};
@@ -97,7 +98,7 @@ impl Google {
     }
 
     /// The user's linked account, or why there is none to use.
-    async fn account(&self, user_id: &str, provider: Provider) -> Result<LinkedAccount, Failed> {
+    async fn account(&self, user_id: &UserId, provider: Provider) -> Result<LinkedAccount, Failed> {
         match integration::linked_account(&self.backends.store, &self.sealer, user_id, provider).await {
             Ok(Some(account)) => Ok(account),
             Ok(None) => Err(Failed::permanent(format!(

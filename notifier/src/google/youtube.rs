@@ -37,7 +37,7 @@ impl YouTubeChannel {
 
 #[async_trait]
 impl Channel for YouTubeChannel {
-    #[tracing::instrument(skip_all, fields(delivery_id = attempt.delivery_id, render_id = %attempt.render.render_id, attempt = attempt.number))]
+    #[tracing::instrument(skip_all, fields(delivery_id = %attempt.delivery_id, render_id = %attempt.render.render_id, attempt = attempt.number))]
     async fn attempt(&self, attempt: &Attempt<'_>) -> Result<Delivered, Failed> {
         let Notification::UploadVideosite { title, description, playlist_id, .. } = attempt.notification else {
             return Err(Failed::permanent("not a video-site upload"));

@@ -16,6 +16,7 @@ use rand::RngCore;
 use secrecy::ExposeSecret;
 use sha2::Sha256;
 
+use reelfarm_domain::id::UserId;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 
 use crate::store::{IntegrationRecord, Store};
@@ -114,7 +115,7 @@ fn with_version(version: u8, aad: &[u8]) -> Vec<u8> {
 
 /// The associated data that binds a sealed account to its user and provider, so a row
 /// copied to another user or provider does not decrypt.
-fn account_aad(user_id: &str, provider: Provider) -> Vec<u8> {
+fn account_aad(user_id: &UserId, provider: Provider) -> Vec<u8> {
     format!("reelfarm integration\0{}\0{user_id}", provider.as_str()).into_bytes()
 }
 
@@ -136,7 +137,7 @@ pub struct RelinkNeeded {
 pub async fn link_account(
     store: &Store,
     sealer: &Sealer,
-    user_id: &str,
+    user_id: &UserId,
     provider: Provider,
     account: &LinkedAccount,
 ) -> crate::store::Result<IntegrationRecord> {
@@ -154,7 +155,7 @@ pub async fn link_account(
 pub async fn linked_account(
     store: &Store,
     sealer: &Sealer,
-    user_id: &str,
+    user_id: &UserId,
     provider: Provider,
 ) -> anyhow::Result<Option<LinkedAccount>> {
     let Some(record) = store.integration(user_id, provider).await? else { return Ok(None) };
@@ -217,8 +218,9 @@ mod tests {
 
     #[test]
     fn account_aad_binds_user_and_provider() {
-        assert_ne!(account_aad("u1", Provider::YouTube), account_aad("u1", Provider::Gdrive));
-        assert_ne!(account_aad("u1", Provider::YouTube), account_aad("u2", Provider::YouTube));
+        let (u1, u2) = (UserId::generate(), UserId::generate());
+        assert_ne!(account_aad(&u1, Provider::YouTube), account_aad(&u1, Provider::Gdrive));
+        assert_ne!(account_aad(&u1, Provider::YouTube), account_aad(&u2, Provider::YouTube));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! A user's secret is made on first use. One stored in clear by an earlier version is
 //! sealed the first time it is read.
 
+use reelfarm_domain::id::UserId;
+
 use crate::integration::{SealError, Sealer};
 use crate::store::{new_webhook_secret, Store, StoreError};
 
@@ -22,12 +24,12 @@ pub enum WebhookSecretError {
 }
 
 /// The associated data binding a sealed secret to its user.
-fn aad(user_id: &str) -> Vec<u8> {
+fn aad(user_id: &UserId) -> Vec<u8> {
     format!("reelfarm webhook secret\0{user_id}").into_bytes()
 }
 
 /// The user's webhook signing secret (`whsec_…`).
-pub async fn webhook_secret(store: &Store, sealer: &Sealer, user_id: &str) -> Result<String, WebhookSecretError> {
+pub async fn webhook_secret(store: &Store, sealer: &Sealer, user_id: &UserId) -> Result<String, WebhookSecretError> {
     loop {
         let stored = store.stored_webhook_secret(user_id).await?;
         let clear = match stored.as_str() {
@@ -47,7 +49,7 @@ pub async fn webhook_secret(store: &Store, sealer: &Sealer, user_id: &str) -> Re
 }
 
 /// Replaces the user's webhook signing secret; returns the new one.
-pub async fn rotate_webhook_secret(store: &Store, sealer: &Sealer, user_id: &str) -> Result<String, StoreError> {
+pub async fn rotate_webhook_secret(store: &Store, sealer: &Sealer, user_id: &UserId) -> Result<String, StoreError> {
     let secret = new_webhook_secret();
     store.replace_webhook_secret(user_id, None, &sealer.seal(secret.as_bytes(), &aad(user_id))).await?;
     Ok(secret)

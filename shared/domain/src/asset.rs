@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::id::{AssetId, LibraryId, UserId};
+
 /// Where an asset is in its life (DESIGN.md): `created` → `processing` → `finished` |
 /// `failed`. `uploading` is internal (a PUT is streaming) and shown as `created`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,10 +95,10 @@ pub struct Rendition {
 /// A library object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Asset {
-    pub id: String,
+    pub id: AssetId,
     pub upload_id: String,
-    pub library_id: String,
-    pub owner_user_id: String,
+    pub library_id: LibraryId,
+    pub owner_user_id: UserId,
     pub filename: String,
     pub label: String,
     pub description: String,

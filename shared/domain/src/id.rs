@@ -55,6 +55,10 @@ macro_rules! entity_ids {
             fn parse(s: &str) -> Option<$name> {
                 $name::parse(s)
             }
+
+            fn trusted(s: String) -> $name {
+                $name(s)
+            }
         }
 
         impl std::fmt::Display for $name {
@@ -83,6 +87,8 @@ pub trait EntityId: Sized {
     const WHAT: &'static str;
     /// `s` as an id when it has our ids' form.
     fn parse(s: &str) -> Option<Self>;
+    /// An id read back from where only ids we made are kept.
+    fn trusted(s: String) -> Self;
 }
 
 entity_ids! {
@@ -102,6 +108,8 @@ entity_ids! {
     RenderId => "Render";
     /// A project a job made (a template document with its values applied).
     ProjectId => "Project";
+    /// One notification of a render on its way (a callback, an e-mail, an upload).
+    DeliveryId => "Delivery";
 }
 
 /// Milliseconds since the Unix epoch, now.

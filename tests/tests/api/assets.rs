@@ -177,7 +177,8 @@ async fn other_users_cannot_see_or_change_a_library(mode: Mode) {
     let public =
         app.service.backends.store.create_library("Shared", LibraryKind::Public, LibraryOwner::Operator).await.unwrap();
     json(app.get(&format!("/api2/v1/libraries/{}/assets", public.id), &other).await, 200).await;
-    let res = app.post_form("/api2/v1/objects", &other, &[("filename", "z.png"), ("library_id", &public.id)]).await;
+    let res =
+        app.post_form("/api2/v1/objects", &other, &[("filename", "z.png"), ("library_id", public.id.as_str())]).await;
     error(res, 403, "error.forbidden").await;
     let body =
         error(app.post_form("/api2/v1/objects", &owner, &[("filename", " ")]).await, 400, "error.validation_failed")

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use reelfarm_backends::Config;
+use reelfarm_domain::id::{DeliveryId, JobId, RenderId, TemplateId, UserId};
 use reelfarm_domain::notification::Notification;
 use reelfarm_notifier::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use reelfarm_notifier::email::EmailChannel;
@@ -30,10 +31,10 @@ async fn channel(smtp_url: &str) -> EmailChannel {
 
 fn finished(title: &str) -> RenderFacts {
     RenderFacts {
-        render_id: "r1".into(),
-        job_id: "j1".into(),
-        template_id: "t1".into(),
-        user_id: "u1".into(),
+        render_id: RenderId::trusted("r1"),
+        job_id: JobId::trusted("j1"),
+        template_id: TemplateId::trusted("t1"),
+        user_id: UserId::trusted("u1"),
         external_id: "e1".into(),
         title: title.into(),
         status: "success".into(),
@@ -59,7 +60,14 @@ async fn attempt(
     notification: &Notification,
     render: &RenderFacts,
 ) -> Result<Delivered, Failed> {
-    let attempt = Attempt { delivery_id: "d-0001", number: 1, notification, render, state: None, body: None };
+    let attempt = Attempt {
+        delivery_id: &DeliveryId::trusted("d-0001"),
+        number: 1,
+        notification,
+        render,
+        state: None,
+        body: None,
+    };
     channel.attempt(&attempt).await
 }
 

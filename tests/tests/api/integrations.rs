@@ -90,7 +90,7 @@ async fn a_linked_account_is_shown_without_secrets_and_stored_sealed(mode: Mode)
     assert_eq!(listed, json!([drive, linked]), "ordered by provider name");
 
     // At rest: the client id in clear, the secrets nowhere.
-    let rows = raw_rows(&app, &ann.id).await;
+    let rows = raw_rows(&app, ann.id.as_str()).await;
     assert_eq!(rows.len(), 2);
     for row in &rows {
         for secret in [&youtube.client_secret, &youtube.refresh_token, &gdrive.client_secret, &gdrive.refresh_token] {
@@ -151,7 +151,7 @@ async fn unlinking_and_unknown_providers(mode: Mode) {
     error(app.get(&format!("{PATH}/youtube"), &token).await, 404, "error.not_found").await;
     error(delete(&app, &token, "youtube").await, 404, "error.not_found").await;
     assert_eq!(json(app.get(PATH, &token).await, 200).await, json!([]));
-    assert!(raw_rows(&app, &ann.id).await.is_empty(), "the sealed secrets are deleted");
+    assert!(raw_rows(&app, ann.id.as_str()).await.is_empty(), "the sealed secrets are deleted");
     let sealer = Sealer::new(&app.config);
     assert_eq!(linked_account(&app.service.backends.store, &sealer, &ann.id, Provider::YouTube).await.unwrap(), None);
     app.stop().await;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::store::TemplateRecord;
+use reelfarm_domain::id::RenderId;
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
@@ -267,7 +268,8 @@ async fn a_render_that_keeps_failing_is_given_up_dead_lettered_and_refunded(mode
     assert!(message.contains("503") && message.contains("tried 3 times"), "{message}");
     assert_eq!(w.files.hits("/busy.png"), 3, "one fetch per delivery, up to the limit");
     assert_eq!(w.credits().await, 2, "refunded");
-    let render = w.app.service.backends.store.render(video["id"].as_str().unwrap()).await.unwrap();
+    let render =
+        w.app.service.backends.store.render(&RenderId::parse(video["id"].as_str().unwrap()).unwrap()).await.unwrap();
     assert_eq!(render.attempts, 3);
     assert_eq!(dead_letters(&w.app).await, 1, "the given-up message is kept for the operators");
     w.app.stop().await;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use reelfarm::admin::template::{import, ImportOptions};
 use reelfarm_backends::store::{ShareTarget, TemplateRecord};
+use reelfarm_domain::id::TemplateId;
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;
@@ -136,7 +137,7 @@ async fn imported_templates_have_every_field_with_its_type(mode: Mode) {
 
     // The default image is the stored copy of the file, fetchable without a token.
     let default = photo["default"].as_str().unwrap();
-    assert!(default.starts_with("http") && default.contains(&record.id), "{default}");
+    assert!(default.starts_with("http") && default.contains(record.id.as_str()), "{default}");
     let fetched = reqwest::get(default).await.unwrap().error_for_status().unwrap().bytes().await.unwrap();
     assert_eq!(fetched.as_ref(), std::fs::read(dir.path().join("media/photo.png")).unwrap(), "{default}");
 
@@ -171,7 +172,7 @@ async fn templates_are_listed_newest_first_in_pages_without_json(mode: Mode) {
     for name in ["First", "Second", "Third"] {
         imported.push(app.import_template(&write_template(dir.path(), name), Some(&owner), false).await.id);
     }
-    let newest_first: Vec<&str> = imported.iter().rev().map(String::as_str).collect();
+    let newest_first: Vec<&str> = imported.iter().rev().map(TemplateId::as_str).collect();
 
     let all = json(app.get("/generator/v1/templates", &token).await, 200).await;
     assert_eq!(ids(&all), newest_first);

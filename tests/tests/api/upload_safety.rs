@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use reelfarm_domain::id::AssetId;
 use reelfarm_tests::media;
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;
@@ -112,7 +113,7 @@ async fn add_object(app: &TestApp, token: &str, filename: &str) -> (String, Stri
 async fn assert_nothing_stored(app: &TestApp, token: &str, id: &str) {
     let asset = json(app.get(&format!("/api2/v1/objects/{id}"), token).await, 200).await;
     assert_eq!(asset["status"], "created", "{asset}");
-    let record = app.service.backends.store.asset(id).await.unwrap();
+    let record = app.service.backends.store.asset(&AssetId::parse(id).unwrap()).await.unwrap();
     assert_eq!((record.size, record.original_key), (None, None));
     let removed = app.service.backends.blobs.delete_prefix(&format!("{}/", record.blob_prefix)).await.unwrap();
     assert_eq!(removed, 0, "files were left under {}", record.blob_prefix);

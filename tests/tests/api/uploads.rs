@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use reelfarm_backends::integration::{link_account, Sealer};
+use reelfarm_domain::id::{DeliveryId, JobId, RenderId, TemplateId};
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 use reelfarm_domain::notification::Notification;
 use reelfarm_notifier::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
@@ -55,9 +56,9 @@ async fn setup(mode: Mode, link: bool) -> Setup {
     let body = Box::pin(std::io::Cursor::new(video.clone()));
     app.service.backends.blobs.put(key, body, "video/mp4").await.unwrap();
     let facts = RenderFacts {
-        render_id: "render1".into(),
-        job_id: "job1".into(),
-        template_id: "template1".into(),
+        render_id: RenderId::trusted("render1"),
+        job_id: JobId::trusted("job1"),
+        template_id: TemplateId::trusted("template1"),
         user_id: user.id.clone(),
         external_id: "ext-1".into(),
         title: "Render one".into(),
@@ -112,7 +113,14 @@ async fn attempt(
     number: u32,
     state: Option<&Value>,
 ) -> Result<Delivered, Failed> {
-    let attempt = Attempt { delivery_id: "delivery1", number, notification, render: facts, state, body: None };
+    let attempt = Attempt {
+        delivery_id: &DeliveryId::trusted("delivery1"),
+        number,
+        notification,
+        render: facts,
+        state,
+        body: None,
+    };
     channel.attempt(&attempt).await
 }
 

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use reelfarm_domain::id::{AssetId, RenderId};
 use reelfarm_tests::media;
 use reelfarm_tests::{json, Mode, Role, TestApp};
 
@@ -50,7 +51,7 @@ async fn two_workers_share_a_batch_and_every_asset_finishes_once() {
     for id in &ids {
         let asset = app.wait_for_asset(&token, id).await;
         assert_eq!(asset["status"], "finished", "{asset}");
-        let stored = app.service.backends.store.asset(id).await.unwrap();
+        let stored = app.service.backends.store.asset(&AssetId::parse(id).unwrap()).await.unwrap();
         workers.insert(stored.converted_by.expect("a worker converted it"));
         let keys: HashSet<&str> = stored.renditions.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys.len(), stored.renditions.len(), "each rendition stored once");
@@ -104,7 +105,10 @@ async fn a_worker_killed_mid_conversion_leaves_the_asset_to_another() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     doomed.kill().await;
-    assert_eq!(app.service.backends.store.asset(&id).await.unwrap().status.public(), "processing");
+    assert_eq!(
+        app.service.backends.store.asset(&AssetId::parse(&id).unwrap()).await.unwrap().status.public(),
+        "processing"
+    );
 
     let (rescuer, _dir) = app.start_worker().await;
     let asset = app.wait_for_asset(&token, &id).await;
@@ -164,7 +168,8 @@ async fn a_worker_killed_mid_render_leaves_the_render_to_another_which_finishes_
     assert_eq!(video["status"], "success", "{job}");
     let probe = media::probe_url(video["url"].as_str().unwrap(), dir.path()).await;
     assert!((probe.duration.unwrap() - 8.0).abs() < 0.05, "{:?}", probe.duration);
-    let render = app.service.backends.store.render(video["id"].as_str().unwrap()).await.unwrap();
+    let render =
+        app.service.backends.store.render(&RenderId::parse(video["id"].as_str().unwrap()).unwrap()).await.unwrap();
     assert_eq!(render.attempts, 2, "rendered again after the kill, and only once more");
     let credits = json(app.get("/generator/v1/users/me/credits", &token).await, 200).await;
     assert_eq!(credits["credits"], 4, "charged once");

@@ -4,6 +4,7 @@
 
 use reelfarm_backends::store::StoreError;
 use reelfarm_domain::asset::{AssetKind, AssetStatus};
+use reelfarm_domain::id::GroupId;
 use reelfarm_domain::template::{Template, VariableType};
 use reelfarm_outbound::Outbound;
 use uuid::Uuid;
@@ -49,7 +50,7 @@ pub(super) type Problem = (&'static str, String);
 pub(super) async fn check_media(
     state: &AppState,
     caller: &Caller,
-    groups: &mut Option<Vec<String>>,
+    groups: &mut Option<Vec<GroupId>>,
     template: &Template,
     value: &ValueRequest,
 ) -> Result<Vec<(String, Problem)>, ApiError> {
@@ -103,13 +104,13 @@ fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
 async fn asset_problem(
     state: &AppState,
     caller: &Caller,
-    groups: &[String],
+    groups: &[GroupId],
     id: &str,
     media: VariableType,
 ) -> Result<Option<Problem>, ApiError> {
     let store = &state.backends.store;
     let unknown = || Some(("error.unknown_asset", format!("no asset {id:?} in the libraries you can use")));
-    let asset = match store.asset(id).await {
+    let asset = match store.named_asset(id).await {
         Ok(asset) => asset,
         Err(StoreError::NotFound(_)) => return Ok(unknown()),
         Err(e) => return Err(e.into()),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use reelfarm_domain::id::RenderId;
 
 mod memory;
 mod redis;
@@ -113,13 +114,13 @@ impl Cache {
 
     /// Records the live progress of a render (percent of its frames done).
     #[tracing::instrument(name = "cache::set_render_progress", level = "debug", skip_all)]
-    pub async fn set_render_progress(&self, render_id: &str, percent: u8) -> Result<(), CacheError> {
+    pub async fn set_render_progress(&self, render_id: &RenderId, percent: u8) -> Result<(), CacheError> {
         self.set(&format!("progress:{render_id}"), &[percent.min(100)], PROGRESS_TTL).await
     }
 
     /// The live progress of a render, when one was recorded in the last hour.
     #[tracing::instrument(name = "cache::render_progress", level = "debug", skip_all)]
-    pub async fn render_progress(&self, render_id: &str) -> Result<Option<u8>, CacheError> {
+    pub async fn render_progress(&self, render_id: &RenderId) -> Result<Option<u8>, CacheError> {
         Ok(self.get(&format!("progress:{render_id}")).await?.and_then(|v| v.first().copied()))
     }
 

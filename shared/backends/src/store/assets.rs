@@ -4,9 +4,9 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::outbox::{enqueue, mark_handled};
-use super::{flag, Result, Store, StoreError};
+use super::{flag, id, Result, Store, StoreError};
 use reelfarm_domain::asset::{label_of, Asset, AssetKind, AssetStatus, Conversion};
-use reelfarm_domain::id::{new_id, now_ms, AssetId};
+use reelfarm_domain::id::{new_id, now_ms, AssetId, LibraryId, UserId};
 use reelfarm_domain::message::Message;
 
 /// How long an upload's heartbeat may be silent before another PUT may take over.
@@ -28,10 +28,10 @@ fn asset_from(row: &AnyRow) -> Result<Asset> {
     let properties: String = row.try_get("properties")?;
     let size: Option<i64> = row.try_get("size")?;
     Ok(Asset {
-        id: row.try_get("id")?,
+        id: id(row, "id")?,
         upload_id: row.try_get("upload_id")?,
-        library_id: row.try_get("library_id")?,
-        owner_user_id: row.try_get("owner_user_id")?,
+        library_id: id(row, "library_id")?,
+        owner_user_id: id(row, "owner_user_id")?,
         filename: row.try_get("filename")?,
         label: row.try_get("label")?,
         description: row.try_get("description")?,
@@ -62,18 +62,18 @@ impl Store {
     /// Records a new asset awaiting its upload. Its blobs will live under an unguessable
     /// prefix, so their public addresses can be handed out without a token.
     #[tracing::instrument(name = "store::create_asset", level = "debug", skip_all)]
-    pub async fn create_asset(&self, library_id: &str, owner_user_id: &str, filename: &str) -> Result<Asset> {
-        let id = new_id();
+    pub async fn create_asset(&self, library_id: &LibraryId, owner_user_id: &UserId, filename: &str) -> Result<Asset> {
+        let id = AssetId::generate();
         let now = now_ms();
         let blob_prefix = format!("assets/{id}/{}", reelfarm_domain::token::random_base62(16));
         sqlx::query(
             "INSERT INTO assets (id, upload_id, library_id, owner_user_id, filename, label, status, blob_prefix, \
              created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'created', $7, $8, $8)",
         )
-        .bind(&id)
+        .bind(id.as_str())
         .bind(new_id())
-        .bind(library_id)
-        .bind(owner_user_id)
+        .bind(library_id.as_str())
+        .bind(owner_user_id.as_str())
         .bind(filename)
         .bind(label_of(filename))
         .bind(&blob_prefix)
@@ -84,22 +84,29 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::asset", level = "debug", skip_all)]
-    pub async fn asset(&self, id: &str) -> Result<Asset> {
+    pub async fn asset(&self, id: &AssetId) -> Result<Asset> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM assets WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("asset"))?;
         asset_from(&row)
     }
 
+    /// The asset a document names (a template's source, a job's value): `NotFound` when
+    /// the name is not of our ids' form.
+    pub async fn named_asset(&self, name: &str) -> Result<Asset> {
+        let id = AssetId::parse(name).ok_or(StoreError::NotFound("asset"))?;
+        self.asset(&id).await
+    }
+
     /// Assets of a library, newest first, `limit` from `offset`.
     #[tracing::instrument(name = "store::library_assets", level = "debug", skip_all)]
-    pub async fn library_assets(&self, library_id: &str, limit: u32, offset: u64) -> Result<Vec<Asset>> {
+    pub async fn library_assets(&self, library_id: &LibraryId, limit: u32, offset: u64) -> Result<Vec<Asset>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM assets WHERE library_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
         ))
-        .bind(library_id)
+        .bind(library_id.as_str())
         .bind(i64::from(limit))
         .bind(offset as i64)
         .fetch_all(&self.pool)
@@ -112,7 +119,7 @@ impl Store {
     /// ([`Store::touch_upload`]) stopped for [`STALE_UPLOAD_MS`] (its api process died) can
     /// be taken over. `Conflict` otherwise.
     #[tracing::instrument(name = "store::begin_upload", level = "debug", skip_all)]
-    pub async fn begin_upload(&self, id: &str) -> Result<String> {
+    pub async fn begin_upload(&self, id: &AssetId) -> Result<String> {
         let attempt = new_id();
         let now = now_ms();
         let done = sqlx::query(
@@ -121,7 +128,7 @@ impl Store {
         )
         .bind(&attempt)
         .bind(now)
-        .bind(id)
+        .bind(id.as_str())
         .bind(now - STALE_UPLOAD_MS)
         .execute(&self.pool)
         .await?;
@@ -137,10 +144,10 @@ impl Store {
 
     /// Heartbeat of a streaming upload, so it is not taken for dead.
     #[tracing::instrument(name = "store::touch_upload", level = "debug", skip_all)]
-    pub async fn touch_upload(&self, id: &str, attempt: &str) -> Result<()> {
+    pub async fn touch_upload(&self, id: &AssetId, attempt: &str) -> Result<()> {
         sqlx::query("UPDATE assets SET updated_at = $1 WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'")
             .bind(now_ms())
-            .bind(id)
+            .bind(id.as_str())
             .bind(attempt)
             .execute(&self.pool)
             .await?;
@@ -149,13 +156,13 @@ impl Store {
 
     /// Gives the asset back to the uploader after a failed PUT.
     #[tracing::instrument(name = "store::abort_upload", level = "debug", skip_all)]
-    pub async fn abort_upload(&self, id: &str, attempt: &str) -> Result<()> {
+    pub async fn abort_upload(&self, id: &AssetId, attempt: &str) -> Result<()> {
         sqlx::query(
             "UPDATE assets SET status = 'created', upload_attempt = NULL, updated_at = $1 \
              WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'",
         )
         .bind(now_ms())
-        .bind(id)
+        .bind(id.as_str())
         .bind(attempt)
         .execute(&self.pool)
         .await?;
@@ -166,7 +173,7 @@ impl Store {
     #[tracing::instrument(name = "store::finish_upload", level = "debug", skip_all)]
     pub async fn finish_upload(
         &self,
-        id: &str,
+        id: &AssetId,
         attempt: &str,
         original_key: &str,
         content_type: &str,
@@ -181,14 +188,14 @@ impl Store {
         .bind(content_type)
         .bind(size as i64)
         .bind(now_ms())
-        .bind(id)
+        .bind(id.as_str())
         .bind(attempt)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
             return Err(StoreError::Conflict("the object is no longer awaiting its upload".into()));
         }
-        enqueue(&mut tx, &crate::trace::envelope(Message::ConvertV1 { asset_id: AssetId::trusted(id) })).await?;
+        enqueue(&mut tx, &crate::trace::envelope(Message::ConvertV1 { asset_id: id.clone() })).await?;
         tx.commit().await?;
         self.outbox_written();
         self.asset(id).await
@@ -197,7 +204,7 @@ impl Store {
     /// Stores a finished conversion, once: a redelivered message finds it handled and
     /// changes nothing (returns `false`).
     #[tracing::instrument(name = "store::finish_conversion", level = "debug", skip_all)]
-    pub async fn finish_conversion(&self, id: &str, message_id: &str, c: &Conversion) -> Result<bool> {
+    pub async fn finish_conversion(&self, id: &AssetId, message_id: &str, c: &Conversion) -> Result<bool> {
         let renditions = serde_json::to_string(&c.renditions).expect("renditions serialize");
         let mut tx = self.begin().await?;
         if !mark_handled(&mut tx, message_id).await? {
@@ -214,7 +221,7 @@ impl Store {
         .bind(&c.thumb_key)
         .bind(renditions)
         .bind(now_ms())
-        .bind(id)
+        .bind(id.as_str())
         .bind(&c.worker)
         .execute(&mut *tx)
         .await?;
@@ -224,7 +231,7 @@ impl Store {
 
     /// Marks the conversion failed with a readable error, once.
     #[tracing::instrument(name = "store::fail_conversion", level = "debug", skip_all)]
-    pub async fn fail_conversion(&self, id: &str, message_id: &str, error: &str) -> Result<bool> {
+    pub async fn fail_conversion(&self, id: &AssetId, message_id: &str, error: &str) -> Result<bool> {
         let mut tx = self.begin().await?;
         if !mark_handled(&mut tx, message_id).await? {
             return Ok(false);
@@ -234,7 +241,7 @@ impl Store {
         )
         .bind(error)
         .bind(now_ms())
-        .bind(id)
+        .bind(id.as_str())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -243,9 +250,9 @@ impl Store {
 
     /// Removes the asset's record; returns it so the caller can remove its blobs.
     #[tracing::instrument(name = "store::delete_asset", level = "debug", skip_all)]
-    pub async fn delete_asset(&self, id: &str) -> Result<Asset> {
+    pub async fn delete_asset(&self, id: &AssetId) -> Result<Asset> {
         let asset = self.asset(id).await?;
-        sqlx::query("DELETE FROM assets WHERE id = $1").bind(id).execute(&self.pool).await?;
+        sqlx::query("DELETE FROM assets WHERE id = $1").bind(id.as_str()).execute(&self.pool).await?;
         Ok(asset)
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::*;
-use reelfarm_domain::id::{AssetId, RenderId};
+use reelfarm_domain::id::{AssetId, LibraryId, RenderId, UserId};
 use reelfarm_domain::message::{Envelope, Message, Queue};
 
 mod deliveries;
@@ -85,7 +85,7 @@ async fn users_and_groups(store: &Store) {
     assert_eq!(ann.credits, 5);
     assert_eq!(store.user(&ann.id).await.unwrap(), ann);
     assert_eq!(store.find_user("ann").await.unwrap(), ann);
-    assert_eq!(store.find_user(&ann.id).await.unwrap(), ann);
+    assert_eq!(store.find_user(ann.id.as_str()).await.unwrap(), ann);
     assert!(matches!(store.find_user("nobody").await, Err(StoreError::NotFound("user"))));
     assert!(matches!(store.create_user("ann", None, 0).await, Err(StoreError::Conflict(_))));
 
@@ -126,7 +126,7 @@ async fn tokens(store: &Store) {
     store.revoke_token(&second[..11]).await.unwrap();
     assert!(store.authenticate(&second).await.unwrap().is_none());
     assert!(matches!(store.revoke_token("rf_zz").await, Err(StoreError::NotFound("token"))));
-    assert!(matches!(store.create_token("no-such-user", 1).await, Err(StoreError::NotFound("user"))));
+    assert!(matches!(store.create_token(&UserId::generate(), 1).await, Err(StoreError::NotFound("user"))));
 }
 
 async fn credits(store: &Store) {
@@ -181,7 +181,7 @@ async fn libraries(store: &Store) {
     assert!(group_lib.editable_by(&carol.id, &carol_groups));
     assert!(!group_lib.visible_to(&dave.id, &[]));
     assert!(public.visible_to(&dave.id, &[]) && !public.editable_by(&dave.id, &[]));
-    assert!(matches!(store.library("missing").await, Err(StoreError::NotFound("library"))));
+    assert!(matches!(store.library(&LibraryId::generate()).await, Err(StoreError::NotFound("library"))));
 }
 
 async fn outbox(store: &Store) {
@@ -275,5 +275,8 @@ async fn webhook_secrets(store: &Store) {
     // Under another key it does not open.
     let other = crate::integration::Sealer::from_secret(b"another secret of at least 32 characters!!");
     assert!(webhook_secret(store, &other, &user.id).await.is_err());
-    assert!(matches!(rotate_webhook_secret(store, &sealer, "nobody").await, Err(StoreError::NotFound("user"))));
+    assert!(matches!(
+        rotate_webhook_secret(store, &sealer, &UserId::generate()).await,
+        Err(StoreError::NotFound("user"))
+    ));
 }

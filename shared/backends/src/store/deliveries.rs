@@ -11,8 +11,8 @@ use std::time::Duration;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{Dialect, Result, Store, StoreError};
-use reelfarm_domain::id::{new_id, now_ms};
+use super::{id, optional_id, Dialect, Result, Store, StoreError};
+use reelfarm_domain::id::{now_ms, DeliveryId, JobId, RenderId, UserId};
 use reelfarm_domain::status::DeliveryStatus;
 
 use crate::store::parse_status;
@@ -25,10 +25,10 @@ const DELIVERY_COLUMNS: &str = "id, origin, job_id, render_id, user_id, parent_i
 pub struct NewDelivery {
     /// What plans it, unique: `{render_id}:{index}` or `after:{parent_id}`.
     pub origin: String,
-    pub job_id: String,
-    pub render_id: String,
-    pub user_id: String,
-    pub parent_id: Option<String>,
+    pub job_id: JobId,
+    pub render_id: RenderId,
+    pub user_id: UserId,
+    pub parent_id: Option<DeliveryId>,
     pub kind: String,
     /// The notification (JSON `{type, payload}`).
     pub notification: String,
@@ -41,12 +41,12 @@ pub struct NewDelivery {
 /// A stored delivery.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeliveryRecord {
-    pub id: String,
+    pub id: DeliveryId,
     pub origin: String,
-    pub job_id: String,
-    pub render_id: String,
-    pub user_id: String,
-    pub parent_id: Option<String>,
+    pub job_id: JobId,
+    pub render_id: RenderId,
+    pub user_id: UserId,
+    pub parent_id: Option<DeliveryId>,
     pub kind: String,
     pub notification: String,
     pub body: Option<String>,
@@ -99,12 +99,12 @@ impl AfterAttempt {
 
 fn delivery_from(row: &AnyRow) -> Result<DeliveryRecord> {
     Ok(DeliveryRecord {
-        id: row.try_get("id")?,
+        id: id(row, "id")?,
         origin: row.try_get("origin")?,
-        job_id: row.try_get("job_id")?,
-        render_id: row.try_get("render_id")?,
-        user_id: row.try_get("user_id")?,
-        parent_id: row.try_get("parent_id")?,
+        job_id: id(row, "job_id")?,
+        render_id: id(row, "render_id")?,
+        user_id: id(row, "user_id")?,
+        parent_id: optional_id(row, "parent_id")?,
         kind: row.try_get("kind")?,
         notification: row.try_get("notification")?,
         body: row.try_get("body")?,
@@ -128,12 +128,12 @@ async fn insert_deliveries(conn: &mut sqlx::AnyConnection, deliveries: &[NewDeli
              status, attempts, next_attempt_at, created_at, traceparent) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', 0, $10, $11, $12) ON CONFLICT (origin) DO NOTHING",
         )
-        .bind(new_id())
+        .bind(DeliveryId::generate().as_str())
         .bind(&d.origin)
-        .bind(&d.job_id)
-        .bind(&d.render_id)
-        .bind(&d.user_id)
-        .bind(&d.parent_id)
+        .bind(d.job_id.as_str())
+        .bind(d.render_id.as_str())
+        .bind(d.user_id.as_str())
+        .bind(d.parent_id.as_ref().map(DeliveryId::as_str))
         .bind(&d.kind)
         .bind(&d.notification)
         .bind(&d.body)
@@ -188,7 +188,7 @@ impl Store {
     #[tracing::instrument(name = "store::renew_delivery_lease", level = "debug", skip_all)]
     pub async fn renew_delivery_lease(
         &self,
-        id: &str,
+        id: &DeliveryId,
         number: i64,
         until: i64,
         lease: Duration,
@@ -199,7 +199,7 @@ impl Store {
              WHERE id = $2 AND attempts = $3 AND status = 'pending' AND next_attempt_at = $4",
         )
         .bind(renewed)
-        .bind(id)
+        .bind(id.as_str())
         .bind(number)
         .bind(until)
         .execute(&self.pool)
@@ -213,7 +213,7 @@ impl Store {
     #[tracing::instrument(name = "store::record_delivery_attempt", level = "debug", skip_all)]
     pub async fn record_delivery_attempt(
         &self,
-        id: &str,
+        id: &DeliveryId,
         attempt: &DeliveryAttempt,
         after: &AfterAttempt,
         follow_up: Option<&NewDelivery>,
@@ -240,7 +240,7 @@ impl Store {
         .bind(result)
         .bind(error)
         .bind(finished_at)
-        .bind(id)
+        .bind(id.as_str())
         .bind(attempt.number)
         .execute(&mut *tx)
         .await?;
@@ -252,7 +252,7 @@ impl Store {
             "INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, status_code, error, outcome) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
-        .bind(id)
+        .bind(id.as_str())
         .bind(attempt.number)
         .bind(attempt.started_at)
         .bind(attempt.duration_ms)
@@ -274,7 +274,13 @@ impl Store {
     /// `window`. Exact across notifiers: one user's allowance is taken one at a time
     /// (SQLite: one writer; PostgreSQL: a transaction lock per user).
     #[tracing::instrument(name = "store::take_email_allowance", level = "debug", skip_all)]
-    pub async fn take_email_allowance(&self, id: &str, user_id: &str, limit: u32, window: Duration) -> Result<bool> {
+    pub async fn take_email_allowance(
+        &self,
+        id: &DeliveryId,
+        user_id: &UserId,
+        limit: u32,
+        window: Duration,
+    ) -> Result<bool> {
         let now = now_ms();
         let mut tx = self.begin().await?;
         if self.dialect == Dialect::Postgres {
@@ -284,7 +290,7 @@ impl Store {
                 .await?;
         }
         let counted: Option<i64> = sqlx::query_scalar("SELECT counted_at FROM deliveries WHERE id = $1")
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::NotFound("delivery"))?;
@@ -295,7 +301,7 @@ impl Store {
         let taken: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM deliveries WHERE user_id = $1 AND kind = 'email' AND counted_at > $2",
         )
-        .bind(user_id)
+        .bind(user_id.as_str())
         .bind(now - window.as_millis() as i64)
         .fetch_one(&mut *tx)
         .await?;
@@ -303,7 +309,11 @@ impl Store {
             tx.commit().await?;
             return Ok(false);
         }
-        sqlx::query("UPDATE deliveries SET counted_at = $1 WHERE id = $2").bind(now).bind(id).execute(&mut *tx).await?;
+        sqlx::query("UPDATE deliveries SET counted_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -317,9 +327,9 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::delivery", level = "debug", skip_all)]
-    pub async fn delivery(&self, id: &str) -> Result<DeliveryRecord> {
+    pub async fn delivery(&self, id: &DeliveryId) -> Result<DeliveryRecord> {
         let row = sqlx::query(&format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("delivery"))?;
@@ -328,11 +338,11 @@ impl Store {
 
     /// The deliveries of a job in the order they were planned, each with its attempts.
     #[tracing::instrument(name = "store::deliveries_of_job", level = "debug", skip_all)]
-    pub async fn deliveries_of_job(&self, job_id: &str) -> Result<Vec<(DeliveryRecord, Vec<DeliveryAttempt>)>> {
+    pub async fn deliveries_of_job(&self, job_id: &JobId) -> Result<Vec<(DeliveryRecord, Vec<DeliveryAttempt>)>> {
         let deliveries = sqlx::query(&format!(
             "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE job_id = $1 ORDER BY created_at, origin"
         ))
-        .bind(job_id)
+        .bind(job_id.as_str())
         .fetch_all(&self.pool)
         .await?;
         let mut out: Vec<(DeliveryRecord, Vec<DeliveryAttempt>)> =
@@ -342,13 +352,13 @@ impl Store {
              FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.job_id = $1 \
              ORDER BY a.delivery_id, a.number",
         )
-        .bind(job_id)
+        .bind(job_id.as_str())
         .fetch_all(&self.pool)
         .await?;
-        let index: std::collections::HashMap<String, usize> =
+        let index: std::collections::HashMap<DeliveryId, usize> =
             out.iter().enumerate().map(|(i, (d, _))| (d.id.clone(), i)).collect();
         for row in attempts {
-            let delivery_id: String = row.try_get("delivery_id")?;
+            let delivery_id: DeliveryId = id(&row, "delivery_id")?;
             let outcome = match row.try_get::<String, _>("outcome")?.as_str() {
                 "delivered" => "delivered",
                 "retry" => "retry",

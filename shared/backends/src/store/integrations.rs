@@ -4,14 +4,14 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{missing_reference, Result, Store, StoreError};
-use reelfarm_domain::id::now_ms;
+use super::{id, missing_reference, Result, Store, StoreError};
+use reelfarm_domain::id::{now_ms, UserId};
 use reelfarm_domain::integration::Provider;
 
 /// A stored linked account.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntegrationRecord {
-    pub user_id: String,
+    pub user_id: UserId,
     pub provider: Provider,
     pub client_id: String,
     /// The account's secrets, sealed (`crate::integration::Sealer`).
@@ -27,7 +27,7 @@ const COLUMNS: &str = "user_id, provider, client_id, sealed, linked_at, updated_
 fn record_from(row: &AnyRow) -> Result<IntegrationRecord> {
     let provider: String = row.try_get("provider")?;
     Ok(IntegrationRecord {
-        user_id: row.try_get("user_id")?,
+        user_id: id(row, "user_id")?,
         provider: Provider::parse(&provider)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown integration provider `{provider}`")))?,
         client_id: row.try_get("client_id")?,
@@ -43,7 +43,7 @@ impl Store {
     #[tracing::instrument(name = "store::link_integration", level = "debug", skip_all)]
     pub async fn link_integration(
         &self,
-        user_id: &str,
+        user_id: &UserId,
         provider: Provider,
         client_id: &str,
         sealed: &str,
@@ -55,7 +55,7 @@ impl Store {
              ON CONFLICT (user_id, provider) DO UPDATE SET \
              client_id = excluded.client_id, sealed = excluded.sealed, updated_at = excluded.updated_at",
         )
-        .bind(user_id)
+        .bind(user_id.as_str())
         .bind(provider.as_str())
         .bind(client_id)
         .bind(sealed)
@@ -68,9 +68,9 @@ impl Store {
 
     /// The user's linked `provider` account, if any.
     #[tracing::instrument(name = "store::integration", level = "debug", skip_all)]
-    pub async fn integration(&self, user_id: &str, provider: Provider) -> Result<Option<IntegrationRecord>> {
+    pub async fn integration(&self, user_id: &UserId, provider: Provider) -> Result<Option<IntegrationRecord>> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM integrations WHERE user_id = $1 AND provider = $2"))
-            .bind(user_id)
+            .bind(user_id.as_str())
             .bind(provider.as_str())
             .fetch_optional(&self.pool)
             .await?;
@@ -79,9 +79,9 @@ impl Store {
 
     /// Every account the user linked, by provider name.
     #[tracing::instrument(name = "store::integrations", level = "debug", skip_all)]
-    pub async fn integrations(&self, user_id: &str) -> Result<Vec<IntegrationRecord>> {
+    pub async fn integrations(&self, user_id: &UserId) -> Result<Vec<IntegrationRecord>> {
         let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM integrations WHERE user_id = $1 ORDER BY provider"))
-            .bind(user_id)
+            .bind(user_id.as_str())
             .fetch_all(&self.pool)
             .await?;
         rows.iter().map(record_from).collect()
@@ -89,9 +89,9 @@ impl Store {
 
     /// Forgets the user's `provider` account; whether there was one.
     #[tracing::instrument(name = "store::unlink_integration", level = "debug", skip_all)]
-    pub async fn unlink_integration(&self, user_id: &str, provider: Provider) -> Result<bool> {
+    pub async fn unlink_integration(&self, user_id: &UserId, provider: Provider) -> Result<bool> {
         let done = sqlx::query("DELETE FROM integrations WHERE user_id = $1 AND provider = $2")
-            .bind(user_id)
+            .bind(user_id.as_str())
             .bind(provider.as_str())
             .execute(&self.pool)
             .await?;

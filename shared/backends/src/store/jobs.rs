@@ -10,8 +10,10 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row};
 
-use super::{flag, is_unique_violation, missing_reference, outbox, Dialect, Result, Store, StoreError};
-use reelfarm_domain::id::RenderId;
+use super::{
+    flag, id, is_unique_violation, missing_reference, optional_id, outbox, Dialect, Result, Store, StoreError,
+};
+use reelfarm_domain::id::{JobId, ProjectId, TemplateId, UserId};
 use reelfarm_domain::message::{Message, Queue};
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
@@ -43,9 +45,9 @@ type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
 /// credits it `charges`.
 fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, charges: i64) -> AnyQuery<'q> {
     query
-        .bind(&job.id)
-        .bind(&job.user_id)
-        .bind(&job.template_id)
+        .bind(job.id.as_str())
+        .bind(job.user_id.as_str())
+        .bind(job.template_id.as_str())
         .bind(record.status.as_str())
         .bind(job.quality.as_str())
         .bind(i64::from(job.create_render))
@@ -64,8 +66,8 @@ fn bind_render<'q>(
     stored: &'q RenderRecord,
 ) -> AnyQuery<'q> {
     query
-        .bind(&render.id)
-        .bind(&job.id)
+        .bind(render.id.as_str())
+        .bind(job.id.as_str())
         .bind(stored.position)
         .bind(&render.external_id)
         .bind(&render.title)
@@ -73,7 +75,7 @@ fn bind_render<'q>(
         .bind(&render.template_variables)
         .bind(stored.status.as_str())
         .bind(i64::from(job.create_render))
-        .bind(&stored.project_id)
+        .bind(stored.project_id.as_ref().map(ProjectId::as_str))
         .bind(job.created_at)
         .bind(stored.finished_at)
 }
@@ -83,15 +85,15 @@ fn bind_project<'q>(
     query: AnyQuery<'q>,
     job: &'q NewJob,
     render: &'q NewRender,
-    id: &'q str,
+    id: &'q ProjectId,
     json: &'q str,
 ) -> AnyQuery<'q> {
     query
-        .bind(id)
-        .bind(&job.user_id)
-        .bind(&job.template_id)
-        .bind(&job.id)
-        .bind(&render.id)
+        .bind(id.as_str())
+        .bind(job.user_id.as_str())
+        .bind(job.template_id.as_str())
+        .bind(job.id.as_str())
+        .bind(render.id.as_str())
         .bind(&render.title)
         .bind(json)
         .bind(job.created_at)
@@ -99,9 +101,9 @@ fn bind_project<'q>(
 
 fn job_from(row: &AnyRow) -> Result<JobRecord> {
     Ok(JobRecord {
-        id: row.try_get("id")?,
-        user_id: row.try_get("user_id")?,
-        template_id: row.try_get("template_id")?,
+        id: id(row, "id")?,
+        user_id: id(row, "user_id")?,
+        template_id: id(row, "template_id")?,
         status: parse_status(JobStatus::parse, "job", row.try_get("status")?)?,
         quality: {
             let quality: String = row.try_get("quality")?;
@@ -118,8 +120,8 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
 
 fn render_from(row: &AnyRow) -> Result<RenderRecord> {
     Ok(RenderRecord {
-        id: row.try_get("id")?,
-        job_id: row.try_get("job_id")?,
+        id: id(row, "id")?,
+        job_id: id(row, "job_id")?,
         position: row.try_get("position")?,
         external_id: row.try_get("external_id")?,
         title: row.try_get("title")?,
@@ -127,7 +129,7 @@ fn render_from(row: &AnyRow) -> Result<RenderRecord> {
         template_variables: row.try_get("template_variables")?,
         status: parse_status(RenderStatus::parse, "render", row.try_get("status")?)?,
         error: row.try_get("error")?,
-        project_id: row.try_get("project_id")?,
+        project_id: optional_id(row, "project_id")?,
         video_key: row.try_get("video_key")?,
         thumb_key: row.try_get("thumb_key")?,
         width: row.try_get("width")?,
@@ -143,11 +145,11 @@ fn render_from(row: &AnyRow) -> Result<RenderRecord> {
 
 fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
     Ok(ProjectRecord {
-        id: row.try_get("id")?,
-        user_id: row.try_get("user_id")?,
-        template_id: row.try_get("template_id")?,
-        job_id: row.try_get("job_id")?,
-        render_id: row.try_get("render_id")?,
+        id: id(row, "id")?,
+        user_id: id(row, "user_id")?,
+        template_id: id(row, "template_id")?,
+        job_id: id(row, "job_id")?,
+        render_id: id(row, "render_id")?,
         title: row.try_get("title")?,
         json: row.try_get("json")?,
         created_at: row.try_get("created_at")?,
@@ -167,7 +169,7 @@ impl Store {
         let mut tx = self.begin().await?;
         if let Some(idem) = idempotency {
             sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2 AND created_at < $3")
-                .bind(&job.user_id)
+                .bind(job.user_id.as_str())
                 .bind(idem.key)
                 .bind(now - IDEMPOTENCY_TTL_MS)
                 .execute(&mut *tx)
@@ -176,10 +178,10 @@ impl Store {
                 "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, job_id, response, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6)",
             )
-            .bind(&job.user_id)
+            .bind(job.user_id.as_str())
             .bind(idem.key)
             .bind(idem.request_hash)
-            .bind(&job.id)
+            .bind(job.id.as_str())
             .bind(idem.response)
             .bind(now)
             .execute(&mut *tx)
@@ -217,11 +219,8 @@ impl Store {
                 bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
             }
             if job.create_render {
-                outbox::enqueue(
-                    &mut tx,
-                    &crate::trace::envelope(Message::RenderV1 { render_id: RenderId::trusted(&render.id) }),
-                )
-                .await?;
+                outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() }))
+                    .await?;
             }
         }
         // The debit comes last: it locks the account's row until the commit, and every
@@ -301,7 +300,7 @@ impl Store {
         }
         if job.create_render {
             for render in &job.renders {
-                let envelope = crate::trace::envelope(Message::RenderV1 { render_id: RenderId::trusted(&render.id) });
+                let envelope = crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() });
                 let payload = String::from_utf8(envelope.to_bytes()).expect("JSON is UTF-8");
                 query = query.bind(envelope.id).bind(Queue::Render.name()).bind(payload).bind(envelope.enqueued_at);
             }
@@ -318,10 +317,10 @@ impl Store {
     }
 
     /// The answer to a request whose idempotency key is taken.
-    async fn replay(&self, user_id: &str, idem: Idempotency<'_>) -> Result<JobCreation> {
+    async fn replay(&self, user_id: &UserId, idem: Idempotency<'_>) -> Result<JobCreation> {
         let row =
             sqlx::query("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
-                .bind(user_id)
+                .bind(user_id.as_str())
                 .bind(idem.key)
                 .fetch_optional(&self.pool)
                 .await?
@@ -340,7 +339,7 @@ impl Store {
 
     /// The job with its renders.
     #[tracing::instrument(name = "store::job", level = "debug", skip_all)]
-    pub async fn job(&self, id: &str) -> Result<JobRecord> {
+    pub async fn job(&self, id: &JobId) -> Result<JobRecord> {
         let mut jobs = vec![self.job_alone(id).await?];
         self.attach_renders(&mut jobs).await?;
         Ok(jobs.remove(0))
@@ -348,9 +347,9 @@ impl Store {
 
     /// The job without its renders (`renders` is empty), for who needs one render only.
     #[tracing::instrument(name = "store::job_alone", level = "debug", skip_all)]
-    pub async fn job_alone(&self, id: &str) -> Result<JobRecord> {
+    pub async fn job_alone(&self, id: &JobId) -> Result<JobRecord> {
         let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("job"))?;
@@ -362,8 +361,8 @@ impl Store {
     #[tracing::instrument(name = "store::jobs_of", level = "debug", skip_all)]
     pub async fn jobs_of(
         &self,
-        user_id: &str,
-        template_id: Option<&str>,
+        user_id: &UserId,
+        template_id: Option<&TemplateId>,
         limit: u32,
         offset: u64,
     ) -> Result<Vec<JobRecord>> {
@@ -371,9 +370,9 @@ impl Store {
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = $1 {filter} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
         );
-        let mut query = sqlx::query(&sql).bind(user_id).bind(i64::from(limit)).bind(offset as i64);
+        let mut query = sqlx::query(&sql).bind(user_id.as_str()).bind(i64::from(limit)).bind(offset as i64);
         if let Some(template_id) = template_id {
-            query = query.bind(template_id);
+            query = query.bind(template_id.as_str());
         }
         let mut jobs = query.fetch_all(&self.pool).await?.iter().map(job_from).collect::<Result<Vec<_>>>()?;
         self.attach_renders(&mut jobs).await?;
@@ -392,7 +391,7 @@ impl Store {
         );
         let mut query = sqlx::query(&sql);
         for job in jobs.iter() {
-            query = query.bind(job.id.clone());
+            query = query.bind(job.id.as_str());
         }
         for row in query.fetch_all(&self.pool).await? {
             let render = render_from(&row)?;
@@ -404,9 +403,9 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::project", level = "debug", skip_all)]
-    pub async fn project(&self, id: &str) -> Result<ProjectRecord> {
+    pub async fn project(&self, id: &ProjectId) -> Result<ProjectRecord> {
         let row = sqlx::query(&format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("project"))?;

@@ -3,8 +3,8 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{flag, is_unique_violation, missing_reference, Result, Store, StoreError};
-use reelfarm_domain::id::{new_id, now_ms};
+use super::{flag, id, is_unique_violation, missing_reference, Result, Store, StoreError};
+use reelfarm_domain::id::{now_ms, GroupId, LibraryId, UserId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LibraryKind {
@@ -34,15 +34,15 @@ impl LibraryKind {
 /// Who a library belongs to; follows from its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LibraryOwner {
-    User(String),
-    Group(String),
+    User(UserId),
+    Group(GroupId),
     /// Public and stock libraries belong to the operator.
     Operator,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Library {
-    pub id: String,
+    pub id: LibraryId,
     pub name: String,
     pub kind: LibraryKind,
     pub owner: LibraryOwner,
@@ -54,7 +54,7 @@ pub struct Library {
 
 impl Library {
     /// Whether a user who belongs to `group_ids` may see the library and its assets.
-    pub fn visible_to(&self, user_id: &str, group_ids: &[String]) -> bool {
+    pub fn visible_to(&self, user_id: &UserId, group_ids: &[GroupId]) -> bool {
         match &self.owner {
             LibraryOwner::User(owner) => owner == user_id,
             LibraryOwner::Group(group) => group_ids.contains(group),
@@ -64,7 +64,7 @@ impl Library {
 
     /// Whether that user may add and remove assets. Public and stock libraries are
     /// curated by the operator (through `reelfarm admin`) and read-only over the API.
-    pub fn editable_by(&self, user_id: &str, group_ids: &[String]) -> bool {
+    pub fn editable_by(&self, user_id: &UserId, group_ids: &[GroupId]) -> bool {
         match &self.owner {
             LibraryOwner::Operator => false,
             _ => self.visible_to(user_id, group_ids),
@@ -80,12 +80,12 @@ fn library_from(row: &AnyRow) -> Result<Library> {
     let user: Option<String> = row.try_get("owner_user_id")?;
     let group: Option<String> = row.try_get("owner_group_id")?;
     let owner = match (user, group) {
-        (Some(u), _) => LibraryOwner::User(u),
-        (None, Some(g)) => LibraryOwner::Group(g),
+        (Some(u), _) => LibraryOwner::User(UserId::trusted(u)),
+        (None, Some(g)) => LibraryOwner::Group(GroupId::trusted(g)),
         (None, None) => LibraryOwner::Operator,
     };
     Ok(Library {
-        id: row.try_get("id")?,
+        id: id(row, "id")?,
         name: row.try_get("name")?,
         kind,
         owner,
@@ -120,12 +120,12 @@ impl Store {
         is_default: bool,
     ) -> Result<Library> {
         let (user, group) = match &owner {
-            LibraryOwner::User(u) => (Some(u.clone()), None),
-            LibraryOwner::Group(g) => (None, Some(g.clone())),
+            LibraryOwner::User(u) => (Some(u.to_string()), None),
+            LibraryOwner::Group(g) => (None, Some(g.to_string())),
             LibraryOwner::Operator => (None, None),
         };
         let library = Library {
-            id: new_id(),
+            id: LibraryId::generate(),
             name: name.to_string(),
             kind,
             owner,
@@ -134,7 +134,7 @@ impl Store {
             created_at: now_ms(),
         };
         sqlx::query(&format!("INSERT INTO libraries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"))
-            .bind(&library.id)
+            .bind(library.id.as_str())
             .bind(&library.name)
             .bind(kind.as_str())
             .bind(user)
@@ -149,9 +149,9 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::library", level = "debug", skip_all)]
-    pub async fn library(&self, id: &str) -> Result<Library> {
+    pub async fn library(&self, id: &LibraryId) -> Result<Library> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM libraries WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("library"))?;
@@ -160,20 +160,20 @@ impl Store {
 
     /// The user's default personal library, created on first use.
     #[tracing::instrument(name = "store::personal_library", level = "debug", skip_all)]
-    pub async fn personal_library(&self, user_id: &str) -> Result<Library> {
-        self.default_library(LibraryKind::Personal, LibraryOwner::User(user_id.to_string()), "My library").await
+    pub async fn personal_library(&self, user_id: &UserId) -> Result<Library> {
+        self.default_library(LibraryKind::Personal, LibraryOwner::User(user_id.clone()), "My library").await
     }
 
     /// The group's default library, created on first use.
     #[tracing::instrument(name = "store::group_library", level = "debug", skip_all)]
-    pub async fn group_library(&self, group_id: &str, group_name: &str) -> Result<Library> {
-        self.default_library(LibraryKind::Group, LibraryOwner::Group(group_id.to_string()), group_name).await
+    pub async fn group_library(&self, group_id: &GroupId, group_name: &str) -> Result<Library> {
+        self.default_library(LibraryKind::Group, LibraryOwner::Group(group_id.clone()), group_name).await
     }
 
     async fn default_library(&self, kind: LibraryKind, owner: LibraryOwner, name: &str) -> Result<Library> {
         let (column, owner_id) = match &owner {
-            LibraryOwner::User(u) => ("owner_user_id", u.clone()),
-            LibraryOwner::Group(g) => ("owner_group_id", g.clone()),
+            LibraryOwner::User(u) => ("owner_user_id", u.to_string()),
+            LibraryOwner::Group(g) => ("owner_group_id", g.to_string()),
             LibraryOwner::Operator => unreachable!("only users and groups have default libraries"),
         };
         let find = format!("SELECT {COLUMNS} FROM libraries WHERE {column} = $1 AND is_default = 1");
@@ -194,7 +194,7 @@ impl Store {
     /// Every library `user_id` may see: personal ones, those of the user's groups, then
     /// public and stock ones; each kind in creation order.
     #[tracing::instrument(name = "store::visible_libraries", level = "debug", skip_all)]
-    pub async fn visible_libraries(&self, user_id: &str) -> Result<Vec<Library>> {
+    pub async fn visible_libraries(&self, user_id: &UserId) -> Result<Vec<Library>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM libraries \
              WHERE owner_user_id = $1 \
@@ -202,7 +202,7 @@ impl Store {
                 OR kind IN ('public', 'stock') \
              ORDER BY sort_order, created_at, id"
         ))
-        .bind(user_id)
+        .bind(user_id.as_str())
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(library_from).collect()

@@ -13,6 +13,8 @@ use tokio::sync::Notify;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Transaction};
 
+use reelfarm_domain::id::EntityId;
+
 mod assets;
 mod deliveries;
 mod housekeeping;
@@ -91,12 +93,12 @@ pub(crate) fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
     e.as_database_error().is_some_and(|d| d.is_foreign_key_violation())
 }
 
-/// The error of a write whose foreign key found nothing: `missing` is not found.
 /// A status read back from a row: `parse` of the stored name, or the row is corrupt.
 pub(crate) fn parse_status<T>(parse: fn(&str) -> Option<T>, what: &str, stored: String) -> Result<T> {
     parse(&stored).ok_or_else(|| StoreError::Corrupt(format!("{what} status {stored:?}")))
 }
 
+/// The error of a write whose foreign key found nothing: `missing` is not found.
 pub(crate) fn missing_reference(missing: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |e| if is_foreign_key_violation(&e) { StoreError::NotFound(missing) } else { e.into() }
 }
@@ -162,6 +164,18 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await
     }
+}
+
+/// Reads an id column as its entity's id type (the store keeps only ids we made).
+pub(crate) fn id<T: EntityId>(row: &AnyRow, column: &str) -> Result<T> {
+    use sqlx::Row;
+    Ok(T::trusted(row.try_get(column)?))
+}
+
+/// Reads a nullable id column.
+pub(crate) fn optional_id<T: EntityId>(row: &AnyRow, column: &str) -> Result<Option<T>> {
+    use sqlx::Row;
+    Ok(row.try_get::<Option<String>, _>(column)?.map(T::trusted))
 }
 
 /// Reads a 0/1 flag column (flags are stored as integers in both dialects, which the `Any`

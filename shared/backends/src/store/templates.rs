@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{flag, is_foreign_key_violation, is_unique_violation, Result, Store, StoreError};
-use reelfarm_domain::id::now_ms;
+use super::{flag, id, is_foreign_key_violation, is_unique_violation, optional_id, Result, Store, StoreError};
+use reelfarm_domain::id::{now_ms, GroupId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
 
 /// Everything of a template but what the store sets (`archived`, `created_at`). The id
@@ -15,10 +15,10 @@ use reelfarm_domain::quality::Quality;
 /// are stored under them first: a template appears only once its files are in place.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTemplate {
-    pub id: String,
+    pub id: TemplateId,
     pub name: String,
     /// `None` for a public template of the operator's.
-    pub owner_user_id: Option<String>,
+    pub owner_user_id: Option<UserId>,
     pub public: bool,
     pub category: String,
     pub tags: Vec<String>,
@@ -37,9 +37,9 @@ pub struct NewTemplate {
 /// A stored template.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemplateRecord {
-    pub id: String,
+    pub id: TemplateId,
     pub name: String,
-    pub owner_user_id: Option<String>,
+    pub owner_user_id: Option<UserId>,
     pub public: bool,
     pub category: String,
     pub tags: Vec<String>,
@@ -57,12 +57,12 @@ pub struct TemplateRecord {
 /// Someone a template is shared with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShareTarget {
-    User(String),
-    Group(String),
+    User(UserId),
+    Group(GroupId),
 }
 
 /// A new unguessable prefix for the blobs of template `id`: `templates/{id}/{16 base62}`.
-pub fn template_blob_prefix(id: &str) -> String {
+pub fn template_blob_prefix(id: &TemplateId) -> String {
     format!("templates/{id}/{}", reelfarm_domain::token::random_base62(16))
 }
 
@@ -83,9 +83,9 @@ fn template_from(row: &AnyRow) -> Result<TemplateRecord> {
     let files: String = row.try_get("files")?;
     let quality: String = row.try_get("quality")?;
     Ok(TemplateRecord {
-        id: row.try_get("id")?,
+        id: id(row, "id")?,
         name: row.try_get("name")?,
-        owner_user_id: row.try_get("owner_user_id")?,
+        owner_user_id: optional_id(row, "owner_user_id")?,
         public: flag(row, "public")?,
         category: row.try_get("category")?,
         tags: serde_json::from_str(&tags).map_err(|e| corrupt("tags", e))?,
@@ -113,9 +113,9 @@ impl Store {
             "INSERT INTO templates ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14)"
         ))
-        .bind(&new.id)
+        .bind(new.id.as_str())
         .bind(&new.name)
-        .bind(&new.owner_user_id)
+        .bind(new.owner_user_id.as_ref().map(UserId::as_str))
         .bind(i64::from(new.public))
         .bind(&new.category)
         .bind(serde_json::to_string(&new.tags).expect("tags serialize"))
@@ -142,9 +142,9 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::template", level = "debug", skip_all)]
-    pub async fn template(&self, id: &str) -> Result<TemplateRecord> {
+    pub async fn template(&self, id: &TemplateId) -> Result<TemplateRecord> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM templates WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("template"))?;
@@ -154,10 +154,10 @@ impl Store {
     /// The template `id` if `user_id` may see it; `NotFound` otherwise, so that the ids
     /// of others' templates do not leak.
     #[tracing::instrument(name = "store::visible_template", level = "debug", skip_all)]
-    pub async fn visible_template(&self, id: &str, user_id: &str) -> Result<TemplateRecord> {
+    pub async fn visible_template(&self, id: &TemplateId, user_id: &UserId) -> Result<TemplateRecord> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM templates WHERE {VISIBLE_TO_1} AND id = $2"))
-            .bind(user_id)
-            .bind(id)
+            .bind(user_id.as_str())
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("template"))?;
@@ -166,11 +166,11 @@ impl Store {
 
     /// The templates `user_id` may see, newest first, `limit` from `offset`.
     #[tracing::instrument(name = "store::visible_templates", level = "debug", skip_all)]
-    pub async fn visible_templates(&self, user_id: &str, limit: u32, offset: u64) -> Result<Vec<TemplateRecord>> {
+    pub async fn visible_templates(&self, user_id: &UserId, limit: u32, offset: u64) -> Result<Vec<TemplateRecord>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM templates WHERE {VISIBLE_TO_1} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
         ))
-        .bind(user_id)
+        .bind(user_id.as_str())
         .bind(i64::from(limit))
         .bind(offset as i64)
         .fetch_all(&self.pool)
@@ -180,7 +180,7 @@ impl Store {
 
     /// Shares the template with a user or a group; sharing twice changes nothing.
     #[tracing::instrument(name = "store::share_template", level = "debug", skip_all)]
-    pub async fn share_template(&self, template_id: &str, with: &ShareTarget) -> Result<()> {
+    pub async fn share_template(&self, template_id: &TemplateId, with: &ShareTarget) -> Result<()> {
         let (user, group) = match with {
             ShareTarget::User(u) => (Some(u.as_str()), None),
             ShareTarget::Group(g) => (None, Some(g.as_str())),
@@ -188,7 +188,7 @@ impl Store {
         let inserted = sqlx::query(
             "INSERT INTO template_shares (template_id, user_id, group_id, created_at) VALUES ($1, $2, $3, $4)",
         )
-        .bind(template_id)
+        .bind(template_id.as_str())
         .bind(user)
         .bind(group)
         .bind(now_ms())
@@ -204,12 +204,12 @@ impl Store {
 
     /// Whom the template is shared with, in the order shared.
     #[tracing::instrument(name = "store::template_shares", level = "debug", skip_all)]
-    pub async fn template_shares(&self, template_id: &str) -> Result<Vec<ShareTarget>> {
+    pub async fn template_shares(&self, template_id: &TemplateId) -> Result<Vec<ShareTarget>> {
         let rows = sqlx::query(
             "SELECT user_id, group_id FROM template_shares WHERE template_id = $1 \
              ORDER BY created_at, user_id, group_id",
         )
-        .bind(template_id)
+        .bind(template_id.as_str())
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
@@ -217,8 +217,8 @@ impl Store {
                 let user: Option<String> = row.try_get("user_id")?;
                 let group: Option<String> = row.try_get("group_id")?;
                 match (user, group) {
-                    (Some(u), None) => Ok(ShareTarget::User(u)),
-                    (None, Some(g)) => Ok(ShareTarget::Group(g)),
+                    (Some(u), None) => Ok(ShareTarget::User(UserId::trusted(u))),
+                    (None, Some(g)) => Ok(ShareTarget::Group(GroupId::trusted(g))),
                     _ => Err(corrupt("share", "neither or both of user and group")),
                 }
             })

@@ -9,12 +9,13 @@
 
 use sqlx::Row;
 
-use super::{Dialect, Result, Store};
+use super::{id, Dialect, Result, Store};
+use reelfarm_domain::id::UserId;
 
 /// Storage used by one user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Usage {
-    pub user_id: String,
+    pub user_id: UserId,
     pub user_name: String,
     /// Assets the user owns, whatever their status.
     pub assets: u64,
@@ -28,7 +29,7 @@ impl Store {
     /// Storage used by each user (by name), or only by `user_id`; users without assets
     /// are listed with zeros.
     #[tracing::instrument(name = "store::storage_usage", level = "debug", skip_all)]
-    pub async fn storage_usage(&self, user_id: Option<&str>) -> Result<Vec<Usage>> {
+    pub async fn storage_usage(&self, user_id: Option<&UserId>) -> Result<Vec<Usage>> {
         let filter = if user_id.is_some() { "WHERE u.id = $1" } else { "" };
         let sql = format!(
             "SELECT u.id, u.name, COUNT(a.id) AS assets, \
@@ -40,14 +41,14 @@ impl Store {
             self.rendition_bytes()
         );
         let mut query = sqlx::query(&sql);
-        if let Some(id) = user_id {
-            query = query.bind(id);
+        if let Some(user_id) = user_id {
+            query = query.bind(user_id.as_str());
         }
         let rows = query.fetch_all(&self.pool).await?;
         rows.iter()
             .map(|row| {
                 Ok(Usage {
-                    user_id: row.try_get("id")?,
+                    user_id: id(row, "id")?,
                     user_name: row.try_get("name")?,
                     assets: row.try_get::<i64, _>("assets")?.max(0) as u64,
                     bytes: row.try_get::<i64, _>("bytes")?.max(0) as u64,
@@ -59,13 +60,13 @@ impl Store {
 
     /// Counts `characters` sent by `user_id` to the paid text-to-speech `provider`.
     #[tracing::instrument(name = "store::add_tts_characters", level = "debug", skip_all)]
-    pub async fn add_tts_characters(&self, user_id: &str, provider: &str, characters: u64) -> Result<()> {
+    pub async fn add_tts_characters(&self, user_id: &UserId, provider: &str, characters: u64) -> Result<()> {
         sqlx::query(
             "INSERT INTO tts_usage (user_id, provider, characters, updated_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (user_id, provider) DO UPDATE \
              SET characters = tts_usage.characters + excluded.characters, updated_at = excluded.updated_at",
         )
-        .bind(user_id)
+        .bind(user_id.as_str())
         .bind(provider)
         .bind(characters as i64)
         .bind(reelfarm_domain::id::now_ms())
@@ -76,9 +77,9 @@ impl Store {
 
     /// Characters `user_id` sent to each paid text-to-speech provider, by provider name.
     #[tracing::instrument(name = "store::tts_characters", level = "debug", skip_all)]
-    pub async fn tts_characters(&self, user_id: &str) -> Result<Vec<(String, u64)>> {
+    pub async fn tts_characters(&self, user_id: &UserId) -> Result<Vec<(String, u64)>> {
         let rows = sqlx::query("SELECT provider, characters FROM tts_usage WHERE user_id = $1 ORDER BY provider")
-            .bind(user_id)
+            .bind(user_id.as_str())
             .fetch_all(&self.pool)
             .await?;
         rows.iter()
@@ -88,13 +89,13 @@ impl Store {
 
     /// Bytes the assets of `user_id` take (0 for an unknown user).
     #[tracing::instrument(name = "store::stored_bytes", level = "debug", skip_all)]
-    pub async fn stored_bytes(&self, user_id: &str) -> Result<u64> {
+    pub async fn stored_bytes(&self, user_id: &UserId) -> Result<u64> {
         let sql = format!(
             "SELECT CAST(COALESCE(SUM(COALESCE(a.size, 0) + {}), 0) AS BIGINT) AS bytes \
              FROM assets a WHERE a.owner_user_id = $1",
             self.rendition_bytes()
         );
-        let bytes: i64 = sqlx::query(&sql).bind(user_id).fetch_one(&self.pool).await?.try_get("bytes")?;
+        let bytes: i64 = sqlx::query(&sql).bind(user_id.as_str()).fetch_one(&self.pool).await?.try_get("bytes")?;
         Ok(bytes.max(0) as u64)
     }
 

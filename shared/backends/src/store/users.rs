@@ -5,13 +5,13 @@ use rand::RngCore;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{is_unique_violation, missing_reference, Result, Store, StoreError};
-use reelfarm_domain::id::{is_id, new_id, now_ms};
+use super::{id, is_unique_violation, missing_reference, Result, Store, StoreError};
+use reelfarm_domain::id::{is_id, new_id, now_ms, GroupId, UserId};
 use reelfarm_domain::token;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
-    pub id: String,
+    pub id: UserId,
     /// A stable number, in creation order, for clients that type a user's id as an integer.
     pub number: i64,
     pub name: String,
@@ -21,7 +21,7 @@ pub struct User {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
-    pub id: String,
+    pub id: GroupId,
     pub name: String,
     pub credits: i64,
     pub created_at: i64,
@@ -31,7 +31,7 @@ pub struct Group {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRecord {
     pub id: String,
-    pub user_id: String,
+    pub user_id: UserId,
     pub prefix: String,
     pub created_at: i64,
     pub expires_at: i64,
@@ -41,8 +41,8 @@ pub struct TokenRecord {
 /// Whose credits were set, and to what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credits {
-    User { id: String, name: String, credits: i64 },
-    Group { id: String, name: String, credits: i64 },
+    User { id: UserId, name: String, credits: i64 },
+    Group { id: GroupId, name: String, credits: i64 },
 }
 
 const USER_COLUMNS: &str = "id, number, name, credits, created_at";
@@ -50,7 +50,7 @@ const TOKEN_COLUMNS: &str = "id, user_id, prefix, created_at, expires_at, revoke
 
 fn user_from(row: &AnyRow) -> Result<User> {
     Ok(User {
-        id: row.try_get("id")?,
+        id: id(row, "id")?,
         number: row.try_get("number")?,
         name: row.try_get("name")?,
         credits: row.try_get("credits")?,
@@ -60,7 +60,7 @@ fn user_from(row: &AnyRow) -> Result<User> {
 
 fn group_from(row: &AnyRow) -> Result<Group> {
     Ok(Group {
-        id: row.try_get("id")?,
+        id: id(row, "id")?,
         name: row.try_get("name")?,
         credits: row.try_get("credits")?,
         created_at: row.try_get("created_at")?,
@@ -70,7 +70,7 @@ fn group_from(row: &AnyRow) -> Result<Group> {
 fn token_from(row: &AnyRow) -> Result<TokenRecord> {
     Ok(TokenRecord {
         id: row.try_get("id")?,
-        user_id: row.try_get("user_id")?,
+        user_id: id(row, "user_id")?,
         prefix: row.try_get("prefix")?,
         created_at: row.try_get("created_at")?,
         expires_at: row.try_get("expires_at")?,
@@ -91,7 +91,7 @@ impl Store {
     #[tracing::instrument(name = "store::create_user", level = "debug", skip_all)]
     pub async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> Result<User> {
         let now = now_ms();
-        let mut user = User { id: new_id(), number: 0, name: name.to_string(), credits, created_at: now };
+        let mut user = User { id: UserId::generate(), number: 0, name: name.to_string(), credits, created_at: now };
         let mut tx = self.begin().await?;
         // The next number is taken in the insert itself; two users created at the same
         // moment may pick the same one, and the loser tries again with the next.
@@ -101,7 +101,7 @@ impl Store {
                 "INSERT INTO users (id, number, name, credits, webhook_secret, created_at) \
                  SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, $4, $5 FROM users RETURNING number",
             )
-            .bind(&user.id)
+            .bind(user.id.as_str())
             .bind(&user.name)
             .bind(credits)
             .bind("")
@@ -132,7 +132,7 @@ impl Store {
                 "INSERT INTO group_members (group_id, user_id, joined_at) \
                  SELECT id, $1, $2 FROM user_groups WHERE name = $3",
             )
-            .bind(&user.id)
+            .bind(user.id.as_str())
             .bind(now)
             .bind(group)
             .execute(&mut *tx)
@@ -143,9 +143,9 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::user", level = "debug", skip_all)]
-    pub async fn user(&self, id: &str) -> Result<User> {
+    pub async fn user(&self, id: &UserId) -> Result<User> {
         let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("user"))?;
@@ -176,12 +176,12 @@ impl Store {
 
     /// The groups `user_id` belongs to, in the order joined.
     #[tracing::instrument(name = "store::groups_of", level = "debug", skip_all)]
-    pub async fn groups_of(&self, user_id: &str) -> Result<Vec<Group>> {
+    pub async fn groups_of(&self, user_id: &UserId) -> Result<Vec<Group>> {
         let rows = sqlx::query(
             "SELECT g.id, g.name, g.credits, g.created_at FROM user_groups g \
              JOIN group_members m ON m.group_id = g.id WHERE m.user_id = $1 ORDER BY m.joined_at, g.name",
         )
-        .bind(user_id)
+        .bind(user_id.as_str())
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(group_from).collect()
@@ -190,12 +190,12 @@ impl Store {
     /// Makes a token for `user_id` valid for `days`; returns the record and the plaintext,
     /// which is not kept.
     #[tracing::instrument(name = "store::create_token", level = "debug", skip_all)]
-    pub async fn create_token(&self, user_id: &str, days: u32) -> Result<(TokenRecord, String)> {
+    pub async fn create_token(&self, user_id: &UserId, days: u32) -> Result<(TokenRecord, String)> {
         let new = token::generate();
         let now = now_ms();
         let record = TokenRecord {
             id: new_id(),
-            user_id: user_id.to_string(),
+            user_id: user_id.clone(),
             prefix: new.prefix,
             created_at: now,
             expires_at: now + i64::from(days) * 86_400_000,
@@ -205,7 +205,7 @@ impl Store {
             "INSERT INTO tokens (id, user_id, prefix, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&record.id)
-        .bind(&record.user_id)
+        .bind(record.user_id.as_str())
         .bind(&record.prefix)
         .bind(&new.hash)
         .bind(record.created_at)
@@ -296,7 +296,7 @@ impl Store {
             Ok(user) => {
                 sqlx::query("UPDATE users SET credits = $1 WHERE id = $2")
                     .bind(credits)
-                    .bind(&user.id)
+                    .bind(user.id.as_str())
                     .execute(&self.pool)
                     .await?;
                 return Ok(Credits::User { id: user.id, name: user.name, credits });
@@ -310,7 +310,7 @@ impl Store {
         })?;
         sqlx::query("UPDATE user_groups SET credits = $1 WHERE id = $2")
             .bind(credits)
-            .bind(&group.id)
+            .bind(group.id.as_str())
             .execute(&self.pool)
             .await?;
         Ok(Credits::Group { id: group.id, name: group.name, credits })
@@ -320,9 +320,9 @@ impl Store {
     /// `integration::webhook_secret`), empty before the first use, or in clear when an
     /// earlier version stored it.
     #[tracing::instrument(name = "store::stored_webhook_secret", level = "debug", skip_all)]
-    pub async fn stored_webhook_secret(&self, user_id: &str) -> Result<String> {
+    pub async fn stored_webhook_secret(&self, user_id: &UserId) -> Result<String> {
         sqlx::query_scalar("SELECT webhook_secret FROM users WHERE id = $1")
-            .bind(user_id)
+            .bind(user_id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("user"))
@@ -331,11 +331,11 @@ impl Store {
     /// Stores `new` as the user's webhook secret if the stored one is still `expected`
     /// (`None`: whatever it is); whether it was stored.
     #[tracing::instrument(name = "store::replace_webhook_secret", level = "debug", skip_all)]
-    pub async fn replace_webhook_secret(&self, user_id: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+    pub async fn replace_webhook_secret(&self, user_id: &UserId, expected: Option<&str>, new: &str) -> Result<bool> {
         let done =
             sqlx::query("UPDATE users SET webhook_secret = $1 WHERE id = $2 AND ($3 IS NULL OR webhook_secret = $3)")
                 .bind(new)
-                .bind(user_id)
+                .bind(user_id.as_str())
                 .bind(expected)
                 .execute(&self.pool)
                 .await?;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::super::*;
 use super::jobs::new_job;
 use super::templates::new_template;
-use reelfarm_domain::id::now_ms;
+use reelfarm_domain::id::{now_ms, DeliveryId};
 use reelfarm_domain::status::DeliveryStatus;
 
 fn planned(job: &NewJob, origin: &str, due_at: i64) -> NewDelivery {
@@ -94,7 +94,7 @@ pub(super) async fn deliveries(store: &Store) {
     assert!(done.finished_at.is_some());
     assert_eq!(attempts.iter().map(|a| (a.number, a.outcome)).collect::<Vec<_>>(), [(1, "retry"), (2, "delivered")]);
     let (child, _) =
-        listed.iter().find(|(x, _)| x.parent_id.as_deref() == Some(&d.id)).expect("the follow-up was planned");
+        listed.iter().find(|(x, _)| x.parent_id.as_ref() == Some(&d.id)).expect("the follow-up was planned");
     assert_eq!(child.status, DeliveryStatus::Pending);
     // The follow-up is due now; claim it away so the suite leaves nothing due.
     assert_eq!(store.claim_deliveries(lease, 10).await.unwrap().len(), 1);
@@ -126,5 +126,8 @@ pub(super) async fn email_allowance(store: &Store) {
     assert!(store.take_email_allowance(&d[2], user, 2, Duration::ZERO).await.unwrap(), "outside the window");
     let (other, d) = &ids[1];
     assert!(store.take_email_allowance(&d[0], other, 1, hour).await.unwrap(), "per user");
-    assert!(matches!(store.take_email_allowance("no-such", other, 1, hour).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        store.take_email_allowance(&DeliveryId::generate(), other, 1, hour).await,
+        Err(StoreError::NotFound(_))
+    ));
 }

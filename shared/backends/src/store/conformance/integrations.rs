@@ -3,6 +3,7 @@
 
 use super::super::*;
 use crate::integration::{link_account, linked_account, RelinkNeeded, Sealer};
+use reelfarm_domain::id::UserId;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 
 pub(super) async fn integrations(store: &Store) {
@@ -40,7 +41,7 @@ pub(super) async fn integrations(store: &Store) {
     assert_eq!(store.integrations(&ann.id).await.unwrap().len(), 1);
 
     assert!(matches!(
-        store.link_integration("no-such-user", Provider::Gdrive, "c", "s").await,
+        store.link_integration(&UserId::generate(), Provider::Gdrive, "c", "s").await,
         Err(StoreError::NotFound("user"))
     ));
 
@@ -48,7 +49,7 @@ pub(super) async fn integrations(store: &Store) {
 }
 
 /// The service functions over the store: secrets sealed at rest, bound to their owner.
-async fn sealed_accounts(store: &Store, ann: &str, bob: &str) {
+async fn sealed_accounts(store: &Store, ann: &UserId, bob: &UserId) {
     let sealer = Sealer::from_secret(b"conformance secret key, thirty-two characters or more");
     let account = LinkedAccount {
         client_id: "1234.apps.googleusercontent.com".into(),

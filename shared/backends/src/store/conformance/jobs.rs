@@ -7,33 +7,33 @@ use std::time::Duration;
 
 use super::super::*;
 use super::templates::new_template;
-use reelfarm_domain::id::{new_id, now_ms, RenderId};
+use reelfarm_domain::id::{now_ms, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::JobStatus;
 
 pub(super) fn new_job(
-    user_id: &str,
-    template_id: &str,
+    user_id: &UserId,
+    template_id: &TemplateId,
     renders: usize,
     create_render: bool,
     create_project: bool,
 ) -> NewJob {
     NewJob {
-        id: new_id(),
-        user_id: user_id.into(),
-        template_id: template_id.into(),
+        id: JobId::generate(),
+        user_id: user_id.clone(),
+        template_id: template_id.clone(),
         quality: reelfarm_domain::quality::Quality::P480,
         create_render,
         create_project,
         notifications: "[]".into(),
         renders: (0..renders)
             .map(|i| NewRender {
-                id: new_id(),
+                id: RenderId::generate(),
                 external_id: format!("ext-{i}"),
                 title: format!("Video {i}"),
                 metadata: r#"{"k":1}"#.into(),
                 template_variables: "{}".into(),
-                project: create_project.then(|| (new_id(), format!(r#"{{"project":{i}}}"#))),
+                project: create_project.then(|| (ProjectId::generate(), format!(r#"{{"project":{i}}}"#))),
             })
             .collect(),
         created_at: now_ms(),
@@ -58,7 +58,7 @@ pub(super) async fn jobs(store: &Store) {
         .map(|row| row.envelope.message)
         .collect();
     for render in &two.renders {
-        assert!(queued.contains(&Message::RenderV1 { render_id: RenderId::trusted(&render.id) }), "{queued:?}");
+        assert!(queued.contains(&Message::RenderV1 { render_id: render.id.clone() }), "{queued:?}");
     }
 
     // Short of credits: nothing is written, nothing is taken.
@@ -78,7 +78,7 @@ pub(super) async fn jobs(store: &Store) {
     assert_eq!((&project.json, &project.render_id), (&json, &project_only.renders[0].id));
 
     // An unknown template.
-    let orphan = new_job(&hana.id, "no-such-template", 1, true, false);
+    let orphan = new_job(&hana.id, &TemplateId::generate(), 1, true, false);
     assert!(matches!(store.create_job(&orphan, None).await, Err(StoreError::NotFound("template"))));
     assert_eq!(store.available_credits(&hana.id).await.unwrap(), 1);
 

@@ -3,15 +3,15 @@
 use std::collections::BTreeMap;
 
 use super::super::*;
-use reelfarm_domain::id::new_id;
+use reelfarm_domain::id::{GroupId, TemplateId, UserId};
 
-pub(super) fn new_template(name: &str, owner: Option<&str>, public: bool) -> NewTemplate {
-    let id = new_id();
+pub(super) fn new_template(name: &str, owner: Option<&UserId>, public: bool) -> NewTemplate {
+    let id = TemplateId::generate();
     NewTemplate {
         blob_prefix: template_blob_prefix(&id),
         id,
         name: name.into(),
-        owner_user_id: owner.map(Into::into),
+        owner_user_id: owner.cloned(),
         public,
         category: "marketing".into(),
         tags: vec!["promo".into(), "square".into()],
@@ -24,8 +24,8 @@ pub(super) fn new_template(name: &str, owner: Option<&str>, public: bool) -> New
     }
 }
 
-fn ids(templates: &[TemplateRecord]) -> Vec<&str> {
-    templates.iter().map(|t| t.id.as_str()).collect()
+fn ids(templates: &[TemplateRecord]) -> Vec<&TemplateId> {
+    templates.iter().map(|t| &t.id).collect()
 }
 
 pub(super) async fn templates(store: &Store) {
@@ -51,10 +51,10 @@ pub(super) async fn templates(store: &Store) {
     assert!(own.created_at > 0);
     assert_eq!(store.template(&own.id).await.unwrap(), own);
     assert!(matches!(store.create_template(&new).await, Err(StoreError::Conflict(_))));
-    assert!(matches!(store.template("missing").await, Err(StoreError::NotFound("template"))));
+    assert!(matches!(store.template(&TemplateId::generate()).await, Err(StoreError::NotFound("template"))));
 
     // An owner must exist; an ownerless template must be public.
-    let ghost = new_template("Ghost", Some("no-such-user"), false);
+    let ghost = new_template("Ghost", Some(&UserId::generate()), false);
     assert!(matches!(store.create_template(&ghost).await, Err(StoreError::NotFound(_))));
     assert!(matches!(
         store.create_template(&new_template("Nobody's", None, false)).await,
@@ -70,14 +70,14 @@ pub(super) async fn templates(store: &Store) {
     assert_eq!(store.template_shares(&to_fred.id).await.unwrap(), vec![ShareTarget::User(fred.id.clone())]);
     assert_eq!(store.template_shares(&to_editors.id).await.unwrap(), vec![ShareTarget::Group(editors.id.clone())]);
     assert!(store.template_shares(&own.id).await.unwrap().is_empty());
-    let missing = store.share_template("missing", &ShareTarget::User(fred.id.clone())).await;
+    let missing = store.share_template(&TemplateId::generate(), &ShareTarget::User(fred.id.clone())).await;
     assert!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
-    let missing = store.share_template(&own.id, &ShareTarget::Group("no-such-group".into())).await;
+    let missing = store.share_template(&own.id, &ShareTarget::Group(GroupId::generate())).await;
     assert!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
 
     // Newest first: own, shared with the user or a group of theirs, public.
-    let all = |user: &str| {
-        let user = user.to_string();
+    let all = |user: &UserId| {
+        let user = user.clone();
         async move { store.visible_templates(&user, 500, 0).await.unwrap() }
     };
     assert_eq!(ids(&all(&erin.id).await), vec![&to_editors.id, &to_fred.id, &public.id, &own.id]);

@@ -3,6 +3,7 @@
 
 use super::*;
 use reelfarm_domain::asset::{AssetKind, Conversion, Rendition};
+use reelfarm_domain::id::{AssetId, UserId};
 
 fn rendition(key: &str, role: &str, size: u64) -> Rendition {
     Rendition {
@@ -20,7 +21,7 @@ fn rendition(key: &str, role: &str, size: u64) -> Rendition {
 }
 
 /// An asset of `owner` whose upload of `size` bytes is stored (status `processing`).
-async fn stored(store: &Store, owner: &str, size: u64) -> String {
+async fn stored(store: &Store, owner: &UserId, size: u64) -> AssetId {
     let library = store.personal_library(owner).await.unwrap();
     let asset = store.create_asset(&library.id, owner, "photo.png").await.unwrap();
     let attempt = store.begin_upload(&asset.id).await.unwrap();
@@ -65,7 +66,7 @@ pub(super) async fn usage(store: &Store) {
     let uma_bytes = 1000 + 300 + 40 + 5000 + 7;
     assert_eq!(store.stored_bytes(&uma.id).await.unwrap(), uma_bytes);
     assert_eq!(store.stored_bytes(&vic.id).await.unwrap(), 123);
-    assert_eq!(store.stored_bytes("no-such-user").await.unwrap(), 0);
+    assert_eq!(store.stored_bytes(&UserId::generate()).await.unwrap(), 0);
     let one = store.storage_usage(Some(&uma.id)).await.unwrap();
     assert_eq!(
         one,
@@ -83,7 +84,7 @@ pub(super) async fn usage(store: &Store) {
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted, "by name");
-    let of = |id: &str| all.iter().find(|u| u.user_id == id).cloned().unwrap();
+    let of = |id: &UserId| all.iter().find(|u| &u.user_id == id).cloned().unwrap();
     assert_eq!((of(&uma.id).assets, of(&uma.id).bytes), (5, uma_bytes));
     assert_eq!((of(&vic.id).assets, of(&vic.id).bytes), (1, 123));
     assert_eq!((of(&wes.id).assets, of(&wes.id).bytes), (0, 0), "users without assets are listed");

@@ -3,6 +3,7 @@
 use sqlx::{Any, Transaction};
 
 use crate::store::{Result, Store, StoreError};
+use reelfarm_domain::id::{GroupId, UserId};
 
 /// SQL of the encoded [`CreditAccount`] of user `$2`: the first group they joined, or
 /// their own.
@@ -14,29 +15,29 @@ pub(super) const ACCOUNT_OF_USER_2: &str =
 /// credits are counted per user, or per group for group members).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum CreditAccount {
-    User(String),
-    Group(String),
+    User(UserId),
+    Group(GroupId),
 }
 
 impl CreditAccount {
     pub(super) fn decode(s: &str) -> Result<CreditAccount> {
         match s.split_once(':') {
-            Some(("user", id)) => Ok(CreditAccount::User(id.to_string())),
-            Some(("group", id)) => Ok(CreditAccount::Group(id.to_string())),
+            Some(("user", id)) => Ok(CreditAccount::User(UserId::trusted(id))),
+            Some(("group", id)) => Ok(CreditAccount::Group(GroupId::trusted(id))),
             _ => Err(StoreError::Corrupt(format!("credit account {s:?}"))),
         }
     }
 
     fn table(&self) -> (&'static str, &str) {
         match self {
-            CreditAccount::User(id) => ("users", id),
-            CreditAccount::Group(id) => ("user_groups", id),
+            CreditAccount::User(id) => ("users", id.as_str()),
+            CreditAccount::Group(id) => ("user_groups", id.as_str()),
         }
     }
 
-    pub(super) async fn of_user(conn: &mut sqlx::AnyConnection, user_id: &str) -> Result<CreditAccount> {
+    pub(super) async fn of_user(conn: &mut sqlx::AnyConnection, user_id: &UserId) -> Result<CreditAccount> {
         let account: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
-            .bind(user_id)
+            .bind(user_id.as_str())
             .fetch_one(&mut *conn)
             .await?;
         CreditAccount::decode(&account)
@@ -68,7 +69,7 @@ impl CreditAccount {
 impl Store {
     /// The credits the user can spend (their group's, for group members).
     #[tracing::instrument(name = "store::available_credits", level = "debug", skip_all)]
-    pub async fn available_credits(&self, user_id: &str) -> Result<i64> {
+    pub async fn available_credits(&self, user_id: &UserId) -> Result<i64> {
         let mut conn = self.pool.acquire().await?;
         let account = CreditAccount::of_user(&mut conn, user_id).await?;
         let (table, id) = account.table();

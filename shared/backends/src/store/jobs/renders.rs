@@ -13,9 +13,9 @@ use crate::store::{outbox, Dialect, Result, Store, StoreError};
 
 impl Store {
     #[tracing::instrument(name = "store::render", level = "debug", skip_all)]
-    pub async fn render(&self, id: &str) -> Result<RenderRecord> {
+    pub async fn render(&self, id: &RenderId) -> Result<RenderRecord> {
         let row = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
-            .bind(id)
+            .bind(id.as_str())
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound("render"))?;
@@ -26,7 +26,7 @@ impl Store {
     /// it was before (its status tells whether an earlier attempt died while rendering),
     /// or `None` when it already ended.
     #[tracing::instrument(name = "store::start_render", level = "debug", skip_all)]
-    pub async fn start_render(&self, id: &str, worker: &str) -> Result<Option<RenderRecord>> {
+    pub async fn start_render(&self, id: &RenderId, worker: &str) -> Result<Option<RenderRecord>> {
         let before = self.render(id).await?;
         if before.status.is_final() {
             return Ok(None);
@@ -37,7 +37,7 @@ impl Store {
         )
         .bind(worker)
         .bind(now_ms())
-        .bind(id)
+        .bind(id.as_str())
         .execute(&self.pool)
         .await?;
         Ok((done.rows_affected() == 1).then_some(before))
@@ -46,9 +46,9 @@ impl Store {
     /// Puts a started render back to `pending` after an attempt that failed cleanly and
     /// will be retried, so that `started` always means an attempt was interrupted.
     #[tracing::instrument(name = "store::release_render", level = "debug", skip_all)]
-    pub async fn release_render(&self, id: &str) -> Result<()> {
+    pub async fn release_render(&self, id: &RenderId) -> Result<()> {
         sqlx::query("UPDATE renders SET status = 'pending' WHERE id = $1 AND status = 'started'")
-            .bind(id)
+            .bind(id.as_str())
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -58,7 +58,7 @@ impl Store {
     /// credit of a failed render, finishes the job when it was its last open render, and
     /// writes the `render_finished.v1` event when the job asked for notifications.
     #[tracing::instrument(name = "store::end_render", level = "debug", skip_all)]
-    pub async fn end_render(&self, id: &str, outcome: &RenderOutcome) -> Result<bool> {
+    pub async fn end_render(&self, id: &RenderId, outcome: &RenderOutcome) -> Result<bool> {
         let now = now_ms();
         let mut tx = self.begin().await?;
         let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
@@ -85,7 +85,7 @@ impl Store {
         .bind(height)
         .bind(duration_ms)
         .bind(now)
-        .bind(id)
+        .bind(id.as_str())
         .fetch_optional(&mut *tx)
         .await?;
         let Some(job_id) = job_id else {
@@ -106,7 +106,7 @@ impl Store {
             .await?;
         if status == RenderStatus::Failed {
             let refunded = sqlx::query("UPDATE renders SET charged = 0 WHERE id = $1 AND charged = 1")
-                .bind(id)
+                .bind(id.as_str())
                 .execute(&mut *tx)
                 .await?;
             let account: Option<String> = job.try_get("credit_account")?;
@@ -125,11 +125,8 @@ impl Store {
         let notifications: String = job.try_get("notifications")?;
         let notify = serde_json::from_str::<Vec<serde_json::Value>>(&notifications).is_ok_and(|n| !n.is_empty());
         if notify {
-            outbox::enqueue(
-                &mut tx,
-                &crate::trace::envelope(Message::RenderFinishedV1 { render_id: RenderId::trusted(id) }),
-            )
-            .await?;
+            outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderFinishedV1 { render_id: id.clone() }))
+                .await?;
         }
         tx.commit().await?;
         if notify {

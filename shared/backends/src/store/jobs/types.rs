@@ -1,5 +1,6 @@
 //! The records of jobs, renders and projects, and what creating a job takes.
 
+use reelfarm_domain::id::{JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
@@ -10,9 +11,9 @@ pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
 /// idempotency record) can be written in the same transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
-    pub id: String,
-    pub user_id: String,
-    pub template_id: String,
+    pub id: JobId,
+    pub user_id: UserId,
+    pub template_id: TemplateId,
     pub quality: Quality,
     pub create_render: bool,
     pub create_project: bool,
@@ -26,7 +27,7 @@ pub struct NewJob {
 /// One element of a job request's `values`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRender {
-    pub id: String,
+    pub id: RenderId,
     pub external_id: String,
     pub title: String,
     /// JSON object passed through.
@@ -34,7 +35,7 @@ pub struct NewRender {
     /// JSON object: variable id → value.
     pub template_variables: String,
     /// The project created with it: id and the template document with the values applied.
-    pub project: Option<(String, String)>,
+    pub project: Option<(ProjectId, String)>,
 }
 
 /// The idempotency record of a job request.
@@ -62,9 +63,9 @@ pub enum JobCreation {
 /// A stored job with its renders in request order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRecord {
-    pub id: String,
-    pub user_id: String,
-    pub template_id: String,
+    pub id: JobId,
+    pub user_id: UserId,
+    pub template_id: TemplateId,
     pub status: JobStatus,
     pub quality: Quality,
     pub create_render: bool,
@@ -133,8 +134,8 @@ impl JobRecord {
 /// A stored render (job video).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderRecord {
-    pub id: String,
-    pub job_id: String,
+    pub id: RenderId,
+    pub job_id: JobId,
     pub position: i64,
     pub external_id: String,
     pub title: String,
@@ -142,7 +143,7 @@ pub struct RenderRecord {
     pub template_variables: String,
     pub status: RenderStatus,
     pub error: Option<String>,
-    pub project_id: Option<String>,
+    pub project_id: Option<ProjectId>,
     pub video_key: Option<String>,
     pub thumb_key: Option<String>,
     pub width: Option<i64>,
@@ -158,11 +159,11 @@ pub struct RenderRecord {
 /// A stored project.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectRecord {
-    pub id: String,
-    pub user_id: String,
-    pub template_id: String,
-    pub job_id: String,
-    pub render_id: String,
+    pub id: ProjectId,
+    pub user_id: UserId,
+    pub template_id: TemplateId,
+    pub job_id: JobId,
+    pub render_id: RenderId,
     pub title: String,
     pub json: String,
     pub created_at: i64,
