@@ -4,6 +4,7 @@ use anyhow::Context;
 use reelfarm_backends::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError};
 use reelfarm_backends::{Blobs, Config, Store};
 use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::password;
 
 use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand};
 
@@ -47,6 +48,15 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
             anyhow::ensure!(!name.trim().is_empty(), "user name must not be empty");
             anyhow::ensure!(credits >= 0, "credits must not be negative");
             store.create_user(name.trim(), group.as_deref(), credits).await?.id.into()
+        }
+        Admin::User(UserCommand::Password { user, email }) => {
+            let email = password::normalize_email(&email).context("--email is not an e-mail address")?;
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).context("reading the password from standard input")?;
+            let hash = password::hash(line.trim_end_matches(['\r', '\n']))?;
+            let user = store.find_user(&user).await?;
+            store.set_sign_in(&user.id, &email, &hash).await?;
+            format!("{} signs in to the console as {email}", user.name)
         }
         Admin::Token(TokenCommand::Create { user, days }) => {
             anyhow::ensure!(days > 0, "--days must be at least 1");

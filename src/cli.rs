@@ -218,6 +218,15 @@ pub enum UserCommand {
         #[arg(long, default_value_t = 0)]
         credits: i64,
     },
+    /// Sets the e-mail address and password a user signs in to the console with. The
+    /// password is read from standard input (its first line), never from the command
+    /// line: `printf '%s\n' "$PASSWORD" | reelfarm admin user password ann --email ann@example.com`.
+    Password {
+        /// The user's name or id.
+        user: String,
+        #[arg(long)]
+        email: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,7 @@ use utoipa::OpenApi;
 use utoipa_actix_web::AppExt;
 
 pub mod auth;
+mod console;
 pub mod error;
 mod form;
 mod ids;
@@ -114,6 +115,8 @@ impl Application {
                 .app_data(web::Data::new(OpenApiJson(openapi::finish(&openapi))))
                 .service(openapi_json)
                 .service(static_file)
+                .service(console::scope())
+                .route("/", web::get().to(console::root))
                 .default_service(web::to(known_paths::unmatched))
                 .wrap(from_fn(limits::limit_unauthenticated))
                 .wrap(from_fn(nul::refuse_in_url))

@@ -5,6 +5,7 @@
 //! share of N× the limit) rather than letting every request through.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -32,11 +33,17 @@ impl Limits {
         if rate == 0 {
             return Ok(());
         }
-        let decision = match shared.throttle(key, rate, burst).await {
+        self.check_every(shared, key, Duration::from_secs(1) / rate, burst).await
+    }
+
+    /// Counts one request against `key` (one per `interval`, `burst` at once); 429 with
+    /// `Retry-After` past the limit.
+    pub async fn check_every(&self, shared: &Cache, key: &str, interval: Duration, burst: u32) -> Result<(), ApiError> {
+        let decision = match shared.throttle_every(key, interval, burst).await {
             Ok(decision) => decision,
             Err(e) => {
                 tracing::warn!(error = %ErrorChain(&e), "shared rate limit unavailable: counting in this process");
-                self.local.throttle(key, rate, burst).await.unwrap_or(RateDecision::Allowed)
+                self.local.throttle_every(key, interval, burst).await.unwrap_or(RateDecision::Allowed)
             }
         };
         match decision {

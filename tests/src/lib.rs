@@ -3,6 +3,7 @@
 //! cache) or distributed mode (PostgreSQL, RabbitMQ, Redis, Garage), each test with its
 //! own database, queue namespace, cache namespace and bucket prefix.
 
+pub mod browser;
 pub mod files;
 pub mod google;
 pub mod google_tts;

@@ -12,6 +12,7 @@ pub mod integrations;
 pub mod jobs;
 pub mod libraries;
 pub mod notifications;
+pub mod sessions;
 pub mod templates;
 pub mod uploads;
 pub mod users;

@@ -9,6 +9,7 @@ pub mod id;
 pub mod integration;
 pub mod message;
 pub mod notification;
+pub mod password;
 pub mod quality;
 pub mod status;
 pub mod template;

@@ -2,6 +2,7 @@
 //! one test binary (one link of libav* and everything else) with a module per area.
 
 mod assets;
+mod console;
 mod email;
 mod email_abuse;
 mod foundation;

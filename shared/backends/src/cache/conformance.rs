@@ -29,9 +29,10 @@ pub(crate) async fn suite(cache: Cache) {
     namespaces_do_not_see_each_other(&cache).await;
     throttle_allows_the_burst_then_limits_until_retry_after(&cache).await;
     throttle_keys_are_independent(&cache).await;
+    throttle_every_counts_in_intervals(&cache).await;
     concurrent_throttle_allows_exactly_the_burst(&cache).await;
     cache.ready().await.expect("ready");
-    for key in ["bytes", "empty", "overwritten", "fresh", "idem", "doomed", "shared"] {
+    for key in ["bytes", "empty", "overwritten", "fresh", "idem", "doomed", "shared", "slow"] {
         cache.delete(key).await.expect("cleaning up");
     }
 }
@@ -122,6 +123,20 @@ async fn throttle_allows_the_burst_then_limits_until_retry_after(cache: &Cache) 
     assert!(retry_after > Duration::ZERO && retry_after <= Duration::from_millis(200), "{retry_after:?}");
     sleep(retry_after).await;
     assert_eq!(cache.throttle("limit", 10, 5).await.expect("throttle"), RateDecision::Allowed);
+}
+
+/// Limits slower than one a second: a burst of 3, then one a minute.
+async fn throttle_every_counts_in_intervals(cache: &Cache) {
+    for i in 1..=3 {
+        let decision = cache.throttle_every("slow", Duration::from_secs(60), 3).await.expect("throttle_every");
+        assert_eq!(decision, RateDecision::Allowed, "call {i}");
+    }
+    match cache.throttle_every("slow", Duration::from_secs(60), 3).await.expect("throttle_every") {
+        RateDecision::Limited { retry_after } => {
+            assert!(retry_after > Duration::from_secs(55) && retry_after <= Duration::from_secs(60), "{retry_after:?}")
+        }
+        RateDecision::Allowed => panic!("the call after the burst must be limited"),
+    }
 }
 
 async fn throttle_keys_are_independent(cache: &Cache) {

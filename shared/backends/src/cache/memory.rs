@@ -102,9 +102,8 @@ impl CacheBackend for MemoryCache {
     /// GCRA: each allowed request pushes the key's theoretical arrival time (TAT) one
     /// emission interval (`1/rate`) further; a request is refused while the TAT would end
     /// more than `burst` intervals ahead of now. A `rate` of 0 is treated as 1.
-    async fn throttle(&self, key: &str, rate: u32, burst: u32) -> Result<RateDecision, CacheError> {
+    async fn throttle(&self, key: &str, interval: Duration, burst: u32) -> Result<RateDecision, CacheError> {
         let now = Instant::now();
-        let interval = Duration::from_secs(1) / rate.max(1);
         let capacity = interval * burst;
         let mut state = self.lock(now);
         let tat = state.tats.get(key).copied().filter(|tat| *tat > now).unwrap_or(now);
@@ -131,7 +130,7 @@ mod tests {
         let cache = MemoryCache::new();
         cache.set("gone", b"v", Duration::from_millis(1)).await.expect("set");
         cache.set("kept", b"v", Duration::from_secs(3600)).await.expect("set");
-        cache.throttle("limit", 1000, 1).await.expect("throttle");
+        cache.throttle("limit", Duration::from_millis(1), 1).await.expect("throttle");
         let later = Instant::now() + SWEEP_EVERY;
         let state = cache.lock(later);
         assert_eq!(state.values.keys().collect::<Vec<_>>(), ["kept"]);

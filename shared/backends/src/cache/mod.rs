@@ -34,9 +34,9 @@ pub trait CacheBackend: Send + Sync {
     /// Sets the key only when absent; returns whether it was set.
     async fn set_if_absent(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, CacheError>;
     async fn delete(&self, key: &str) -> Result<(), CacheError>;
-    /// Generic cell rate algorithm: `rate` requests per second on average, up to `burst`
+    /// Generic cell rate algorithm: one request per `interval` on average, up to `burst`
     /// at once. Atomic across replicas.
-    async fn throttle(&self, key: &str, rate: u32, burst: u32) -> Result<RateDecision, CacheError>;
+    async fn throttle(&self, key: &str, interval: Duration, burst: u32) -> Result<RateDecision, CacheError>;
     async fn ready(&self) -> Result<(), CacheError>;
 }
 
@@ -109,7 +109,14 @@ impl Cache {
     /// Counts one request against `key`'s limit (`rate` per second, `burst` at once).
     #[tracing::instrument(name = "cache::throttle", level = "debug", skip_all)]
     pub async fn throttle(&self, key: &str, rate: u32, burst: u32) -> Result<RateDecision, CacheError> {
-        bounded(self.backend.throttle(&self.key(key), rate, burst)).await
+        self.throttle_every(key, Duration::from_secs(1) / rate.max(1), burst).await
+    }
+
+    /// Counts one request against `key`'s limit (one per `interval`, `burst` at once): for
+    /// limits slower than one a second.
+    #[tracing::instrument(name = "cache::throttle_every", level = "debug", skip_all)]
+    pub async fn throttle_every(&self, key: &str, interval: Duration, burst: u32) -> Result<RateDecision, CacheError> {
+        bounded(self.backend.throttle(&self.key(key), interval, burst)).await
     }
 
     /// Records the live progress of a render (percent of its frames done).

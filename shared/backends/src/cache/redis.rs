@@ -152,10 +152,10 @@ impl CacheBackend for RedisCache {
         redis::cmd("DEL").arg(key).query_async::<()>(&mut conn).await.map_err(|e| backend("DEL", e))
     }
 
-    /// A `rate` of 0 is treated as 1; rates above 1,000,000/s are capped there (the
-    /// script counts in whole microseconds).
-    async fn throttle(&self, key: &str, rate: u32, burst: u32) -> Result<RateDecision, CacheError> {
-        let interval_us = (1_000_000 / u64::from(rate.max(1))).max(1);
+    /// Intervals under a microsecond count as one (the script counts in whole
+    /// microseconds).
+    async fn throttle(&self, key: &str, interval: Duration, burst: u32) -> Result<RateDecision, CacheError> {
+        let interval_us = u64::try_from(interval.as_micros()).unwrap_or(u64::MAX).max(1);
         let mut conn = self.conn().await?;
         let (allowed, retry_after_us) =
             self.eval_gcra(&mut conn, key, interval_us, burst).await.map_err(|e| backend("EVALSHA gcra", e))?;

@@ -55,6 +55,7 @@ mod cases {
     suite! {
     users_and_groups => users_and_groups,
     tokens => tokens,
+    sign_in => sign_in,
     credits => credits,
     libraries => libraries,
     outbox => outbox,
@@ -127,6 +128,21 @@ async fn tokens(store: &Store) {
     assert!(store.authenticate(&second).await.unwrap().is_none());
     assert!(matches!(store.revoke_token("rf_zz").await, Err(StoreError::NotFound("token"))));
     assert!(matches!(store.create_token(&UserId::generate(), 1).await, Err(StoreError::NotFound("user"))));
+}
+
+async fn sign_in(store: &Store) {
+    let ann = store.create_user("signer", None, 0).await.unwrap();
+    let bob = store.create_user("other-signer", None, 0).await.unwrap();
+    assert_eq!(store.sign_in_of("signer@example.com").await.unwrap(), None, "no address yet");
+    store.set_sign_in(&ann.id, "signer@example.com", "$argon2id$first").await.unwrap();
+    assert_eq!(store.sign_in_of("signer@example.com").await.unwrap(), Some((ann.clone(), "$argon2id$first".into())));
+    store.set_sign_in(&ann.id, "signer@example.com", "$argon2id$second").await.unwrap();
+    assert_eq!(store.sign_in_of("signer@example.com").await.unwrap().unwrap().1, "$argon2id$second");
+    let taken = store.set_sign_in(&bob.id, "signer@example.com", "$argon2id$bob").await;
+    assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
+    let nobody = store.set_sign_in(&UserId::generate(), "nobody@example.com", "$argon2id$x").await;
+    assert!(matches!(nobody, Err(StoreError::NotFound("user"))), "{nobody:?}");
+    assert_eq!(store.sign_in_of("other-signer").await.unwrap(), None, "names are not addresses");
 }
 
 async fn credits(store: &Store) {

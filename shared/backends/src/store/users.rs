@@ -152,6 +152,38 @@ impl Store {
         user_from(&row)
     }
 
+    /// Sets the e-mail address (normalised by the caller) and the password hash `user_id`
+    /// signs in to the console with. `Conflict` when another user has the address.
+    #[tracing::instrument(name = "store::set_sign_in", level = "debug", skip_all)]
+    pub async fn set_sign_in(&self, user_id: &UserId, email: &str, password_hash: &str) -> Result<()> {
+        let done = sqlx::query("UPDATE users SET email = $1, password_hash = $2 WHERE id = $3")
+            .bind(email)
+            .bind(password_hash)
+            .bind(user_id.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    StoreError::Conflict(format!("another user signs in as {email}"))
+                } else {
+                    e.into()
+                }
+            })?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("user"));
+        }
+        Ok(())
+    }
+
+    /// The user who signs in as `email`, with their password hash.
+    #[tracing::instrument(name = "store::sign_in_of", level = "debug", skip_all)]
+    pub async fn sign_in_of(&self, email: &str) -> Result<Option<(User, String)>> {
+        let sql =
+            format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE email = $1 AND password_hash IS NOT NULL");
+        let Some(row) = sqlx::query(&sql).bind(email).fetch_optional(&self.pool).await? else { return Ok(None) };
+        Ok(Some((user_from(&row)?, row.try_get("password_hash")?)))
+    }
+
     /// The user named `name_or_id`, or with that id.
     #[tracing::instrument(name = "store::find_user", level = "debug", skip_all)]
     pub async fn find_user(&self, name_or_id: &str) -> Result<User> {

@@ -1,0 +1,208 @@
+//! The console (issue #19): web pages served by the api under `/console`, rendered on the
+//! server (askama) with htmx for partial updates. Its handlers, like the API's, only
+//! parse, call a service and render: the rules live in `crate::services`.
+//!
+//! Every page answers with a Content-Security-Policy that allows no inline script, and
+//! every state-changing request must carry its session's CSRF token (and, when the
+//! browser says where it comes from, come from our own origin).
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{web, HttpResponse, ResponseError};
+use askama::Template;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+mod assets;
+mod pages;
+mod visitor;
+
+/// The console's routes.
+pub fn scope() -> actix_web::Scope<
+    impl actix_web::dev::ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let forms = web::FormConfig::default().limit(64 * 1024).error_handler(|e, _| {
+        ConsoleError::from(ApiError::invalid_request(format!("The form could not be read: {e}"))).into()
+    });
+    web::scope("/console")
+        .app_data(forms)
+        .wrap(from_fn(guard))
+        .service(assets::file)
+        .service(pages::home)
+        .service(pages::sign_in_page)
+        .service(pages::sign_in)
+        .service(pages::sign_out)
+        .service(pages::libraries_page)
+        .service(pages::library_page)
+        .service(pages::account)
+        .service(pages::end_session)
+        .service(pages::end_all_sessions)
+        .default_service(web::to(|| async { Err::<HttpResponse, _>(ConsoleError::from(ApiError::not_found("Page"))) }))
+}
+
+/// `/` leads to the console.
+pub async fn root() -> HttpResponse {
+    see_other("/console")
+}
+
+/// What the layout shows around every page.
+pub struct Chrome {
+    pub assets: &'static assets::Urls,
+    pub who: Option<Who>,
+    /// The navigation entry of the page (`libraries`, `account`, …).
+    pub section: &'static str,
+}
+
+/// The signed-in visitor, as the layout shows them.
+pub struct Who {
+    pub name: String,
+    pub csrf: String,
+}
+
+impl Chrome {
+    /// The chrome of a page seen signed out.
+    pub fn anonymous() -> Chrome {
+        Chrome { assets: &assets::URLS, who: None, section: "" }
+    }
+
+    /// The session's CSRF token, for the forms of the page.
+    pub fn csrf(&self) -> &str {
+        self.who.as_ref().map_or("", |w| w.csrf.as_str())
+    }
+}
+
+/// A console request that did not end in its page.
+#[derive(Debug)]
+pub enum ConsoleError {
+    /// Not signed in: to the sign-in page, then back to `next`.
+    SignIn { next: String },
+    /// What the API would have answered, shown as a page.
+    Api(ApiError),
+}
+
+impl From<ApiError> for ConsoleError {
+    fn from(e: ApiError) -> ConsoleError {
+        ConsoleError::Api(e)
+    }
+}
+
+impl std::fmt::Display for ConsoleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConsoleError::SignIn { .. } => f.write_str("sign-in needed"),
+            ConsoleError::Api(e) => write!(f, "{}", e.body().message),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/problem.html")]
+struct ProblemPage<'a> {
+    chrome: Chrome,
+    heading: &'a str,
+    message: &'a str,
+}
+
+impl ResponseError for ConsoleError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ConsoleError::SignIn { .. } => StatusCode::SEE_OTHER,
+            ConsoleError::Api(e) => e.status_code(),
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            ConsoleError::SignIn { next } => {
+                let query = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
+                see_other(&format!("/console/sign-in?{query}"))
+            }
+            ConsoleError::Api(e) => {
+                let status = e.status_code();
+                let heading = status.canonical_reason().unwrap_or("Error");
+                let page = ProblemPage { chrome: Chrome::anonymous(), heading, message: &e.body().message };
+                let mut response = html(status, &page);
+                if let Some(retry) = e.error_response().headers().get(header::RETRY_AFTER) {
+                    response.headers_mut().insert(header::RETRY_AFTER, retry.clone());
+                }
+                response
+            }
+        }
+    }
+}
+
+/// A page as HTML with `status`.
+fn html(status: StatusCode, page: &impl Template) -> HttpResponse {
+    match page.render() {
+        Ok(body) => HttpResponse::build(status).content_type("text/html; charset=utf-8").body(body),
+        Err(e) => {
+            tracing::error!(error = %e, "a console page did not render");
+            HttpResponse::InternalServerError()
+                .content_type("text/plain; charset=utf-8")
+                .body("The page failed to render")
+        }
+    }
+}
+
+/// 303 to `to` (after a form: the browser follows with a GET).
+fn see_other(to: &str) -> HttpResponse {
+    HttpResponse::SeeOther().insert_header((header::LOCATION, to)).finish()
+}
+
+/// Around every console request: cross-origin writes refused; security headers on every
+/// answer; pages never cached (static files say so themselves).
+async fn guard(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
+    let writes = !matches!(*req.method(), Method::GET | Method::HEAD);
+    let origin = req.headers().get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    if writes && origin.is_some_and(|o| o != public_origin(&state.config.public_url)) {
+        let refused = ConsoleError::from(ApiError::forbidden("The request comes from another site"));
+        return Ok(req.into_response(refused.error_response()).map_into_right_body());
+    }
+    let mut res = next.call(req).await?.map_into_left_body();
+    let headers = res.headers_mut();
+    let policy = content_security_policy(&state);
+    if let Ok(policy) = HeaderValue::from_str(&policy) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    Ok(res)
+}
+
+/// `scheme://host[:port]` of an absolute address.
+fn public_origin(url: &str) -> String {
+    url::Url::parse(url).map(|u| u.origin().ascii_serialization()).unwrap_or_default()
+}
+
+/// Scripts and styles from our files only; media also from where the blob store serves
+/// them when that is another origin.
+fn content_security_policy(state: &AppState) -> String {
+    let blobs = public_origin(&state.backends.blobs.public_url(""));
+    let media = if blobs.is_empty() || blobs == public_origin(&state.config.public_url) {
+        "'self'".to_string()
+    } else {
+        format!("'self' {blobs}")
+    };
+    format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src {media} data:; media-src {media}; \
+         connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
+}

@@ -1,0 +1,110 @@
+//! Who is looking: the session of the cookie, as an extractor. A handler that takes a
+//! [`SignedIn`] serves signed-in visitors only; others are sent to sign in (and brought
+//! back afterwards).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
+use actix_web::dev::Payload;
+use actix_web::http::Method;
+use actix_web::{web, FromRequest, HttpRequest};
+use subtle::ConstantTimeEq;
+
+use super::{assets, Chrome, ConsoleError, Who};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::services::sessions::{self, Session, SESSION_TTL};
+use crate::state::AppState;
+
+/// The cookie holding the session's token.
+pub const SESSION_COOKIE: &str = "reelfarm_session";
+
+/// A signed-in visitor: their session and the token of its cookie.
+pub struct SignedIn {
+    pub session: Session,
+    pub token: String,
+}
+
+impl SignedIn {
+    /// The visitor as the services know callers.
+    pub fn caller(&self) -> Caller {
+        Caller { user: self.session.user.clone(), token_id: format!("session:{}", self.session.id) }
+    }
+
+    /// The layout of a page in `section`.
+    pub fn chrome(&self, section: &'static str) -> Chrome {
+        let who = Who { name: self.session.user.name.clone(), csrf: self.session.csrf.clone() };
+        Chrome { assets: &assets::URLS, who: Some(who), section }
+    }
+
+    /// Refuses a state-changing request without this session's CSRF token (given as the
+    /// form's `csrf` field or htmx's `x-csrf-token` header).
+    pub fn check_csrf(&self, given: &str) -> Result<(), ConsoleError> {
+        if bool::from(given.as_bytes().ct_eq(self.session.csrf.as_bytes())) && !given.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("The form has expired; reload the page and try again").into())
+        }
+    }
+}
+
+/// A cookie of the console: HttpOnly, same-site, Secure when the public address is
+/// HTTPS.
+pub fn cookie<'a>(
+    state: &AppState,
+    name: &'a str,
+    value: String,
+    path: &'a str,
+    max_age: CookieDuration,
+) -> Cookie<'a> {
+    Cookie::build(name, value)
+        .path(path)
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(state.config.public_url.starts_with("https://"))
+        .max_age(max_age)
+        .finish()
+}
+
+/// The session cookie for `token`.
+pub fn session_cookie(state: &AppState, token: String) -> Cookie<'static> {
+    cookie(state, SESSION_COOKIE, token, "/console", CookieDuration::seconds(SESSION_TTL.as_secs() as i64))
+}
+
+/// The session cookie's removal.
+pub fn no_session_cookie(state: &AppState) -> Cookie<'static> {
+    cookie(state, SESSION_COOKIE, String::new(), "/console", CookieDuration::ZERO)
+}
+
+async fn find(req: HttpRequest) -> Result<SignedIn, ConsoleError> {
+    let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
+    let token = req.cookie(SESSION_COOKIE).map(|c| c.value().to_string()).filter(|t| !t.is_empty());
+    if let Some(token) = token {
+        if let Some(session) = sessions::current(&state, &token).await? {
+            return Ok(SignedIn { session, token });
+        }
+    }
+    // Back to where they were going, when that was a page.
+    let next = if req.method() == Method::GET { req.uri().to_string() } else { "/console".to_string() };
+    Err(ConsoleError::SignIn { next })
+}
+
+impl FromRequest for SignedIn {
+    type Error = ConsoleError;
+    type Future = Pin<Box<dyn Future<Output = Result<SignedIn, ConsoleError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        Box::pin(find(req.clone()))
+    }
+}
+
+/// Where a sign-in may lead: a console page of ours, nothing else (no open redirect).
+pub fn safe_next(next: &str) -> &str {
+    let ours = next.starts_with("/console") && !next.starts_with("//") && !next.contains('\\');
+    if ours {
+        next
+    } else {
+        "/console/libraries"
+    }
+}

@@ -1,0 +1,209 @@
+//! Console sessions (issue #19): e-mail and password sign-in, sessions kept server-side in
+//! the cache port (memory or Redis: every api replica sees them), listed per user and
+//! ended one at a time or everywhere.
+//!
+//! The cookie holds a random 32-byte token; the cache keeps only its SHA-256, so a copy
+//! of the cache lets nobody sign in. Each session carries its CSRF token. "Sign out
+//! everywhere" moves the user's epoch: sessions made before it are refused, whatever the
+//! per-user list (kept for display, read-modify-write) says.
+
+use std::time::Duration;
+
+use reelfarm_backends::store::{StoreError, User};
+use reelfarm_domain::id::{now_ms, UserId};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// How long a session lasts after sign-in.
+pub const SESSION_TTL: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Sign-in attempts allowed per e-mail address: a burst, then one a minute.
+const ATTEMPTS_BURST: u32 = 10;
+const ATTEMPT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A session as the cache keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Stored {
+    user_id: UserId,
+    csrf: String,
+    created_at: i64,
+    user_agent: String,
+    address: String,
+}
+
+/// A signed-in visitor's session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Names the session in lists (a prefix of its key, not the cookie's token).
+    pub id: String,
+    pub user: User,
+    /// What every state-changing request of this session must carry.
+    pub csrf: String,
+}
+
+/// One of a user's sessions, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Listed {
+    pub id: String,
+    /// The session's cache key (a hash of its token: it signs nobody in).
+    key: String,
+    pub created_at: i64,
+    pub user_agent: String,
+    pub address: String,
+}
+
+/// Where a sign-in comes from, remembered with the session.
+pub struct Client<'a> {
+    pub address: Option<std::net::IpAddr>,
+    pub user_agent: &'a str,
+}
+
+fn key_of(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+fn session_key(key: &str) -> String {
+    format!("session:{key}")
+}
+
+fn list_key(user_id: &UserId) -> String {
+    format!("sessions-of:{user_id}")
+}
+
+fn epoch_key(user_id: &UserId) -> String {
+    format!("session-epoch:{user_id}")
+}
+
+/// The public id of the session whose key is `key`.
+fn listed_id(key: &str) -> String {
+    key[..16].to_string()
+}
+
+/// Checks `email` and `password`; on success starts a session and returns it with the
+/// token for the cookie. Failures say only that the pair is wrong; they are counted per
+/// client address and per e-mail address (429 past the limits).
+#[tracing::instrument(name = "sessions::sign_in", skip_all)]
+pub async fn sign_in(state: &AppState, email: &str, password: &str, client: Client<'_>) -> Result<(Session, String)> {
+    let email = reelfarm_domain::password::normalize_email(email).unwrap_or_default();
+    let cache = &state.backends.cache;
+    // Every attempt counts, before the password is looked at: past the limits even the
+    // right password is refused, so guessing gains nothing by going on.
+    state.limits.check_client(state, "signin", client.address).await?;
+    state.limits.check_every(cache, &format!("signin:{email}"), ATTEMPT_INTERVAL, ATTEMPTS_BURST).await?;
+    let found = state.backends.store.sign_in_of(&email).await?;
+    // An unknown address is checked against a hash of no one's password, so that it
+    // takes as long to refuse as a wrong password.
+    let hash = match &found {
+        Some((_, hash)) => hash.clone(),
+        None => reelfarm_domain::password::unusable_hash().to_string(),
+    };
+    let password = password.to_string();
+    let matches = tokio::task::spawn_blocking(move || reelfarm_domain::password::verify(&password, &hash))
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    let user = match (found, matches) {
+        (Some((user, _)), true) => user,
+        _ => return Err(ApiError::unauthorized("The e-mail address or the password is wrong")),
+    };
+    let token = reelfarm_domain::token::random_base62(43);
+    let key = key_of(&token);
+    let stored = Stored {
+        user_id: user.id.clone(),
+        csrf: reelfarm_domain::token::random_base62(32),
+        created_at: now_ms(),
+        user_agent: client.user_agent.chars().take(200).collect(),
+        address: client.address.map(|a| a.to_string()).unwrap_or_default(),
+    };
+    let bytes = serde_json::to_vec(&stored).expect("sessions serialize");
+    cache.set(&session_key(&key), &bytes, SESSION_TTL).await.map_err(unavailable)?;
+    let mut listed = list(state, &user.id).await?;
+    listed.push(Listed {
+        id: listed_id(&key),
+        key: key.clone(),
+        created_at: stored.created_at,
+        user_agent: stored.user_agent.clone(),
+        address: stored.address.clone(),
+    });
+    save_list(state, &user.id, &listed).await?;
+    let session = Session { id: listed_id(&key), user, csrf: stored.csrf };
+    Ok((session, token))
+}
+
+/// The session of the cookie's `token`, if it is one and still valid.
+#[tracing::instrument(name = "sessions::current", skip_all)]
+pub async fn current(state: &AppState, token: &str) -> Result<Option<Session>> {
+    let cache = &state.backends.cache;
+    let key = key_of(token);
+    let Some(bytes) = cache.get(&session_key(&key)).await.map_err(unavailable)? else { return Ok(None) };
+    let Ok(stored) = serde_json::from_slice::<Stored>(&bytes) else { return Ok(None) };
+    if stored.created_at <= epoch(state, &stored.user_id).await? {
+        return Ok(None);
+    }
+    let user = match state.backends.store.user(&stored.user_id).await {
+        Ok(user) => user,
+        Err(StoreError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Some(Session { id: listed_id(&key), user, csrf: stored.csrf }))
+}
+
+/// The user's sessions, oldest first.
+#[tracing::instrument(name = "sessions::list", skip_all)]
+pub async fn list(state: &AppState, user_id: &UserId) -> Result<Vec<Listed>> {
+    let cache = &state.backends.cache;
+    let epoch = epoch(state, user_id).await?;
+    let listed: Vec<Listed> = match cache.get(&list_key(user_id)).await.map_err(unavailable)? {
+        Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let oldest = now_ms() - SESSION_TTL.as_millis() as i64;
+    Ok(listed.into_iter().filter(|l| l.created_at > epoch && l.created_at > oldest).collect())
+}
+
+/// Ends the session named `id` (from [`list`]) of `user_id`; ending one that is gone
+/// already changes nothing.
+#[tracing::instrument(name = "sessions::end", skip_all)]
+pub async fn end(state: &AppState, user_id: &UserId, id: &str) -> Result<()> {
+    let mut listed = list(state, user_id).await?;
+    if let Some(ended) = listed.iter().find(|l| l.id == id) {
+        state.backends.cache.delete(&session_key(&ended.key)).await.map_err(unavailable)?;
+    }
+    listed.retain(|l| l.id != id);
+    save_list(state, user_id, &listed).await
+}
+
+/// Ends the session of the cookie's `token` (signing out).
+#[tracing::instrument(name = "sessions::sign_out", skip_all)]
+pub async fn sign_out(state: &AppState, session: &Session, token: &str) -> Result<()> {
+    state.backends.cache.delete(&session_key(&key_of(token))).await.map_err(unavailable)?;
+    end(state, &session.user.id, &session.id).await
+}
+
+/// Ends every session of the user, this one included.
+#[tracing::instrument(name = "sessions::end_all", skip_all)]
+pub async fn end_all(state: &AppState, user_id: &UserId) -> Result<()> {
+    let cache = &state.backends.cache;
+    let now = now_ms().to_string();
+    cache.set(&epoch_key(user_id), now.as_bytes(), SESSION_TTL).await.map_err(unavailable)?;
+    cache.delete(&list_key(user_id)).await.map_err(unavailable)
+}
+
+/// Sessions of `user_id` made at or before this time (Unix ms) are ended.
+async fn epoch(state: &AppState, user_id: &UserId) -> Result<i64> {
+    let stored = state.backends.cache.get(&epoch_key(user_id)).await.map_err(unavailable)?;
+    Ok(stored.and_then(|b| String::from_utf8(b).ok()).and_then(|s| s.parse().ok()).unwrap_or(0))
+}
+
+async fn save_list(state: &AppState, user_id: &UserId, listed: &[Listed]) -> Result<()> {
+    let bytes = serde_json::to_vec(listed).expect("session lists serialize");
+    state.backends.cache.set(&list_key(user_id), &bytes, SESSION_TTL).await.map_err(unavailable)
+}
+
+fn unavailable(e: reelfarm_backends::cache::CacheError) -> ApiError {
+    tracing::error!(error = %e, "the session cache is unavailable");
+    ApiError::unavailable()
+}

@@ -1,0 +1,125 @@
+//! A real browser for the console's tests: Debian's headless Chromium driven over
+//! WebDriver (chromedriver, started per test on a port the system picks) with
+//! fantoccini.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A chromedriver and one browser session in it; both end when dropped.
+pub struct Browser {
+    pub client: Client,
+    _driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// Starts chromedriver (port 0: it reports the one it got) and a headless Chromium.
+    pub async fn start() -> Browser {
+        let mut driver = Command::new("chromedriver")
+            .args(["--port=0", "--allowed-ips=127.0.0.1", "--log-level=WARNING"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("chromedriver runs (scripts/setup installs chromium-driver)");
+        let port = driver_port(&mut driver).await;
+        let profile = tempfile::tempdir().unwrap();
+        let args = [
+            "--headless=new".to_string(),
+            "--no-sandbox".to_string(),
+            "--disable-gpu".to_string(),
+            "--disable-dev-shm-usage".to_string(),
+            "--disable-quic".to_string(),
+            "--no-first-run".to_string(),
+            "--disable-background-networking".to_string(),
+            "--disable-component-update".to_string(),
+            "--disable-sync".to_string(),
+            "--window-size=1280,900".to_string(),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("goog:chromeOptions".into(), json!({"binary": "/usr/bin/chromium", "args": args}));
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("a Chromium session starts");
+        Browser { client, _driver: driver, _profile: profile }
+    }
+
+    pub async fn goto(&self, url: &str) {
+        self.client.goto(url).await.unwrap_or_else(|e| panic!("opening {url}: {e}"));
+    }
+
+    /// Types `text` into the field `css`.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let field = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no field {css}: {e}"));
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}")).click().await.unwrap();
+    }
+
+    /// The text of the first `css`, waiting up to 10 s for one to appear.
+    pub async fn text(&self, css: &str) -> String {
+        let found = self.client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css(css)).await;
+        match found {
+            Ok(element) => element.text().await.unwrap(),
+            Err(e) => panic!("no {css} on {}: {e}", self.path().await),
+        }
+    }
+
+    /// The path of the page shown, with its query.
+    pub async fn path(&self) -> String {
+        let url = self.client.current_url().await.unwrap();
+        match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        }
+    }
+
+    /// Waits up to 10 s for the page at `path` to be shown.
+    pub async fn wait_for_path(&self, path: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let shown = self.path().await;
+            if shown == path {
+                return;
+            }
+            assert!(Instant::now() < deadline, "still on {shown}, not {path}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A PNG of the window.
+    pub async fn screenshot(&self) -> Vec<u8> {
+        self.client.screenshot().await.unwrap()
+    }
+}
+
+/// Reads chromedriver's start line for the port it listens on.
+async fn driver_port(driver: &mut Child) -> u16 {
+    let stdout = driver.stdout.take().expect("stdout is piped");
+    let mut lines = BufReader::new(stdout).lines();
+    let found = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.ok().flatten() {
+            if let Some(rest) = line.split("started successfully on port ").nth(1) {
+                return rest.trim_end_matches('.').trim().parse().ok();
+            }
+        }
+        None
+    })
+    .await;
+    let port = found.ok().flatten().expect("chromedriver reports its port");
+    // Its output must be read on, or chromedriver blocks once the pipe is full.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    port
+}
