@@ -77,6 +77,57 @@ impl Browser {
         }
     }
 
+    /// The text content of every `css` now on the page, trimmed (as in the document:
+    /// before CSS transforms it, whether shown or not).
+    pub async fn texts(&self, css: &str) -> Vec<String> {
+        let mut texts = Vec::new();
+        for element in self.client.find_all(Locator::Css(css)).await.unwrap() {
+            // An element htmx swapped out meanwhile is skipped.
+            if let Ok(Some(text)) = element.prop("textContent").await {
+                texts.push(text.trim().to_string());
+            }
+        }
+        texts
+    }
+
+    /// Waits up to `limit` for the texts of `css` to be `expected` (in any order).
+    pub async fn wait_for_texts(&self, css: &str, expected: &[&str], limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut want: Vec<&str> = expected.to_vec();
+        want.sort_unstable();
+        loop {
+            let mut shown = self.texts(css).await;
+            shown.sort_unstable();
+            if shown == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{css}: {shown:?}, not {want:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits up to 10 s for every image `css` to be loaded and decoded (none broken).
+    pub async fn wait_for_images(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let script = "return [...document.querySelectorAll(arguments[0])].map(i => [i.currentSrc, i.naturalWidth])";
+        loop {
+            let shown = self.client.execute(script, vec![json!(css)]).await.unwrap();
+            let images: Vec<(String, u32)> = serde_json::from_value(shown).unwrap();
+            if !images.is_empty() && images.iter().all(|(_, width)| *width > 0) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "images not shown: {images:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Chooses `files` in the file input `css`.
+    pub async fn choose_files(&self, css: &str, files: &[&std::path::Path]) {
+        let paths: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        let input = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        input.send_keys(&paths.join("\n")).await.unwrap();
+    }
+
     /// The path of the page shown, with its query.
     pub async fn path(&self) -> String {
         let url = self.client.current_url().await.unwrap();

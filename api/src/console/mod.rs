@@ -44,6 +44,8 @@ pub fn scope() -> actix_web::Scope<
         .service(pages::sign_out)
         .service(pages::libraries_page)
         .service(pages::library_page)
+        .service(pages::add_object)
+        .service(pages::object_tile)
         .service(pages::account)
         .service(pages::end_session)
         .service(pages::end_all_sessions)
@@ -174,8 +176,7 @@ async fn guard(
     }
     let mut res = next.call(req).await?.map_into_left_body();
     let headers = res.headers_mut();
-    let policy = content_security_policy(&state);
-    if let Ok(policy) = HeaderValue::from_str(&policy) {
+    if let Ok(policy) = HeaderValue::from_str(&content_security_policy(&state)) {
         headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     }
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -192,15 +193,19 @@ fn public_origin(url: &str) -> String {
     url::Url::parse(url).map(|u| u.origin().ascii_serialization()).unwrap_or_default()
 }
 
-/// Scripts and styles from our files only; media also from where the blob store serves
-/// them when that is another origin.
+/// Scripts and styles from our files only; images and media also from where the blob
+/// store serves files when that is another origin: its public base, or the object store
+/// that `/files/…` redirects to with a presigned address.
 fn content_security_policy(state: &AppState) -> String {
-    let blobs = public_origin(&state.backends.blobs.public_url(""));
-    let media = if blobs.is_empty() || blobs == public_origin(&state.config.public_url) {
-        "'self'".to_string()
-    } else {
-        format!("'self' {blobs}")
-    };
+    let ours = public_origin(&state.config.public_url);
+    let mut media = vec!["'self'".to_string()];
+    for url in state.backends.blobs.served_from() {
+        let origin = public_origin(url);
+        if !origin.is_empty() && origin != ours && !media.contains(&origin) {
+            media.push(origin);
+        }
+    }
+    let media = media.join(" ");
     format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src {media} data:; media-src {media}; \
          connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"

@@ -4,9 +4,10 @@ use actix_web::cookie::time::Duration as CookieDuration;
 use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use askama::Template;
-use reelfarm_domain::asset::Asset;
-use reelfarm_domain::id::{iso8601, LibraryId};
+use reelfarm_domain::asset::{Asset, AssetStatus};
+use reelfarm_domain::id::{iso8601, AssetId, LibraryId};
 use serde::Deserialize;
+use serde_json::json;
 
 use super::visitor::{cookie, no_session_cookie, safe_next, session_cookie, SignedIn};
 use super::{html, see_other, Chrome, ConsoleError};
@@ -154,6 +155,10 @@ pub async fn libraries_page(state: web::Data<AppState>, visitor: SignedIn) -> Pa
 
 /// An object as its tile shows it.
 struct AssetTile {
+    id: String,
+    /// Still arriving or converting: the tile polls for its next state.
+    pending: bool,
+    error: Option<String>,
     label: String,
     kind: &'static str,
     status: &'static str,
@@ -165,6 +170,9 @@ struct AssetTile {
 impl AssetTile {
     fn new(asset: &Asset, state: &AppState) -> AssetTile {
         AssetTile {
+            id: asset.id.to_string(),
+            pending: matches!(asset.status, AssetStatus::Uploading | AssetStatus::Processing),
+            error: asset.error.clone().filter(|_| asset.status == AssetStatus::Failed),
             label: asset.label.clone(),
             kind: asset.kind.map_or("file", |k| k.as_str()),
             status: asset.status.public(),
@@ -179,6 +187,8 @@ impl AssetTile {
 #[template(path = "console/library.html")]
 struct LibraryPage {
     chrome: Chrome,
+    id: String,
+    editable: bool,
     name: String,
     assets: Vec<AssetTile>,
     page: u32,
@@ -199,13 +209,51 @@ pub async fn library_page(
 ) -> Page_ {
     let id = LibraryId::parse(&id).ok_or_else(|| ApiError::not_found("Library"))?;
     let caller = visitor.caller();
-    let (library, _) = services::libraries::visible(&state, &caller, &id).await?;
+    let (library, editable) = services::libraries::visible(&state, &caller, &id).await?;
     let page = Page { limit: ASSETS_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
     let assets = services::assets::list(&state, &caller, &id, page).await?;
     let more = assets.len() == ASSETS_PER_PAGE as usize;
     let assets = assets.iter().map(|a| AssetTile::new(a, &state)).collect();
     let chrome = visitor.chrome("libraries");
-    Ok(html(StatusCode::OK, &LibraryPage { chrome, name: library.name, assets, page: page.page, more }))
+    let (id, name) = (id.to_string(), library.name);
+    Ok(html(StatusCode::OK, &LibraryPage { chrome, id, editable, name, assets, page: page.page, more }))
+}
+
+#[derive(Deserialize)]
+pub struct NewObjectForm {
+    filename: Option<String>,
+}
+
+/// Records an object for the page's uploader: JSON (its id and signed upload address,
+/// or the API's error body) for the script that then PUTs the file.
+#[post("/libraries/{id}/objects")]
+pub async fn add_object(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    visitor: SignedIn,
+    id: web::Path<String>,
+    form: web::Form<NewObjectForm>,
+) -> Page_ {
+    visitor.check_csrf_header(&req)?;
+    let id = LibraryId::parse(&id).ok_or_else(|| ApiError::not_found("Library"))?;
+    match services::assets::add(&state, &visitor.caller(), form.filename.as_deref(), Some(&id)).await {
+        Ok(new) => Ok(HttpResponse::Created().json(json!({"id": new.asset.id, "upload_url": new.upload_url}))),
+        Err(e) => Ok(e.error_response_owned()),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/tile.html")]
+struct TileFragment {
+    asset: AssetTile,
+}
+
+/// One object's tile (polled while it arrives and converts).
+#[get("/objects/{id}/tile")]
+pub async fn object_tile(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Page_ {
+    let id = AssetId::parse(&id).ok_or_else(|| ApiError::not_found("Object"))?;
+    let asset = services::assets::get(&state, &visitor.caller(), &id).await?;
+    Ok(html(StatusCode::OK, &TileFragment { asset: AssetTile::new(&asset, &state) }))
 }
 
 /// A session as the account page lists it.

@@ -38,6 +38,11 @@ impl SignedIn {
         Chrome { assets: &assets::URLS, who: Some(who), section }
     }
 
+    /// [`SignedIn::check_csrf`] of the `x-csrf-token` header (scripts and htmx send it).
+    pub fn check_csrf_header(&self, req: &HttpRequest) -> Result<(), ConsoleError> {
+        self.check_csrf(req.headers().get("x-csrf-token").and_then(|v| v.to_str().ok()).unwrap_or_default())
+    }
+
     /// Refuses a state-changing request without this session's CSRF token (given as the
     /// form's `csrf` field or htmx's `x-csrf-token` header).
     pub fn check_csrf(&self, given: &str) -> Result<(), ConsoleError> {

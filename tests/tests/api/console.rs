@@ -4,11 +4,16 @@
 use reelfarm_backends::store::User;
 use reelfarm_domain::password;
 use reelfarm_tests::browser::Browser;
+use reelfarm_tests::media;
 use reelfarm_tests::{both_modes, Mode, TestApp};
 use reqwest::header::{HeaderMap, CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::StatusCode;
 
-both_modes!(a_browser_signs_in_sees_the_libraries_and_signs_out, sessions_refuse_forgery_fixation_and_guessing);
+both_modes!(
+    a_browser_signs_in_sees_the_libraries_and_signs_out,
+    a_browser_uploads_several_files_and_follows_their_conversion,
+    sessions_refuse_forgery_fixation_and_guessing
+);
 
 const PASSWORD: &str = "a long enough password";
 
@@ -42,7 +47,7 @@ async fn a_browser_signs_in_sees_the_libraries_and_signs_out(mode: Mode) {
 
     browser.click(".card").await;
     assert_eq!(browser.text("h1").await, "My library");
-    assert_eq!(browser.text("main .muted").await, "This library is empty.");
+    assert_eq!(browser.text("#empty").await, "This library is empty.");
 
     browser.goto(&format!("{}/console/account", app.address)).await;
     assert!(browser.text("tbody td").await.ends_with("(this one)"));
@@ -52,6 +57,46 @@ async fn a_browser_signs_in_sees_the_libraries_and_signs_out(mode: Mode) {
     browser.wait_for_path("/console/sign-in").await;
     browser.goto(&format!("{}/console/account", app.address)).await;
     browser.wait_for_path("/console/sign-in?next=%2Fconsole%2Faccount").await;
+}
+
+/// Signs `email` in with `browser`; the libraries page is shown.
+async fn sign_in(app: &TestApp, browser: &Browser, email: &str) {
+    browser.goto(&format!("{}/console/sign-in", app.address)).await;
+    browser.fill("input[name=email]", email).await;
+    browser.fill("input[name=password]", PASSWORD).await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_path("/console/libraries").await;
+}
+
+async fn a_browser_uploads_several_files_and_follows_their_conversion(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (user, email) = console_user(&app, "lin").await;
+    let dir = tempfile::tempdir().unwrap();
+    let (png, mp4) = (media::png_with_alpha(dir.path()), media::mp4_with_audio(dir.path()));
+    let browser = Browser::start().await;
+    sign_in(&app, &browser, &email).await;
+    browser.click(".card").await;
+    assert_eq!(browser.text("#empty").await, "This library is empty.");
+
+    browser.choose_files("#files", &[&png, &mp4]).await;
+    let limit = std::time::Duration::from_secs(90);
+    browser.wait_for_texts(".tile .status", &["finished", "finished"], limit).await;
+    let mut kinds = browser.texts(".tile .meta span:nth-child(2)").await;
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["finished · sprite", "finished · video"]);
+    assert_eq!(browser.texts(".tile img").await.len(), 2, "both have a thumbnail");
+    browser.wait_for_images(".tile img").await;
+    keep_screenshot(&browser, "library").await;
+
+    // What the browser sent is what is stored.
+    let store = &app.service.backends.store;
+    let library = store.personal_library(&user.id).await.unwrap();
+    let mut sizes: Vec<Option<u64>> =
+        store.library_assets(&library.id, 10, 0).await.unwrap().iter().map(|a| a.size).collect();
+    sizes.sort_unstable();
+    let mut sent = vec![Some(std::fs::metadata(&png).unwrap().len()), Some(std::fs::metadata(&mp4).unwrap().len())];
+    sent.sort_unstable();
+    assert_eq!(sizes, sent);
 }
 
 /// With `REELFARM_SCREENSHOTS=DIR`, keeps a PNG of the page as `DIR/NAME.png` (how

@@ -96,6 +96,8 @@ pub struct Blobs {
     backend: Arc<dyn BlobBackend>,
     /// Base of public addresses of blobs, e.g. `http://127.0.0.1:8080/files`.
     public_base: String,
+    /// Where presigned addresses point (S3: the endpoint, path-style).
+    presigned_base: Option<String>,
 }
 
 impl Blobs {
@@ -104,14 +106,22 @@ impl Blobs {
     /// public base.
     #[tracing::instrument(name = "blobs::connect", level = "debug", skip_all)]
     pub async fn connect(location: &BlobLocation, api_public_url: &str) -> Result<Blobs, BlobError> {
-        let (backend, public_base): (Arc<dyn BlobBackend>, String) = match location {
-            BlobLocation::Dir(dir) => (Arc::new(fs::FsBlobs::new(dir).await?), format!("{api_public_url}/files")),
-            BlobLocation::S3 { public_base, .. } => {
+        let (backend, public_base, presigned_base): (Arc<dyn BlobBackend>, String, _) = match location {
+            BlobLocation::Dir(dir) => (Arc::new(fs::FsBlobs::new(dir).await?), format!("{api_public_url}/files"), None),
+            BlobLocation::S3 { public_base, endpoint, region, .. } => {
                 let base = public_base.clone().unwrap_or_else(|| format!("{api_public_url}/files"));
-                (Arc::new(s3::S3Blobs::connect(location).await?), base)
+                let presigned = endpoint.clone().unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+                (Arc::new(s3::S3Blobs::connect(location).await?), base, Some(presigned))
             }
         };
-        Ok(Blobs { backend, public_base })
+        Ok(Blobs { backend, public_base, presigned_base })
+    }
+
+    /// The addresses files are served from: the public base and, where `/files/…`
+    /// redirects to presigned addresses, the object store's (for a browser's
+    /// Content-Security-Policy).
+    pub fn served_from(&self) -> Vec<&str> {
+        std::iter::once(self.public_base.as_str()).chain(self.presigned_base.as_deref()).collect()
     }
 
     /// The public address of `key`: absolute, fetchable without a token.
