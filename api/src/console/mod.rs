@@ -18,6 +18,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 mod assets;
+mod developer;
 mod pages;
 mod visitor;
 
@@ -46,6 +47,9 @@ pub fn scope() -> actix_web::Scope<
         .service(pages::library_page)
         .service(pages::add_object)
         .service(pages::object_tile)
+        .service(developer::developer)
+        .service(developer::create_token)
+        .service(developer::revoke_token)
         .service(pages::account)
         .service(pages::end_session)
         .service(pages::end_all_sessions)

@@ -94,7 +94,7 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>, form: web::Fo
 
 #[derive(Deserialize)]
 pub struct CsrfForm {
-    csrf: String,
+    pub csrf: String,
 }
 
 #[post("/sign-out")]

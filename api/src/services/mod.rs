@@ -14,6 +14,7 @@ pub mod libraries;
 pub mod notifications;
 pub mod sessions;
 pub mod templates;
+pub mod tokens;
 pub mod uploads;
 pub mod users;
 

@@ -12,6 +12,7 @@ use reqwest::StatusCode;
 both_modes!(
     a_browser_signs_in_sees_the_libraries_and_signs_out,
     a_browser_uploads_several_files_and_follows_their_conversion,
+    a_token_made_in_the_portal_calls_the_api_until_revoked,
     sessions_refuse_forgery_fixation_and_guessing
 );
 
@@ -97,6 +98,38 @@ async fn a_browser_uploads_several_files_and_follows_their_conversion(mode: Mode
     let mut sent = vec![Some(std::fs::metadata(&png).unwrap().len()), Some(std::fs::metadata(&mp4).unwrap().len())];
     sent.sort_unstable();
     assert_eq!(sizes, sent);
+}
+
+async fn a_token_made_in_the_portal_calls_the_api_until_revoked(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, email) = console_user(&app, "tom").await;
+    let browser = Browser::start().await;
+    sign_in(&app, &browser, &email).await;
+    browser.goto(&format!("{}/console/developer", app.address)).await;
+    assert_eq!(browser.text("main p.muted + h2 + form + h2 + p").await, "No tokens yet.");
+
+    // A name is required: the server says so (blanks pass the browser's own check).
+    browser.fill("input[name=name]", "  ").await;
+    browser.click("form[action='/console/developer/tokens'] button").await;
+    assert_eq!(browser.text("[role=alert]").await, "name: is required and must not be empty");
+
+    browser.fill("input[name=name]", "CI <deploys>").await;
+    browser.click("form[action='/console/developer/tokens'] button").await;
+    let token = browser.text("#new-token").await;
+    assert!(token.starts_with("rf_"), "{token}");
+    assert_eq!(browser.texts("tbody td:first-child").await, ["CI <deploys>"], "escaped, shown as text");
+    keep_screenshot(&browser, "developer").await;
+
+    let me = app.get("/user/v1/users", &token).await;
+    assert_eq!(me.status(), StatusCode::OK);
+    browser.goto(&format!("{}/console/developer", app.address)).await;
+    assert!(browser.text("tbody td:nth-child(4)").await.starts_with("20"), "its last use is shown");
+    assert!(browser.texts("#new-token").await.is_empty(), "the secret is shown once");
+
+    browser.click("tbody button.danger").await;
+    browser.wait_for_path("/console/developer").await;
+    assert_eq!(browser.texts("tbody .status").await, ["revoked"]);
+    assert_eq!(app.get("/user/v1/users", &token).await.status(), StatusCode::UNAUTHORIZED);
 }
 
 /// With `REELFARM_SCREENSHOTS=DIR`, keeps a PNG of the page as `DIR/NAME.png` (how

@@ -128,6 +128,24 @@ async fn tokens(store: &Store) {
     assert!(store.authenticate(&second).await.unwrap().is_none());
     assert!(matches!(store.revoke_token("rf_zz").await, Err(StoreError::NotFound("token"))));
     assert!(matches!(store.create_token(&UserId::generate(), 1).await, Err(StoreError::NotFound("user"))));
+
+    // Named tokens of the developer portal: listed newest first with their last use,
+    // revoked by their owner only.
+    let (named, plaintext) = store.create_named_token(&user.id, "CI deploys", 30).await.unwrap();
+    assert_eq!((named.name.as_str(), named.last_used_at), ("CI deploys", None));
+    let (_, found) = store.authenticate(&plaintext).await.unwrap().unwrap();
+    let used = found.last_used_at.expect("the last use is recorded");
+    let listed = store.tokens_of(&user.id).await.unwrap();
+    assert_eq!(listed.len(), 4);
+    assert_eq!((listed[0].id.as_str(), listed[0].last_used_at), (named.id.as_str(), Some(used)));
+    store.authenticate(&plaintext).await.unwrap().unwrap();
+    assert_eq!(store.tokens_of(&user.id).await.unwrap()[0].last_used_at, Some(used), "once a minute");
+    let other = store.create_user("not-the-holder", None, 0).await.unwrap();
+    assert!(matches!(store.revoke_token_of(&other.id, &named.id).await, Err(StoreError::NotFound("token"))));
+    assert!(store.authenticate(&plaintext).await.unwrap().is_some());
+    store.revoke_token_of(&user.id, &named.id).await.unwrap();
+    store.revoke_token_of(&user.id, &named.id).await.unwrap();
+    assert!(store.authenticate(&plaintext).await.unwrap().is_none());
 }
 
 async fn sign_in(store: &Store) {

@@ -32,11 +32,18 @@ pub struct Group {
 pub struct TokenRecord {
     pub id: String,
     pub user_id: UserId,
+    /// What its owner called it (empty for tokens made by `reelfarm admin`).
+    pub name: String,
     pub prefix: String,
     pub created_at: i64,
     pub expires_at: i64,
     pub revoked_at: Option<i64>,
+    /// When it last authenticated a request, to the minute.
+    pub last_used_at: Option<i64>,
 }
+
+/// How often a token's last use is written.
+const LAST_USE_RESOLUTION_MS: i64 = 60_000;
 
 /// Whose credits were set, and to what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +53,7 @@ pub enum Credits {
 }
 
 const USER_COLUMNS: &str = "id, number, name, credits, created_at";
-const TOKEN_COLUMNS: &str = "id, user_id, prefix, created_at, expires_at, revoked_at";
+const TOKEN_COLUMNS: &str = "id, user_id, name, prefix, created_at, expires_at, revoked_at, last_used_at";
 
 fn user_from(row: &AnyRow) -> Result<User> {
     Ok(User {
@@ -71,10 +78,12 @@ fn token_from(row: &AnyRow) -> Result<TokenRecord> {
     Ok(TokenRecord {
         id: row.try_get("id")?,
         user_id: id(row, "user_id")?,
+        name: row.try_get("name")?,
         prefix: row.try_get("prefix")?,
         created_at: row.try_get("created_at")?,
         expires_at: row.try_get("expires_at")?,
         revoked_at: row.try_get("revoked_at")?,
+        last_used_at: row.try_get("last_used_at")?,
     })
 }
 
@@ -223,21 +232,31 @@ impl Store {
     /// which is not kept.
     #[tracing::instrument(name = "store::create_token", level = "debug", skip_all)]
     pub async fn create_token(&self, user_id: &UserId, days: u32) -> Result<(TokenRecord, String)> {
+        self.create_named_token(user_id, "", days).await
+    }
+
+    /// [`Store::create_token`] with a name its owner gave it.
+    #[tracing::instrument(name = "store::create_named_token", level = "debug", skip_all)]
+    pub async fn create_named_token(&self, user_id: &UserId, name: &str, days: u32) -> Result<(TokenRecord, String)> {
         let new = token::generate();
         let now = now_ms();
         let record = TokenRecord {
             id: new_id(),
             user_id: user_id.clone(),
+            name: name.to_string(),
             prefix: new.prefix,
             created_at: now,
             expires_at: now + i64::from(days) * 86_400_000,
             revoked_at: None,
+            last_used_at: None,
         };
         sqlx::query(
-            "INSERT INTO tokens (id, user_id, prefix, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO tokens (id, user_id, name, prefix, hash, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(&record.id)
         .bind(record.user_id.as_str())
+        .bind(&record.name)
         .bind(&record.prefix)
         .bind(&new.hash)
         .bind(record.created_at)
@@ -255,7 +274,7 @@ impl Store {
         let Some(prefix) = token::prefix_of(presented) else { return Ok(None) };
         // One round trip: the candidates with their users.
         let rows = sqlx::query(
-            "SELECT t.id, t.user_id, t.prefix, t.created_at, t.expires_at, t.revoked_at, t.hash, \
+            "SELECT t.id, t.user_id, t.name, t.prefix, t.created_at, t.expires_at, t.revoked_at, t.last_used_at, t.hash, \
              u.number AS user_number, u.name AS user_name, u.credits AS user_credits, \
              u.created_at AS user_created_at \
              FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.prefix = $1",
@@ -269,9 +288,17 @@ impl Store {
             if !token::verify(presented, &hash) {
                 continue;
             }
-            let record = token_from(row)?;
+            let mut record = token_from(row)?;
             if record.revoked_at.is_some() || record.expires_at <= now {
                 return Ok(None);
+            }
+            if record.last_used_at.is_none_or(|at| at < now - LAST_USE_RESOLUTION_MS) {
+                sqlx::query("UPDATE tokens SET last_used_at = $1 WHERE id = $2")
+                    .bind(now)
+                    .bind(&record.id)
+                    .execute(&self.pool)
+                    .await?;
+                record.last_used_at = Some(now);
             }
             let user = User {
                 id: record.user_id.clone(),
@@ -283,6 +310,31 @@ impl Store {
             return Ok(Some((user, record)));
         }
         Ok(None)
+    }
+
+    /// The tokens of `user_id`, newest first, revoked and expired ones too.
+    #[tracing::instrument(name = "store::tokens_of", level = "debug", skip_all)]
+    pub async fn tokens_of(&self, user_id: &UserId) -> Result<Vec<TokenRecord>> {
+        let sql = format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE user_id = $1 ORDER BY created_at DESC, id DESC");
+        let rows = sqlx::query(&sql).bind(user_id.as_str()).fetch_all(&self.pool).await?;
+        rows.iter().map(token_from).collect()
+    }
+
+    /// Revokes token `id` of `user_id` (`NotFound` for anyone else's); revoking twice
+    /// keeps the first time.
+    #[tracing::instrument(name = "store::revoke_token_of", level = "debug", skip_all)]
+    pub async fn revoke_token_of(&self, user_id: &UserId, id: &str) -> Result<()> {
+        let done =
+            sqlx::query("UPDATE tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND user_id = $3")
+                .bind(now_ms())
+                .bind(id)
+                .bind(user_id.as_str())
+                .execute(&self.pool)
+                .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("token"));
+        }
+        Ok(())
     }
 
     /// Revokes the token with this id, or the one token whose prefix starts with

@@ -1,0 +1,110 @@
+//! The developer portal: personal access tokens, made, listed and revoked.
+
+use actix_web::http::StatusCode;
+use actix_web::{get, post, web, HttpResponse};
+use askama::Template;
+use reelfarm_backends::store::TokenRecord;
+use reelfarm_domain::id::{iso8601, now_ms};
+use serde::Deserialize;
+
+use super::pages::CsrfForm;
+use super::visitor::SignedIn;
+use super::{html, see_other, Chrome, ConsoleError};
+use crate::services::tokens::{self, LIFETIMES};
+use crate::state::AppState;
+
+/// A token as the portal lists it.
+struct TokenRow {
+    id: String,
+    name: String,
+    prefix: String,
+    /// `active`, `revoked` or `expired`.
+    status: &'static str,
+    last_used: String,
+    expires: String,
+}
+
+impl TokenRow {
+    fn new(token: TokenRecord, now: i64) -> TokenRow {
+        let status = match token.revoked_at {
+            Some(_) => "revoked",
+            None if token.expires_at <= now => "expired",
+            None => "active",
+        };
+        TokenRow {
+            id: token.id,
+            name: if token.name.is_empty() { "(made by an operator)".into() } else { token.name },
+            prefix: token.prefix,
+            status,
+            last_used: token.last_used_at.map_or_else(|| "never".into(), iso8601),
+            expires: iso8601(token.expires_at),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/developer.html")]
+struct DeveloperPage {
+    chrome: Chrome,
+    tokens: Vec<TokenRow>,
+    lifetimes: [u32; 4],
+    /// A token just made: its secret, shown this once.
+    created: Option<String>,
+    problems: Vec<String>,
+}
+
+/// The portal after `created` (a new token's secret) or with `problems`.
+async fn portal(
+    state: &AppState,
+    visitor: &SignedIn,
+    status: StatusCode,
+    created: Option<String>,
+    problems: Vec<String>,
+) -> Result<HttpResponse, ConsoleError> {
+    let now = now_ms();
+    let tokens = tokens::list(state, &visitor.caller()).await?.into_iter().map(|t| TokenRow::new(t, now)).collect();
+    let page = DeveloperPage { chrome: visitor.chrome("developer"), tokens, lifetimes: LIFETIMES, created, problems };
+    Ok(html(status, &page))
+}
+
+#[get("/developer")]
+pub async fn developer(state: web::Data<AppState>, visitor: SignedIn) -> Result<HttpResponse, ConsoleError> {
+    portal(&state, &visitor, StatusCode::OK, None, Vec::new()).await
+}
+
+#[derive(Deserialize)]
+pub struct NewTokenForm {
+    csrf: String,
+    name: Option<String>,
+    days: Option<String>,
+}
+
+/// Makes a token and shows its secret in the answer itself (never in an address).
+#[post("/developer/tokens")]
+pub async fn create_token(
+    state: web::Data<AppState>,
+    visitor: SignedIn,
+    form: web::Form<NewTokenForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    visitor.check_csrf(&form.csrf)?;
+    match tokens::create(&state, &visitor.caller(), form.name.as_deref(), form.days.as_deref()).await {
+        Ok((_, secret)) => portal(&state, &visitor, StatusCode::OK, Some(secret), Vec::new()).await,
+        Err(e) if e.key() == "error.validation_failed" => {
+            let problems = e.body().errors.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
+            portal(&state, &visitor, StatusCode::BAD_REQUEST, None, problems).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[post("/developer/tokens/{id}/revoke")]
+pub async fn revoke_token(
+    state: web::Data<AppState>,
+    visitor: SignedIn,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    visitor.check_csrf(&form.csrf)?;
+    tokens::revoke(&state, &visitor.caller(), &id).await?;
+    Ok(see_other("/console/developer"))
+}
