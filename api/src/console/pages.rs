@@ -22,7 +22,8 @@ const SIGN_IN_COOKIE: &str = "reelfarm_sign_in";
 /// Objects per page of a library.
 const ASSETS_PER_PAGE: u32 = 48;
 
-type Page_ = Result<HttpResponse, ConsoleError>;
+/// What a page handler answers.
+type Answer = Result<HttpResponse, ConsoleError>;
 
 #[get("")]
 pub async fn home(visitor: Option<SignedIn>) -> HttpResponse {
@@ -68,7 +69,7 @@ pub struct SignInForm {
 }
 
 #[post("/sign-in")]
-pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>, form: web::Form<SignInForm>) -> Page_ {
+pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>, form: web::Form<SignInForm>) -> Answer {
     let next = form.next.as_deref().unwrap_or_default();
     let expected = req.cookie(SIGN_IN_COOKIE).map(|c| c.value().to_string()).unwrap_or_default();
     if expected.is_empty() || expected != form.csrf {
@@ -98,14 +99,14 @@ pub struct CsrfForm {
 }
 
 #[post("/sign-out")]
-pub async fn sign_out(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Page_ {
+pub async fn sign_out(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     sessions::sign_out(&state, &visitor.session, &visitor.token).await?;
     signed_out(&state)
 }
 
 /// To the sign-in page, the session cookie removed.
-fn signed_out(state: &AppState) -> Page_ {
+fn signed_out(state: &AppState) -> Answer {
     let mut response = see_other("/console/sign-in");
     response.add_cookie(&no_session_cookie(state)).expect("cookies are well-formed");
     Ok(response)
@@ -132,7 +133,7 @@ struct LibrariesPage {
 }
 
 #[get("/libraries")]
-pub async fn libraries_page(state: web::Data<AppState>, visitor: SignedIn) -> Page_ {
+pub async fn libraries_page(state: web::Data<AppState>, visitor: SignedIn) -> Answer {
     let sections = services::libraries::list(&state, &visitor.caller()).await?;
     let sections = sections
         .into_iter()
@@ -206,7 +207,7 @@ pub async fn library_page(
     visitor: SignedIn,
     id: web::Path<String>,
     query: web::Query<PageNumber>,
-) -> Page_ {
+) -> Answer {
     let id = LibraryId::parse(&id).ok_or_else(|| ApiError::not_found("Library"))?;
     let caller = visitor.caller();
     let (library, editable) = services::libraries::visible(&state, &caller, &id).await?;
@@ -233,7 +234,7 @@ pub async fn add_object(
     visitor: SignedIn,
     id: web::Path<String>,
     form: web::Form<NewObjectForm>,
-) -> Page_ {
+) -> Answer {
     visitor.check_csrf_header(&req)?;
     let id = LibraryId::parse(&id).ok_or_else(|| ApiError::not_found("Library"))?;
     match services::assets::add(&state, &visitor.caller(), form.filename.as_deref(), Some(&id)).await {
@@ -250,7 +251,7 @@ struct TileFragment {
 
 /// One object's tile (polled while it arrives and converts).
 #[get("/objects/{id}/tile")]
-pub async fn object_tile(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Page_ {
+pub async fn object_tile(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
     let id = AssetId::parse(&id).ok_or_else(|| ApiError::not_found("Object"))?;
     let asset = services::assets::get(&state, &visitor.caller(), &id).await?;
     Ok(html(StatusCode::OK, &TileFragment { asset: AssetTile::new(&asset, &state) }))
@@ -275,7 +276,7 @@ struct AccountPage {
 }
 
 #[get("/account")]
-pub async fn account(state: web::Data<AppState>, visitor: SignedIn) -> Page_ {
+pub async fn account(state: web::Data<AppState>, visitor: SignedIn) -> Answer {
     let credits = services::users::credits(&state, &visitor.caller()).await?;
     let sessions = sessions::list(&state, &visitor.session.user.id).await?;
     let sessions = sessions
@@ -298,7 +299,7 @@ pub async fn end_session(
     visitor: SignedIn,
     id: web::Path<String>,
     form: web::Form<CsrfForm>,
-) -> Page_ {
+) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     sessions::end(&state, &visitor.session.user.id, &id).await?;
     if *id == visitor.session.id {
@@ -308,7 +309,7 @@ pub async fn end_session(
 }
 
 #[post("/account/sessions/end-all")]
-pub async fn end_all_sessions(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Page_ {
+pub async fn end_all_sessions(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     sessions::end_all(&state, &visitor.session.user.id).await?;
     signed_out(&state)
