@@ -97,6 +97,7 @@ impl Application {
         let ops_backends = web::Data::new(backends.clone());
         // With an operations port of its own, readiness and metrics are served there only.
         let ops_on_api_port = config.ops_listen.is_none();
+        let console_policy = web::Data::new(console::Policy::new(&config, &backends.blobs));
         let state = web::Data::new(AppState::new(config, backends));
         let in_flight = web::Data::new(InFlight::default());
         let counted = in_flight.clone();
@@ -115,7 +116,7 @@ impl Application {
                 .app_data(web::Data::new(OpenApiJson(openapi::finish(&openapi))))
                 .service(openapi_json)
                 .service(static_file)
-                .service(console::scope())
+                .service(console::scope(console_policy.clone()))
                 .route("/", web::get().to(console::root))
                 .default_service(web::to(known_paths::unmatched))
                 .wrap(from_fn(limits::limit_unauthenticated))

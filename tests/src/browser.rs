@@ -92,33 +92,27 @@ impl Browser {
 
     /// Waits up to `limit` for the texts of `css` to be `expected` (in any order).
     pub async fn wait_for_texts(&self, css: &str, expected: &[&str], limit: Duration) {
-        let deadline = Instant::now() + limit;
         let mut want: Vec<&str> = expected.to_vec();
         want.sort_unstable();
-        loop {
+        let want = &want;
+        until(limit, || async move {
             let mut shown = self.texts(css).await;
             shown.sort_unstable();
-            if shown == want {
-                return;
-            }
-            assert!(Instant::now() < deadline, "{css}: {shown:?}, not {want:?}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            (shown == *want).then_some(()).ok_or_else(|| format!("{css}: {shown:?}, not {want:?}"))
+        })
+        .await
     }
 
     /// Waits up to 10 s for every image `css` to be loaded and decoded (none broken).
     pub async fn wait_for_images(&self, css: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
         let script = "return [...document.querySelectorAll(arguments[0])].map(i => [i.currentSrc, i.naturalWidth])";
-        loop {
+        until(Duration::from_secs(10), || async move {
             let shown = self.client.execute(script, vec![json!(css)]).await.unwrap();
             let images: Vec<(String, u32)> = serde_json::from_value(shown).unwrap();
-            if !images.is_empty() && images.iter().all(|(_, width)| *width > 0) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "images not shown: {images:?}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            let loaded = !images.is_empty() && images.iter().all(|(_, width)| *width > 0);
+            loaded.then_some(()).ok_or_else(|| format!("images not shown: {images:?}"))
+        })
+        .await
     }
 
     /// Chooses `files` in the file input `css`.
@@ -139,20 +133,33 @@ impl Browser {
 
     /// Waits up to 10 s for the page at `path` to be shown.
     pub async fn wait_for_path(&self, path: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        until(Duration::from_secs(10), || async move {
             let shown = self.path().await;
-            if shown == path {
-                return;
-            }
-            assert!(Instant::now() < deadline, "still on {shown}, not {path}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            (shown == path).then_some(()).ok_or_else(|| format!("still on {shown}, not {path}"))
+        })
+        .await
     }
 
     /// A PNG of the window.
     pub async fn screenshot(&self) -> Vec<u8> {
         self.client.screenshot().await.unwrap()
+    }
+}
+
+/// Tries `probe` every 100 ms until it succeeds; after `limit`, fails with its last
+/// complaint.
+async fn until<F, Fut>(limit: Duration, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        match probe().await {
+            Ok(()) => return,
+            Err(complaint) => assert!(Instant::now() < deadline, "{complaint}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -14,16 +14,19 @@ use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, HttpResponse, ResponseError};
 use askama::Template;
 
+use reelfarm_backends::{Blobs, Config};
+
 use crate::error::ApiError;
-use crate::state::AppState;
 
 mod assets;
 mod developer;
 mod pages;
 mod visitor;
 
-/// The console's routes.
-pub fn scope() -> actix_web::Scope<
+/// The console's routes, answering under `policy`.
+pub fn scope(
+    policy: web::Data<Policy>,
+) -> actix_web::Scope<
     impl actix_web::dev::ServiceFactory<
         ServiceRequest,
         Config = (),
@@ -37,6 +40,7 @@ pub fn scope() -> actix_web::Scope<
     });
     web::scope("/console")
         .app_data(forms)
+        .app_data(policy)
         .wrap(from_fn(guard))
         .service(assets::file)
         .service(pages::home)
@@ -171,18 +175,16 @@ async fn guard(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
+    let policy = req.app_data::<web::Data<Policy>>().expect("the console's policy is registered").clone();
     let writes = !matches!(*req.method(), Method::GET | Method::HEAD);
     let origin = req.headers().get(header::ORIGIN).and_then(|o| o.to_str().ok());
-    if writes && origin.is_some_and(|o| o != public_origin(&state.config.public_url)) {
+    if writes && origin.is_some_and(|o| o != policy.origin) {
         let refused = ConsoleError::from(ApiError::forbidden("The request comes from another site"));
         return Ok(req.into_response(refused.error_response()).map_into_right_body());
     }
     let mut res = next.call(req).await?.map_into_left_body();
     let headers = res.headers_mut();
-    if let Ok(policy) = HeaderValue::from_str(&content_security_policy(&state)) {
-        headers.insert(header::CONTENT_SECURITY_POLICY, policy);
-    }
+    headers.insert(header::CONTENT_SECURITY_POLICY, policy.content_security.clone());
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
@@ -197,21 +199,32 @@ fn public_origin(url: &str) -> String {
     url::Url::parse(url).map(|u| u.origin().ascii_serialization()).unwrap_or_default()
 }
 
-/// Scripts and styles from our files only; images and media also from where the blob
-/// store serves files when that is another origin: its public base, or the object store
-/// that `/files/…` redirects to with a presigned address.
-fn content_security_policy(state: &AppState) -> String {
-    let ours = public_origin(&state.config.public_url);
-    let mut media = vec!["'self'".to_string()];
-    for url in state.backends.blobs.served_from() {
-        let origin = public_origin(url);
-        if !origin.is_empty() && origin != ours && !media.contains(&origin) {
-            media.push(origin);
+/// What the console's guard holds to, made once from the configuration.
+pub struct Policy {
+    /// Our public origin: writes from any other are refused.
+    origin: String,
+    /// Scripts and styles from our files only; images and media also from where the blob
+    /// store serves files when that is another origin: its public base, or the object
+    /// store that `/files/…` redirects to with a presigned address.
+    content_security: HeaderValue,
+}
+
+impl Policy {
+    pub fn new(config: &Config, blobs: &Blobs) -> Policy {
+        let origin = public_origin(&config.public_url);
+        let mut media = vec!["'self'".to_string()];
+        for url in blobs.served_from() {
+            let served = public_origin(url);
+            if !served.is_empty() && served != origin && !media.contains(&served) {
+                media.push(served);
+            }
         }
+        let media = media.join(" ");
+        let policy = format!(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src {media} data:; media-src {media}; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        );
+        let content_security = HeaderValue::from_str(&policy).expect("origins are ASCII without control characters");
+        Policy { origin, content_security }
     }
-    let media = media.join(" ");
-    format!(
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src {media} data:; media-src {media}; \
-         connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    )
 }

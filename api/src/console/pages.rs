@@ -9,7 +9,7 @@ use reelfarm_domain::id::{iso8601, AssetId, LibraryId};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::visitor::{cookie, no_session_cookie, safe_next, session_cookie, SignedIn};
+use super::visitor::{cookie, no_session_cookie, safe_next, same_token, session_cookie, SignedIn};
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::error::ApiError;
 use crate::limits::client_ip;
@@ -72,7 +72,7 @@ pub struct SignInForm {
 pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>, form: web::Form<SignInForm>) -> Answer {
     let next = form.next.as_deref().unwrap_or_default();
     let expected = req.cookie(SIGN_IN_COOKIE).map(|c| c.value().to_string()).unwrap_or_default();
-    if expected.is_empty() || expected != form.csrf {
+    if !same_token(&form.csrf, &expected) {
         let problem = Some("The form has expired; please sign in again");
         return Ok(sign_in_form(&state, StatusCode::FORBIDDEN, next, &form.email, problem));
     }

@@ -46,12 +46,17 @@ impl SignedIn {
     /// Refuses a state-changing request without this session's CSRF token (given as the
     /// form's `csrf` field or htmx's `x-csrf-token` header).
     pub fn check_csrf(&self, given: &str) -> Result<(), ConsoleError> {
-        if bool::from(given.as_bytes().ct_eq(self.session.csrf.as_bytes())) && !given.is_empty() {
+        if same_token(given, &self.session.csrf) {
             Ok(())
         } else {
             Err(ApiError::forbidden("The form has expired; reload the page and try again").into())
         }
     }
+}
+
+/// Whether `given` is the (non-empty) `expected` token, compared in constant time.
+pub fn same_token(given: &str, expected: &str) -> bool {
+    !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
 }
 
 /// A cookie of the console: HttpOnly, same-site, Secure when the public address is

@@ -28,9 +28,9 @@ pub async fn create(
     name: Option<&str>,
     days: Option<&str>,
 ) -> Result<(TokenRecord, String)> {
-    let name = crate::text::field("name", name, MAX_NAME_CHARS);
-    let days = days.and_then(|d| d.trim().parse::<u32>().ok()).filter(|d| LIFETIMES.contains(d));
     let mut errors = Vec::new();
+    let name = crate::text::field("name", name, MAX_NAME_CHARS).map_err(|e| errors.push(e)).ok();
+    let days = days.and_then(|d| d.trim().parse::<u32>().ok()).filter(|d| LIFETIMES.contains(d));
     if days.is_none() {
         errors.push(FieldError::new(
             "days",
@@ -38,13 +38,8 @@ pub async fn create(
             format!("the lifetime must be one of {LIFETIMES:?} days"),
         ));
     }
-    match (name, days) {
-        (Ok(name), Some(days)) => Ok(state.backends.store.create_named_token(&caller.user.id, &name, days).await?),
-        (name, _) => {
-            errors.extend(name.err());
-            Err(ApiError::validation(errors))
-        }
-    }
+    let (Some(name), Some(days)) = (name, days) else { return Err(ApiError::validation(errors)) };
+    Ok(state.backends.store.create_named_token(&caller.user.id, &name, days).await?)
 }
 
 /// Revokes the caller's token `id`; another's answers 404.
