@@ -1,7 +1,7 @@
 //! `reelfarm admin …`: operator commands against the configured metadata store.
 
 use anyhow::Context;
-use reelfarm_backends::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError};
+use reelfarm_backends::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError, User};
 use reelfarm_backends::{Blobs, Config, Store};
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::password;
@@ -17,6 +17,15 @@ pub async fn run(command: Admin, config: Config) -> anyhow::Result<()> {
     store.close().await;
     println!("{}", result?);
     Ok(())
+}
+
+/// Validity of the sign-in link `user create --sign-in-link` prints.
+const LINK_HOURS: u32 = 24;
+
+/// A one-time console sign-in link for `user`, valid for `hours`.
+pub async fn link(store: &Store, config: &Config, user: &User, hours: u32) -> anyhow::Result<String> {
+    let token = store.create_sign_in_link(&user.id, std::time::Duration::from_secs(u64::from(hours) * 3600)).await?;
+    Ok(config.sign_in_link(&token))
 }
 
 /// Runs one command; returns what to print.
@@ -44,10 +53,37 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
             store.share_template(&template.id, &target).await?;
             format!("template {} shared with {shown}", template.id)
         }
-        Admin::User(UserCommand::Create { name, group, credits }) => {
+        Admin::User(UserCommand::Create { name, group, credits, email, operator, sign_in_link }) => {
             anyhow::ensure!(!name.trim().is_empty(), "user name must not be empty");
             anyhow::ensure!(credits >= 0, "credits must not be negative");
-            store.create_user(name.trim(), group.as_deref(), credits).await?.id.into()
+            let email = match email {
+                Some(e) => Some(password::normalize_email(&e).context("--email is not an e-mail address")?),
+                None => None,
+            };
+            if let Some(email) = &email {
+                anyhow::ensure!(store.sign_in_of(email).await?.is_none(), "another user signs in as {email}");
+            }
+            let user = store.create_user(name.trim(), group.as_deref(), credits).await?;
+            if operator {
+                store.set_operator(&user.id, true).await?;
+            }
+            if let Some(email) = &email {
+                store.set_sign_in(&user.id, email, password::unusable_hash()).await?;
+            }
+            match sign_in_link {
+                true => format!("{}\n{}", user.id, link(store, config, &user, LINK_HOURS).await?),
+                false => user.id.into(),
+            }
+        }
+        Admin::User(UserCommand::Link { user, hours }) => {
+            anyhow::ensure!((1..=24 * 30).contains(&hours), "--hours must be 1 to 720");
+            let user = store.find_user(&user).await?;
+            link(store, config, &user, hours).await?
+        }
+        Admin::User(UserCommand::Operator { user, off }) => {
+            let user = store.find_user(&user).await?;
+            store.set_operator(&user.id, !off).await?;
+            format!("{} is {} operator", user.name, if off { "no longer an" } else { "an" })
         }
         Admin::User(UserCommand::Password { user, email }) => {
             let email = password::normalize_email(&email).context("--email is not an e-mail address")?;

@@ -21,6 +21,8 @@ pub const OWNER: &str = "owner";
 const OWNER_CREDITS: i64 = 100;
 /// Validity of the owner's token.
 const TOKEN_DAYS: u32 = 365;
+/// Validity of the owner's first console sign-in link.
+const LINK_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 /// The example the first-run message renders.
 pub const FIRST_EXAMPLE: &str = "quote-card";
 
@@ -31,6 +33,8 @@ pub struct FirstRun {
     pub token_file: PathBuf,
     /// The token, when this start created it (it is shown once).
     pub new_token: Option<String>,
+    /// A one-time console sign-in link's token for the owner, made with the API token.
+    pub sign_in_link: Option<String>,
     /// The example templates now in the store, by file stem.
     pub examples: Vec<&'static str>,
 }
@@ -43,7 +47,13 @@ pub async fn run(config: &Config, backends: &Backends) -> anyhow::Result<FirstRu
     // did not show, and the next start shows one.
     let token_file = config.data_dir.join("owner.token");
     let new_token = ensure_token_file(&backends.store, &owner, &token_file).await?;
-    Ok(FirstRun { token_file, new_token, examples })
+    let sign_in_link = match new_token {
+        Some(_) => {
+            Some(backends.store.create_sign_in_link(&owner.id, LINK_TTL).await.context("the owner's sign-in link")?)
+        }
+        None => None,
+    };
+    Ok(FirstRun { token_file, new_token, sign_in_link, examples })
 }
 
 /// The user `owner`, created with credits unless it exists (a replica creating it at the
@@ -56,7 +66,8 @@ async fn ensure_owner(store: &Store) -> anyhow::Result<User> {
     }
     match store.create_user(OWNER, None, OWNER_CREDITS).await {
         Ok(user) => {
-            tracing::info!(user = %user.id, credits = OWNER_CREDITS, "first run: user `owner` created");
+            store.set_operator(&user.id, true).await?;
+            tracing::info!(user = %user.id, credits = OWNER_CREDITS, "first run: user `owner` (operator) created");
             Ok(user)
         }
         Err(StoreError::Conflict(_)) => Ok(store.find_user(OWNER).await?),
@@ -140,6 +151,12 @@ impl FirstRun {
             "\nFirst run: user `{OWNER}` ({OWNER_CREDITS} credits) can call the API with this token, shown once \
              and kept in {file} (mode 0600):\n  {token}\n"
         ));
+        if let Some(link) = &self.sign_in_link {
+            out.push_str(&format!(
+                "Open the console (a one-time sign-in link, valid 24 hours; then set an e-mail address and a \
+                 password on the account page):\n  {base}/console/sign-in/link/{link}\n"
+            ));
+        }
         if !self.examples.is_empty() {
             out.push_str(&format!(
                 "{} example templates are public to every user: curl {auth} {base}/generator/v1/templates\n",
@@ -191,6 +208,7 @@ mod tests {
         let first = FirstRun {
             token_file: PathBuf::from("/d/owner.token"),
             new_token: Some("rf_secret".into()),
+            sign_in_link: Some("link-token".into()),
             examples: examples::EXAMPLES.iter().map(|e| e.stem).collect(),
         };
         let shown = first.message("http://127.0.0.1:8080");
@@ -199,8 +217,10 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("$(cat /d/owner.token)"), "{shown}");
-        let later = FirstRun { new_token: None, ..first };
+        assert!(shown.contains("http://127.0.0.1:8080/console/sign-in/link/link-token"), "{shown}");
+        let later = FirstRun { new_token: None, sign_in_link: None, ..first };
         let shown = later.message("http://127.0.0.1:8080");
         assert!(!shown.contains("rf_secret") && shown.contains("/d/owner.token"), "{shown}");
+        assert!(!shown.contains("sign-in/link"), "{shown}");
     }
 }

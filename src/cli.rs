@@ -217,6 +217,32 @@ pub enum UserCommand {
         /// Initial render credits.
         #[arg(long, default_value_t = 0)]
         credits: i64,
+        /// The e-mail address the user signs in to the console with (a password is set
+        /// with `user password`, or by the user after signing in with a link).
+        #[arg(long)]
+        email: Option<String>,
+        /// Makes the user an operator: the console's admin area is theirs.
+        #[arg(long)]
+        operator: bool,
+        /// Also prints a one-time sign-in link to the console (valid 24 hours).
+        #[arg(long)]
+        sign_in_link: bool,
+    },
+    /// Prints a one-time link that signs the user in to the console, e.g. to set a
+    /// forgotten password.
+    Link {
+        /// The user's name or id.
+        user: String,
+        /// Validity in hours.
+        #[arg(long, default_value_t = 24)]
+        hours: u32,
+    },
+    /// Makes a user an operator (the console's admin area), or with `--off` no longer one.
+    Operator {
+        /// The user's name or id.
+        user: String,
+        #[arg(long)]
+        off: bool,
     },
     /// Sets the e-mail address and password a user signs in to the console with. The
     /// password is read from standard input (its first line), never from the command

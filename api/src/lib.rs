@@ -218,7 +218,7 @@ impl ApiError {
 }
 
 /// The served OpenAPI document (see [`openapi::finish`]).
-struct OpenApiJson(serde_json::Value);
+pub(crate) struct OpenApiJson(pub(crate) serde_json::Value);
 
 /// The OpenAPI 3.1 document of every endpoint, generated from the handlers' types.
 #[get("/openapi.json")]

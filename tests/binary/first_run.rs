@@ -104,6 +104,16 @@ fn the_first_run_sets_up_an_owner_a_private_token_file_and_the_examples_and_a_re
     assert!(printed.contains(&format!("reelfarm is ready: {}", server.base)), "{printed}");
     assert_eq!(get(&server.base, "/api2/v1/users/me/libraries", Some(&token)).0, 200);
 
+    // A one-time link into the console, for the owner, who is an operator.
+    let prefix = format!("{}/console/sign-in/link/", server.base);
+    let link = printed.lines().find_map(|l| l.trim().strip_prefix(&prefix)).expect("a sign-in link is printed");
+    let owner = super::console::with_store(dir.path(), async |store| {
+        let owner = store.use_sign_in_link(link).await.unwrap().expect("the link signs someone in");
+        assert_eq!(store.use_sign_in_link(link).await.unwrap(), None, "once");
+        owner
+    });
+    assert_eq!((owner.name.as_str(), owner.operator), ("owner", true));
+
     // The six examples, public, under their stable ids.
     let mut stable: Vec<String> = EXAMPLES.iter().map(|e| template_id(e.stem).into()).collect();
     stable.sort();
@@ -148,6 +158,7 @@ fn the_first_run_sets_up_an_owner_a_private_token_file_and_the_examples_and_a_re
     std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let (server, printed) = start_bootstrapping(dir.path(), "owner's API token is in");
     assert!(!printed.contains(&token) && !printed.contains("rf_"), "no token on a later start:\n{printed}");
+    assert!(!printed.contains("/console/sign-in/link/"), "nor a link:\n{printed}");
     assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token, "the token file is kept");
     assert_eq!(mode_of(&token_file), 0o600, "and private again");
     let credits = json_of(request(&server.base, "GET", "/generator/v1/users/me/credits", Some(&token), None, b""), 200);

@@ -68,6 +68,19 @@ impl Browser {
         self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}")).click().await.unwrap();
     }
 
+    /// Clicks `css`, a button that sends its form, and waits up to 10 s for the page that
+    /// answers (whatever its address: it may be the same page again).
+    pub async fn submit(&self, css: &str) {
+        self.client.execute("window.reelfarmBefore = true", vec![]).await.unwrap();
+        self.click(css).await;
+        let script = "return window.reelfarmBefore === undefined && document.readyState === 'complete'";
+        until(Duration::from_secs(10), || async move {
+            let loaded = self.client.execute(script, vec![]).await.is_ok_and(|v| v == json!(true));
+            loaded.then_some(()).ok_or_else(|| format!("no new page after clicking {css}"))
+        })
+        .await
+    }
+
     /// The text of the first `css`, waiting up to 10 s for one to appear.
     pub async fn text(&self, css: &str) -> String {
         let found = self.client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css(css)).await;
@@ -115,6 +128,35 @@ impl Browser {
         .await
     }
 
+    /// Chooses the option `value` of the select `css`.
+    pub async fn choose(&self, css: &str, value: &str) {
+        let select = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        select.select_by_value(value).await.unwrap_or_else(|e| panic!("no option {value:?} in {css}: {e}"));
+    }
+
+    /// The current value of the form field `css` (what a person sees in it).
+    pub async fn value(&self, css: &str) -> String {
+        let script = "const f = document.querySelector(arguments[0]); return f ? f.value : null";
+        let value = self.client.execute(script, vec![json!(css)]).await.unwrap();
+        value.as_str().unwrap_or_else(|| panic!("no field {css}")).to_string()
+    }
+
+    /// Waits up to `limit` for the video `css` to have its current frame (`readyState` ≥
+    /// 2, HAVE_CURRENT_DATA): the browser fetched and decoded it.
+    pub async fn wait_for_playable(&self, css: &str, limit: Duration) {
+        let script = "const v = document.querySelector(arguments[0]); \
+                      if (v && v.readyState < 2 && !v.dataset.asked) { v.dataset.asked = '1'; v.preload = 'auto'; v.load(); } \
+                      return v ? [v.readyState, v.error ? v.error.code : 0, v.duration || 0] : null";
+        until(limit, || async move {
+            let state = self.client.execute(script, vec![json!(css)]).await.unwrap();
+            match serde_json::from_value::<Option<(u32, u32, f64)>>(state).unwrap() {
+                Some((ready, 0, _)) if ready >= 2 => Ok(()),
+                other => Err(format!("{css} not playable: [readyState, error, duration] = {other:?}")),
+            }
+        })
+        .await
+    }
+
     /// Chooses `files` in the file input `css`.
     pub async fn choose_files(&self, css: &str, files: &[&std::path::Path]) {
         let paths: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
@@ -140,9 +182,37 @@ impl Browser {
         .await
     }
 
+    /// Waits up to 10 s for a page whose path `wanted` accepts; that path.
+    pub async fn path_when(&self, wanted: impl Fn(&str) -> bool) -> String {
+        let wanted = &wanted;
+        until(Duration::from_secs(10), || async move {
+            let shown = self.path().await;
+            wanted(&shown).then_some(()).ok_or_else(|| format!("still on {shown}"))
+        })
+        .await;
+        self.path().await
+    }
+
+    /// The attribute `name` of the first `css`.
+    pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        let element = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        element.attr(name).await.unwrap()
+    }
+
     /// A PNG of the window.
     pub async fn screenshot(&self) -> Vec<u8> {
         self.client.screenshot().await.unwrap()
+    }
+}
+
+impl Drop for Browser {
+    /// Ends the browser's processes with chromedriver's: a test that panics never quits
+    /// its session, and a Chromium left running (its pages still polling) slows every
+    /// test after it. They are known by their profile directory, which is this browser's
+    /// alone.
+    fn drop(&mut self) {
+        let profile = format!("--user-data-dir={}", self._profile.path().display());
+        let _ = std::process::Command::new("pkill").args(["-KILL", "-f", "--", &profile]).status();
     }
 }
 

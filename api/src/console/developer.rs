@@ -1,7 +1,7 @@
 //! The developer portal: personal access tokens, made, listed and revoked.
 
 use actix_web::http::StatusCode;
-use actix_web::{get, post, web, HttpResponse};
+use actix_web::{get, post, web, HttpResponse, ResponseError};
 use askama::Template;
 use reelfarm_backends::store::TokenRecord;
 use reelfarm_domain::id::{iso8601, now_ms};
@@ -11,6 +11,7 @@ use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::services::tokens::{self, LIFETIMES};
+use crate::services::users;
 use crate::state::AppState;
 
 /// A token as the portal lists it.
@@ -51,25 +52,47 @@ struct DeveloperPage {
     /// A token just made: its secret, shown this once.
     created: Option<String>,
     problems: Vec<String>,
+    /// The secret that signs the callbacks (spec §6), or why it cannot be read.
+    webhook_secret: Result<String, String>,
+    /// The secret was just replaced.
+    rotated: bool,
 }
 
-/// The portal after `created` (a new token's secret) or with `problems`.
-async fn portal(
-    state: &AppState,
-    visitor: &SignedIn,
-    status: StatusCode,
+/// What the portal shows besides its tokens.
+#[derive(Default)]
+struct Outcome {
+    status: Option<StatusCode>,
     created: Option<String>,
     problems: Vec<String>,
-) -> Result<HttpResponse, ConsoleError> {
+    rotated: bool,
+}
+
+/// The portal after `outcome` (a new token's secret, problems, a rotated secret).
+async fn portal(state: &AppState, visitor: &SignedIn, outcome: Outcome) -> Result<HttpResponse, ConsoleError> {
     let now = now_ms();
-    let tokens = tokens::list(state, &visitor.caller()).await?.into_iter().map(|t| TokenRow::new(t, now)).collect();
-    let page = DeveloperPage { chrome: visitor.chrome("developer"), tokens, lifetimes: LIFETIMES, created, problems };
-    Ok(html(status, &page))
+    let caller = visitor.caller();
+    let tokens = tokens::list(state, &caller).await?.into_iter().map(|t| TokenRow::new(t, now)).collect();
+    let webhook_secret = match users::webhook_secret(state, &caller).await {
+        Ok(secret) => Ok(secret),
+        Err(e) if e.status_code() == StatusCode::CONFLICT => Err(e.body().message.clone()),
+        Err(e) => return Err(e.into()),
+    };
+    let Outcome { status, created, problems, rotated } = outcome;
+    let page = DeveloperPage {
+        chrome: visitor.chrome("developer"),
+        tokens,
+        lifetimes: LIFETIMES,
+        created,
+        problems,
+        webhook_secret,
+        rotated,
+    };
+    Ok(html(status.unwrap_or(StatusCode::OK), &page))
 }
 
 #[get("/developer")]
 pub async fn developer(state: web::Data<AppState>, visitor: SignedIn) -> Result<HttpResponse, ConsoleError> {
-    portal(&state, &visitor, StatusCode::OK, None, Vec::new()).await
+    portal(&state, &visitor, Outcome::default()).await
 }
 
 #[derive(Deserialize)]
@@ -88,10 +111,11 @@ pub async fn create_token(
 ) -> Result<HttpResponse, ConsoleError> {
     visitor.check_csrf(&form.csrf)?;
     match tokens::create(&state, &visitor.caller(), form.name.as_deref(), form.days.as_deref()).await {
-        Ok((_, secret)) => portal(&state, &visitor, StatusCode::OK, Some(secret), Vec::new()).await,
+        Ok((_, secret)) => portal(&state, &visitor, Outcome { created: Some(secret), ..Outcome::default() }).await,
         Err(e) if e.key() == "error.validation_failed" => {
             let problems = e.body().errors.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
-            portal(&state, &visitor, StatusCode::BAD_REQUEST, None, problems).await
+            portal(&state, &visitor, Outcome { status: Some(StatusCode::BAD_REQUEST), problems, ..Outcome::default() })
+                .await
         }
         Err(e) => Err(e.into()),
     }
@@ -107,4 +131,16 @@ pub async fn revoke_token(
     visitor.check_csrf(&form.csrf)?;
     tokens::revoke(&state, &visitor.caller(), &id).await?;
     Ok(see_other("/console/developer"))
+}
+
+/// Replaces the webhook signing secret; callbacks are signed with the new one from now on.
+#[post("/developer/webhook-secret/rotate")]
+pub async fn rotate_webhook_secret(
+    state: web::Data<AppState>,
+    visitor: SignedIn,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    visitor.check_csrf(&form.csrf)?;
+    users::rotate_webhook_secret(&state, &visitor.caller()).await?;
+    portal(&state, &visitor, Outcome { rotated: true, ..Outcome::default() }).await
 }

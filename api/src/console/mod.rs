@@ -18,9 +18,15 @@ use reelfarm_backends::{Blobs, Config};
 
 use crate::error::ApiError;
 
+mod admin;
 mod assets;
 mod developer;
+mod jobs;
+mod libraries;
 mod pages;
+mod reference;
+mod render_form;
+mod templates;
 mod visitor;
 
 /// The console's routes, answering under `policy`.
@@ -46,17 +52,39 @@ pub fn scope(
         .service(pages::home)
         .service(pages::sign_in_page)
         .service(pages::sign_in)
+        .service(pages::link_page)
+        .service(pages::use_link)
         .service(pages::sign_out)
-        .service(pages::libraries_page)
-        .service(pages::library_page)
-        .service(pages::add_object)
-        .service(pages::object_tile)
+        .service(libraries::libraries_page)
+        .service(libraries::library_page)
+        .service(libraries::add_object)
+        .service(libraries::object_tile)
+        .service(libraries::object_page)
+        .service(libraries::rename_object)
+        .service(libraries::delete_object)
+        .service(templates::templates_page)
+        .service(templates::template_page)
+        .service(templates::render)
+        .service(jobs::jobs_page)
+        .service(jobs::job_page)
+        .service(jobs::video_card)
+        .service(jobs::deliveries_fragment)
+        .service(jobs::redeliver)
         .service(developer::developer)
         .service(developer::create_token)
         .service(developer::revoke_token)
+        .service(developer::rotate_webhook_secret)
+        .service(reference::reference)
         .service(pages::account)
         .service(pages::end_session)
         .service(pages::end_all_sessions)
+        .service(pages::set_sign_in)
+        .service(admin::admin)
+        .service(admin::create_user)
+        .service(admin::set_credits)
+        .service(admin::join_group)
+        .service(admin::leave_group)
+        .service(admin::sign_in_link)
         .default_service(web::to(|| async { Err::<HttpResponse, _>(ConsoleError::from(ApiError::not_found("Page"))) }))
 }
 
@@ -77,6 +105,8 @@ pub struct Chrome {
 pub struct Who {
     pub name: String,
     pub csrf: String,
+    /// Sees the admin area.
+    pub operator: bool,
 }
 
 impl Chrome {
@@ -94,8 +124,9 @@ impl Chrome {
 /// A console request that did not end in its page.
 #[derive(Debug)]
 pub enum ConsoleError {
-    /// Not signed in: to the sign-in page, then back to `next`.
-    SignIn { next: String },
+    /// Not signed in: to the sign-in page, then back to `next`; `partial` when htmx asked
+    /// for a part of a page (the browser is then sent there with `HX-Redirect`).
+    SignIn { next: String, partial: bool },
     /// What the API would have answered, shown as a page.
     Api(ApiError),
 }
@@ -126,6 +157,7 @@ struct ProblemPage<'a> {
 impl ResponseError for ConsoleError {
     fn status_code(&self) -> StatusCode {
         match self {
+            ConsoleError::SignIn { partial: true, .. } => StatusCode::OK,
             ConsoleError::SignIn { .. } => StatusCode::SEE_OTHER,
             ConsoleError::Api(e) => e.status_code(),
         }
@@ -133,9 +165,14 @@ impl ResponseError for ConsoleError {
 
     fn error_response(&self) -> HttpResponse {
         match self {
-            ConsoleError::SignIn { next } => {
+            ConsoleError::SignIn { next, partial } => {
                 let query = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
-                see_other(&format!("/console/sign-in?{query}"))
+                let to = format!("/console/sign-in?{query}");
+                if *partial {
+                    HttpResponse::Ok().insert_header(("hx-redirect", to)).finish()
+                } else {
+                    see_other(&to)
+                }
             }
             ConsoleError::Api(e) => {
                 let status = e.status_code();

@@ -34,7 +34,8 @@ impl SignedIn {
 
     /// The layout of a page in `section`.
     pub fn chrome(&self, section: &'static str) -> Chrome {
-        let who = Who { name: self.session.user.name.clone(), csrf: self.session.csrf.clone() };
+        let user = &self.session.user;
+        let who = Who { name: user.name.clone(), csrf: self.session.csrf.clone(), operator: user.operator };
         Chrome { assets: &assets::URLS, who: Some(who), section }
     }
 
@@ -95,9 +96,21 @@ async fn find(req: HttpRequest) -> Result<SignedIn, ConsoleError> {
             return Ok(SignedIn { session, token });
         }
     }
+    // htmx asks for parts of a page: the whole page is to go to the sign-in, and back to
+    // that page afterwards.
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let partial = header("hx-request") == Some("true");
+    let page = header("hx-current-url").and_then(|u| url::Url::parse(u).ok()).map(|u| match u.query() {
+        Some(query) => format!("{}?{query}", u.path()),
+        None => u.path().to_string(),
+    });
     // Back to where they were going, when that was a page.
-    let next = if req.method() == Method::GET { req.uri().to_string() } else { "/console".to_string() };
-    Err(ConsoleError::SignIn { next })
+    let next = match page {
+        Some(page) if partial => page,
+        _ if req.method() == Method::GET && !partial => req.uri().to_string(),
+        _ => "/console".to_string(),
+    };
+    Err(ConsoleError::SignIn { next, partial })
 }
 
 impl FromRequest for SignedIn {

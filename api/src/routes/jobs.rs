@@ -134,7 +134,7 @@ impl JobJson {
         }
     }
 
-    fn of(view: &JobView, state: &AppState) -> JobJson {
+    pub(crate) fn of(view: &JobView, state: &AppState) -> JobJson {
         JobJson::new(&view.job, &view.progress, state)
     }
 }
@@ -243,7 +243,7 @@ async fn jobs_page(
     template_id: Option<&TemplateId>,
     query: &PageQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let views = services::jobs::list(state, caller, template_id, query.parse()?).await?;
+    let views = services::jobs::list(state, caller, template_id, None, query.parse()?).await?;
     Ok(HttpResponse::Ok().json(views.iter().map(|v| JobJson::of(v, state)).collect::<Vec<_>>()))
 }
 

@@ -8,10 +8,10 @@ mod files;
 pub(crate) mod integrations;
 pub(crate) mod jobs;
 pub(crate) mod libraries;
-mod notifications;
+pub(crate) mod notifications;
 pub(crate) mod objects;
 pub(crate) mod ops;
-mod templates;
+pub(crate) mod templates;
 mod tts;
 mod uploads;
 mod users;
@@ -47,6 +47,7 @@ pub(crate) fn configure(cfg: &mut ServiceConfig, with_ops: bool) {
         .service(jobs::credits)
         .service(tts::voices)
         .service(notifications::of_job)
+        .service(notifications::redeliver)
         .service(uploads::upload)
         .service(files::get);
 }

@@ -1,7 +1,7 @@
 //! The deliveries of a job's notifications and their attempts (an addition to spec §6):
 //! what was sent where, when, and what the recipient answered.
 
-use actix_web::{get, web, HttpResponse};
+use actix_web::{get, post, web, HttpResponse};
 use reelfarm_backends::store::{DeliveryAttempt, DeliveryRecord};
 use reelfarm_domain::id::iso8601;
 use reelfarm_domain::status::DeliveryStatus;
@@ -60,7 +60,7 @@ pub struct AttemptJson {
 }
 
 impl DeliveryJson {
-    fn new(delivery: DeliveryRecord, attempts: Vec<DeliveryAttempt>) -> DeliveryJson {
+    pub(crate) fn new(delivery: DeliveryRecord, attempts: Vec<DeliveryAttempt>) -> DeliveryJson {
         let notification: Value = serde_json::from_str(&delivery.notification).unwrap_or(Value::Null);
         let pending = delivery.status == DeliveryStatus::Pending;
         DeliveryJson {
@@ -107,4 +107,28 @@ pub async fn of_job(
     let deliveries = services::notifications::of_job(&state, &caller, &ids::in_path(&id)?).await?;
     let body: Vec<DeliveryJson> = deliveries.into_iter().map(|(d, a)| DeliveryJson::new(d, a)).collect();
     Ok(HttpResponse::Ok().json(body))
+}
+
+/// Sends a delivered or failed notification once more, now (an addition): one attempt,
+/// signed and numbered after the earlier ones; what it answers shows in the listing.
+#[utoipa::path(
+    tag = "jobs",
+    params(("id" = String, Path, description = "Job id"), ("delivery_id" = String, Path, description = "Delivery id")),
+    responses(
+        (status = 202, body = DeliveryJson, description = "Due now"),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Still being delivered"),
+    ),
+    security(("bearer" = []))
+)]
+#[post("/generator/v1/jobs/{id}/notifications/{delivery_id}/redeliver")]
+pub async fn redeliver(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (job_id, id) = (ids::in_path(&path.0)?, ids::in_path(&path.1)?);
+    let (delivery, attempts) = services::notifications::redeliver(&state, &caller, &job_id, &id).await?;
+    Ok(HttpResponse::Accepted().json(DeliveryJson::new(delivery, attempts)))
 }

@@ -272,7 +272,7 @@ pub async fn list(
     id: web::Path<String>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let assets = services::assets::list(&state, &caller, &ids::in_path(&id)?, query.parse()?).await?;
+    let assets = services::assets::list(&state, &caller, &ids::in_path(&id)?, None, query.parse()?).await?;
     let assets = assets.iter().map(|a| AssetJson::new(a, &state)).collect();
     Ok(HttpResponse::Ok().json(AssetList { assets }))
 }

@@ -3,7 +3,7 @@
 use actix_web::{get, web, HttpResponse};
 use reelfarm_backends::store::ShareTarget;
 use reelfarm_domain::id::UserId;
-use reelfarm_domain::template::{Source, TemplateVariable};
+use reelfarm_domain::template::TemplateVariable;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -123,15 +123,10 @@ fn variable_json(v: TemplateVariable) -> VariableJson {
 }
 
 impl TemplateJson {
-    fn new(view: TemplateView, with_json: bool, state: &AppState) -> TemplateJson {
-        let TemplateView { record, document: template, asset_addresses: assets, shares } = view;
+    pub(crate) fn new(view: TemplateView, with_json: bool, state: &AppState) -> TemplateJson {
         let blobs = &state.backends.blobs;
-        let resolve = |source: &Source| match source {
-            Source::File { file } => record.files.get(file).map(|key| blobs.public_url(key)).unwrap_or_default(),
-            Source::Asset { asset } => assets.get(asset).cloned().unwrap_or_default(),
-            Source::Url { url } => url.clone(),
-        };
-        let variables: Vec<VariableJson> = template.variables(resolve).into_iter().map(variable_json).collect();
+        let variables: Vec<VariableJson> = view.variables(blobs).into_iter().map(variable_json).collect();
+        let TemplateView { record, document: template, shares, .. } = view;
         let clips = template
             .clips
             .iter()

@@ -9,6 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
+use crate::services;
 use crate::state::AppState;
 
 /// The providers available here, each with its voices.
@@ -66,30 +67,22 @@ pub async fn voices(
     _caller: Caller,
     query: web::Query<VoicesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(wanted) = query.provider.as_deref().filter(|p| reelfarm_domain::tts::Provider::parse(p).is_none()) {
-        return Err(ApiError::invalid_request(format!(
-            "unknown provider {wanted:?} in `provider`; use espeak, polly or google"
-        )));
-    }
-    let catalog = state.voices.clone();
-    // The first call runs `espeak-ng --voices`.
-    let providers = web::block(move || {
-        catalog
-            .providers()
-            .into_iter()
-            .filter(|(_, available)| *available)
-            .map(|(provider, _)| ProviderJson {
-                provider: provider.as_str().to_string(),
-                voices: catalog.list(provider),
-                variants: catalog.variants(provider),
-                note: note(provider.as_str()).to_string(),
-            })
-            .collect::<Vec<_>>()
-    })
-    .await
-    .map_err(|e| ApiError::internal(&e))?;
-    let providers =
-        providers.into_iter().filter(|p| query.provider.as_deref().is_none_or(|want| want == p.provider)).collect();
+    let wanted = match query.provider.as_deref() {
+        None => None,
+        Some(name) => Some(reelfarm_domain::tts::Provider::parse(name).ok_or_else(|| {
+            ApiError::invalid_request(format!("unknown provider {name:?} in `provider`; use espeak, polly or google"))
+        })?),
+    };
+    let providers = services::tts::voices(&state, wanted)
+        .await?
+        .into_iter()
+        .map(|p| ProviderJson {
+            provider: p.provider.as_str().to_string(),
+            note: note(p.provider.as_str()).to_string(),
+            voices: p.voices,
+            variants: p.variants,
+        })
+        .collect();
     Ok(HttpResponse::Ok().json(VoicesJson { providers }))
 }
 

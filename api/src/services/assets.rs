@@ -1,6 +1,7 @@
 //! Library objects (assets): starting an upload, reading, listing and deleting them.
 
-use reelfarm_domain::asset::Asset;
+use reelfarm_backends::store::AssetQuery;
+use reelfarm_domain::asset::{Asset, AssetKind};
 use reelfarm_domain::id::{AssetId, LibraryId};
 
 use super::{libraries, Result};
@@ -68,6 +69,21 @@ pub async fn get(state: &AppState, caller: &Caller, id: &AssetId) -> Result<Asse
     Ok(visible(state, caller, id).await?.0)
 }
 
+/// Longest label accepted, in characters.
+pub const MAX_LABEL_CHARS: usize = 255;
+
+/// Gives an asset of a library the caller may edit the label `label` (a text field of at
+/// most [`MAX_LABEL_CHARS`] characters).
+#[tracing::instrument(name = "assets::rename", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn rename(state: &AppState, caller: &Caller, id: &AssetId, label: Option<&str>) -> Result<Asset> {
+    let label = crate::text::field("label", label, MAX_LABEL_CHARS).map_err(|e| ApiError::validation(vec![e]))?;
+    let (asset, editable) = visible(state, caller, id).await?;
+    if !editable {
+        return Err(ApiError::forbidden("This library is read-only for you"));
+    }
+    Ok(state.backends.store.rename_asset(&asset.id, &label).await?)
+}
+
 /// Deletes an asset of a library the caller may edit, and every stored file of it.
 #[tracing::instrument(name = "assets::remove", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn remove(state: &AppState, caller: &Caller, id: &AssetId) -> Result<Asset> {
@@ -84,9 +100,29 @@ pub async fn remove(state: &AppState, caller: &Caller, id: &AssetId) -> Result<A
     Ok(asset)
 }
 
-/// A page of the assets of a library the caller may see, newest first.
+/// A page of the assets of a library the caller may see, newest first; only those whose
+/// label contains `text` (any case) when it is given.
 #[tracing::instrument(name = "assets::list", skip_all, fields(user_id = %caller.user.id, library_id = %library_id))]
-pub async fn list(state: &AppState, caller: &Caller, library_id: &LibraryId, page: Page) -> Result<Vec<Asset>> {
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    library_id: &LibraryId,
+    text: Option<&str>,
+    page: Page,
+) -> Result<Vec<Asset>> {
     let (library, _) = libraries::visible(state, caller, library_id).await?;
-    Ok(state.backends.store.library_assets(&library.id, page.limit, page.offset()).await?)
+    let libraries = [library.id];
+    let query =
+        AssetQuery { libraries: &libraries, text, limit: page.limit, offset: page.offset(), ..Default::default() };
+    Ok(state.backends.store.find_assets(&query).await?)
+}
+
+/// The newest `limit` ready assets of `kinds` in every library the caller may see: what a
+/// form offers as a template variable's value.
+#[tracing::instrument(name = "assets::choosable", skip_all, fields(user_id = %caller.user.id))]
+pub async fn choosable(state: &AppState, caller: &Caller, kinds: &[AssetKind], limit: u32) -> Result<Vec<Asset>> {
+    let store = &state.backends.store;
+    let libraries: Vec<LibraryId> = store.visible_libraries(&caller.user.id).await?.into_iter().map(|l| l.id).collect();
+    let query = AssetQuery { libraries: &libraries, kinds, ready_only: true, limit, ..Default::default() };
+    Ok(store.find_assets(&query).await?)
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use actix_web::web;
 use reelfarm_backends::store::{Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, StoreError};
 use reelfarm_domain::id::{now_ms, EntityId, JobId, ProjectId, RenderId, TemplateId};
-use reelfarm_domain::status::RenderStatus;
+use reelfarm_domain::status::{JobStatus, RenderStatus};
 use reelfarm_domain::template::values::{apply_values_with, ValueError};
 use reelfarm_domain::template::Template;
 use reelfarm_domain::tts::is_speech;
@@ -169,19 +169,20 @@ pub async fn get(state: &AppState, caller: &Caller, id: &JobId) -> Result<JobVie
 }
 
 /// A page of the caller's jobs, newest first; of one template the caller may see when
-/// `template_id` is given.
+/// `template_id` is given, in one status when `status` is.
 #[tracing::instrument(name = "jobs::list", skip_all, fields(user_id = %caller.user.id, template_id = ?template_id))]
 pub async fn list(
     state: &AppState,
     caller: &Caller,
     template_id: Option<&TemplateId>,
+    status: Option<JobStatus>,
     page: Page,
 ) -> Result<Vec<JobView>> {
     let store = &state.backends.store;
     if let Some(template_id) = template_id {
         store.visible_template(template_id, &caller.user.id).await?;
     }
-    let jobs = store.jobs_of(&caller.user.id, template_id, page.limit, page.offset()).await?;
+    let jobs = store.jobs_of(&caller.user.id, template_id, status, page.limit, page.offset()).await?;
     let mut views = Vec::with_capacity(jobs.len());
     for job in jobs {
         views.push(with_progress(state, job).await);

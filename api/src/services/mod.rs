@@ -5,6 +5,7 @@
 //! maps its result to the spec's JSON. Errors are [`ApiError`]s: DESIGN.md's error shape
 //! (key, message, the fields in error), which a page shows as well as a JSON body does.
 
+pub mod accounts;
 pub mod assets;
 pub mod files;
 pub mod health;
@@ -15,6 +16,7 @@ pub mod notifications;
 pub mod sessions;
 pub mod templates;
 pub mod tokens;
+pub mod tts;
 pub mod uploads;
 pub mod users;
 

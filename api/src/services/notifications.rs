@@ -1,7 +1,7 @@
 //! The deliveries of a job's notifications, with their attempts.
 
 use reelfarm_backends::store::{DeliveryAttempt, DeliveryRecord, StoreError};
-use reelfarm_domain::id::JobId;
+use reelfarm_domain::id::{DeliveryId, JobId};
 
 use super::Result;
 use crate::auth::Caller;
@@ -22,4 +22,27 @@ pub async fn of_job(
         Err(e) => return Err(e.into()),
     }
     Ok(store.deliveries_of_job(job_id).await?)
+}
+
+/// Sends delivery `id` of the caller's job `job_id` once more, now (it must be settled:
+/// delivered or failed); the delivery as it now stands, with its attempts.
+#[tracing::instrument(name = "notifications::redeliver", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn redeliver(
+    state: &AppState,
+    caller: &Caller,
+    job_id: &JobId,
+    id: &DeliveryId,
+) -> Result<(DeliveryRecord, Vec<DeliveryAttempt>)> {
+    let store = &state.backends.store;
+    match store.delivery(id).await {
+        Ok(d) if d.user_id == caller.user.id && &d.job_id == job_id => {}
+        Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Notification")),
+        Err(e) => return Err(e.into()),
+    }
+    if !store.redeliver(id).await? {
+        return Err(ApiError::conflict("This notification is being delivered already; wait for its outcome"));
+    }
+    tracing::info!(delivery_id = %id, "redelivery asked for");
+    let deliveries = store.deliveries_of_job(job_id).await?;
+    deliveries.into_iter().find(|(d, _)| &d.id == id).ok_or_else(|| ApiError::not_found("Notification"))
 }

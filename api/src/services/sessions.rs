@@ -33,6 +33,9 @@ struct Stored {
     created_at: i64,
     user_agent: String,
     address: String,
+    /// Started by a one-time sign-in link (the password may be set without the old one).
+    #[serde(default)]
+    by_link: bool,
 }
 
 /// A signed-in visitor's session.
@@ -43,6 +46,8 @@ pub struct Session {
     pub user: User,
     /// What every state-changing request of this session must carry.
     pub csrf: String,
+    /// Started by a one-time sign-in link.
+    pub by_link: bool,
 }
 
 /// One of a user's sessions, as listed.
@@ -105,10 +110,28 @@ pub async fn sign_in(state: &AppState, email: &str, password: &str, client: Clie
     let matches = tokio::task::spawn_blocking(move || reelfarm_domain::password::verify(&password, &hash))
         .await
         .map_err(|e| ApiError::internal(&e))?;
-    let user = match (found, matches) {
-        (Some((user, _)), true) => user,
-        _ => return Err(ApiError::unauthorized("The e-mail address or the password is wrong")),
-    };
+    match (found, matches) {
+        (Some((user, _)), true) => start(state, user, client, false).await,
+        _ => Err(ApiError::unauthorized("The e-mail address or the password is wrong")),
+    }
+}
+
+/// Signs in with the one-time link of `token` (see `reelfarm admin user link`): a session
+/// like [`sign_in`]'s. Attempts count per client address, as sign-ins do.
+#[tracing::instrument(name = "sessions::sign_in_with_link", skip_all)]
+pub async fn sign_in_with_link(state: &AppState, token: &str, client: Client<'_>) -> Result<(Session, String)> {
+    state.limits.check_client(state, "signin", client.address).await?;
+    match state.backends.store.use_sign_in_link(token).await? {
+        Some(user) => start(state, user, client, true).await,
+        None => {
+            Err(ApiError::unauthorized("This sign-in link is used, expired or unknown; ask an operator for a new one"))
+        }
+    }
+}
+
+/// Starts a session of `user`; returns it with the token for the cookie.
+async fn start(state: &AppState, user: User, client: Client<'_>, by_link: bool) -> Result<(Session, String)> {
+    let cache = &state.backends.cache;
     let token = reelfarm_domain::token::random_base62(43);
     let key = key_of(&token);
     let stored = Stored {
@@ -117,6 +140,7 @@ pub async fn sign_in(state: &AppState, email: &str, password: &str, client: Clie
         created_at: now_ms(),
         user_agent: client.user_agent.chars().take(200).collect(),
         address: client.address.map(|a| a.to_string()).unwrap_or_default(),
+        by_link,
     };
     let bytes = serde_json::to_vec(&stored).expect("sessions serialize");
     cache.set(&session_key(&key), &bytes, SESSION_TTL).await.map_err(unavailable)?;
@@ -129,7 +153,7 @@ pub async fn sign_in(state: &AppState, email: &str, password: &str, client: Clie
         address: stored.address.clone(),
     });
     save_list(state, &user.id, &listed).await?;
-    let session = Session { id: listed_id(&key), user, csrf: stored.csrf };
+    let session = Session { id: listed_id(&key), user, csrf: stored.csrf, by_link };
     Ok((session, token))
 }
 
@@ -148,7 +172,7 @@ pub async fn current(state: &AppState, token: &str) -> Result<Option<Session>> {
         Err(StoreError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    Ok(Some(Session { id: listed_id(&key), user, csrf: stored.csrf }))
+    Ok(Some(Session { id: listed_id(&key), user, csrf: stored.csrf, by_link: stored.by_link }))
 }
 
 /// The user's sessions, oldest first.

@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use reelfarm_backends::store::{ShareTarget, StoreError, TemplateRecord};
+use reelfarm_backends::Blobs;
 use reelfarm_domain::id::TemplateId;
-use reelfarm_domain::template::{Source, Template};
+use reelfarm_domain::template::{Source, Template, TemplateVariable};
 
 use super::Result;
 use crate::auth::Caller;
@@ -22,6 +23,17 @@ pub struct TemplateView {
     pub asset_addresses: Arc<HashMap<String, String>>,
     /// Whom the template is shared with: for its owner only, empty for everyone else.
     pub shares: Vec<ShareTarget>,
+}
+
+impl TemplateView {
+    /// The template's variables, their default media resolved to public addresses.
+    pub fn variables(&self, blobs: &Blobs) -> Vec<TemplateVariable> {
+        self.document.variables(|source| match source {
+            Source::File { file } => self.record.files.get(file).map(|key| blobs.public_url(key)).unwrap_or_default(),
+            Source::Asset { asset } => self.asset_addresses.get(asset).cloned().unwrap_or_default(),
+            Source::Url { url } => url.clone(),
+        })
+    }
 }
 
 /// A page of the templates the caller may use (own, shared with them or their groups,

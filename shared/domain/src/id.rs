@@ -126,9 +126,24 @@ pub fn iso8601(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// The start (00:00 UTC on the 1st, Unix ms) of the month that `ms` falls in.
+pub fn month_start_ms(ms: i64) -> i64 {
+    let t = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    let first = t.date().replace_day(1).expect("every month has a 1st").midnight().assume_utc();
+    (first.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn months_start_on_the_first_at_midnight_utc() {
+        // 2026-11-26T15:03:27.5Z → 2026-11-01T00:00:00Z
+        assert_eq!(month_start_ms(1_795_705_407_500), 1_793_491_200_000);
+        assert_eq!(iso8601(month_start_ms(1_795_705_407_500)), "2026-11-01T00:00:00.000Z");
+        assert_eq!(month_start_ms(1_793_491_200_000), 1_793_491_200_000);
+    }
 
     #[test]
     fn ids_are_unique_and_time_ordered() {

@@ -16,10 +16,10 @@ both_modes!(
     sessions_refuse_forgery_fixation_and_guessing
 );
 
-const PASSWORD: &str = "a long enough password";
+pub(crate) const PASSWORD: &str = "a long enough password";
 
 /// A user who can sign in to the console as `{name}@example.com`.
-async fn console_user(app: &TestApp, name: &str) -> (User, String) {
+pub(crate) async fn console_user(app: &TestApp, name: &str) -> (User, String) {
     let user = app.create_user(name, None, 7).await;
     let email = format!("{name}@example.com");
     let hash = password::hash(PASSWORD).unwrap();
@@ -61,7 +61,7 @@ async fn a_browser_signs_in_sees_the_libraries_and_signs_out(mode: Mode) {
 }
 
 /// Signs `email` in with `browser`; the libraries page is shown.
-async fn sign_in(app: &TestApp, browser: &Browser, email: &str) {
+pub(crate) async fn sign_in(app: &TestApp, browser: &Browser, email: &str) {
     browser.goto(&format!("{}/console/sign-in", app.address)).await;
     browser.fill("input[name=email]", email).await;
     browser.fill("input[name=password]", PASSWORD).await;
@@ -98,6 +98,39 @@ async fn a_browser_uploads_several_files_and_follows_their_conversion(mode: Mode
     let mut sent = vec![Some(std::fs::metadata(&png).unwrap().len()), Some(std::fs::metadata(&mp4).unwrap().len())];
     sent.sort_unstable();
     assert_eq!(sizes, sent);
+
+    // The picture's page: its files shown, renamed, found by its new name, deleted.
+    let picture = format!(
+        "a.name[href$='{}']",
+        store
+            .library_assets(&library.id, 10, 0)
+            .await
+            .unwrap()
+            .iter()
+            .find(|a| a.filename.ends_with(".png"))
+            .unwrap()
+            .id
+    );
+    browser.click(&picture).await;
+    assert_eq!(browser.text("h1").await, "alpha");
+    let roles = browser.texts(".rendition strong").await;
+    assert!(roles.contains(&"original".to_string()) && roles.contains(&"thumb".to_string()), "{roles:?}");
+    browser.wait_for_images(".rendition img").await;
+    browser.fill("input[name=label]", "  ").await;
+    browser.submit("form[action$='/rename'] button").await;
+    assert_eq!(browser.text("[role=alert]").await, "The name is required and must not be empty");
+    browser.fill("input[name=label]", "Beach <b>day</b>").await;
+    browser.submit("form[action$='/rename'] button").await;
+    assert_eq!(browser.text("h1").await, "Beach <b>day</b>");
+    browser.click("main p a[href^='/console/libraries/']").await;
+    browser.fill("input[name=q]", "BEACH").await;
+    browser.submit("form[role=search] button").await;
+    browser.wait_for_texts(".tile .name", &["Beach <b>day</b>"], std::time::Duration::from_secs(10)).await;
+    browser.click(".tile .name").await;
+    browser.submit("form[action$='/delete'] button").await;
+    browser.wait_for_path(&format!("/console/libraries/{}", library.id)).await;
+    assert_eq!(browser.texts(".tile").await.len(), 1);
+    assert_eq!(store.library_assets(&library.id, 10, 0).await.unwrap().len(), 1);
 }
 
 async fn a_token_made_in_the_portal_calls_the_api_until_revoked(mode: Mode) {
@@ -134,7 +167,7 @@ async fn a_token_made_in_the_portal_calls_the_api_until_revoked(mode: Mode) {
 
 /// With `REELFARM_SCREENSHOTS=DIR`, keeps a PNG of the page as `DIR/NAME.png` (how
 /// `docs/console/` is made).
-async fn keep_screenshot(browser: &Browser, name: &str) {
+pub(crate) async fn keep_screenshot(browser: &Browser, name: &str) {
     let png = browser.screenshot().await;
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
     if let Ok(dir) = std::env::var("REELFARM_SCREENSHOTS") {

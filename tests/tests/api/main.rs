@@ -3,6 +3,8 @@
 
 mod assets;
 mod console;
+mod console_admin;
+mod console_jobs;
 mod email;
 mod email_abuse;
 mod foundation;

@@ -207,6 +207,11 @@ pub enum Bootstrap {
 }
 
 impl Config {
+    /// The console address of the one-time sign-in link of `token`.
+    pub fn sign_in_link(&self, token: &str) -> String {
+        format!("{}/console/sign-in/link/{token}", self.public_url.trim_end_matches('/'))
+    }
+
     /// Whether start-up bootstraps the store.
     pub fn bootstraps(&self) -> bool {
         match self.bootstrap {

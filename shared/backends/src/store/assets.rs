@@ -16,6 +16,34 @@ const COLUMNS: &str = "id, upload_id, library_id, owner_user_id, filename, label
     kind, content_type, size, blob_prefix, original_key, duration_ms, alpha, thumb_key, renditions, tags, \
     properties, premium, converted_by, created_at, updated_at";
 
+/// Which assets [`Store::find_assets`] finds.
+#[derive(Debug, Default)]
+pub struct AssetQuery<'a> {
+    /// In these libraries.
+    pub libraries: &'a [LibraryId],
+    /// Of these kinds only, when not empty.
+    pub kinds: &'a [AssetKind],
+    /// Finished converting (usable) only.
+    pub ready_only: bool,
+    /// Whose label contains this, ignoring case.
+    pub text: Option<&'a str>,
+    pub limit: u32,
+    pub offset: u64,
+}
+
+/// A `LIKE` pattern (escape `\`) matching labels that contain `text`, lower-cased.
+fn like_pattern(text: &str) -> String {
+    let mut pattern = String::from("%");
+    for c in text.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
 fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("asset {what}: {e}"))
 }
@@ -101,17 +129,63 @@ impl Store {
     }
 
     /// Assets of a library, newest first, `limit` from `offset`.
-    #[tracing::instrument(name = "store::library_assets", level = "debug", skip_all)]
     pub async fn library_assets(&self, library_id: &LibraryId, limit: u32, offset: u64) -> Result<Vec<Asset>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM assets WHERE library_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
-        ))
-        .bind(library_id.as_str())
-        .bind(i64::from(limit))
-        .bind(offset as i64)
-        .fetch_all(&self.pool)
-        .await?;
+        let query = AssetQuery { libraries: std::slice::from_ref(library_id), limit, offset, ..AssetQuery::default() };
+        self.find_assets(&query).await
+    }
+
+    /// Assets of some libraries matching `query`, newest first.
+    #[tracing::instrument(name = "store::find_assets", level = "debug", skip_all)]
+    pub async fn find_assets(&self, query: &AssetQuery<'_>) -> Result<Vec<Asset>> {
+        if query.libraries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let places: Vec<String> = (1..=query.libraries.len()).map(|i| format!("${i}")).collect();
+        let mut sql = format!("SELECT {COLUMNS} FROM assets WHERE library_id IN ({})", places.join(", "));
+        let mut next = query.libraries.len();
+        let mut place = || {
+            next += 1;
+            format!("${next}")
+        };
+        if !query.kinds.is_empty() {
+            let kinds: Vec<String> = query.kinds.iter().map(|_| place()).collect();
+            sql += &format!(" AND kind IN ({})", kinds.join(", "));
+        }
+        if query.ready_only {
+            sql += " AND status = 'finished'";
+        }
+        let pattern = query.text.map(str::trim).filter(|t| !t.is_empty()).map(like_pattern);
+        if pattern.is_some() {
+            sql += &format!(" AND LOWER(label) LIKE {} ESCAPE '\\'", place());
+        }
+        sql += &format!(" ORDER BY created_at DESC, id DESC LIMIT {} OFFSET {}", place(), place());
+        let mut q = sqlx::query(&sql);
+        for library in query.libraries {
+            q = q.bind(library.as_str());
+        }
+        for kind in query.kinds {
+            q = q.bind(kind.as_str());
+        }
+        if let Some(pattern) = pattern {
+            q = q.bind(pattern);
+        }
+        let rows = q.bind(i64::from(query.limit)).bind(query.offset as i64).fetch_all(&self.pool).await?;
         rows.iter().map(asset_from).collect()
+    }
+
+    /// Gives asset `id` the label `label`; the asset as it now is.
+    #[tracing::instrument(name = "store::rename_asset", level = "debug", skip_all)]
+    pub async fn rename_asset(&self, id: &AssetId, label: &str) -> Result<Asset> {
+        let done = sqlx::query("UPDATE assets SET label = $1, updated_at = $2 WHERE id = $3")
+            .bind(label)
+            .bind(now_ms())
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("asset"));
+        }
+        self.asset(id).await
     }
 
     /// Claims the asset for an upload and returns the attempt's id: only a `created` asset

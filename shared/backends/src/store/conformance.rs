@@ -6,6 +6,8 @@ use super::*;
 use reelfarm_domain::id::{AssetId, LibraryId, RenderId, UserId};
 use reelfarm_domain::message::{Envelope, Message, Queue};
 
+mod accounts;
+mod assets;
 mod deliveries;
 mod housekeeping;
 mod integrations;
@@ -58,6 +60,8 @@ mod cases {
     sign_in => sign_in,
     credits => credits,
     libraries => libraries,
+    asset_search => assets::search,
+    accounts => accounts::accounts,
     outbox => outbox,
     webhook_secrets => webhook_secrets,
     templates => templates::templates,

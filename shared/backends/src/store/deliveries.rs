@@ -318,6 +318,22 @@ impl Store {
         Ok(true)
     }
 
+    /// Makes a settled (delivered or failed) delivery due again now, for one more attempt
+    /// from scratch: what earlier attempts kept and produced is forgotten, and an e-mail
+    /// takes a new place in its user's allowance. `false` when it is pending already.
+    #[tracing::instrument(name = "store::redeliver", level = "debug", skip_all)]
+    pub async fn redeliver(&self, id: &DeliveryId) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE deliveries SET status = 'pending', next_attempt_at = $1, state = NULL, result = NULL, \
+             finished_at = NULL, counted_at = NULL WHERE id = $2 AND status <> 'pending'",
+        )
+        .bind(now_ms())
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// When the next pending delivery is due (unix ms), if any is.
     #[tracing::instrument(name = "store::next_delivery_due", level = "debug", skip_all)]
     pub async fn next_delivery_due(&self) -> Result<Option<i64>> {

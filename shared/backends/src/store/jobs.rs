@@ -357,22 +357,35 @@ impl Store {
     }
 
     /// The user's jobs, newest first, `limit` from `offset`; only those of `template_id`
-    /// when given.
+    /// and in `status` when given.
     #[tracing::instrument(name = "store::jobs_of", level = "debug", skip_all)]
     pub async fn jobs_of(
         &self,
         user_id: &UserId,
         template_id: Option<&TemplateId>,
+        status: Option<JobStatus>,
         limit: u32,
         offset: u64,
     ) -> Result<Vec<JobRecord>> {
-        let filter = if template_id.is_some() { "AND template_id = $4" } else { "" };
+        let mut filter = String::new();
+        let mut next = 3;
+        if template_id.is_some() {
+            next += 1;
+            filter += &format!(" AND template_id = ${next}");
+        }
+        if status.is_some() {
+            next += 1;
+            filter += &format!(" AND status = ${next}");
+        }
         let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = $1 {filter} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = $1{filter} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
         );
         let mut query = sqlx::query(&sql).bind(user_id.as_str()).bind(i64::from(limit)).bind(offset as i64);
         if let Some(template_id) = template_id {
             query = query.bind(template_id.as_str());
+        }
+        if let Some(status) = status {
+            query = query.bind(status.as_str());
         }
         let mut jobs = query.fetch_all(&self.pool).await?.iter().map(job_from).collect::<Result<Vec<_>>>()?;
         self.attach_renders(&mut jobs).await?;

@@ -15,6 +15,7 @@ use sqlx::{Any, AnyPool, Transaction};
 
 use reelfarm_domain::id::EntityId;
 
+mod accounts;
 mod assets;
 mod deliveries;
 mod housekeeping;
@@ -28,7 +29,8 @@ mod templates;
 mod usage;
 mod users;
 
-pub use assets::STALE_UPLOAD_MS;
+pub use accounts::{Account, GroupSummary};
+pub use assets::{AssetQuery, STALE_UPLOAD_MS};
 pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
 pub use housekeeping::{Pruned, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
@@ -39,7 +41,7 @@ pub use jobs::{
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
-pub use usage::Usage;
+pub use usage::{RenderCounts, Usage};
 pub use users::{new_webhook_secret, Credits, Group, TokenRecord, User};
 
 /// The SQL dialect behind the pool.

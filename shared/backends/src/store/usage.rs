@@ -25,7 +25,39 @@ pub struct Usage {
     pub tts_characters: u64,
 }
 
+/// The videos of a user's jobs asked for in a period, by how they stand.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RenderCounts {
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Pending or rendering.
+    pub running: u64,
+}
+
 impl Store {
+    /// The videos of `user_id`'s jobs made since `since` (Unix ms), by status.
+    #[tracing::instrument(name = "store::renders_since", level = "debug", skip_all)]
+    pub async fn renders_since(&self, user_id: &UserId, since: i64) -> Result<RenderCounts> {
+        let rows = sqlx::query(
+            "SELECT r.status, COUNT(*) AS n FROM renders r JOIN jobs j ON j.id = r.job_id \
+             WHERE j.user_id = $1 AND j.created_at >= $2 GROUP BY r.status",
+        )
+        .bind(user_id.as_str())
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut counts = RenderCounts::default();
+        for row in rows {
+            let n = row.try_get::<i64, _>("n")?.max(0) as u64;
+            match row.try_get::<String, _>("status")?.as_str() {
+                "success" => counts.succeeded += n,
+                "failed" => counts.failed += n,
+                _ => counts.running += n,
+            }
+        }
+        Ok(counts)
+    }
+
     /// Storage used by each user (by name), or only by `user_id`; users without assets
     /// are listed with zeros.
     #[tracing::instrument(name = "store::storage_usage", level = "debug", skip_all)]

@@ -5,7 +5,7 @@ use rand::RngCore;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::{id, is_unique_violation, missing_reference, Result, Store, StoreError};
+use super::{flag, id, is_unique_violation, missing_reference, Result, Store, StoreError};
 use reelfarm_domain::id::{is_id, new_id, now_ms, GroupId, UserId};
 use reelfarm_domain::token;
 
@@ -17,6 +17,8 @@ pub struct User {
     pub name: String,
     pub credits: i64,
     pub created_at: i64,
+    /// Sees and manages every user and group in the console's admin area.
+    pub operator: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,20 +54,21 @@ pub enum Credits {
     Group { id: GroupId, name: String, credits: i64 },
 }
 
-const USER_COLUMNS: &str = "id, number, name, credits, created_at";
+pub(super) const USER_COLUMNS: &str = "id, number, name, credits, created_at, operator";
 const TOKEN_COLUMNS: &str = "id, user_id, name, prefix, created_at, expires_at, revoked_at, last_used_at";
 
-fn user_from(row: &AnyRow) -> Result<User> {
+pub(super) fn user_from(row: &AnyRow) -> Result<User> {
     Ok(User {
         id: id(row, "id")?,
         number: row.try_get("number")?,
         name: row.try_get("name")?,
         credits: row.try_get("credits")?,
         created_at: row.try_get("created_at")?,
+        operator: flag(row, "operator")?,
     })
 }
 
-fn group_from(row: &AnyRow) -> Result<Group> {
+pub(super) fn group_from(row: &AnyRow) -> Result<Group> {
     Ok(Group {
         id: id(row, "id")?,
         name: row.try_get("name")?,
@@ -100,7 +103,14 @@ impl Store {
     #[tracing::instrument(name = "store::create_user", level = "debug", skip_all)]
     pub async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> Result<User> {
         let now = now_ms();
-        let mut user = User { id: UserId::generate(), number: 0, name: name.to_string(), credits, created_at: now };
+        let mut user = User {
+            id: UserId::generate(),
+            number: 0,
+            name: name.to_string(),
+            credits,
+            created_at: now,
+            operator: false,
+        };
         let mut tx = self.begin().await?;
         // The next number is taken in the insert itself; two users created at the same
         // moment may pick the same one, and the loser tries again with the next.
@@ -276,7 +286,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT t.id, t.user_id, t.name, t.prefix, t.created_at, t.expires_at, t.revoked_at, t.last_used_at, t.hash, \
              u.number AS user_number, u.name AS user_name, u.credits AS user_credits, \
-             u.created_at AS user_created_at \
+             u.created_at AS user_created_at, u.operator AS user_operator \
              FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.prefix = $1",
         )
         .bind(prefix)
@@ -306,6 +316,7 @@ impl Store {
                 name: row.try_get("user_name")?,
                 credits: row.try_get("user_credits")?,
                 created_at: row.try_get("user_created_at")?,
+                operator: flag(row, "user_operator")?,
             };
             return Ok(Some((user, record)));
         }

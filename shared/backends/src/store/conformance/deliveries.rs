@@ -98,6 +98,22 @@ pub(super) async fn deliveries(store: &Store) {
     assert_eq!(child.status, DeliveryStatus::Pending);
     // The follow-up is due now; claim it away so the suite leaves nothing due.
     assert_eq!(store.claim_deliveries(lease, 10).await.unwrap().len(), 1);
+
+    // Redelivered: due again at once, from scratch, numbering its attempt after the
+    // others; a pending delivery is not redelivered.
+    assert!(store.redeliver(&d.id).await.unwrap());
+    assert!(!store.redeliver(&d.id).await.unwrap(), "pending already");
+    let redone = store.delivery(&d.id).await.unwrap();
+    assert_eq!(
+        (redone.status, redone.state, redone.result, redone.finished_at),
+        (DeliveryStatus::Pending, None, None, None)
+    );
+    let claimed = store.claim_deliveries(lease, 10).await.unwrap();
+    assert_eq!(claimed.iter().map(|c| (&c.id, c.attempts)).collect::<Vec<_>>(), [(&d.id, 3)]);
+    let gave_up = AfterAttempt::Failed { error: "gone".into(), state: None };
+    assert!(store.record_delivery_attempt(&d.id, &attempt(3, "failed"), &gave_up, None).await.unwrap());
+    assert_eq!(store.delivery(&d.id).await.unwrap().status, DeliveryStatus::Failed);
+    assert!(!store.redeliver(&DeliveryId::generate()).await.unwrap());
 }
 
 /// The hourly e-mail allowance: a delivery takes its place once (its retries keep it),

@@ -137,4 +137,18 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
         assert_eq!(store.job(&job.id).await.unwrap().status, JobStatus::Finished, "job {}", job.id);
     }
     assert_eq!(store.available_credits(&lena.id).await.unwrap(), 20, "one refund per failed render");
+
+    // Counted by status since a time; listed by status and template.
+    let running = new_job(&lena.id, &template.id, 2, true, false);
+    assert_eq!(store.create_job(&running, None).await.unwrap(), JobCreation::Created);
+    let counts = store.renders_since(&lena.id, 0).await.unwrap();
+    assert_eq!(counts, RenderCounts { succeeded: 40, failed: 20, running: 2 });
+    assert_eq!(store.renders_since(&lena.id, now_ms() + 1000).await.unwrap(), RenderCounts::default());
+    let started = store.jobs_of(&lena.id, Some(&template.id), Some(JobStatus::Started), 50, 0).await.unwrap();
+    assert_eq!(started.iter().map(|j| &j.id).collect::<Vec<_>>(), [&running.id]);
+    assert_eq!(started[0].renders.len(), 2);
+    let finished = store.jobs_of(&lena.id, None, Some(JobStatus::Finished), 50, 0).await.unwrap();
+    assert_eq!(finished.len(), 20);
+    assert!(store.jobs_of(&lena.id, Some(&TemplateId::generate()), None, 50, 0).await.unwrap().is_empty());
+    assert_eq!(store.jobs_of(&lena.id, None, None, 5, 20).await.unwrap().len(), 1, "the oldest page");
 }

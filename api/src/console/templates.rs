@@ -1,0 +1,306 @@
+//! Templates: the list, one template with its variables, and its render form, which
+//! creates a job through the job service.
+
+use actix_web::http::StatusCode;
+use actix_web::{get, post, web, HttpResponse, ResponseError};
+use askama::Template;
+use reelfarm_domain::asset::AssetKind;
+use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::template::{rich, Requirements, TemplateVariable, VariableType};
+
+use super::render_form::{self, Fields, Problems};
+use super::visitor::SignedIn;
+use super::{html, see_other, Chrome, ConsoleError};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::pagination::Page;
+use crate::services::jobs::Created;
+use crate::services::templates::TemplateView;
+use crate::services::{self, tts::ProviderVoices};
+use crate::state::AppState;
+
+/// Templates per page of the list.
+const TEMPLATES_PER_PAGE: u32 = 24;
+/// Library files a media input offers (the newest; an address reaches any other).
+const CHOICES: u32 = 200;
+
+/// What a form sent again after it was changed hears (its idempotency key made a job
+/// from the first sending).
+const SENT_ALREADY: &str = "This form made a video already; open the template again to make another";
+
+type Answer = Result<HttpResponse, ConsoleError>;
+
+/// A problem of the form as a whole.
+fn problem(message: &str) -> Problems {
+    Problems::from([(String::new(), message.to_string())])
+}
+
+/// A template as the list shows it.
+struct TemplateCard {
+    id: String,
+    name: String,
+    duration: String,
+    thumb: String,
+    variables: usize,
+}
+
+#[derive(Template)]
+#[template(path = "console/templates.html")]
+struct TemplatesPage {
+    chrome: Chrome,
+    templates: Vec<TemplateCard>,
+    page: u32,
+    more: bool,
+}
+
+#[derive(serde::Deserialize)]
+pub struct PageNumber {
+    page: Option<u32>,
+}
+
+#[get("/templates")]
+pub async fn templates_page(state: web::Data<AppState>, visitor: SignedIn, query: web::Query<PageNumber>) -> Answer {
+    let page = Page { limit: TEMPLATES_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
+    let views = services::templates::list(&state, &visitor.caller(), page).await?;
+    let more = views.len() == TEMPLATES_PER_PAGE as usize;
+    let templates = views
+        .iter()
+        .map(|v| TemplateCard {
+            id: v.record.id.to_string(),
+            name: v.record.name.clone(),
+            duration: seconds(v.record.duration_ms as f64 / 1000.0),
+            thumb: thumb_of(&state, v),
+            variables: v.document.clips.iter().flat_map(|c| &c.layers).filter(|l| l.variable.is_some()).count(),
+        })
+        .collect();
+    Ok(html(StatusCode::OK, &TemplatesPage { chrome: visitor.chrome("templates"), templates, page: page.page, more }))
+}
+
+/// The address of a template's still (the library icon until it has one).
+fn thumb_of(state: &AppState, view: &TemplateView) -> String {
+    let key = view.record.thumb_key.as_deref();
+    key.map(|k| state.backends.blobs.public_url(k)).unwrap_or_else(|| state.static_url("library.svg"))
+}
+
+/// `12 s`, `2.5 s`.
+fn seconds(s: f64) -> String {
+    format!("{} s", (s * 10.0).round() / 10.0)
+}
+
+/// A library file a media input offers.
+struct Choice {
+    id: String,
+    label: String,
+}
+
+/// One variable's inputs, filled in as last sent.
+struct VariableInput {
+    id: String,
+    name: String,
+    kind: &'static str,
+    requirement: String,
+    /// Text: the template's text; media: its file's address.
+    default: String,
+    multiline: bool,
+    choices: Vec<Choice>,
+    problem: Option<String>,
+    text: String,
+    rich: bool,
+    asset: String,
+    url: String,
+    tts: String,
+    voice: String,
+}
+
+/// A voice the speech inputs offer.
+struct VoiceChoice {
+    identifier: String,
+    label: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/template.html")]
+struct TemplatePage {
+    chrome: Chrome,
+    id: String,
+    name: String,
+    duration: String,
+    thumb: String,
+    preview: Option<String>,
+    qualities: Vec<&'static str>,
+    inputs: Vec<VariableInput>,
+    voices: Vec<VoiceChoice>,
+    /// The form's other fields as last sent.
+    quality: String,
+    title: String,
+    external_id: String,
+    callback: String,
+    /// Problems of the form's other fields, and of none in particular.
+    problems: Problems,
+    /// The idempotency key of this form: sending it twice makes one job.
+    attempt: String,
+}
+
+impl TemplatePage {
+    /// The problem of the form's field `name`, if any.
+    fn problem(&self, name: &str) -> Option<&str> {
+        self.problems.get(name).map(String::as_str)
+    }
+}
+
+#[get("/templates/{id}")]
+pub async fn template_page(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
+    let id = TemplateId::parse(&id).ok_or_else(|| ApiError::not_found("Template"))?;
+    let attempt = reelfarm_domain::token::random_base62(24);
+    let page = template_form(&state, &visitor, &id, Fields(vec![("attempt".into(), attempt)]), Problems::new()).await?;
+    Ok(html(StatusCode::OK, &page))
+}
+
+/// The template page with its form filled in with `form`, showing `problems`.
+async fn template_form(
+    state: &AppState,
+    visitor: &SignedIn,
+    id: &TemplateId,
+    form: Fields,
+    mut problems: Problems,
+) -> Result<TemplatePage, ConsoleError> {
+    let caller = visitor.caller();
+    let view = services::templates::get(state, &caller, id).await?;
+    let variables = view.variables(&state.backends.blobs);
+    let speaks = variables.iter().any(|v| v.kind == VariableType::Sound);
+    let voices = if speaks { services::tts::voices(state, None).await? } else { Vec::new() };
+    let mut inputs = Vec::with_capacity(variables.len());
+    for variable in variables {
+        let problem = problems.remove(&variable.id.to_string());
+        inputs.push(input_of(state, &caller, variable, &form, problem).await?);
+    }
+    let field = |name: &str| form.get(name).unwrap_or_default().to_string();
+    Ok(TemplatePage {
+        chrome: visitor.chrome("templates"),
+        id: view.record.id.to_string(),
+        name: view.record.name.clone(),
+        duration: seconds(view.record.duration_ms as f64 / 1000.0),
+        thumb: thumb_of(state, &view),
+        preview: view.record.preview_key.as_deref().map(|k| state.backends.blobs.public_url(k)),
+        qualities: ["default", "480p", "720p", "1080p"].into(),
+        inputs,
+        voices: voices.into_iter().flat_map(voice_choices).collect(),
+        quality: field("quality"),
+        title: field("title"),
+        external_id: field("external_id"),
+        callback: field("callback"),
+        problems,
+        attempt: field("attempt"),
+    })
+}
+
+/// The inputs of `variable`, offering the caller's library files of its kind.
+async fn input_of(
+    state: &AppState,
+    caller: &Caller,
+    variable: TemplateVariable,
+    form: &Fields,
+    problem: Option<String>,
+) -> Result<VariableInput, ConsoleError> {
+    let kinds: &[AssetKind] = match variable.kind {
+        VariableType::Text => &[],
+        VariableType::Image => &[AssetKind::Sprite, AssetKind::Svg],
+        VariableType::Video => &[AssetKind::Video],
+        VariableType::Sound => &[AssetKind::Sound],
+    };
+    let choices = match kinds {
+        [] => Vec::new(),
+        kinds => services::assets::choosable(state, caller, kinds, CHOICES)
+            .await?
+            .into_iter()
+            .map(|a| Choice { id: a.id.to_string(), label: a.label })
+            .collect(),
+    };
+    let id = variable.id.to_string();
+    let sent = |prefix: &str| form.0.iter().find(|(k, _)| *k == format!("{prefix}.{id}")).map(|(_, v)| v.clone());
+    let (requirement, multiline) = describe(&variable.requirements);
+    let default = match variable.kind {
+        VariableType::Text => rich::parse(&variable.default).map(|r| r.plain()).unwrap_or(variable.default),
+        _ => variable.default,
+    };
+    Ok(VariableInput {
+        name: variable.name,
+        kind: variable.kind.as_str(),
+        requirement,
+        default,
+        multiline,
+        choices,
+        problem,
+        text: sent("text").unwrap_or_default(),
+        rich: sent("rich").is_some(),
+        asset: sent("asset").unwrap_or_default(),
+        url: sent("url").unwrap_or_default(),
+        tts: sent("tts").unwrap_or_default(),
+        voice: sent("voice").unwrap_or_default(),
+        id,
+    })
+}
+
+/// What a value must be, in words; whether text may have several lines.
+fn describe(requirements: &Requirements) -> (String, bool) {
+    match requirements {
+        Requirements::Text { multiline, minimum_length, maximum_length } => {
+            let lines = if *multiline { "several lines allowed" } else { "one line" };
+            (format!("{minimum_length}–{maximum_length} characters, {lines}"), *multiline)
+        }
+        Requirements::Image { width, height } => (format!("{width}×{height} px, covered"), false),
+        Requirements::Video { width, height, duration } => {
+            (format!("{width}×{height} px, plays {}", seconds(*duration)), false)
+        }
+        Requirements::Sound { duration } => (format!("plays {}", seconds(*duration)), false),
+    }
+}
+
+/// The voices of a provider as the speech inputs offer them (Google takes any voice
+/// name, so it offers none).
+fn voice_choices(provider: ProviderVoices) -> Vec<VoiceChoice> {
+    let name = provider.provider.as_str();
+    provider
+        .voices
+        .into_iter()
+        .map(|v| VoiceChoice {
+            label: format!("{name}: {} ({}, {})", v.name, v.language, v.gender),
+            identifier: v.identifier,
+        })
+        .collect()
+}
+
+/// Sends the render form: a job of one video through the job service, then its page; the
+/// form again with its problems when it is refused.
+#[post("/templates/{id}/render")]
+pub async fn render(
+    state: web::Data<AppState>,
+    visitor: SignedIn,
+    id: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Answer {
+    let form = Fields(form.into_inner());
+    visitor.check_csrf(form.get("csrf").unwrap_or_default())?;
+    let id = TemplateId::parse(&id).ok_or_else(|| ApiError::not_found("Template"))?;
+    let caller = visitor.caller();
+    let view = services::templates::get(&state, &caller, &id).await?;
+    let variables: Vec<_> =
+        view.variables(&state.backends.blobs).into_iter().map(|v| (v.id.to_string(), v.kind)).collect();
+    let problems = match render_form::job_body(id.as_str(), &variables, &form) {
+        Ok(body) => {
+            let respond = |job: &reelfarm_backends::store::JobRecord| job.id.to_string();
+            match services::jobs::create(&state, &caller, &body, form.get("attempt"), respond).await {
+                Ok(Created::New(job) | Created::Replayed(job)) => {
+                    return Ok(see_other(&format!("/console/jobs/{job}")))
+                }
+                Err(e) if e.status_code() == StatusCode::CONFLICT => problem(SENT_ALREADY),
+                Err(e) if !e.body().errors.is_empty() => render_form::problems_of(&e.body().errors),
+                Err(e) if e.status_code().is_client_error() => problem(&e.body().message),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(problems) => problems,
+    };
+    let page = template_form(&state, &visitor, &id, form, problems).await?;
+    Ok(html(StatusCode::BAD_REQUEST, &page))
+}
