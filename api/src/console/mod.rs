@@ -18,6 +18,7 @@ use reelfarm_backends::{Blobs, Config};
 
 use crate::error::ApiError;
 
+mod accounts;
 mod admin;
 mod assets;
 mod developer;
@@ -79,6 +80,10 @@ pub fn scope(
         .service(pages::end_session)
         .service(pages::end_all_sessions)
         .service(pages::set_sign_in)
+        .service(accounts::accounts)
+        .service(accounts::connect)
+        .service(accounts::callback)
+        .service(accounts::disconnect)
         .service(admin::admin)
         .service(admin::create_user)
         .service(admin::set_credits)

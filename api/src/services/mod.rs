@@ -7,6 +7,7 @@
 
 pub mod accounts;
 pub mod assets;
+pub mod consent;
 pub mod files;
 pub mod health;
 pub mod integrations;

@@ -3,6 +3,7 @@
 
 mod assets;
 mod console;
+mod console_accounts;
 mod console_admin;
 mod console_jobs;
 mod email;

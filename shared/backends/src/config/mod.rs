@@ -55,6 +55,9 @@ keys! {
     email_rate_limit = "100": "notification e-mails each user may send per hour, across notifiers (0: no limit)";
     google_api_url = "https://www.googleapis.com": "base of the YouTube Data and Google Drive APIs";
     google_oauth_url = "https://oauth2.googleapis.com/token": "OAuth 2.0 token endpoint of Google accounts";
+    google_auth_url = "https://accounts.google.com/o/oauth2/v2/auth": "OAuth 2.0 consent page of Google accounts, where the console sends users linking YouTube or Google Drive";
+    google_client_id: "OAuth client id the console links YouTube and Google Drive accounts with (unset: no consent flow; accounts are linked through the API)";
+    google_client_secret: "secret of that OAuth client";
     polly_region: "AWS region of Amazon Polly text-to-speech (unset: Polly disabled)";
     polly_endpoint: "Amazon Polly endpoint (unset: the region's AWS endpoint)";
     polly_access_key_id: "access key of Amazon Polly (unset: AWS_ACCESS_KEY_ID)";
@@ -123,6 +126,11 @@ pub struct Config {
     pub google_api_url: String,
     /// Token endpoint of the OAuth 2.0 refresh-token exchange.
     pub google_oauth_url: String,
+    /// Consent page of the OAuth 2.0 authorization-code flow.
+    pub google_auth_url: String,
+    /// The deployment's OAuth client (id, secret), for the console's consent flow;
+    /// `None` turns the flow off.
+    pub google_client: Option<(String, SecretString)>,
     /// AWS region of Amazon Polly; `None` disables the `polly` speech provider.
     pub polly_region: Option<String>,
     /// Amazon Polly endpoint (a fake or a VPC endpoint); `None` for the region's AWS one.
@@ -371,6 +379,7 @@ impl Config {
         };
         let google_api_url = parse(raw, "google_api_url", http_base)?;
         let google_oauth_url = parse(raw, "google_oauth_url", http_base)?;
+        let google_auth_url = parse(raw, "google_auth_url", http_base)?;
         let non_empty = |s: &str| -> Result<String, String> {
             if s.is_empty() {
                 Err("must not be empty".into())
@@ -399,6 +408,17 @@ impl Config {
                 })
             }
         };
+        let google_client =
+            match (optional(raw, "google_client_id", non_empty)?, optional(raw, "google_client_secret", non_empty)?) {
+                (Some(id), Some(secret)) => Some((id, SecretString::from(secret))),
+                (None, None) => None,
+                _ => {
+                    return Err(ConfigError {
+                        source_name: "REELFARM_GOOGLE_CLIENT_ID".into(),
+                        message: "google_client_id and google_client_secret go together".into(),
+                    })
+                }
+            };
         let google_tts_url = parse(raw, "google_tts_url", http_base)?;
         let google_tts_api_key = optional(raw, "google_tts_api_key", non_empty)?.map(SecretString::from);
         let outbound_allow =
@@ -537,6 +557,8 @@ impl Config {
             email_rate_limit,
             google_api_url,
             google_oauth_url,
+            google_auth_url,
+            google_client,
             polly_region,
             polly_endpoint,
             polly_credentials,

@@ -1,5 +1,5 @@
 //! A fake of the Google services the upload channels use, on loopback: the OAuth 2.0
-//! token endpoint, YouTube's resumable `videos.insert` and `playlistItems.insert`, and
+//! consent page and token endpoint (authorization code with PKCE, refresh token), YouTube's resumable `videos.insert` and `playlistItems.insert`, and
 //! Drive's resumable `files.create`. It checks what Google checks (credentials, bearer
 //! tokens, the upload headers and metadata, chunk ranges and sizes), answers as Google
 //! does (`308` + `Range`, the resource with an `id` at the end), records what it
@@ -12,6 +12,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+mod oauth;
 
 /// The OAuth client and refresh token the fake accepts.
 pub const CLIENT_ID: &str = "fake-client.apps.googleusercontent.com";
@@ -63,6 +65,15 @@ pub struct Counts {
     /// Empty `bytes */total` PUTs.
     pub status_queries: u32,
     pub playlist_inserts: u32,
+    /// Codes exchanged for tokens.
+    pub codes_exchanged: u32,
+}
+
+/// A code the consent page gave, awaiting its exchange.
+pub(super) struct Grant {
+    redirect_uri: String,
+    challenge: String,
+    scope: String,
 }
 
 struct Session {
@@ -77,6 +88,7 @@ struct Session {
 #[derive(Default)]
 struct State {
     access_tokens: HashSet<String>,
+    grants: HashMap<String, Grant>,
     refresh_revoked: bool,
     sessions: HashMap<String, Session>,
     uploads: Vec<Upload>,
@@ -122,7 +134,9 @@ impl FakeGoogle {
                 .app_data(data.clone())
                 .app_data(base.clone())
                 .app_data(web::PayloadConfig::new(64 << 20))
-                .route("/token", web::post().to(token))
+                .route("/token", web::post().to(oauth::token))
+                .route("/auth", web::get().to(oauth::consent_page))
+                .route("/auth/decide", web::get().to(oauth::decide))
                 .route("/upload/youtube/v3/videos", web::post().to(open_video))
                 .route("/upload/youtube/v3/videos", web::put().to(session_put))
                 .route("/upload/drive/v3/files", web::post().to(open_file))
@@ -144,6 +158,11 @@ impl FakeGoogle {
         let handle = server.handle();
         tokio::spawn(server);
         FakeGoogle { address, state, handle }
+    }
+
+    /// `REELFARM_GOOGLE_AUTH_URL`: the consent page.
+    pub fn auth_url(&self) -> String {
+        format!("{}/auth", self.address)
     }
 
     /// `REELFARM_GOOGLE_OAUTH_URL`.
@@ -233,38 +252,6 @@ fn unauthorized(req: &HttpRequest, state: &State, required: bool) -> Option<Http
         Some(h) => h.strip_prefix("Bearer ").is_some_and(|t| state.access_tokens.contains(t)),
     };
     (!valid).then(|| google_error(401, "authError", "Request had invalid authentication credentials."))
-}
-
-#[derive(Deserialize)]
-struct TokenForm {
-    grant_type: String,
-    client_id: String,
-    client_secret: String,
-    refresh_token: Option<String>,
-}
-
-async fn token(form: web::Form<TokenForm>, state: Shared) -> HttpResponse {
-    let mut state = state.lock().unwrap();
-    state.counts.token_requests += 1;
-    if form.grant_type != "refresh_token" {
-        return HttpResponse::BadRequest().json(json!({ "error": "unsupported_grant_type" }));
-    }
-    if form.client_id != CLIENT_ID || form.client_secret != CLIENT_SECRET {
-        return HttpResponse::Unauthorized()
-            .json(json!({ "error": "invalid_client", "error_description": "The OAuth client was not found." }));
-    }
-    if form.refresh_token.as_deref() != Some(REFRESH_TOKEN) || state.refresh_revoked {
-        return HttpResponse::BadRequest()
-            .json(json!({ "error": "invalid_grant", "error_description": "Token has been expired or revoked." }));
-    }
-    let token = format!("ya29.{}", uuid::Uuid::new_v4().simple());
-    state.access_tokens.insert(token.clone());
-    HttpResponse::Ok().json(json!({
-        "access_token": token,
-        "expires_in": 3599,
-        "token_type": "Bearer",
-        "scope": "https://www.googleapis.com/auth/youtube.upload https://www.googleapis.com/auth/drive.file",
-    }))
 }
 
 /// The upload headers of a session's opening request: `(content type, length)`.
