@@ -160,6 +160,19 @@ pub enum Bench {
         #[arg(long, default_value_t = 20_000)]
         messages: u64,
     },
+    /// Server time of the console's pages on the configured backends, with many assets and
+    /// jobs in the store, against the JSON API reading the same data.
+    Console {
+        /// Assets in the signed-in user's library.
+        #[arg(long, default_value_t = 10_000)]
+        assets: u32,
+        /// Jobs of the signed-in user.
+        #[arg(long, default_value_t = 1_000)]
+        jobs: u32,
+        /// Requests measured per page.
+        #[arg(long, default_value_t = 200)]
+        requests: u32,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {

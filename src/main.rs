@@ -70,6 +70,9 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             }
             cli::Command::Bench(cli::Bench::Bus { messages }) => bench::bus::run(&config, messages).await,
             cli::Command::Bench(cli::Bench::Upload { size_mib }) => bench::upload::run(&config, size_mib).await,
+            cli::Command::Bench(cli::Bench::Console { assets, jobs, requests }) => {
+                bench::console::run(&config, bench::console::Sizes { assets, jobs, requests }).await
+            }
             cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
         }
     });

@@ -23,7 +23,7 @@ use crate::stats::Percentiles;
 
 const BAR_JOBS_PER_SECOND: f64 = 1500.0;
 const BAR_P99: Duration = Duration::from_millis(50);
-const VARIABLE: &str = "6b1f8e0a-5c2d-4e3f-9a1b-2c3d4e5f6a7b";
+pub(super) const VARIABLE: &str = "6b1f8e0a-5c2d-4e3f-9a1b-2c3d4e5f6a7b";
 
 /// What one load phase measured.
 struct Phase {
@@ -88,7 +88,7 @@ pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize
 }
 
 /// A 1280×720, 5 s template with one text variable.
-fn bench_template() -> serde_json::Value {
+pub(super) fn bench_template() -> serde_json::Value {
     json!({
         "version": 1,
         "name": "Bench",

@@ -3,6 +3,7 @@
 //! `docs/performance.md`.
 
 pub mod bus;
+pub mod console;
 pub mod convert;
 pub mod jobs;
 pub mod render;

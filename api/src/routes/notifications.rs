@@ -119,6 +119,7 @@ pub async fn of_job(
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "Still being delivered"),
+        (status = 429, body = ErrorBody, description = "More than ten redeliveries at once, then one every 6 s, per user"),
     ),
     security(("bearer" = []))
 )]

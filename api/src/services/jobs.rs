@@ -165,7 +165,7 @@ pub async fn get(state: &AppState, caller: &Caller, id: &JobId) -> Result<JobVie
         Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
         Err(e) => return Err(e.into()),
     };
-    Ok(with_progress(state, job).await)
+    Ok(with_progress(state, vec![job]).await.pop().expect("one view per job"))
 }
 
 /// A page of the caller's jobs, newest first; of one template the caller may see when
@@ -183,27 +183,31 @@ pub async fn list(
         store.visible_template(template_id, &caller.user.id).await?;
     }
     let jobs = store.jobs_of(&caller.user.id, template_id, status, page.limit, page.offset()).await?;
-    let mut views = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        views.push(with_progress(state, job).await);
-    }
-    Ok(views)
+    Ok(with_progress(state, jobs).await)
 }
 
-/// `job` with the live progress of its started videos.
-async fn with_progress(state: &AppState, job: JobRecord) -> JobView {
-    let mut progress = HashMap::new();
-    for render in job.renders.iter().filter(|r| r.status == RenderStatus::Started) {
-        match state.backends.cache.render_progress(&render.id).await {
-            Ok(Some(percent)) => {
-                progress.insert(render.id.clone(), percent);
-            }
-            Ok(None) => {}
+/// `jobs` with the live progress of their started videos (one cache call for all).
+async fn with_progress(state: &AppState, jobs: Vec<JobRecord>) -> Vec<JobView> {
+    let started: Vec<RenderId> = jobs
+        .iter()
+        .flat_map(|j| &j.renders)
+        .filter(|r| r.status == RenderStatus::Started)
+        .map(|r| r.id.clone())
+        .collect();
+    let mut progress = match state.backends.cache.renders_progress(&started).await {
+        Ok(progress) => progress,
+        Err(e) => {
             // Progress is a nicety: without the cache it shows 0.
-            Err(e) => tracing::warn!(error = %e, "render progress unavailable"),
+            tracing::warn!(error = %e, "render progress unavailable");
+            HashMap::new()
         }
-    }
-    JobView { job, progress }
+    };
+    jobs.into_iter()
+        .map(|job| {
+            let mine = job.renders.iter().filter_map(|r| progress.remove_entry(&r.id)).collect();
+            JobView { job, progress: mine }
+        })
+        .collect()
 }
 
 /// A project one of the caller's jobs made, with its document.

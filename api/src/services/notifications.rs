@@ -24,6 +24,11 @@ pub async fn of_job(
     Ok(store.deliveries_of_job(job_id).await?)
 }
 
+/// Redeliveries a user may ask for at once, and then one per interval: a redelivery
+/// costs no credit, and each is a request to an address of the user's choosing.
+const REDELIVERY_BURST: u32 = 10;
+const REDELIVERY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(6);
+
 /// Sends delivery `id` of the caller's job `job_id` once more, now (it must be settled:
 /// delivered or failed); the delivery as it now stands, with its attempts.
 #[tracing::instrument(name = "notifications::redeliver", skip_all, fields(user_id = %caller.user.id, id = %id))]
@@ -39,6 +44,9 @@ pub async fn redeliver(
         Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Notification")),
         Err(e) => return Err(e.into()),
     }
+    // Free to ask, so bounded: ten at once per user, then one every six seconds.
+    let limit = format!("redeliver:{}", caller.user.id);
+    state.limits.check_every(&state.backends.cache, &limit, REDELIVERY_INTERVAL, REDELIVERY_BURST).await?;
     if !store.redeliver(id).await? {
         return Err(ApiError::conflict("This notification is being delivered already; wait for its outcome"));
     }

@@ -68,6 +68,7 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
     assert_eq!(legends, ["Photo · image · 64×64 px, covered", "Headline · text · 1–60 characters, one line"]);
     let headline = format!("input[name='text.{HEADLINE}']");
     assert_eq!(browser.attr(&headline, "placeholder").await.as_deref(), Some("Default words"));
+    keep_screenshot(&browser, "template").await;
 
     // Markup the renderer does not take is refused, next to its field; what was typed
     // stays, as text.

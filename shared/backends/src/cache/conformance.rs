@@ -26,6 +26,7 @@ pub(crate) async fn suite(cache: Cache) {
     values_expire_after_their_ttl(&cache).await;
     set_if_absent_sets_only_while_absent(&cache).await;
     delete_removes_the_key(&cache).await;
+    progress_of_several_renders_in_one_call(&cache).await;
     namespaces_do_not_see_each_other(&cache).await;
     throttle_allows_the_burst_then_limits_until_retry_after(&cache).await;
     throttle_keys_are_independent(&cache).await;
@@ -34,6 +35,19 @@ pub(crate) async fn suite(cache: Cache) {
     cache.ready().await.expect("ready");
     for key in ["bytes", "empty", "overwritten", "fresh", "idem", "doomed", "shared", "slow"] {
         cache.delete(key).await.expect("cleaning up");
+    }
+}
+
+async fn progress_of_several_renders_in_one_call(cache: &Cache) {
+    use reelfarm_domain::id::RenderId;
+    let (a, b, none) = (RenderId::generate(), RenderId::generate(), RenderId::generate());
+    cache.set_render_progress(&a, 40).await.unwrap();
+    cache.set_render_progress(&b, 250).await.unwrap();
+    let got = cache.renders_progress(&[a.clone(), none, b.clone()]).await.unwrap();
+    assert_eq!(got, [(a.clone(), 40), (b.clone(), 100)].into_iter().collect());
+    assert!(cache.renders_progress(&[]).await.unwrap().is_empty());
+    for id in [a, b] {
+        cache.delete(&format!("progress:{id}")).await.unwrap();
     }
 }
 

@@ -76,6 +76,12 @@ impl CacheBackend for MemoryCache {
         Ok(self.lock(now).live(key, now).map(|entry| entry.value.clone()))
     }
 
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
+        let now = Instant::now();
+        let mut values = self.lock(now);
+        Ok(keys.iter().map(|key| values.live(key, now).map(|entry| entry.value.clone())).collect())
+    }
+
     async fn set(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), CacheError> {
         let now = Instant::now();
         let entry = Entry { value: value.to_vec(), expires_at: deadline(now, ttl) };

@@ -1,6 +1,7 @@
 //! Cache port: rate limits, idempotency keys and live progress, shared by every api
 //! replica. Two adapters: in-memory (`memory`) and Redis (`redis`, deadpool-redis).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,8 @@ pub enum RateDecision {
 #[async_trait]
 pub trait CacheBackend: Send + Sync {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, CacheError>;
+    /// The values of `keys`, in their order, in one round trip.
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, CacheError>;
     async fn set(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), CacheError>;
     /// Sets the key only when absent; returns whether it was set.
     async fn set_if_absent(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, CacheError>;
@@ -125,10 +128,15 @@ impl Cache {
         self.set(&format!("progress:{render_id}"), &[percent.min(100)], PROGRESS_TTL).await
     }
 
-    /// The live progress of a render, when one was recorded in the last hour.
-    #[tracing::instrument(name = "cache::render_progress", level = "debug", skip_all)]
-    pub async fn render_progress(&self, render_id: &RenderId) -> Result<Option<u8>, CacheError> {
-        Ok(self.get(&format!("progress:{render_id}")).await?.and_then(|v| v.first().copied()))
+    /// The live progress of renders (when recorded in the last hour), in one round trip.
+    #[tracing::instrument(name = "cache::renders_progress", level = "debug", skip_all)]
+    pub async fn renders_progress(&self, render_ids: &[RenderId]) -> Result<HashMap<RenderId, u8>, CacheError> {
+        if render_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let keys: Vec<String> = render_ids.iter().map(|id| self.key(&format!("progress:{id}"))).collect();
+        let values = bounded(self.backend.get_many(&keys)).await?;
+        Ok(render_ids.iter().zip(values).filter_map(|(id, value)| Some((id.clone(), *value?.first()?))).collect())
     }
 
     /// Checks the backend answers (readiness probe).

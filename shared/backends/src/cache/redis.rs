@@ -132,6 +132,11 @@ impl CacheBackend for RedisCache {
         redis::cmd("GET").arg(key).query_async(&mut conn).await.map_err(|e| backend("GET", e))
     }
 
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, CacheError> {
+        let mut conn = self.conn().await?;
+        redis::cmd("MGET").arg(keys).query_async(&mut conn).await.map_err(|e| backend("MGET", e))
+    }
+
     async fn set(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), CacheError> {
         let mut conn = self.conn().await?;
         let mut set = redis::cmd("SET");
