@@ -13,6 +13,7 @@ use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::error::ApiError;
+use crate::ids;
 use crate::pagination::Page;
 use crate::services::accounts::{self, NewAccount};
 use crate::state::AppState;
@@ -168,7 +169,7 @@ pub async fn join_group(
     form: web::Form<JoinForm>,
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let user = UserId::parse(&id).ok_or_else(|| ApiError::not_found("User"))?;
+    let user = ids::in_path::<UserId>(&id)?;
     match accounts::join(&state, &visitor.caller(), &user, &form.group).await {
         Ok(()) => Ok(see_other("/console/admin")),
         Err(e) => admin_page(&state, &visitor, Outcome { problems: problems(e)?, ..Outcome::default() }).await,
@@ -183,8 +184,8 @@ pub async fn leave_group(
     form: web::Form<CsrfForm>,
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let user = UserId::parse(&path.0).ok_or_else(|| ApiError::not_found("User"))?;
-    let group = GroupId::parse(&path.1).ok_or_else(|| ApiError::not_found("Group"))?;
+    let user = ids::in_path::<UserId>(&path.0)?;
+    let group = ids::in_path::<GroupId>(&path.1)?;
     accounts::leave(&state, &visitor.caller(), &user, &group).await?;
     Ok(see_other("/console/admin"))
 }
@@ -198,7 +199,7 @@ pub async fn sign_in_link(
     form: web::Form<CsrfForm>,
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let user = UserId::parse(&id).ok_or_else(|| ApiError::not_found("User"))?;
+    let user = ids::in_path::<UserId>(&id)?;
     let (name, token) = accounts::sign_in_link(&state, &visitor.caller(), &user).await?;
     admin_page(&state, &visitor, Outcome { link: Some((name, token)), ..Outcome::default() }).await
 }

@@ -13,6 +13,7 @@ use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::error::ApiError;
+use crate::ids;
 use crate::pagination::Page;
 use crate::routes::jobs::{JobJson, VideoJson};
 use crate::routes::notifications::DeliveryJson;
@@ -57,7 +58,7 @@ impl JobsPage {
 pub async fn jobs_page(state: web::Data<AppState>, visitor: SignedIn, query: web::Query<JobsQuery>) -> Answer {
     let template = query.template.as_deref().map(str::trim).filter(|t| !t.is_empty());
     let template_id = match template {
-        Some(t) => Some(TemplateId::parse(t).ok_or_else(|| ApiError::not_found("Template"))?),
+        Some(t) => Some(ids::in_path::<TemplateId>(t)?),
         None => None,
     };
     let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
@@ -133,7 +134,7 @@ struct Deliveries {
 
 /// The deliveries of a job, live while the job runs or one of them is pending.
 async fn deliveries_of(state: &AppState, visitor: &SignedIn, job: &JobJson) -> Result<Deliveries, ConsoleError> {
-    let id = JobId::parse(&job.id).ok_or_else(|| ApiError::not_found("Job"))?;
+    let id = ids::in_path::<JobId>(&job.id)?;
     let deliveries: Vec<DeliveryJson> = services::notifications::of_job(state, &visitor.caller(), &id)
         .await?
         .into_iter()
@@ -145,7 +146,7 @@ async fn deliveries_of(state: &AppState, visitor: &SignedIn, job: &JobJson) -> R
 
 /// The caller's job `id` as its page shows it, with the values of each video (JSON).
 async fn job_of(state: &AppState, visitor: &SignedIn, id: &str) -> Result<(JobJson, Vec<String>), ConsoleError> {
-    let id = JobId::parse(id).ok_or_else(|| ApiError::not_found("Job"))?;
+    let id = ids::in_path::<JobId>(id)?;
     let view = services::jobs::get(state, &visitor.caller(), &id).await?;
     let values = view
         .job
@@ -205,8 +206,8 @@ pub async fn redeliver(
     form: web::Form<CsrfForm>,
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let job_id = JobId::parse(&path.0).ok_or_else(|| ApiError::not_found("Job"))?;
-    let id = DeliveryId::parse(&path.1).ok_or_else(|| ApiError::not_found("Notification"))?;
+    let job_id = ids::in_path::<JobId>(&path.0)?;
+    let id = ids::in_path::<DeliveryId>(&path.1)?;
     services::notifications::redeliver(&state, &visitor.caller(), &job_id, &id).await?;
     Ok(see_other(&format!("/console/jobs/{job_id}#deliveries")))
 }

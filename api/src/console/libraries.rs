@@ -13,7 +13,7 @@ use serde_json::json;
 use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
-use crate::error::ApiError;
+use crate::ids;
 use crate::pagination::Page;
 use crate::services;
 use crate::state::AppState;
@@ -133,7 +133,7 @@ pub async fn library_page(
     id: web::Path<String>,
     query: web::Query<LibraryQuery>,
 ) -> Answer {
-    let id = LibraryId::parse(&id).ok_or_else(|| ApiError::not_found("Library"))?;
+    let id = ids::in_path::<LibraryId>(&id)?;
     let caller = visitor.caller();
     let (library, editable) = services::libraries::visible(&state, &caller, &id).await?;
     let page = Page { limit: ASSETS_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
@@ -162,7 +162,7 @@ pub async fn add_object(
     form: web::Form<NewObjectForm>,
 ) -> Answer {
     visitor.check_csrf_header(&req)?;
-    let id = LibraryId::parse(&id).ok_or_else(|| ApiError::not_found("Library"))?;
+    let id = ids::in_path::<LibraryId>(&id)?;
     match services::assets::add(&state, &visitor.caller(), form.filename.as_deref(), Some(&id)).await {
         Ok(new) => Ok(HttpResponse::Created().json(json!({"id": new.asset.id, "upload_url": new.upload_url}))),
         Err(e) => Ok(e.error_response_owned()),
@@ -178,7 +178,7 @@ struct TileFragment {
 /// One object's tile (polled while it arrives and converts).
 #[get("/objects/{id}/tile")]
 pub async fn object_tile(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
-    let id = AssetId::parse(&id).ok_or_else(|| ApiError::not_found("Object"))?;
+    let id = ids::in_path::<AssetId>(&id)?;
     let asset = services::assets::get(&state, &visitor.caller(), &id).await?;
     Ok(html(StatusCode::OK, &TileFragment { asset: AssetTile::new(&asset, &state) }))
 }
@@ -217,7 +217,7 @@ async fn object(
     id: &str,
     problem: Option<String>,
 ) -> Result<ObjectPage, ConsoleError> {
-    let id = AssetId::parse(id).ok_or_else(|| ApiError::not_found("Object"))?;
+    let id = ids::in_path::<AssetId>(id)?;
     let (asset, editable) = services::assets::visible(state, &visitor.caller(), &id).await?;
     let kind = asset.kind;
     let files = asset
@@ -270,7 +270,7 @@ pub async fn rename_object(
     form: web::Form<RenameForm>,
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let asset = AssetId::parse(&id).ok_or_else(|| ApiError::not_found("Object"))?;
+    let asset = ids::in_path::<AssetId>(&id)?;
     match services::assets::rename(&state, &visitor.caller(), &asset, form.label.as_deref()).await {
         Ok(_) => Ok(see_other(&format!("/console/objects/{asset}"))),
         Err(e) if e.key() == "error.validation_failed" => {
@@ -289,7 +289,7 @@ pub async fn delete_object(
     form: web::Form<CsrfForm>,
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let id = AssetId::parse(&id).ok_or_else(|| ApiError::not_found("Object"))?;
+    let id = ids::in_path::<AssetId>(&id)?;
     let removed = services::assets::remove(&state, &visitor.caller(), &id).await?;
     Ok(see_other(&format!("/console/libraries/{}", removed.library_id)))
 }

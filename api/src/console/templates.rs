@@ -12,7 +12,7 @@ use super::render_form::{self, Fields, Problems};
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::ids;
 use crate::pagination::Page;
 use crate::services::jobs::Created;
 use crate::services::templates::TemplateView;
@@ -150,7 +150,7 @@ impl TemplatePage {
 
 #[get("/templates/{id}")]
 pub async fn template_page(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
-    let id = TemplateId::parse(&id).ok_or_else(|| ApiError::not_found("Template"))?;
+    let id = ids::in_path::<TemplateId>(&id)?;
     let attempt = reelfarm_domain::token::random_base62(24);
     let page = template_form(&state, &visitor, &id, Fields(vec![("attempt".into(), attempt)]), Problems::new()).await?;
     Ok(html(StatusCode::OK, &page))
@@ -281,7 +281,7 @@ pub async fn render(
 ) -> Answer {
     let form = Fields(form.into_inner());
     visitor.check_csrf(form.get("csrf").unwrap_or_default())?;
-    let id = TemplateId::parse(&id).ok_or_else(|| ApiError::not_found("Template"))?;
+    let id = ids::in_path::<TemplateId>(&id)?;
     let caller = visitor.caller();
     let view = services::templates::get(&state, &caller, &id).await?;
     let variables: Vec<_> =

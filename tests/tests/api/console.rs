@@ -139,6 +139,7 @@ async fn a_token_made_in_the_portal_calls_the_api_until_revoked(mode: Mode) {
     let browser = Browser::start().await;
     sign_in(&app, &browser, &email).await;
     browser.goto(&format!("{}/console/developer", app.address)).await;
+    assert_eq!(browser.client.title().await.unwrap(), "Developer · reelfarm");
     assert_eq!(browser.text("main p.muted + h2 + form + h2 + p").await, "No tokens yet.");
 
     // A name is required: the server says so (blanks pass the browser's own check).
