@@ -59,13 +59,13 @@ impl Browser {
 
     /// Types `text` into the field `css`.
     pub async fn fill(&self, css: &str, text: &str) {
-        let field = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no field {css}: {e}"));
+        let field = self.find(css).await;
         field.clear().await.unwrap();
         field.send_keys(text).await.unwrap();
     }
 
     pub async fn click(&self, css: &str) {
-        self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}")).click().await.unwrap();
+        self.find(css).await.click().await.unwrap();
     }
 
     /// Clicks `css`, a button that sends its form, and waits up to 10 s for the page that
@@ -81,13 +81,19 @@ impl Browser {
         .await
     }
 
-    /// The text of the first `css`, waiting up to 10 s for one to appear.
-    pub async fn text(&self, css: &str) -> String {
+    /// The first `css`, waiting up to 10 s for one to appear (the page may still be
+    /// loading after a click).
+    async fn find(&self, css: &str) -> fantoccini::elements::Element {
         let found = self.client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css(css)).await;
         match found {
-            Ok(element) => element.text().await.unwrap(),
+            Ok(element) => element,
             Err(e) => panic!("no {css} on {}: {e}", self.path().await),
         }
+    }
+
+    /// The text of the first `css`, waiting up to 10 s for one to appear.
+    pub async fn text(&self, css: &str) -> String {
+        self.find(css).await.text().await.unwrap()
     }
 
     /// The text content of every `css` now on the page, trimmed (as in the document:
@@ -130,12 +136,13 @@ impl Browser {
 
     /// Chooses the option `value` of the select `css`.
     pub async fn choose(&self, css: &str, value: &str) {
-        let select = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        let select = self.find(css).await;
         select.select_by_value(value).await.unwrap_or_else(|e| panic!("no option {value:?} in {css}: {e}"));
     }
 
     /// The current value of the form field `css` (what a person sees in it).
     pub async fn value(&self, css: &str) -> String {
+        self.find(css).await;
         let script = "const f = document.querySelector(arguments[0]); return f ? f.value : null";
         let value = self.client.execute(script, vec![json!(css)]).await.unwrap();
         value.as_str().unwrap_or_else(|| panic!("no field {css}")).to_string()
@@ -160,7 +167,7 @@ impl Browser {
     /// Chooses `files` in the file input `css`.
     pub async fn choose_files(&self, css: &str, files: &[&std::path::Path]) {
         let paths: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        let input = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        let input = self.find(css).await;
         input.send_keys(&paths.join("\n")).await.unwrap();
     }
 
@@ -195,7 +202,7 @@ impl Browser {
 
     /// The attribute `name` of the first `css`.
     pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
-        let element = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        let element = self.find(css).await;
         element.attr(name).await.unwrap()
     }
 

@@ -88,6 +88,7 @@ fn seconds(s: f64) -> String {
 }
 
 /// A library file a media input offers.
+#[derive(Clone)]
 struct Choice {
     id: String,
     label: String,
@@ -169,11 +170,22 @@ async fn template_form(
     let variables = view.variables(&state.backends.blobs);
     let speaks = variables.iter().any(|v| v.kind == VariableType::Sound);
     let voices = if speaks { services::tts::voices(state, None).await? } else { Vec::new() };
-    let mut inputs = Vec::with_capacity(variables.len());
-    for variable in variables {
-        let problem = problems.remove(&variable.id.to_string());
-        inputs.push(input_of(state, &caller, variable, &form, problem).await?);
+    // The library files each kind of variable may take: one look per kind, however
+    // many variables share it.
+    let mut offered: Vec<(VariableType, Vec<Choice>)> = Vec::new();
+    for kind in variables.iter().map(|v| v.kind) {
+        if !offered.iter().any(|(k, _)| *k == kind) {
+            offered.push((kind, choices(state, &caller, kind).await?));
+        }
     }
+    let inputs = variables
+        .into_iter()
+        .map(|variable| {
+            let problem = problems.remove(&variable.id.to_string());
+            let choices = offered.iter().find(|(k, _)| *k == variable.kind).map(|(_, c)| c.clone()).unwrap_or_default();
+            input_of(variable, choices, &form, problem)
+        })
+        .collect();
     let field = |name: &str| form.get(name).unwrap_or_default().to_string();
     Ok(TemplatePage {
         chrome: visitor.chrome("templates"),
@@ -194,28 +206,20 @@ async fn template_form(
     })
 }
 
-/// The inputs of `variable`, offering the caller's library files of its kind.
-async fn input_of(
-    state: &AppState,
-    caller: &Caller,
-    variable: TemplateVariable,
-    form: &Fields,
-    problem: Option<String>,
-) -> Result<VariableInput, ConsoleError> {
-    let kinds: &[AssetKind] = match variable.kind {
-        VariableType::Text => &[],
+/// The caller's library files a variable of type `kind` may take.
+async fn choices(state: &AppState, caller: &Caller, kind: VariableType) -> Result<Vec<Choice>, ConsoleError> {
+    let kinds: &[AssetKind] = match kind {
+        VariableType::Text => return Ok(Vec::new()),
         VariableType::Image => &[AssetKind::Sprite, AssetKind::Svg],
         VariableType::Video => &[AssetKind::Video],
         VariableType::Sound => &[AssetKind::Sound],
     };
-    let choices = match kinds {
-        [] => Vec::new(),
-        kinds => services::assets::choosable(state, caller, kinds, CHOICES)
-            .await?
-            .into_iter()
-            .map(|a| Choice { id: a.id.to_string(), label: a.label })
-            .collect(),
-    };
+    let assets = services::assets::choosable(state, caller, kinds, CHOICES).await?;
+    Ok(assets.into_iter().map(|a| Choice { id: a.id.to_string(), label: a.label }).collect())
+}
+
+/// The inputs of `variable`, offering `choices` from the libraries.
+fn input_of(variable: TemplateVariable, choices: Vec<Choice>, form: &Fields, problem: Option<String>) -> VariableInput {
     let id = variable.id.to_string();
     let sent = |prefix: &str| form.0.iter().find(|(k, _)| *k == format!("{prefix}.{id}")).map(|(_, v)| v.clone());
     let (requirement, multiline) = describe(&variable.requirements);
@@ -223,7 +227,7 @@ async fn input_of(
         VariableType::Text => rich::parse(&variable.default).map(|r| r.plain()).unwrap_or(variable.default),
         _ => variable.default,
     };
-    Ok(VariableInput {
+    VariableInput {
         name: variable.name,
         kind: variable.kind.as_str(),
         requirement,
@@ -238,7 +242,7 @@ async fn input_of(
         tts: sent("tts").unwrap_or_default(),
         voice: sent("voice").unwrap_or_default(),
         id,
-    })
+    }
 }
 
 /// What a value must be, in words; whether text may have several lines.
