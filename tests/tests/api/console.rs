@@ -300,6 +300,17 @@ async fn sessions_refuse_forgery_fixation_and_guessing(mode: Mode) {
     for ended in [&first, &second] {
         assert_eq!(get_page(&app, &client, "/console/account", ended).await.status(), StatusCode::SEE_OTHER);
     }
+    // A part of a page that htmx polls sends the whole page to the sign-in, and back.
+    let res = client
+        .get(format!("{}/console/jobs/x/videos/0", app.address))
+        .header(COOKIE, format!("reelfarm_session={first}"))
+        .header("hx-request", "true")
+        .header("hx-current-url", format!("{}/console/jobs/x?tab=1", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["hx-redirect"], "/console/sign-in?next=%2Fconsole%2Fjobs%2Fx%3Ftab%3D1");
 
     // Guessing: a wrong password is a 401 page; past ten attempts for the address (two
     // sign-ins above, eight guesses) even the right password is refused.
