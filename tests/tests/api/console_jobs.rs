@@ -1,6 +1,7 @@
 //! The console's templates, jobs and developer portal in a real browser: a video made from
 //! a template's render form plays; markup in a value stays text; a callback is
-//! redelivered; the webhook secret rotates; the API reference lists the operations.
+//! redelivered; a voice-over is spoken with a voice from the list; the webhook secret
+//! rotates; the API reference lists the operations.
 
 use std::time::Duration;
 
@@ -13,11 +14,13 @@ use super::console::{console_user, keep_screenshot, sign_in};
 
 both_modes!(
     a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered,
+    a_voice_over_is_spoken_from_the_form_with_a_listed_voice,
     the_portal_rotates_the_webhook_secret_and_lists_the_api
 );
 
 const HEADLINE: &str = "0b7e4c1a-5d2f-4e8a-9c3b-7f6a1d2e3c4b";
 const PHOTO: &str = "0b7e4c1a-5d2f-4e8a-9c3b-7f6a1d2e3c4c";
+const VOICE: &str = "0b7e4c1a-5d2f-4e8a-9c3b-7f6a1d2e3c4d";
 
 /// A 160×120, 1 s, 10 fps template with a one-line text variable and an image variable.
 fn template(dir: &std::path::Path) -> std::path::PathBuf {
@@ -116,6 +119,57 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
     browser.goto(&format!("{}/console/account", app.address)).await;
     assert_eq!(browser.text("#credits").await, "6");
     assert!(browser.text("#month-videos").await.starts_with("1 made"), "{}", browser.text("#month-videos").await);
+}
+
+/// A 160×120, 1.5 s template with one sound variable (silence by default).
+fn speech_template(dir: &std::path::Path) -> std::path::PathBuf {
+    let silence = dir.join("silence.wav");
+    reelfarm_tests::media::ffmpeg(&["-f", "lavfi", "-i", "anullsrc=r=48000:cl=mono", "-t", "1.5"], &silence);
+    let document = json!({
+        "version": 1,
+        "name": "Voice-over test",
+        "canvas": { "width": 160, "height": 120, "fps": 10, "background": "#202020" },
+        "clips": [{
+            "id": "only",
+            "duration": 1.5,
+            "layers": [{
+                "id": "voice", "kind": "sound", "start": 0, "end": 1.5, "source": { "file": "silence.wav" },
+                "variable": { "id": VOICE, "name": "Voice-over" }
+            }]
+        }]
+    });
+    let file = dir.join("template.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&document).unwrap()).unwrap();
+    file
+}
+
+async fn a_voice_over_is_spoken_from_the_form_with_a_listed_voice(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (user, email) = console_user(&app, "vera").await;
+    let dir = tempfile::tempdir().unwrap();
+    let template = app.import_template(&speech_template(dir.path()), Some(&user), false).await;
+    let browser = Browser::start().await;
+    sign_in(&app, &browser, &email).await;
+    browser.goto(&format!("{}/console/templates/{}", app.address, template.id)).await;
+    assert_eq!(browser.texts("fieldset.variable legend").await, ["Voice-over · sound · plays 1.5 s"]);
+
+    // A text to speak needs a voice; the voices are the service's list.
+    let (text, voice) = (format!("textarea[name='tts.{VOICE}']"), format!("select[name='voice.{VOICE}']"));
+    browser.fill(&text, "Hello from the console").await;
+    browser.submit("form.render button[type=submit]").await;
+    assert_eq!(browser.text(&format!("#problem-{VOICE}")).await, "Choose a voice for the text to speak");
+    let script = "return [...document.querySelectorAll(arguments[0] + ' option')].map(o => o.value)";
+    let offered = browser.client.execute(script, vec![json!(voice)]).await.unwrap();
+    let offered: Vec<String> = serde_json::from_value(offered).unwrap();
+    let american = offered.iter().find(|v| v.starts_with("espeak;en-us;")).expect("espeak's en-us voice is offered");
+    browser.choose(&voice, american).await;
+    browser.submit("form.render button[type=submit]").await;
+    browser.path_when(|p| p.starts_with("/console/jobs/")).await;
+    browser.wait_for_texts(".video .status", &["success"], Duration::from_secs(90)).await;
+    let values = browser.texts(".values code").await;
+    let asked: serde_json::Value = serde_json::from_str(&values[0]).unwrap();
+    assert_eq!(asked[VOICE], json!({ "type": "tts", "value": "Hello from the console", "identifier": american }));
+    browser.wait_for_playable("video.player", Duration::from_secs(20)).await;
 }
 
 async fn the_portal_rotates_the_webhook_secret_and_lists_the_api(mode: Mode) {
