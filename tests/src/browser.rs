@@ -68,9 +68,10 @@ impl Browser {
         self.find(css).await.click().await.unwrap();
     }
 
-    /// Clicks `css`, a button that sends its form, and waits up to 10 s for the page that
-    /// answers (whatever its address: it may be the same page again).
-    pub async fn submit(&self, css: &str) {
+    /// Clicks `css`, a link or a form's button, and waits up to 10 s for the page that
+    /// answers (whatever its address: it may be the same page again). A plain click would
+    /// let the next step read the page it left while the new one loads.
+    pub async fn click_to_page(&self, css: &str) {
         self.client.execute("window.reelfarmBefore = true", vec![]).await.unwrap();
         self.click(css).await;
         let script = "return window.reelfarmBefore === undefined && document.readyState === 'complete'";

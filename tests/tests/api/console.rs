@@ -36,17 +36,17 @@ async fn a_browser_signs_in_sees_the_libraries_and_signs_out(mode: Mode) {
     browser.wait_for_path("/console/sign-in").await;
     browser.fill("input[name=email]", &email).await;
     browser.fill("input[name=password]", "not the password").await;
-    browser.click("button[type=submit]").await;
+    browser.click_to_page("button[type=submit]").await;
     assert_eq!(browser.text("[role=alert]").await, "The e-mail address or the password is wrong");
 
     browser.fill("input[name=password]", PASSWORD).await;
-    browser.click("button[type=submit]").await;
+    browser.click_to_page("button[type=submit]").await;
     browser.wait_for_path("/console/libraries").await;
     assert_eq!(browser.text("h1").await, "Libraries");
     assert_eq!(browser.text(".card strong").await, "My library");
     keep_screenshot(&browser, "libraries").await;
 
-    browser.click(".card").await;
+    browser.click_to_page(".card").await;
     assert_eq!(browser.text("h1").await, "My library");
     assert_eq!(browser.text("#empty").await, "This library is empty.");
 
@@ -54,7 +54,7 @@ async fn a_browser_signs_in_sees_the_libraries_and_signs_out(mode: Mode) {
     assert!(browser.text("tbody td").await.ends_with("(this one)"));
     assert_eq!(browser.text("main p strong").await, "ada");
 
-    browser.click("header form button").await;
+    browser.click_to_page("header form button").await;
     browser.wait_for_path("/console/sign-in").await;
     browser.goto(&format!("{}/console/account", app.address)).await;
     browser.wait_for_path("/console/sign-in?next=%2Fconsole%2Faccount").await;
@@ -65,7 +65,7 @@ pub(crate) async fn sign_in(app: &TestApp, browser: &Browser, email: &str) {
     browser.goto(&format!("{}/console/sign-in", app.address)).await;
     browser.fill("input[name=email]", email).await;
     browser.fill("input[name=password]", PASSWORD).await;
-    browser.click("button[type=submit]").await;
+    browser.click_to_page("button[type=submit]").await;
     browser.wait_for_path("/console/libraries").await;
 }
 
@@ -76,7 +76,7 @@ async fn a_browser_uploads_several_files_and_follows_their_conversion(mode: Mode
     let (png, mp4) = (media::png_with_alpha(dir.path()), media::mp4_with_audio(dir.path()));
     let browser = Browser::start().await;
     sign_in(&app, &browser, &email).await;
-    browser.click(".card").await;
+    browser.click_to_page(".card").await;
     assert_eq!(browser.text("#empty").await, "This library is empty.");
 
     browser.choose_files("#files", &[&png, &mp4]).await;
@@ -111,23 +111,23 @@ async fn a_browser_uploads_several_files_and_follows_their_conversion(mode: Mode
             .unwrap()
             .id
     );
-    browser.click(&picture).await;
+    browser.click_to_page(&picture).await;
     assert_eq!(browser.text("h1").await, "alpha");
     let roles = browser.texts(".rendition strong").await;
     assert!(roles.contains(&"original".to_string()) && roles.contains(&"thumb".to_string()), "{roles:?}");
     browser.wait_for_images(".rendition img").await;
     browser.fill("input[name=label]", "  ").await;
-    browser.submit("form[action$='/rename'] button").await;
+    browser.click_to_page("form[action$='/rename'] button").await;
     assert_eq!(browser.text("[role=alert]").await, "The name is required and must not be empty");
     browser.fill("input[name=label]", "Beach <b>day</b>").await;
-    browser.submit("form[action$='/rename'] button").await;
+    browser.click_to_page("form[action$='/rename'] button").await;
     assert_eq!(browser.text("h1").await, "Beach <b>day</b>");
-    browser.click("main p a[href^='/console/libraries/']").await;
+    browser.click_to_page("main p a[href^='/console/libraries/']").await;
     browser.fill("input[name=q]", "BEACH").await;
-    browser.submit("form[role=search] button").await;
+    browser.click_to_page("form[role=search] button").await;
     browser.wait_for_texts(".tile .name", &["Beach <b>day</b>"], std::time::Duration::from_secs(10)).await;
-    browser.click(".tile .name").await;
-    browser.submit("form[action$='/delete'] button").await;
+    browser.click_to_page(".tile .name").await;
+    browser.click_to_page("form[action$='/delete'] button").await;
     browser.wait_for_path(&format!("/console/libraries/{}", library.id)).await;
     assert_eq!(browser.texts(".tile").await.len(), 1);
     assert_eq!(store.library_assets(&library.id, 10, 0).await.unwrap().len(), 1);
@@ -144,11 +144,11 @@ async fn a_token_made_in_the_portal_calls_the_api_until_revoked(mode: Mode) {
 
     // A name is required: the server says so (blanks pass the browser's own check).
     browser.fill("input[name=name]", "  ").await;
-    browser.click("form[action='/console/developer/tokens'] button").await;
+    browser.click_to_page("form[action='/console/developer/tokens'] button").await;
     assert_eq!(browser.text("[role=alert]").await, "name: is required and must not be empty");
 
     browser.fill("input[name=name]", "CI <deploys>").await;
-    browser.click("form[action='/console/developer/tokens'] button").await;
+    browser.click_to_page("form[action='/console/developer/tokens'] button").await;
     let token = browser.text("#new-token").await;
     assert!(token.starts_with("rf_"), "{token}");
     assert_eq!(browser.texts("tbody td:first-child").await, ["CI <deploys>"], "escaped, shown as text");
@@ -160,7 +160,7 @@ async fn a_token_made_in_the_portal_calls_the_api_until_revoked(mode: Mode) {
     assert!(browser.text("tbody td:nth-child(4)").await.starts_with("20"), "its last use is shown");
     assert!(browser.texts("#new-token").await.is_empty(), "the secret is shown once");
 
-    browser.click("tbody button.danger").await;
+    browser.click_to_page("tbody button.danger").await;
     browser.wait_for_path("/console/developer").await;
     assert_eq!(browser.texts("tbody .status").await, ["revoked"]);
     assert_eq!(app.get("/user/v1/users", &token).await.status(), StatusCode::UNAUTHORIZED);

@@ -26,18 +26,18 @@ async fn a_youtube_account_is_linked_through_the_consent_page_and_disconnected(m
     let (user, email) = console_user(&app, "yuki").await;
     let browser = Browser::start().await;
     sign_in(&app, &browser, &email).await;
-    browser.click("nav a[href='/console/accounts']").await;
+    browser.click_to_page("nav a[href='/console/accounts']").await;
     assert_eq!(browser.texts(".provider .status").await, ["not linked", "not linked"]);
 
     // Declined at Google: nothing linked, and the page says why.
-    browser.click("#provider-youtube a.button").await;
+    browser.click_to_page("#provider-youtube a.button").await;
     assert!(browser.text("#scope").await.contains("https://www.googleapis.com/auth/youtube.upload"));
-    browser.click("#deny").await;
+    browser.click_to_page("#deny").await;
     assert_eq!(browser.text("[role=alert]").await, "The account was not linked: you did not allow access");
 
     // Allowed: the code becomes a sealed refresh token the upload channels can use.
-    browser.click("#provider-youtube a.button").await;
-    browser.click("#allow").await;
+    browser.click_to_page("#provider-youtube a.button").await;
+    browser.click_to_page("#allow").await;
     browser.wait_for_path("/console/accounts?linked=youtube").await;
     assert_eq!(browser.text("[role=status]").await, "Your YouTube account is linked.");
     assert_eq!(browser.texts(".provider .status").await, ["linked", "not linked"]);
@@ -57,7 +57,7 @@ async fn a_youtube_account_is_linked_through_the_consent_page_and_disconnected(m
     assert!(browser.text("[role=alert]").await.starts_with("This answer from Google does not belong to a linking"));
     assert_eq!(fake.counts().codes_exchanged, 1);
 
-    browser.submit("#provider-youtube button.danger").await;
+    browser.click_to_page("#provider-youtube button.danger").await;
     assert_eq!(browser.texts(".provider .status").await, ["not linked", "not linked"]);
     assert_eq!(linked_account(store, &sealer, &user.id, Provider::YouTube).await.unwrap(), None);
 }

@@ -63,9 +63,9 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
     let browser = Browser::start().await;
     sign_in(&app, &browser, &email).await;
 
-    browser.click("nav a[href='/console/templates']").await;
+    browser.click_to_page("nav a[href='/console/templates']").await;
     assert_eq!(browser.texts(".tile .name").await, ["Console test"]);
-    browser.click(".tile .name").await;
+    browser.click_to_page(".tile .name").await;
     assert_eq!(browser.text("h1").await, "Console test");
     let legends = browser.texts("fieldset.variable legend").await;
     assert_eq!(legends, ["Photo · image · 64×64 px, covered", "Headline · text · 1–60 characters, one line"]);
@@ -79,7 +79,7 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
     browser.fill(&headline, typed).await;
     browser.click(&format!("input[name='rich.{HEADLINE}']")).await;
     browser.fill("input[name=callback]", &hook).await;
-    browser.submit("form.render button[type=submit]").await;
+    browser.click_to_page("form.render button[type=submit]").await;
     let problem = browser.text(&format!("#problem-{HEADLINE}")).await;
     assert!(problem.contains("script"), "{problem}");
     assert_eq!(browser.value(&headline).await, typed);
@@ -87,7 +87,7 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
 
     // As plain text it is words: the job is made and its video plays.
     browser.click(&format!("input[name='rich.{HEADLINE}']")).await;
-    browser.submit("form.render button[type=submit]").await;
+    browser.click_to_page("form.render button[type=submit]").await;
     let path = browser.path_when(|p| p.starts_with("/console/jobs/")).await;
     let job_id = path.trim_start_matches("/console/jobs/").to_string();
     browser.wait_for_texts(".video .status", &["success"], Duration::from_secs(90)).await;
@@ -101,7 +101,7 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
     // Its callback, delivered once, then once more on request.
     browser.wait_for_texts("#deliveries .status", &["delivered"], Duration::from_secs(30)).await;
     keep_screenshot(&browser, "job").await;
-    browser.click("#deliveries button").await;
+    browser.click_to_page("#deliveries button").await;
     receiver.wait_for("/hook", 2).await;
     browser.goto(&format!("{}/console/jobs/{job_id}", app.address)).await;
     browser.wait_for_texts("#deliveries .status", &["delivered"], Duration::from_secs(30)).await;
@@ -156,14 +156,14 @@ async fn a_voice_over_is_spoken_from_the_form_with_a_listed_voice(mode: Mode) {
     // A text to speak needs a voice; the voices are the service's list.
     let (text, voice) = (format!("textarea[name='tts.{VOICE}']"), format!("select[name='voice.{VOICE}']"));
     browser.fill(&text, "Hello from the console").await;
-    browser.submit("form.render button[type=submit]").await;
+    browser.click_to_page("form.render button[type=submit]").await;
     assert_eq!(browser.text(&format!("#problem-{VOICE}")).await, "Choose a voice for the text to speak");
     let script = "return [...document.querySelectorAll(arguments[0] + ' option')].map(o => o.value)";
     let offered = browser.client.execute(script, vec![json!(voice)]).await.unwrap();
     let offered: Vec<String> = serde_json::from_value(offered).unwrap();
     let american = offered.iter().find(|v| v.starts_with("espeak;en-us;")).expect("espeak's en-us voice is offered");
     browser.choose(&voice, american).await;
-    browser.submit("form.render button[type=submit]").await;
+    browser.click_to_page("form.render button[type=submit]").await;
     browser.path_when(|p| p.starts_with("/console/jobs/")).await;
     browser.wait_for_texts(".video .status", &["success"], Duration::from_secs(90)).await;
     let values = browser.texts(".values code").await;
@@ -192,13 +192,13 @@ async fn the_portal_rotates_the_webhook_secret_and_lists_the_api(mode: Mode) {
         std::slice::from_ref(&before),
         "the page shows the API's secret"
     );
-    browser.submit("form[action='/console/developer/webhook-secret/rotate'] button").await;
+    browser.click_to_page("form[action='/console/developer/webhook-secret/rotate'] button").await;
     assert!(browser.text("[role=status]").await.starts_with("A new secret signs the callbacks"));
     let after = secret_of_api().await;
     assert_ne!(after, before);
     assert_eq!(browser.texts("#webhook-secret").await, [after]);
 
-    browser.click("a[href='/console/developer/api']").await;
+    browser.click_to_page("a[href='/console/developer/api']").await;
     assert_eq!(browser.text("h1").await, "API reference");
     let operations = browser.texts(".operation h3").await;
     assert!(operations.contains(&"POST /generator/v1/jobs".to_string()), "{operations:?}");
