@@ -18,7 +18,7 @@ use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::Result;
+use super::{cache_unavailable, Result};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -82,10 +82,7 @@ pub async fn begin(state: &AppState, caller: &Caller, session_id: &str, provider
         verifier,
     };
     let bytes = serde_json::to_vec(&flow).expect("flows serialize");
-    state.backends.cache.set(&flow_key(&flow_state), &bytes, FLOW_TTL).await.map_err(|e| {
-        tracing::error!(error = %e, "the cache is unavailable");
-        ApiError::unavailable()
-    })?;
+    state.backends.cache.set(&flow_key(&flow_state), &bytes, FLOW_TTL).await.map_err(cache_unavailable)?;
     let mut consent = url::Url::parse(&state.config.google_auth_url).map_err(|e| ApiError::internal(&e))?;
     consent
         .query_pairs_mut()
@@ -123,11 +120,7 @@ pub async fn finish(state: &AppState, caller: &Caller, session_id: &str, callbac
     let (client_id, client_secret) = state.config.google_client.as_ref().ok_or_else(not_configured)?;
     let cache = &state.backends.cache;
     let key = flow_key(callback.state);
-    let unavailable = |e: reelfarm_backends::cache::CacheError| {
-        tracing::error!(error = %e, "the cache is unavailable");
-        ApiError::unavailable()
-    };
-    let stored = cache.get(&key).await.map_err(unavailable)?;
+    let stored = cache.get(&key).await.map_err(cache_unavailable)?;
     let flow: Option<Flow> = stored.and_then(|b| serde_json::from_slice(&b).ok());
     let Some(flow) = flow.filter(|f| f.user_id == caller.user.id.as_str() && f.session_id == session_id) else {
         return Err(ApiError::forbidden(
@@ -135,7 +128,7 @@ pub async fn finish(state: &AppState, caller: &Caller, session_id: &str, callbac
         ));
     };
     // Used once, whatever follows.
-    cache.delete(&key).await.map_err(unavailable)?;
+    cache.delete(&key).await.map_err(cache_unavailable)?;
     let provider = Provider::parse(&flow.provider).ok_or_else(|| ApiError::not_found("Provider"))?;
     if let Some(error) = callback.error {
         let why = if error == "access_denied" { "you did not allow access".to_string() } else { error.to_string() };

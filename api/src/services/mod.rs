@@ -25,3 +25,9 @@ use crate::error::ApiError;
 
 /// What a service function returns.
 pub type Result<T> = std::result::Result<T, ApiError>;
+
+/// A cache the request cannot do without (sessions, consent flows) did not answer: 503.
+pub(crate) fn cache_unavailable(e: reelfarm_backends::cache::CacheError) -> ApiError {
+    tracing::error!(error = %e, "the cache is unavailable");
+    ApiError::unavailable()
+}

@@ -14,6 +14,7 @@ use reelfarm_domain::id::{now_ms, UserId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::cache_unavailable;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -143,7 +144,7 @@ async fn start(state: &AppState, user: User, client: Client<'_>, by_link: bool) 
         by_link,
     };
     let bytes = serde_json::to_vec(&stored).expect("sessions serialize");
-    cache.set(&session_key(&key), &bytes, SESSION_TTL).await.map_err(unavailable)?;
+    cache.set(&session_key(&key), &bytes, SESSION_TTL).await.map_err(cache_unavailable)?;
     let mut listed = list(state, &user.id).await?;
     listed.push(Listed {
         id: listed_id(&key),
@@ -162,7 +163,7 @@ async fn start(state: &AppState, user: User, client: Client<'_>, by_link: bool) 
 pub async fn current(state: &AppState, token: &str) -> Result<Option<Session>> {
     let cache = &state.backends.cache;
     let key = key_of(token);
-    let Some(bytes) = cache.get(&session_key(&key)).await.map_err(unavailable)? else { return Ok(None) };
+    let Some(bytes) = cache.get(&session_key(&key)).await.map_err(cache_unavailable)? else { return Ok(None) };
     let Ok(stored) = serde_json::from_slice::<Stored>(&bytes) else { return Ok(None) };
     if stored.created_at <= epoch(state, &stored.user_id).await? {
         return Ok(None);
@@ -180,7 +181,7 @@ pub async fn current(state: &AppState, token: &str) -> Result<Option<Session>> {
 pub async fn list(state: &AppState, user_id: &UserId) -> Result<Vec<Listed>> {
     let cache = &state.backends.cache;
     let epoch = epoch(state, user_id).await?;
-    let listed: Vec<Listed> = match cache.get(&list_key(user_id)).await.map_err(unavailable)? {
+    let listed: Vec<Listed> = match cache.get(&list_key(user_id)).await.map_err(cache_unavailable)? {
         Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
         None => Vec::new(),
     };
@@ -194,7 +195,7 @@ pub async fn list(state: &AppState, user_id: &UserId) -> Result<Vec<Listed>> {
 pub async fn end(state: &AppState, user_id: &UserId, id: &str) -> Result<()> {
     let mut listed = list(state, user_id).await?;
     if let Some(ended) = listed.iter().find(|l| l.id == id) {
-        state.backends.cache.delete(&session_key(&ended.key)).await.map_err(unavailable)?;
+        state.backends.cache.delete(&session_key(&ended.key)).await.map_err(cache_unavailable)?;
     }
     listed.retain(|l| l.id != id);
     save_list(state, user_id, &listed).await
@@ -203,7 +204,7 @@ pub async fn end(state: &AppState, user_id: &UserId, id: &str) -> Result<()> {
 /// Ends the session of the cookie's `token` (signing out).
 #[tracing::instrument(name = "sessions::sign_out", skip_all)]
 pub async fn sign_out(state: &AppState, session: &Session, token: &str) -> Result<()> {
-    state.backends.cache.delete(&session_key(&key_of(token))).await.map_err(unavailable)?;
+    state.backends.cache.delete(&session_key(&key_of(token))).await.map_err(cache_unavailable)?;
     end(state, &session.user.id, &session.id).await
 }
 
@@ -212,22 +213,17 @@ pub async fn sign_out(state: &AppState, session: &Session, token: &str) -> Resul
 pub async fn end_all(state: &AppState, user_id: &UserId) -> Result<()> {
     let cache = &state.backends.cache;
     let now = now_ms().to_string();
-    cache.set(&epoch_key(user_id), now.as_bytes(), SESSION_TTL).await.map_err(unavailable)?;
-    cache.delete(&list_key(user_id)).await.map_err(unavailable)
+    cache.set(&epoch_key(user_id), now.as_bytes(), SESSION_TTL).await.map_err(cache_unavailable)?;
+    cache.delete(&list_key(user_id)).await.map_err(cache_unavailable)
 }
 
 /// Sessions of `user_id` made at or before this time (Unix ms) are ended.
 async fn epoch(state: &AppState, user_id: &UserId) -> Result<i64> {
-    let stored = state.backends.cache.get(&epoch_key(user_id)).await.map_err(unavailable)?;
+    let stored = state.backends.cache.get(&epoch_key(user_id)).await.map_err(cache_unavailable)?;
     Ok(stored.and_then(|b| String::from_utf8(b).ok()).and_then(|s| s.parse().ok()).unwrap_or(0))
 }
 
 async fn save_list(state: &AppState, user_id: &UserId, listed: &[Listed]) -> Result<()> {
     let bytes = serde_json::to_vec(listed).expect("session lists serialize");
-    state.backends.cache.set(&list_key(user_id), &bytes, SESSION_TTL).await.map_err(unavailable)
-}
-
-fn unavailable(e: reelfarm_backends::cache::CacheError) -> ApiError {
-    tracing::error!(error = %e, "the session cache is unavailable");
-    ApiError::unavailable()
+    state.backends.cache.set(&list_key(user_id), &bytes, SESSION_TTL).await.map_err(cache_unavailable)
 }
