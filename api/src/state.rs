@@ -33,9 +33,9 @@ pub struct AppState {
     pub voices: Voices,
     /// Rate limits, with their fallback while the shared cache is down.
     pub limits: crate::limits::Limits,
-    /// Parsed template documents by template id. A template's document never changes
-    /// once imported, so an entry never goes stale.
-    templates: Mutex<LruCache<TemplateId, Arc<Template>>>,
+    /// Parsed template documents by template id and version. A version's document never
+    /// changes, so an entry never goes stale.
+    templates: Mutex<LruCache<(TemplateId, i64), Arc<Template>>>,
     /// Templates recently found visible, by (user id, template id).
     visible: Mutex<LruCache<(UserId, TemplateId), Visible>>,
 }
@@ -72,15 +72,28 @@ impl AppState {
     }
 
     /// The stored document of `record`, read for its shape only: it was validated when
-    /// imported, and a rule added since must not make an existing template unreadable.
+    /// imported or saved, and a rule added since must not make an existing template unreadable.
     pub fn template_document(&self, record: &TemplateRecord) -> Result<Arc<Template>, StoreError> {
-        if let Some(cached) = self.templates.lock().expect("template cache lock").get(&record.id) {
+        let key = (record.id.clone(), record.version);
+        if let Some(cached) = self.templates.lock().expect("template cache lock").get(&key) {
             return Ok(cached.clone());
         }
         let template: Template = serde_json::from_str(&record.json)
             .map_err(|e| StoreError::Corrupt(format!("template {} document: {e}", record.id)))?;
         let template = Arc::new(template);
-        self.templates.lock().expect("template cache lock").put(record.id.clone(), template.clone());
+        self.templates.lock().expect("template cache lock").put(key, template.clone());
         Ok(template)
+    }
+
+    /// Forgets who was found to see template `id`, after it was saved or archived: this
+    /// process's next job of it reads the current version. (Other api processes may use
+    /// their entry for up to [`VISIBILITY_TTL`].)
+    pub fn forget_template(&self, id: &TemplateId) {
+        let mut visible = self.visible.lock().expect("visibility cache lock");
+        let stale: Vec<(UserId, TemplateId)> =
+            visible.iter().filter(|((_, t), _)| t == id).map(|(k, _)| k.clone()).collect();
+        for key in stale {
+            visible.pop(&key);
+        }
     }
 }

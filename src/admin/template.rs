@@ -177,9 +177,7 @@ async fn store_and_render(
     }
 
     let (mp4, jpg) = (work.path().join("preview.mp4"), work.path().join("thumb.jpg"));
-    // The preview is 480p, or the template's own size when that is smaller (never upscaled).
-    let canvas = &template.canvas;
-    let quality = if canvas.width.min(canvas.height) > 480 { Quality::P480 } else { Quality::Default };
+    let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
     let settings = RenderSettings { quality, time_limit: options.time_limit, ..RenderSettings::default() };
     let (template, outputs) = (template.clone(), (mp4.clone(), jpg.clone()));
     tokio::task::spawn_blocking(move || {

@@ -127,6 +127,7 @@ async fn seed_jobs(store: &Store, user: &UserId, template: &TemplateId, n: u32) 
                 id: JobId::generate(),
                 user_id: user.clone(),
                 template_id: template.clone(),
+                template_version: 1,
                 quality: Quality::P480,
                 create_render: true,
                 create_project: false,

@@ -40,6 +40,9 @@ use crate::media::Limits;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
 use crate::tts::Tts;
 
+mod preview;
+mod template_media;
+
 /// Largest file an address may give.
 const MAX_DOWNLOAD_BYTES: u64 = 2 << 30;
 /// Longest a download may take.
@@ -59,6 +62,8 @@ pub struct RenderHandler {
     worker_id: String,
     /// Keys the names of the renders' files (see [`RenderHandler::output_prefix`]).
     secret: Vec<u8>,
+    /// Sources fetched for previews, by template version.
+    previews: preview::PreviewCache,
 }
 
 impl RenderHandler {
@@ -81,13 +86,14 @@ impl RenderHandler {
             delivery_limit: config.delivery_limit,
             worker_id,
             secret: config.secret_key.expose_secret().as_bytes().to_vec(),
+            previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
         })
     }
 
     async fn run(&self, render: &RenderRecord) -> Result<RenderOutcome, Failure> {
         let store = &self.backends.store;
         let job = store.job(&render.job_id).await?;
-        let record = store.template(&job.template_id).await?;
+        let record = store.template_at(&job.template_id, job.template_version).await?;
         let template: Template = serde_json::from_str(&record.json)
             .map_err(|e| Failure::Transient(format!("template {} document: {e}", record.id)))?;
         let values: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&render.template_variables)
@@ -238,7 +244,8 @@ impl RenderHandler {
             if fetched.iter().any(|(s, _)| *s == source) {
                 continue;
             }
-            let target = dir.join(format!("source-{i}"));
+            // Unique in `dir`, which may hold files of other calls (previews keep theirs).
+            let target = dir.join(format!("source-{i}-{}", reelfarm_domain::token::random_base62(8)));
             match &source {
                 Source::File { file } => {
                     let key = record.files.get(file).ok_or_else(|| {
@@ -408,11 +415,17 @@ fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
 #[async_trait]
 impl Handler for RenderHandler {
     async fn handle(&self, envelope: &Envelope, attempt: u32) -> Outcome {
-        let Message::RenderV1 { render_id } = &envelope.message else {
-            return Outcome::Abort(format!("unexpected message {} on the render queue", envelope.message.kind()));
-        };
-        let span = tracing::info_span!("render", render_id = %render_id, attempt);
-        self.render_message(render_id, attempt).instrument(span).await
+        match &envelope.message {
+            Message::RenderV1 { render_id } => {
+                let span = tracing::info_span!("render", render_id = %render_id, attempt);
+                self.render_message(render_id, attempt).instrument(span).await
+            }
+            Message::TemplateMediaV1 { template_id, version } => {
+                let span = tracing::info_span!("template_media", template_id = %template_id, version, attempt);
+                self.template_media(template_id, *version, attempt).instrument(span).await
+            }
+            other => Outcome::Abort(format!("unexpected message {} on the render queue", other.kind())),
+        }
     }
 }
 

@@ -21,6 +21,10 @@ mod tts;
 pub use convert::ConvertHandler;
 pub use job::RenderHandler;
 
+/// Preview frames drawn at once (beside the slots of the queues: a frame is short, and a
+/// person waits for it).
+const PREVIEW_SLOTS: u16 = 2;
+
 /// The directory conversions and renders keep their temporary files in, created if
 /// missing.
 fn work_dir(config: &Config) -> std::io::Result<std::path::PathBuf> {
@@ -50,7 +54,8 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let bus = &backends.bus;
     tokio::join!(
         consume(bus.clone(), Queue::Convert, config.worker_slots, convert, shutdown.clone()),
-        consume(bus.clone(), Queue::Render, config.worker_slots, render, shutdown),
+        consume(bus.clone(), Queue::Render, config.worker_slots, render.clone(), shutdown.clone()),
+        render.serve_previews(PREVIEW_SLOTS, shutdown),
         sweep,
     );
     Ok(())

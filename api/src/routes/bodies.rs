@@ -37,12 +37,52 @@ macro_rules! hand_written {
     )*};
 }
 
-hand_written!(JobBody, CreateLibraryBody, AddObjectBody, LinkBody);
+hand_written!(JobBody, CreateLibraryBody, AddObjectBody, LinkBody, TemplateBody, PreviewBody);
 
 /// Every hand-written schema by name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
     vec![
         ("JobBody", job_body()),
+        (
+            "PreviewBody",
+            object(
+                &[
+                    (
+                        "t",
+                        json!({ "type": "number", "minimum": 0, "description":
+                        "Seconds from the start of the video (at most its duration)" }),
+                    ),
+                    (
+                        "values",
+                        object_or_empty_array("Values of the template's variables, as a job's template_variables"),
+                    ),
+                    (
+                        "quality",
+                        json!({ "type": "string", "enum": Quality::NAMES, "default": "default",
+                        "description": "Size of the frame, as a job's" }),
+                    ),
+                ],
+                &["t"],
+            ),
+        ),
+        (
+            "TemplateBody",
+            object(
+                &[
+                    (
+                        "json",
+                        json!({ "type": "object", "description":
+                        "The template document (docs/templates.md): version, name, canvas, clips, …" }),
+                    ),
+                    (
+                        "base_version",
+                        json!({ "type": "integer", "minimum": 1, "description":
+                        "The version the edit started from; refused (409) when a later save exists" }),
+                    ),
+                ],
+                &["json"],
+            ),
+        ),
         ("CreateLibraryBody", object(&[("name", text::schema(MAX_NAME_CHARS, "Name of the library"))], &["name"])),
         (
             "AddObjectBody",

@@ -6,7 +6,7 @@
 //! with the same body within 24 hours gives the first response again and charges
 //! nothing; with another body it is a 409.
 
-mod media;
+pub(super) mod media;
 pub(crate) mod request;
 
 use std::collections::HashMap;
@@ -20,11 +20,11 @@ use reelfarm_domain::template::values::{apply_values_with, ValueError};
 use reelfarm_domain::template::Template;
 use reelfarm_domain::tts::is_speech;
 use reelfarm_tts::espeak_voices;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use self::request::JobRequest;
+use self::request::{JobRequest, ValueRequest};
 use super::Result;
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
@@ -66,6 +66,7 @@ pub async fn create(
         id: JobId::generate(),
         user_id: caller.user.id.clone(),
         template_id: record.id.clone(),
+        template_version: record.version,
         quality: request.quality,
         create_render: request.create_render,
         create_project: request.create_project,
@@ -106,11 +107,7 @@ async fn prepare_renders(
         let applied = match applied {
             Ok(applied) => applied,
             Err(problems) => {
-                errors.extend(problems.into_iter().map(|p| {
-                    let known = Uuid::parse_str(&p.variable).ok().and_then(|id| template.variable_layer(id)).is_some();
-                    let key = if known { "error.invalid" } else { "error.unknown_variable" };
-                    FieldError::new(format!("{path}.{}", p.variable), key, p.message)
-                }));
+                errors.extend(value_errors(template, problems, &path));
                 continue;
             }
         };
@@ -131,6 +128,49 @@ async fn prepare_renders(
     }
     if errors.is_empty() {
         Ok(renders)
+    } else {
+        Err(ApiError::validation(errors))
+    }
+}
+
+/// The problems of one element's values as field errors under `path`.
+fn value_errors(template: &Template, problems: Vec<ValueError>, path: &str) -> Vec<FieldError> {
+    problems
+        .into_iter()
+        .map(|p| {
+            let known = Uuid::parse_str(&p.variable).ok().and_then(|id| template.variable_layer(id)).is_some();
+            let key = if known { "error.invalid" } else { "error.unknown_variable" };
+            FieldError::new(format!("{path}.{}", p.variable), key, p.message)
+        })
+        .collect()
+}
+
+/// Checks `values` for `template` as one element's `template_variables` of a job are
+/// checked (values that fit their variables, media the caller may use); problems are
+/// named under `path`.
+pub async fn check_values(
+    state: &AppState,
+    caller: &Caller,
+    template: &Arc<Template>,
+    values: Map<String, Value>,
+    path: &str,
+) -> Result<()> {
+    let voices = state.voices.clone();
+    let value = ValueRequest { template_variables: values, ..ValueRequest::default() };
+    let (shared, value) = (Arc::clone(template), Arc::new(value));
+    let checked = value.clone();
+    let applied = web::block(move || apply_values_with(&shared, &checked.template_variables, &voices).map(drop))
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    let mut errors = match applied {
+        Ok(()) => Vec::new(),
+        Err(problems) => value_errors(template, problems, path),
+    };
+    for (key, problem) in media::check_media(state, caller, &mut None, template, &value).await? {
+        errors.push(FieldError::new(format!("{path}.{key}"), problem.0, problem.1));
+    }
+    if errors.is_empty() {
+        Ok(())
     } else {
         Err(ApiError::validation(errors))
     }

@@ -48,6 +48,11 @@ pub async fn list(state: &AppState, caller: &Caller, page: Page) -> Result<Vec<T
 #[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn get(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateView> {
     let record = state.backends.store.visible_template(id, &caller.user.id).await?;
+    view(state, caller, record).await
+}
+
+/// The view of one template record as the caller sees it.
+pub(super) async fn view(state: &AppState, caller: &Caller, record: TemplateRecord) -> Result<TemplateView> {
     Ok(views(state, caller, vec![record]).await?.pop().expect("one view per record"))
 }
 

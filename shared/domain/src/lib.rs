@@ -10,6 +10,7 @@ pub mod integration;
 pub mod message;
 pub mod notification;
 pub mod password;
+pub mod preview;
 pub mod quality;
 pub mod status;
 pub mod template;

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::id::{AssetId, RenderId};
+use crate::id::{AssetId, RenderId, TemplateId};
 
 /// The queues of the system. Names are constants so that every process agrees on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,6 +49,10 @@ pub enum Message {
     /// A render ended (success or failure); the notifier delivers its notifications.
     #[serde(rename = "render_finished.v1")]
     RenderFinishedV1 { render_id: RenderId },
+    /// A template was saved: render the thumb and preview of `version` (dropped when it is
+    /// no longer the current one by then).
+    #[serde(rename = "template_media.v1")]
+    TemplateMediaV1 { template_id: TemplateId, version: i64 },
 }
 
 impl Message {
@@ -57,6 +61,7 @@ impl Message {
             Message::ConvertV1 { .. } => Queue::Convert,
             Message::RenderV1 { .. } => Queue::Render,
             Message::RenderFinishedV1 { .. } => Queue::Events,
+            Message::TemplateMediaV1 { .. } => Queue::Render,
         }
     }
 
@@ -66,6 +71,7 @@ impl Message {
             Message::ConvertV1 { .. } => "convert.v1",
             Message::RenderV1 { .. } => "render.v1",
             Message::RenderFinishedV1 { .. } => "render_finished.v1",
+            Message::TemplateMediaV1 { .. } => "template_media.v1",
         }
     }
 

@@ -50,6 +50,16 @@ impl Quality {
         }
     }
 
+    /// What a template's preview video is rendered in: 480p, or the canvas's own size when
+    /// that is smaller (never upscaled).
+    pub fn of_preview(width: u32, height: u32) -> Quality {
+        if width.min(height) > 480 {
+            Quality::P480
+        } else {
+            Quality::Default
+        }
+    }
+
     /// The sized qualities from the smallest up to this one (what a template of this native
     /// quality offers).
     pub fn up_to(self) -> impl Iterator<Item = Quality> {
@@ -118,5 +128,13 @@ mod tests {
         assert_eq!(up_to(Quality::P480), ["480p"]);
         assert_eq!(up_to(Quality::P720), ["480p", "720p"]);
         assert_eq!(up_to(Quality::P1080), ["480p", "720p", "1080p"]);
+    }
+
+    #[test]
+    fn previews_are_480p_unless_the_canvas_is_smaller() {
+        assert_eq!(Quality::of_preview(1920, 1080), Quality::P480);
+        assert_eq!(Quality::of_preview(482, 1000), Quality::P480);
+        assert_eq!(Quality::of_preview(480, 640), Quality::Default);
+        assert_eq!(Quality::of_preview(320, 240), Quality::Default);
     }
 }

@@ -79,6 +79,12 @@ async fn every_endpoint_answers_as_recorded() {
     log.get(&app, "/generator/v1/templates", Some(&token)).await;
     log.get(&app, &format!("/generator/v1/templates/{}", record.id), Some(&token)).await;
     log.get(&app, "/generator/v1/templates/no-such-template", Some(&token)).await;
+    let versions = format!("/generator/v1/templates/{}/versions", record.id);
+    log.get(&app, &versions, Some(&token)).await;
+    log.get(&app, &format!("{versions}/7"), Some(&token)).await;
+    let bad = json!({ "json": { "version": 1, "name": "Bad", "canvas": { "width": 15, "height": 90, "fps": 0 }, "clips": [] } });
+    log.json(&app, "/generator/v1/templates", &token, &bad).await;
+    log.json(&app, &format!("/generator/v1/templates/{}/preview", record.id), &token, &json!({ "t": 9 })).await;
     let body = json!({
         "template_id": record.id,
         "options": { "quality": "default", "create_project": true },

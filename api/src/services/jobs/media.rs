@@ -42,7 +42,7 @@ fn takes(media: VariableType, kind: AssetKind) -> bool {
     }
 }
 
-pub(super) type Problem = (&'static str, String);
+pub(in crate::services) type Problem = (&'static str, String);
 
 /// The media values of one `values` element that cannot be used, by variable id: asset ids
 /// the caller cannot see (or not converted, or of another kind), addresses whose file type
@@ -77,7 +77,7 @@ pub(super) async fn check_media(
 
 /// An address the render could never fetch (an IP address the outbound policy refuses):
 /// refused now, before the job is charged (issue #16).
-fn refused_address(state: &AppState, address: &str) -> Option<Problem> {
+pub(in crate::services) fn refused_address(state: &AppState, address: &str) -> Option<Problem> {
     let refused = Outbound::new(&state.config.outbound_allow).refused_literal(address)?;
     Some((refused.key(), refused.to_string()))
 }
@@ -101,7 +101,7 @@ fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
     ))
 }
 
-async fn asset_problem(
+pub(in crate::services) async fn asset_problem(
     state: &AppState,
     caller: &Caller,
     groups: &[GroupId],

@@ -34,7 +34,7 @@ pub struct JobRequest {
 }
 
 /// One element of `values`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ValueRequest {
     pub external_id: String,
     pub title: String,

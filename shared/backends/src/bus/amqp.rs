@@ -62,6 +62,8 @@ pub(crate) struct AmqpBus {
     names: Names,
     publisher: Mutex<Link<Arc<Publisher>>>,
     consumer: Mutex<Link<Arc<Connection>>>,
+    /// The channel calls are sent on (opened on the first call, again after a loss).
+    caller: Mutex<Option<Arc<super::amqp_calls::Caller>>>,
     closed: AtomicBool,
 }
 
@@ -110,6 +112,7 @@ impl AmqpBus {
             options,
             publisher: Mutex::new(Link::new()),
             consumer: Mutex::new(Link::new()),
+            caller: Mutex::new(None),
             closed: AtomicBool::new(false),
         };
         bus.publisher().await?;
@@ -282,6 +285,27 @@ impl BusBackend for AmqpBus {
         Ok(Box::new(AmqpSubscription { channel, consumer, delivery_limit: self.options.delivery_limit }))
     }
 
+    async fn call(&self, service: Service, body: &[u8], timeout: Duration) -> Result<Vec<u8>, BusError> {
+        let caller = {
+            let mut current = self.caller.lock().await;
+            match current.as_ref().filter(|c| c.usable()) {
+                Some(caller) => caller.clone(),
+                None => {
+                    let publisher = self.publisher().await?;
+                    let caller = Arc::new(super::amqp_calls::Caller::open(&publisher.connection).await?);
+                    *current = Some(caller.clone());
+                    caller
+                }
+            }
+        };
+        caller.call(&self.names.call_queue(service), service, body, timeout).await
+    }
+
+    async fn serve(&self, service: Service, concurrency: u16) -> Result<Box<dyn Calls>, BusError> {
+        let connection = self.consumer().await?;
+        super::amqp_calls::serve(&connection, &self.names.call_queue(service), concurrency).await
+    }
+
     fn acks_through_outbox(&self) -> bool {
         false
     }
@@ -318,7 +342,7 @@ async fn close_within(connection: &Connection, role: &str) {
     }
 }
 
-fn connection_error(e: lapin::Error) -> BusError {
+pub(super) fn connection_error(e: lapin::Error) -> BusError {
     BusError::Connection(e.to_string())
 }
 
@@ -466,6 +490,10 @@ impl Names {
         format!("{}{}.dead", self.prefix, queue.name())
     }
 
+    fn call_queue(&self, service: Service) -> String {
+        format!("{}call.{}", self.prefix, service.name())
+    }
+
     /// Declares everything (idempotent while the arguments stay the same).
     async fn declare(&self, connection: &Connection, options: &BusOptions) -> Result<(), BusError> {
         let channel = connection.create_channel().await.map_err(connection_error)?;
@@ -501,10 +529,12 @@ impl Names {
     async fn delete(&self, connection: &Connection) -> Result<(), BusError> {
         use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
         let channel = connection.create_channel().await.map_err(connection_error)?;
-        for queue in Queue::ALL {
-            for name in [self.queue(queue), self.dead_queue(queue)] {
-                channel.queue_delete(name.into(), QueueDeleteOptions::default()).await.map_err(connection_error)?;
-            }
+        let queues = Queue::ALL.into_iter().flat_map(|q| [self.queue(q), self.dead_queue(q)]);
+        for name in queues.chain(Service::ALL.map(|s| self.call_queue(s))) {
+            channel
+                .queue_delete(name.as_str().into(), QueueDeleteOptions::default())
+                .await
+                .map_err(connection_error)?;
         }
         for exchange in [&self.exchange, &self.dead_letter_exchange] {
             channel
@@ -552,6 +582,7 @@ mod tests {
         assert_eq!(names.queue(Queue::Render), "t1.render");
         assert_eq!(names.dead_queue(Queue::Render), "t1.render.dead");
         assert_eq!(Names::new("").queue(Queue::Convert), "convert");
+        assert_eq!(names.call_queue(Service::Preview), "t1.call.preview");
     }
 
     #[test]

@@ -27,7 +27,9 @@ use crate::outbox::{AfterPublishHook, Relay};
 use reelfarm_domain::id::{AssetId, RenderId};
 use reelfarm_domain::message::Message;
 
+mod calls;
 mod consumer;
+use calls::calls_are_answered_once_and_time_out_unserved;
 use consumer::{
     consumer_settles_by_outcome_and_survives_a_panicking_handler, consumer_shutdown_waits_for_handlers_under_way,
     ScriptedHandler,
@@ -77,6 +79,7 @@ async fn suite(adapter: Adapter) {
     case!(adapter, 5, unsettled_delivery_is_redelivered_after_a_restart);
     case!(adapter, 3, consumer_settles_by_outcome_and_survives_a_panicking_handler);
     case!(adapter, 5, consumer_shutdown_waits_for_handlers_under_way);
+    case!(adapter, 5, calls_are_answered_once_and_time_out_unserved);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::*;
@@ -32,10 +32,21 @@ struct LocalQueue {
     rx: Arc<Mutex<mpsc::UnboundedReceiver<Envelope>>>,
 }
 
+/// A call waiting in memory: its body and where its answer goes (closed once the caller
+/// gave up waiting).
+type Waiting = (Vec<u8>, oneshot::Sender<Vec<u8>>);
+
+/// The calls of one service: callers send, servers take turns receiving.
+struct LocalService {
+    tx: mpsc::UnboundedSender<Waiting>,
+    rx: Arc<Mutex<mpsc::UnboundedReceiver<Waiting>>>,
+}
+
 pub(crate) struct LocalBus {
     options: BusOptions,
     store: Store,
     queues: HashMap<Queue, LocalQueue>,
+    services: HashMap<Service, LocalService>,
     closed: CancellationToken,
 }
 
@@ -48,7 +59,14 @@ impl LocalBus {
                 (queue, LocalQueue { tx, rx: Arc::new(Mutex::new(rx)) })
             })
             .collect();
-        LocalBus { options, store, queues, closed: CancellationToken::new() }
+        let services = Service::ALL
+            .into_iter()
+            .map(|service| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (service, LocalService { tx, rx: Arc::new(Mutex::new(rx)) })
+            })
+            .collect();
+        LocalBus { options, store, queues, services, closed: CancellationToken::new() }
     }
 
     fn queue(&self, queue: Queue) -> &LocalQueue {
@@ -74,6 +92,31 @@ impl BusBackend for LocalBus {
             unsettled: Arc::new(Semaphore::new(prefetch.max(1).into())),
             store: self.store.clone(),
             delivery_limit: self.options.delivery_limit,
+            closed: self.closed.clone(),
+        }))
+    }
+
+    async fn call(&self, service: Service, body: &[u8], timeout: Duration) -> Result<Vec<u8>, BusError> {
+        if self.closed.is_cancelled() {
+            return Err(BusError::Closed);
+        }
+        let (answer_tx, answer_rx) = oneshot::channel();
+        let service = self.services.get(&service).expect("every service has a channel");
+        service.tx.send((body.to_vec(), answer_tx)).map_err(|_| BusError::Closed)?;
+        match tokio::time::timeout(timeout, answer_rx).await {
+            Ok(Ok(answer)) => Ok(answer),
+            // Taken and dropped unanswered (the server stopped or failed): no answer.
+            Ok(Err(_)) | Err(_) => Err(BusError::NoAnswer(timeout)),
+        }
+    }
+
+    async fn serve(&self, service: Service, concurrency: u16) -> Result<Box<dyn Calls>, BusError> {
+        if self.closed.is_cancelled() {
+            return Err(BusError::Closed);
+        }
+        Ok(Box::new(LocalCalls {
+            rx: self.services.get(&service).expect("every service has a channel").rx.clone(),
+            unanswered: Arc::new(Semaphore::new(concurrency.max(1).into())),
             closed: self.closed.clone(),
         }))
     }
@@ -182,5 +225,46 @@ impl Settler for LocalSettler {
             Settle::DeadLetter => self.store.outbox_dead_letter(&self.id).await,
         };
         result.map_err(|e| BusError::Store(e.to_string()))
+    }
+}
+
+/// A server of one service's calls; calls whose caller stopped waiting are skipped.
+struct LocalCalls {
+    rx: Arc<Mutex<mpsc::UnboundedReceiver<Waiting>>>,
+    /// One permit per call being answered: `concurrency` of them.
+    unanswered: Arc<Semaphore>,
+    closed: CancellationToken,
+}
+
+#[async_trait]
+impl Calls for LocalCalls {
+    async fn next(&mut self) -> Option<Call> {
+        let permit = tokio::select! {
+            _ = self.closed.cancelled() => return None,
+            permit = self.unanswered.clone().acquire_owned() => permit.ok()?,
+        };
+        loop {
+            let (body, answer) = tokio::select! {
+                _ = self.closed.cancelled() => return None,
+                waiting = async { self.rx.lock().await.recv().await } => waiting?,
+            };
+            if !answer.is_closed() {
+                return Some(Call::new(body, Box::new(LocalAnswerer { answer, _permit: permit })));
+            }
+        }
+    }
+}
+
+struct LocalAnswerer {
+    answer: oneshot::Sender<Vec<u8>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+#[async_trait]
+impl Answerer for LocalAnswerer {
+    async fn answer(self: Box<Self>, body: Vec<u8>) -> Result<(), BusError> {
+        // A caller that stopped waiting does not want it any more.
+        let _ = self.answer.send(body);
+        Ok(())
     }
 }

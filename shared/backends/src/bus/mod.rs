@@ -7,6 +7,11 @@
 //!
 //! Only the outbox relay publishes; everything else writes outbox rows in the
 //! transaction of the state change that causes the work.
+//!
+//! Calls are the other kind of traffic: a request that someone waits for (a preview
+//! frame), answered by one of the processes serving it, or by nobody within the caller's
+//! timeout. Nothing about a call is durable: a lost request is a timeout the caller sees,
+//! and a request that waited longer than its timeout is dropped unanswered.
 
 use std::sync::Arc;
 
@@ -17,6 +22,7 @@ use reelfarm_domain::message::{Envelope, Queue};
 
 pub(crate) mod amqp;
 pub use amqp::delete_namespace;
+mod amqp_calls;
 mod local;
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +37,57 @@ pub enum BusError {
     Closed,
     #[error("bus store: {0}")]
     Store(String),
+    /// Nobody answered a call in time (no process serves it, or all are busy).
+    #[error("no answer within {0:?}")]
+    NoAnswer(std::time::Duration),
+}
+
+/// The services answered by calls, and the queue each is served from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Service {
+    /// One frame of a template (the studio's preview), served by workers.
+    Preview,
+}
+
+impl Service {
+    pub const ALL: [Service; 1] = [Service::Preview];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::Preview => "preview",
+        }
+    }
+}
+
+/// A call being served: its body, answered exactly once with [`Call::answer`] (dropping it
+/// leaves the caller to its timeout).
+pub struct Call {
+    pub body: Vec<u8>,
+    answerer: Box<dyn Answerer>,
+}
+
+impl Call {
+    pub fn new(body: Vec<u8>, answerer: Box<dyn Answerer>) -> Call {
+        Call { body, answerer }
+    }
+
+    pub async fn answer(self, body: Vec<u8>) -> Result<(), BusError> {
+        self.answerer.answer(body).await
+    }
+}
+
+/// The adapter-specific half of a call.
+#[async_trait]
+pub trait Answerer: Send {
+    async fn answer(self: Box<Self>, body: Vec<u8>) -> Result<(), BusError>;
+}
+
+/// The calls of one service, at most `concurrency` unanswered at a time.
+#[async_trait]
+pub trait Calls: Send {
+    /// The next call; `None` when the bus is closed or the connection was lost (serve
+    /// again). Cancel-safe.
+    async fn next(&mut self) -> Option<Call>;
 }
 
 /// What a consumer decided about a delivery.
@@ -90,6 +147,10 @@ pub trait BusBackend: Send + Sync {
     /// Whether the adapter needs the relay to keep outbox rows until the consumer acks
     /// (the local bus), instead of deleting them once published.
     fn acks_through_outbox(&self) -> bool;
+    /// Sends a call to `service` and waits up to `timeout` for its answer.
+    async fn call(&self, service: Service, body: &[u8], timeout: std::time::Duration) -> Result<Vec<u8>, BusError>;
+    /// Starts serving `service`, taking at most `concurrency` calls at a time.
+    async fn serve(&self, service: Service, concurrency: u16) -> Result<Box<dyn Calls>, BusError>;
     async fn ready(&self) -> Result<(), BusError>;
     /// Stops consuming and closes connections.
     async fn close(&self);
@@ -158,6 +219,18 @@ impl Bus {
 
     pub fn acks_through_outbox(&self) -> bool {
         self.backend.acks_through_outbox()
+    }
+
+    /// Calls `service` with `body`; its answer, or [`BusError::NoAnswer`] after `timeout`.
+    #[tracing::instrument(name = "bus::call", level = "debug", skip_all, fields(service = service.name()))]
+    pub async fn call(&self, service: Service, body: &[u8], timeout: std::time::Duration) -> Result<Vec<u8>, BusError> {
+        self.backend.call(service, body, timeout).await
+    }
+
+    /// Serves `service`: the calls to answer, `concurrency` at a time.
+    #[tracing::instrument(name = "bus::serve", level = "debug", skip_all, fields(service = service.name()))]
+    pub async fn serve(&self, service: Service, concurrency: u16) -> Result<Box<dyn Calls>, BusError> {
+        self.backend.serve(service, concurrency).await
     }
 
     #[tracing::instrument(name = "bus::ready", level = "debug", skip_all)]

@@ -65,13 +65,14 @@ mod cases {
     outbox => outbox,
     webhook_secrets => webhook_secrets,
     templates => templates::templates,
+    template_versions => templates::versions,
     integrations => integrations::integrations,
     jobs => jobs::jobs,
     renders_ending_together_finish_their_job => jobs::renders_ending_together_finish_their_job,
     deliveries => deliveries::deliveries,
     email_allowance => deliveries::email_allowance,
     housekeeping => housekeeping::housekeeping,
-        usage => usage::usage,
+    usage => usage::usage,
     }
 }
 

@@ -31,7 +31,8 @@ pub use types::{
 };
 
 const JOB_COLUMNS: &str =
-    "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at";
+    "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at, \
+    template_version";
 const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
     project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
 const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
@@ -41,8 +42,8 @@ const NEW_RENDER_COLUMNS: &str =
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
 
-/// Binds `$1`–`$11` of a job's insert: its [`JOB_COLUMNS`] (as `record` says) and the
-/// credits it `charges`.
+/// Binds `$1`–`$12` of a job's insert: its [`JOB_COLUMNS`] (as `record` says; `$12` is the
+/// last, the template version) and, as `$11`, the credits it `charges`.
 fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, charges: i64) -> AnyQuery<'q> {
     query
         .bind(job.id.as_str())
@@ -56,6 +57,7 @@ fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, cha
         .bind(job.created_at)
         .bind(record.finished_at)
         .bind(charges)
+        .bind(job.template_version)
 }
 
 /// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
@@ -114,6 +116,7 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
         notifications: row.try_get("notifications")?,
         created_at: row.try_get("created_at")?,
         finished_at: row.try_get("finished_at")?,
+        template_version: row.try_get("template_version")?,
         renders: Vec::new(),
     })
 }
@@ -200,7 +203,7 @@ impl Store {
         let record = JobRecord::from_new(job);
         // The account to charge is found in the same statement (one round trip less).
         let sql = format!(
-            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, \
              CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END) RETURNING credit_account"
         );
         let account: Option<String> = bind_job(sqlx::query(&sql), job, &record, charges)
@@ -245,8 +248,8 @@ impl Store {
     async fn create_job_in_one_statement(&self, job: &NewJob) -> Result<JobCreation> {
         let record = JobRecord::from_new(job);
         let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
-        // $1–$11: the job; then the rows, numbered on.
-        let mut next = 12;
+        // $1–$12: the job; then the rows, numbered on.
+        let mut next = 13;
         let mut placeholders = |n: usize| {
             let list: Vec<String> = (next..next + n).map(|i| format!("${i}")).collect();
             next += n;
@@ -265,7 +268,7 @@ impl Store {
                 WHERE id = substr((SELECT a FROM account), 7) AND (SELECT a FROM account) LIKE 'group:%' \
                 AND credits >= $11 RETURNING 1), \
              job AS (INSERT INTO jobs ({JOB_COLUMNS}, credit_account) \
-                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, (SELECT a FROM account) \
+                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, (SELECT a FROM account) \
                 WHERE $11 = 0 OR EXISTS (SELECT 1 FROM debit_user) OR EXISTS (SELECT 1 FROM debit_group) \
                 RETURNING id), \
              renders AS (INSERT INTO renders ({NEW_RENDER_COLUMNS}) \

@@ -25,6 +25,7 @@ mod libraries;
 mod outbox;
 mod postgres;
 mod sqlite;
+mod template_versions;
 mod templates;
 mod usage;
 mod users;
@@ -40,6 +41,7 @@ pub use jobs::{
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
+pub use template_versions::{TemplateContent, TemplateVersion};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
 pub use usage::{RenderCounts, Usage};
 pub use users::{new_webhook_secret, Credits, Group, TokenRecord, User};

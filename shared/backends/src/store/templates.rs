@@ -1,11 +1,14 @@
-//! Templates: imported by the operator (`reelfarm admin template import`), seen by their
-//! owner, by the users and groups they are shared with, and by everyone when public.
+//! Templates: imported by the operator (`reelfarm admin template import`) or saved by
+//! their owner through the API, seen by their owner, by the users and groups they are
+//! shared with, and by everyone when public; archived ones by nobody. Their versions are
+//! in [`template_versions`](super::template_versions).
 
 use std::collections::BTreeMap;
 
 use sqlx::any::AnyRow;
-use sqlx::Row;
+use sqlx::{Any, Row, Transaction};
 
+use super::template_versions::insert_version;
 use super::{flag, id, is_foreign_key_violation, is_unique_violation, optional_id, Result, Store, StoreError};
 use reelfarm_domain::id::{now_ms, GroupId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
@@ -52,6 +55,8 @@ pub struct TemplateRecord {
     pub preview_key: Option<String>,
     pub archived: bool,
     pub created_at: i64,
+    /// The current version: the one new jobs render (1 for a new template).
+    pub version: i64,
 }
 
 /// Someone a template is shared with.
@@ -67,10 +72,10 @@ pub fn template_blob_prefix(id: &TemplateId) -> String {
 }
 
 const COLUMNS: &str = "id, name, owner_user_id, public, category, tags, json, duration_ms, quality, blob_prefix, \
-    files, thumb_key, preview_key, archived, created_at";
+    files, thumb_key, preview_key, archived, created_at, version";
 
-/// Those `$1` may see: own, shared with them or one of their groups, public.
-const VISIBLE_TO_1: &str = "(owner_user_id = $1 OR public = 1 OR id IN (\
+/// Those `$1` may see: own, shared with them or one of their groups, public; not archived.
+const VISIBLE_TO_1: &str = "archived = 0 AND (owner_user_id = $1 OR public = 1 OR id IN (\
     SELECT template_id FROM template_shares WHERE user_id = $1 \
     OR group_id IN (SELECT group_id FROM group_members WHERE user_id = $1)))";
 
@@ -98,6 +103,7 @@ fn template_from(row: &AnyRow) -> Result<TemplateRecord> {
         preview_key: row.try_get("preview_key")?,
         archived: flag(row, "archived")?,
         created_at: row.try_get("created_at")?,
+        version: row.try_get("version")?,
     })
 }
 
@@ -109,35 +115,11 @@ impl Store {
         if new.owner_user_id.is_none() && !new.public {
             return Err(StoreError::Conflict("a template without an owner must be public".into()));
         }
-        sqlx::query(&format!(
-            "INSERT INTO templates ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14)"
-        ))
-        .bind(new.id.as_str())
-        .bind(&new.name)
-        .bind(new.owner_user_id.as_ref().map(UserId::as_str))
-        .bind(i64::from(new.public))
-        .bind(&new.category)
-        .bind(serde_json::to_string(&new.tags).expect("tags serialize"))
-        .bind(&new.json)
-        .bind(new.duration_ms)
-        .bind(new.quality.as_str())
-        .bind(&new.blob_prefix)
-        .bind(serde_json::to_string(&new.files).expect("files serialize"))
-        .bind(&new.thumb_key)
-        .bind(&new.preview_key)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await
-        .map_err(|e| {
-            if is_foreign_key_violation(&e) {
-                StoreError::NotFound("template owner")
-            } else if is_unique_violation(&e) {
-                StoreError::Conflict(format!("a template with id {} exists already", new.id))
-            } else {
-                e.into()
-            }
-        })?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        insert_template(&mut tx, new, now).await?;
+        insert_version(&mut tx, &new.id, 1, &new.json, &new.files, new.owner_user_id.as_ref(), now).await?;
+        tx.commit().await?;
         self.template(&new.id).await
     }
 
@@ -224,4 +206,37 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// Writes the `templates` row of `new` (version 1) inside the caller's transaction.
+pub(super) async fn insert_template(tx: &mut Transaction<'static, Any>, new: &NewTemplate, now: i64) -> Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO templates ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, $14, 1)"
+    ))
+    .bind(new.id.as_str())
+    .bind(&new.name)
+    .bind(new.owner_user_id.as_ref().map(UserId::as_str))
+    .bind(i64::from(new.public))
+    .bind(&new.category)
+    .bind(serde_json::to_string(&new.tags).expect("tags serialize"))
+    .bind(&new.json)
+    .bind(new.duration_ms)
+    .bind(new.quality.as_str())
+    .bind(&new.blob_prefix)
+    .bind(serde_json::to_string(&new.files).expect("files serialize"))
+    .bind(&new.thumb_key)
+    .bind(&new.preview_key)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(|e| {
+        if is_foreign_key_violation(&e) {
+            StoreError::NotFound("template owner")
+        } else if is_unique_violation(&e) {
+            StoreError::Conflict(format!("a template with id {} exists already", new.id))
+        } else {
+            e.into()
+        }
+    })?;
+    Ok(())
 }

@@ -22,6 +22,7 @@ pub(super) fn new_job(
         id: JobId::generate(),
         user_id: user_id.clone(),
         template_id: template_id.clone(),
+        template_version: 1,
         quality: reelfarm_domain::quality::Quality::P480,
         create_render,
         create_project,

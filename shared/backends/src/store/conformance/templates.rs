@@ -95,3 +95,71 @@ pub(super) async fn templates(store: &Store) {
         assert!(matches!(hidden, Err(StoreError::NotFound("template"))), "{} sees {}", user.name, template.name);
     }
 }
+
+/// Saves make versions; the current one is on the template; stale saves and archived
+/// templates are refused; media land only on the current version.
+pub(super) async fn versions(store: &Store) {
+    let erin = store.create_user("erin", None, 0).await.unwrap();
+    let imported = store.create_template(&new_template("Imported", Some(&erin.id), false)).await.unwrap();
+    assert_eq!(imported.version, 1);
+    let first = store.template_version(&imported.id, 1).await.unwrap();
+    assert_eq!((&first.json, &first.files, &first.saved_by), (&imported.json, &imported.files, &Some(erin.id.clone())));
+    let before = store.outbox_len().await.unwrap();
+
+    let content = TemplateContent {
+        name: "Renamed".into(),
+        category: "news".into(),
+        tags: vec!["v2".into()],
+        json: r#"{"version":1,"name":"Renamed"}"#.into(),
+        duration_ms: 5_000,
+        quality: reelfarm_domain::quality::Quality::of_canvas(1280, 720),
+        files: BTreeMap::new(),
+    };
+    let saved = store.save_template(&imported.id, &content, &erin.id, Some(1)).await.unwrap();
+    assert_eq!((saved.version, &saved.name, &saved.json, saved.duration_ms), (2, &content.name, &content.json, 5_000));
+    assert_eq!((&saved.category, &saved.tags, &saved.files), (&content.category, &content.tags, &content.files));
+    assert_eq!(saved.thumb_key, imported.thumb_key, "the old thumb stays until the new one is made");
+    assert_eq!(store.outbox_len().await.unwrap(), before + 1, "the thumb and preview are asked for");
+
+    // A save based on version 1 comes too late; one without a base always lands.
+    let stale = store.save_template(&imported.id, &content, &erin.id, Some(1)).await;
+    assert!(matches!(&stale, Err(StoreError::Conflict(m)) if m.contains("version 2")), "{stale:?}");
+    let third = store.save_template(&imported.id, &content, &erin.id, None).await.unwrap();
+    assert_eq!(third.version, 3);
+    let listed: Vec<i64> =
+        store.template_versions(&imported.id, 10, 0).await.unwrap().iter().map(|v| v.version).collect();
+    assert_eq!(listed, vec![3, 2, 1]);
+    let paged: Vec<i64> =
+        store.template_versions(&imported.id, 1, 1).await.unwrap().iter().map(|v| v.version).collect();
+    assert_eq!(paged, vec![2]);
+    assert!(matches!(store.template_version(&imported.id, 4).await, Err(StoreError::NotFound(_))));
+    // What a job pinned to a version renders.
+    let pinned = store.template_at(&imported.id, Some(1)).await.unwrap();
+    assert_eq!((pinned.version, &pinned.json, &pinned.files), (1, &imported.json, &imported.files));
+    assert_eq!(store.template_at(&imported.id, None).await.unwrap(), third);
+    assert_eq!(store.template_at(&imported.id, Some(3)).await.unwrap(), third);
+
+    // Media of a replaced version are dropped.
+    assert!(!store.set_template_media(&imported.id, 2, "t2.jpg", "p2.mp4").await.unwrap());
+    assert!(store.set_template_media(&imported.id, 3, "t3.jpg", "p3.mp4").await.unwrap());
+    let current = store.template(&imported.id).await.unwrap();
+    assert_eq!((current.thumb_key.as_deref(), current.preview_key.as_deref()), (Some("t3.jpg"), Some("p3.mp4")));
+
+    // A template saved through the API starts at version 1 with its media asked for.
+    let mut new = new_template("Saved", Some(&erin.id), false);
+    new.thumb_key = None;
+    let created = store.create_saved_template(&new).await.unwrap();
+    assert_eq!((created.version, &created.thumb_key), (1, &None));
+    assert_eq!(store.outbox_len().await.unwrap(), before + 3);
+
+    // Archived: hidden, not saved again, versions kept.
+    store.archive_template(&imported.id).await.unwrap();
+    store.archive_template(&imported.id).await.unwrap();
+    assert!(store.template(&imported.id).await.unwrap().archived);
+    assert!(matches!(store.visible_template(&imported.id, &erin.id).await, Err(StoreError::NotFound(_))));
+    assert_eq!(ids(&store.visible_templates(&erin.id, 10, 0).await.unwrap()), vec![&created.id]);
+    let late = store.save_template(&imported.id, &content, &erin.id, None).await;
+    assert!(matches!(late, Err(StoreError::NotFound("template"))), "{late:?}");
+    assert_eq!(store.template_versions(&imported.id, 10, 0).await.unwrap().len(), 3);
+    assert!(matches!(store.archive_template(&TemplateId::generate()).await, Err(StoreError::NotFound(_))));
+}

@@ -14,6 +14,8 @@ pub struct NewJob {
     pub id: JobId,
     pub user_id: UserId,
     pub template_id: TemplateId,
+    /// The version of the template the values were checked against: what the renders use.
+    pub template_version: i64,
     pub quality: Quality,
     pub create_render: bool,
     pub create_project: bool,
@@ -74,6 +76,9 @@ pub struct JobRecord {
     pub notifications: String,
     pub created_at: i64,
     pub finished_at: Option<i64>,
+    /// The template version the renders use; `None` for jobs made before versions (the
+    /// current one).
+    pub template_version: Option<i64>,
     pub renders: Vec<RenderRecord>,
 }
 
@@ -126,6 +131,7 @@ impl JobRecord {
             notifications: job.notifications.clone(),
             created_at: job.created_at,
             finished_at,
+            template_version: Some(job.template_version),
             renders,
         }
     }

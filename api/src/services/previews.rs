@@ -1,0 +1,111 @@
+//! Preview frames (issue #20): the frame of a template at a time, with values applied as a
+//! job's, drawn by a worker with the renderer's compositor (a `preview` call on the bus)
+//! and answered as a JPEG. Anyone who may render a template may preview it; a frame costs
+//! no credit.
+
+use std::time::Duration;
+
+use reelfarm_backends::bus::{BusError, Service};
+use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::preview::{PreviewAnswer, PreviewCall};
+use reelfarm_domain::quality::Quality;
+use serde_json::{Map, Value};
+
+use super::Result;
+use crate::auth::Caller;
+use crate::error::{ApiError, FieldError};
+use crate::state::AppState;
+
+/// Longest wait for a worker's frame (a first frame of a video layer decodes up to it).
+const PREVIEW_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A preview body: `t` (seconds), `values` (as a job's `template_variables`), `quality`.
+#[derive(Debug)]
+pub struct PreviewRequest {
+    pub at: f64,
+    pub values: Map<String, Value>,
+    pub quality: Quality,
+}
+
+/// Reads a preview body; every problem names its field.
+pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
+    crate::nul::refuse_in_json(body)?;
+    let Some(body) = body.as_object() else {
+        return Err(ApiError::validation(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]));
+    };
+    let mut errors = Vec::new();
+    let at = match body.get("t").map(|t| (t, t.as_f64())) {
+        Some((_, Some(t))) if t >= 0.0 => t,
+        None => {
+            errors.push(FieldError::new("t", "error.required", "the time of the frame in seconds is required"));
+            0.0
+        }
+        Some(_) => {
+            errors.push(FieldError::new("t", "error.invalid", "must be a number of seconds, 0 or more"));
+            0.0
+        }
+    };
+    let values = match body.get("values") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(values)) => values.clone(),
+        Some(Value::Array(a)) if a.is_empty() => Map::new(),
+        Some(_) => {
+            errors.push(FieldError::new("values", "error.invalid", "must be an object of variable id → value"));
+            Map::new()
+        }
+    };
+    let quality = match body.get("quality") {
+        None | Some(Value::Null) => Quality::Default,
+        Some(Value::String(q)) => q.parse().unwrap_or_else(|e: reelfarm_domain::quality::UnknownQuality| {
+            errors.push(FieldError::new("quality", "error.invalid", e.to_string()));
+            Quality::Default
+        }),
+        Some(_) => {
+            errors.push(FieldError::new("quality", "error.invalid", "must be a string"));
+            Quality::Default
+        }
+    };
+    if errors.is_empty() {
+        Ok(PreviewRequest { at, values, quality })
+    } else {
+        Err(ApiError::validation(errors))
+    }
+}
+
+/// The JPEG of the frame of template `id` (its current version) at `request.at`.
+#[tracing::instrument(name = "previews::frame", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn frame(state: &AppState, caller: &Caller, id: &TemplateId, request: PreviewRequest) -> Result<Vec<u8>> {
+    let record = state.backends.store.visible_template(id, &caller.user.id).await?;
+    let template = state.template_document(&record)?;
+    let duration = record.duration_ms as f64 / 1000.0;
+    if request.at > duration {
+        let message = format!("must be within the video: 0 to {duration} seconds");
+        return Err(ApiError::validation(vec![FieldError::new("t", "error.invalid", message)]));
+    }
+    super::jobs::check_values(state, caller, &template, request.values.clone(), "values").await?;
+    let call = PreviewCall {
+        template_id: record.id.clone(),
+        version: record.version,
+        at: request.at,
+        quality: request.quality,
+        values: request.values,
+    };
+    let answer = match state.backends.bus.call(Service::Preview, &call.to_bytes(), PREVIEW_TIMEOUT).await {
+        Ok(answer) => answer,
+        Err(BusError::NoAnswer(_)) => {
+            tracing::warn!("no worker answered a preview call");
+            return Err(ApiError::unavailable());
+        }
+        Err(e) => return Err(ApiError::internal(&e)),
+    };
+    match PreviewAnswer::from_bytes(&answer) {
+        Some(PreviewAnswer::Frame(jpeg)) => Ok(jpeg),
+        Some(PreviewAnswer::Refused(message)) => {
+            Err(ApiError::validation(vec![FieldError::new("values", "error.unrenderable", message)]))
+        }
+        Some(PreviewAnswer::Failed(message)) => {
+            Err(ApiError::internal(&std::io::Error::other(format!("preview failed: {message}"))))
+        }
+        None => Err(ApiError::internal(&std::io::Error::other("undecodable preview answer"))),
+    }
+}

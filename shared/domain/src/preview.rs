@@ -1,0 +1,93 @@
+//! The `preview` call (issue #20): the frame of a template version at a time, with a
+//! job's values applied, asked by the api and drawn by a worker with the renderer's own
+//! compositor. Calls are JSON; answers are one tag byte and the payload (a JPEG needs no
+//! encoding that way).
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::TemplateId;
+use crate::quality::Quality;
+
+/// What to draw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreviewCall {
+    pub template_id: TemplateId,
+    pub version: i64,
+    /// Seconds from the start of the video (the frame `round(at × fps)`).
+    pub at: f64,
+    pub quality: Quality,
+    /// The values of the template's variables, as in a job's `template_variables`,
+    /// already checked by the api.
+    pub values: serde_json::Map<String, serde_json::Value>,
+}
+
+impl PreviewCall {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("preview calls serialize")
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<PreviewCall, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+}
+
+/// What the worker answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreviewAnswer {
+    /// The frame, as a JPEG.
+    Frame(Vec<u8>),
+    /// The template cannot be drawn with these values (media that does not decode, a
+    /// source that cannot be fetched); the message says why, for the user.
+    Refused(String),
+    /// It failed on our side; the message is for the logs.
+    Failed(String),
+}
+
+impl PreviewAnswer {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let (tag, payload) = match self {
+            PreviewAnswer::Frame(jpeg) => (b'F', jpeg.as_slice()),
+            PreviewAnswer::Refused(message) => (b'R', message.as_bytes()),
+            PreviewAnswer::Failed(message) => (b'X', message.as_bytes()),
+        };
+        [&[tag][..], payload].concat()
+    }
+
+    /// `None` for bytes no worker sends.
+    pub fn from_bytes(bytes: &[u8]) -> Option<PreviewAnswer> {
+        let (tag, payload) = bytes.split_first()?;
+        let text = || String::from_utf8_lossy(payload).into_owned();
+        match tag {
+            b'F' => Some(PreviewAnswer::Frame(payload.to_vec())),
+            b'R' => Some(PreviewAnswer::Refused(text())),
+            b'X' => Some(PreviewAnswer::Failed(text())),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_and_answers_round_trip() {
+        let call = PreviewCall {
+            template_id: TemplateId::trusted("t1"),
+            version: 3,
+            at: 1.5,
+            quality: Quality::P720,
+            values: serde_json::from_str(r#"{"a": "b"}"#).unwrap(),
+        };
+        assert_eq!(PreviewCall::from_bytes(&call.to_bytes()).unwrap(), call);
+        for answer in [
+            PreviewAnswer::Frame(vec![0xff, 0xd8, 0]),
+            PreviewAnswer::Refused("no".into()),
+            PreviewAnswer::Failed("oops".into()),
+        ] {
+            assert_eq!(PreviewAnswer::from_bytes(&answer.to_bytes()), Some(answer));
+        }
+        assert_eq!(PreviewAnswer::from_bytes(b""), None);
+        assert_eq!(PreviewAnswer::from_bytes(b"Q"), None);
+    }
+}

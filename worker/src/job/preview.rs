@@ -1,0 +1,133 @@
+//! The `preview` service (issue #20): one frame of a template version with values applied,
+//! drawn by the renderer's own compositor ([`render::snapshot`]) and answered as a JPEG.
+//!
+//! An editing session asks for many frames of one template version: the sources fetched
+//! for it stay in a directory of their own between calls (the [`PREVIEW_CACHE`] most
+//! recently used versions), so only a value that brings a new source fetches anything.
+//! Sound does not show: sound layers and the soundtrack are left out before anything is
+//! fetched, and speech is never synthesised for a preview.
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use image::codecs::jpeg::JpegEncoder;
+use image::ImageEncoder;
+use reelfarm_backends::bus::Service;
+use reelfarm_backends::store::StoreError;
+use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::preview::{PreviewAnswer, PreviewCall};
+use reelfarm_domain::template::values::apply_values_with;
+use reelfarm_domain::template::{Content, Source, Template};
+use tokio_util::sync::CancellationToken;
+
+use super::RenderHandler;
+use crate::failure::Failure;
+use crate::render::{self, RenderError};
+
+/// Template versions whose fetched sources are kept.
+pub(super) const PREVIEW_CACHE: NonZeroUsize = NonZeroUsize::new(8).unwrap();
+/// Quality of the JPEG answered (the thumbnail's).
+const JPEG_QUALITY: u8 = 85;
+/// Wait before serving again after the bus refused.
+const RESERVE_PAUSE: Duration = Duration::from_secs(1);
+
+/// The sources fetched for previews of one template version.
+#[derive(Default)]
+pub(super) struct Fetched {
+    dir: Option<tempfile::TempDir>,
+    files: Vec<(Source, PathBuf)>,
+}
+
+pub(super) type PreviewCache = std::sync::Mutex<lru::LruCache<(TemplateId, i64), Arc<tokio::sync::Mutex<Fetched>>>>;
+
+impl RenderHandler {
+    /// Answers preview calls, `concurrency` at a time, until `shutdown`.
+    pub async fn serve_previews(self: Arc<Self>, concurrency: u16, shutdown: CancellationToken) {
+        let bus = self.backends.bus.clone();
+        while !shutdown.is_cancelled() {
+            let mut calls = match bus.serve(Service::Preview, concurrency).await {
+                Ok(calls) => calls,
+                Err(e) => {
+                    tracing::warn!(error = %e, "previews: cannot serve; trying again");
+                    tokio::select! { _ = shutdown.cancelled() => return, _ = tokio::time::sleep(RESERVE_PAUSE) => continue }
+                }
+            };
+            loop {
+                let call = tokio::select! { _ = shutdown.cancelled() => return, call = calls.next() => call };
+                let Some(call) = call else { break };
+                let handler = self.clone();
+                tokio::spawn(async move {
+                    let answer = handler.preview(&call.body).await;
+                    if let Err(e) = call.answer(answer.to_bytes()).await {
+                        tracing::debug!(error = %e, "previews: answer not sent");
+                    }
+                });
+            }
+        }
+    }
+
+    #[tracing::instrument(name = "preview", skip_all)]
+    async fn preview(&self, body: &[u8]) -> PreviewAnswer {
+        let call = match PreviewCall::from_bytes(body) {
+            Ok(call) => call,
+            Err(e) => return PreviewAnswer::Failed(format!("undecodable preview call: {e}")),
+        };
+        match self.draw(&call).await {
+            Ok(jpeg) => PreviewAnswer::Frame(jpeg),
+            Err(Failure::Permanent(e) | Failure::Remote(e)) => PreviewAnswer::Refused(e),
+            Err(Failure::Transient(e)) => PreviewAnswer::Failed(e),
+        }
+    }
+
+    async fn draw(&self, call: &PreviewCall) -> Result<Vec<u8>, Failure> {
+        let record = match self.backends.store.template_at(&call.template_id, Some(call.version)).await {
+            Err(StoreError::NotFound(_)) => return Err(Failure::Permanent("the template or version is gone".into())),
+            found => found?,
+        };
+        let template: Template = serde_json::from_str(&record.json)
+            .map_err(|e| Failure::Transient(format!("template {} document: {e}", record.id)))?;
+        let mut applied = apply_values_with(&template, &call.values, &self.tts.voices).map_err(|problems| {
+            let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+            Failure::Permanent(format!("the values do not fit the template: {}", lines.join("; ")))
+        })?;
+        applied.soundtrack = None;
+        for clip in &mut applied.clips {
+            clip.layers.retain(|layer| !matches!(layer.content, Content::Sound(_)));
+        }
+
+        let entry = {
+            let mut cache = self.previews.lock().expect("preview cache lock");
+            cache.get_or_insert((record.id.clone(), record.version), Default::default).clone()
+        };
+        let mut fetched = entry.lock().await;
+        if fetched.dir.is_none() {
+            fetched.dir = Some(tempfile::Builder::new().prefix("preview-").tempdir_in(&self.work_dir)?);
+        }
+        // A file the work directory's sweep took is fetched again.
+        let ready: Vec<(Source, PathBuf)> = fetched.files.iter().filter(|(_, p)| p.exists()).cloned().collect();
+        let dir = fetched.dir.as_ref().expect("made above").path().to_path_buf();
+        fetched.files = self.fetch_sources(&applied, &record, call.quality, &dir, ready).await?;
+        let files = fetched.files.clone();
+        drop(fetched);
+
+        let (quality, at) = (call.quality, call.at);
+        let drawn = tokio::task::spawn_blocking(move || {
+            let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
+            let frame = render::snapshot(&applied, &resolve, quality, at)?;
+            let mut jpeg = Vec::new();
+            JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
+                .write_image(frame.as_raw(), frame.width(), frame.height(), image::ExtendedColorType::Rgb8)
+                .map_err(|e| RenderError::Internal(format!("encoding the frame: {e}")))?;
+            Ok::<_, RenderError>(jpeg)
+        })
+        .await
+        .map_err(|e| Failure::Transient(format!("preview task: {e}")))?;
+        match drawn {
+            Ok(jpeg) => Ok(jpeg),
+            Err(e) if e.is_bad_input() => Err(Failure::Permanent(e.to_string())),
+            Err(e) => Err(Failure::Transient(e.to_string())),
+        }
+    }
+}
