@@ -459,6 +459,32 @@ pub async fn preview(
     Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("cache-control", "no-store")).body(jpeg))
 }
 
+/// A font family a template may name (an addition).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FontJson {
+    /// The name to use as `font.family`, matched exactly.
+    pub family: String,
+    /// The faces the renderer has: `<b>` and `<i>` markup choose among them.
+    pub styles: Vec<String>,
+}
+
+/// The font families the renderer draws with: a template naming any other is refused (the
+/// error names the field), never drawn with a substitute.
+#[utoipa::path(
+    tag = "templates",
+    responses((status = 200, body = Vec<FontJson>), (status = 401, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+#[get("/generator/v1/fonts")]
+pub async fn fonts(_caller: Caller) -> Result<HttpResponse, ApiError> {
+    let styles = services::templates::FONT_STYLES.map(String::from).to_vec();
+    let out: Vec<FontJson> = services::templates::fonts()
+        .iter()
+        .map(|family| FontJson { family: family.to_string(), styles: styles.clone() })
+        .collect();
+    Ok(HttpResponse::Ok().json(out))
+}
+
 /// A version number in a path: a positive integer (anything else names no version).
 fn version_number(text: &str) -> Result<i64, ApiError> {
     text.parse::<i64>().ok().filter(|n| *n >= 1).ok_or_else(|| ApiError::not_found("template version"))

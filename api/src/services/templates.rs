@@ -36,6 +36,14 @@ impl TemplateView {
     }
 }
 
+/// The faces of every font family (see [`fonts`]).
+pub const FONT_STYLES: [&str; 4] = ["regular", "bold", "italic", "bold italic"];
+
+/// The font families a template may name, each with the faces of [`FONT_STYLES`].
+pub fn fonts() -> &'static [&'static str] {
+    reelfarm_domain::template::fonts::FAMILIES
+}
+
 /// A page of the templates the caller may use (own, shared with them or their groups,
 /// public), newest first.
 #[tracing::instrument(name = "templates::list", skip_all, fields(user_id = %caller.user.id))]

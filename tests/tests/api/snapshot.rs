@@ -79,6 +79,7 @@ async fn every_endpoint_answers_as_recorded() {
     log.get(&app, "/generator/v1/templates", Some(&token)).await;
     log.get(&app, &format!("/generator/v1/templates/{}", record.id), Some(&token)).await;
     log.get(&app, "/generator/v1/templates/no-such-template", Some(&token)).await;
+    log.get(&app, "/generator/v1/fonts", Some(&token)).await;
     let versions = format!("/generator/v1/templates/{}/versions", record.id);
     log.get(&app, &versions, Some(&token)).await;
     log.get(&app, &format!("{versions}/7"), Some(&token)).await;

@@ -209,6 +209,12 @@ async fn every_problem_of_a_saved_document_is_named_at_its_json_path(mode: Mode)
     ];
     assert_eq!(fields(&body), expected, "{body}");
     assert!(body["errors"][1]["message"].as_str().unwrap().contains("Comic Sans"), "{body}");
+    // The families that may be named are the renderer's own.
+    let fonts = json(app.get("/generator/v1/fonts", &token).await, 200).await;
+    let families: Vec<&str> = fonts.as_array().unwrap().iter().map(|f| f["family"].as_str().unwrap()).collect();
+    assert_eq!(families, ["Liberation Sans", "Liberation Serif", "Liberation Mono"]);
+    assert_eq!(fonts[0]["styles"], json!(["regular", "bold", "italic", "bold italic"]));
+    assert!(body["errors"][1]["message"].as_str().unwrap().contains(families[0]), "the error offers them");
 
     // Sources: someone else's asset, a placeholder file the template does not have, an
     // address the outbound policy refuses (a loopback address not on the allow list).

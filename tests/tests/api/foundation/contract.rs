@@ -360,7 +360,7 @@ pub async fn known_paths_answer_405_with_allow_for_other_methods(mode: Mode) {
     let (_, token) = app.user_with_token("ann").await;
     for (method, path, allow) in [
         ("DELETE", "/generator/v1/jobs", "GET, POST"),
-        ("PUT", "/generator/v1/templates/some-id", "GET"),
+        ("PATCH", "/generator/v1/templates/some-id", "GET, PUT, DELETE"),
         ("POST", "/api2/v1/objects/some-id", "GET, DELETE"),
         ("PATCH", "/api2/v1/users/me/webhook-secret", "GET, POST"),
         ("POST", "/files/assets/a/b/original.mp4", "GET, HEAD"),
