@@ -26,7 +26,13 @@ pub async fn refuse_in_url<B: MessageBody + 'static>(
 
 /// 400 naming the first string (or key) of `body` that holds a NUL, by its JSON path.
 pub fn refuse_in_json(body: &Value) -> Result<(), ApiError> {
-    match find(body, String::new()) {
+    refuse_in_field(body, "")
+}
+
+/// [`refuse_in_json`] for the value of the body's field `field` (a body whose other
+/// fields are ignored when unknown): paths start with `field`.
+pub fn refuse_in_field(value: &Value, field: &str) -> Result<(), ApiError> {
+    match find(value, field.to_string()) {
         None => Ok(()),
         Some(path) => {
             Err(ApiError::validation(vec![FieldError::new(path, "error.invalid", "must not contain NUL characters")]))

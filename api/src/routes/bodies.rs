@@ -13,6 +13,7 @@ use super::integrations::MAX_FIELD_CHARS;
 use crate::services::assets::MAX_FILENAME_CHARS;
 use crate::services::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
 use crate::services::libraries::MAX_NAME_CHARS;
+use crate::services::template_edit::MAX_VERSION;
 use crate::text;
 use reelfarm_domain::quality::Quality;
 
@@ -54,12 +55,13 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                     ),
                     (
                         "values",
-                        object_or_empty_array("Values of the template's variables, as a job's template_variables"),
+                        json!({ "description": "Values of the template's variables, as a job's template_variables",
+                            "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }, { "type": "null" }] }),
                     ),
                     (
                         "quality",
-                        json!({ "type": "string", "enum": Quality::NAMES, "default": "default",
-                        "description": "Size of the frame, as a job's" }),
+                        json!({ "anyOf": [{ "type": "string", "enum": Quality::NAMES }, { "type": "null" }],
+                        "default": "default", "description": "Size of the frame, as a job's" }),
                     ),
                 ],
                 &["t"],
@@ -76,7 +78,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                     ),
                     (
                         "base_version",
-                        json!({ "type": "integer", "minimum": 1, "description":
+                        json!({ "type": ["integer", "null"], "minimum": 1, "maximum": MAX_VERSION, "description":
                         "The version the edit started from; refused (409) when a later save exists" }),
                     ),
                 ],

@@ -220,7 +220,11 @@ pub async fn list(
 ) -> Result<Vec<JobView>> {
     let store = &state.backends.store;
     if let Some(template_id) = template_id {
-        store.visible_template(template_id, &caller.user.id).await?;
+        match store.visible_template(template_id, &caller.user.id).await {
+            // A deleted (archived) template's jobs stay the caller's to list.
+            Err(StoreError::NotFound(_)) if store.template(template_id).await.is_ok_and(|t| t.archived) => {}
+            found => drop(found?),
+        }
     }
     let jobs = store.jobs_of(&caller.user.id, template_id, status, page.limit, page.offset()).await?;
     Ok(with_progress(state, jobs).await)

@@ -16,6 +16,11 @@ use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
 use crate::state::AppState;
 
+/// Frames a user may ask for: a scrubbing editor asks a few per second (debounced); a
+/// frame costs no credit but a worker's CPU, so it is bounded per user.
+const FRAMES_PER_SECOND: u32 = 10;
+const FRAMES_AT_ONCE: u32 = 30;
+
 /// Longest wait for a worker's frame (a first frame of a video layer decodes up to it).
 const PREVIEW_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -29,7 +34,6 @@ pub struct PreviewRequest {
 
 /// Reads a preview body; every problem names its field.
 pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
-    crate::nul::refuse_in_json(body)?;
     let Some(body) = body.as_object() else {
         return Err(ApiError::validation(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]));
     };
@@ -47,7 +51,10 @@ pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
     };
     let values = match body.get("values") {
         None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(values)) => values.clone(),
+        Some(Value::Object(values)) => {
+            crate::nul::refuse_in_field(&Value::Object(values.clone()), "values")?;
+            values.clone()
+        }
         Some(Value::Array(a)) if a.is_empty() => Map::new(),
         Some(_) => {
             errors.push(FieldError::new("values", "error.invalid", "must be an object of variable id → value"));
@@ -75,6 +82,8 @@ pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
 /// The JPEG of the frame of template `id` (its current version) at `request.at`.
 #[tracing::instrument(name = "previews::frame", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn frame(state: &AppState, caller: &Caller, id: &TemplateId, request: PreviewRequest) -> Result<Vec<u8>> {
+    let limit = format!("preview:{}", caller.user.id);
+    state.limits.check(&state.backends.cache, &limit, FRAMES_PER_SECOND, FRAMES_AT_ONCE).await?;
     let record = state.backends.store.visible_template(id, &caller.user.id).await?;
     let template = state.template_document(&record)?;
     let duration = record.duration_ms as f64 / 1000.0;

@@ -24,6 +24,9 @@ use crate::error::{ApiError, FieldError};
 use crate::pagination::Page;
 use crate::state::AppState;
 
+/// The largest version number a body may name (the largest integer JSON numbers keep).
+pub const MAX_VERSION: i64 = (1 << 53) - 1;
+
 /// The body of a create or save.
 #[derive(Debug)]
 pub struct SaveRequest {
@@ -36,14 +39,16 @@ pub struct SaveRequest {
 
 /// Reads a create or save body; a missing or mistyped field names itself.
 pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
-    crate::nul::refuse_in_json(body)?;
     let invalid =
         |field: &str, key: &str, message: &str| ApiError::validation(vec![FieldError::new(field, key, message)]);
     let Some(body) = body.as_object() else {
         return Err(invalid("", "error.invalid", "the body must be a JSON object"));
     };
     let json = match body.get("json") {
-        Some(document @ serde_json::Value::Object(_)) => document.clone(),
+        Some(document @ serde_json::Value::Object(_)) => {
+            crate::nul::refuse_in_field(document, "json")?;
+            document.clone()
+        }
         None | Some(serde_json::Value::Null) => {
             return Err(invalid("json", "error.required", "the template document is required"))
         }
@@ -51,8 +56,9 @@ pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
     };
     let base_version = match body.get("base_version") {
         None | Some(serde_json::Value::Null) => None,
-        Some(n) => match n.as_i64() {
-            Some(n) if n >= 1 => Some(n),
+        // JSON Schema's integers include `3.0`.
+        Some(n) => match n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f <= MAX_VERSION as f64) {
+            Some(n) => Some(n as i64),
             _ => return Err(invalid("base_version", "error.invalid", "must be a version number (1 or more)")),
         },
     };
@@ -163,10 +169,12 @@ pub async fn version(
 pub async fn restore(state: &AppState, caller: &Caller, id: &TemplateId, version: i64) -> Result<TemplateView> {
     owned(state, caller, id).await?;
     let old = state.backends.store.template_version(id, version).await?;
-    // Read for its shape only, as a stored document is: it was valid when saved.
-    let template: Template = serde_json::from_str(&old.json)
+    let document: serde_json::Value = serde_json::from_str(&old.json)
         .map_err(|e| StoreError::Corrupt(format!("template {id} version {version}: {e}")))?;
-    let content = content_of(&template, old.json.clone(), &old.files);
+    // Checked as a save is: the rules, the caller's access to its assets and the outbound
+    // policy may have changed since it was saved.
+    let (template, json) = checked(state, caller, &document, &old.files).await?;
+    let content = content_of(&template, json, &old.files);
     saved(state, caller, id, &content, None).await
 }
 

@@ -11,7 +11,7 @@ CREATE TABLE template_versions (
     json         TEXT NOT NULL,
     -- JSON object: `file` path of the document → blob key (as on `templates`)
     files        TEXT NOT NULL DEFAULT '{}',
-    -- the user who saved it; NULL for an operator's import
+    -- the user who saved it (for an import, its owner); NULL for an import without one
     saved_by     TEXT,
     created_at   BIGINT NOT NULL,
     PRIMARY KEY (template_id, version)

@@ -142,6 +142,12 @@ async fn templates_are_made_saved_versioned_and_rendered_at_their_current_versio
     assert!(stale["message"].as_str().unwrap().contains("version 2"), "{stale}");
     assert_seconds(rendered_seconds(&app, &token, &id).await, 2.0);
     wait_for_thumb(&app, &token, &id, 2).await;
+    // The replaced thumb is removed (right after the new one is recorded).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reqwest::get(shown["thumb"].as_str().unwrap()).await.unwrap().status() != 404 {
+        assert!(Instant::now() < deadline, "the thumb of version 1 is still served");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // Versions, newest first; one with its document; restoring version 1 makes version 3.
     let versions = json(app.get(&format!("{path}/versions"), &token).await, 200).await;
@@ -283,6 +289,8 @@ async fn only_the_owner_changes_a_template_and_a_deleted_one_keeps_its_jobs(mode
     error(app.post_json("/generator/v1/jobs", &ann, &again, &[]).await, 404, "error.not_found").await;
     let kept = json(app.get(&format!("/generator/v1/jobs/{}", job["id"].as_str().unwrap()), &ann).await, 200).await;
     assert_eq!(kept["status"], "finished", "{kept}");
+    let of_template = json(app.get(&format!("{path}/jobs"), &ann).await, 200).await;
+    assert_eq!(of_template[0]["id"], job["id"], "{of_template}");
     app.stop().await;
 }
 

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::RenderHandler;
 use crate::failure::Failure;
-use crate::render::{self, RenderError};
+use crate::render::{self, Quality, RenderError};
 
 /// Template versions whose fetched sources are kept.
 pub(super) const PREVIEW_CACHE: NonZeroUsize = NonZeroUsize::new(8).unwrap();
@@ -40,7 +40,9 @@ pub(super) struct Fetched {
     files: Vec<(Source, PathBuf)>,
 }
 
-pub(super) type PreviewCache = std::sync::Mutex<lru::LruCache<(TemplateId, i64), Arc<tokio::sync::Mutex<Fetched>>>>;
+/// By template version and quality (the rendition of an asset depends on the output size).
+pub(super) type PreviewCache =
+    std::sync::Mutex<lru::LruCache<(TemplateId, i64, Quality), Arc<tokio::sync::Mutex<Fetched>>>>;
 
 impl RenderHandler {
     /// Answers preview calls, `concurrency` at a time, until `shutdown`.
@@ -99,11 +101,13 @@ impl RenderHandler {
 
         let entry = {
             let mut cache = self.previews.lock().expect("preview cache lock");
-            cache.get_or_insert((record.id.clone(), record.version), Default::default).clone()
+            cache.get_or_insert((record.id.clone(), record.version, call.quality), Default::default).clone()
         };
         let mut fetched = entry.lock().await;
-        if fetched.dir.is_none() {
+        // The work directory's hourly sweep may have taken the directory of a long session.
+        if !fetched.dir.as_ref().is_some_and(|dir| dir.path().exists()) {
             fetched.dir = Some(tempfile::Builder::new().prefix("preview-").tempdir_in(&self.work_dir)?);
+            fetched.files.clear();
         }
         // A file the work directory's sweep took is fetched again.
         let ready: Vec<(Source, PathBuf)> = fetched.files.iter().filter(|(_, p)| p.exists()).cloned().collect();

@@ -63,6 +63,14 @@ impl RenderHandler {
         blobs.put_file(&preview_key, &mp4, "video/mp4").await?;
         if !store.set_template_media(id, version, &thumb_key, &preview_key).await? {
             blobs.delete_prefix(&format!("{prefix}/")).await?;
+            return Ok(());
+        }
+        // The media of the version shown before (an import's own stay).
+        let versioned = format!("{}/v", record.blob_prefix);
+        for old in [record.thumb_key, record.preview_key].into_iter().flatten().filter(|k| k.starts_with(&versioned)) {
+            if let Err(e) = blobs.delete(&old).await {
+                tracing::warn!(key = %old, error = %e, "a replaced template thumb or preview was not removed");
+            }
         }
         tracing::info!(template_id = %id, version, "template thumb and preview made");
         Ok(())

@@ -1,7 +1,8 @@
 //! Calls over RabbitMQ: request/reply with direct reply-to.
 //!
-//! Each service has a classic, non-durable queue `{namespace.}call.{service}` (declared by
-//! callers and servers alike; nothing in it is worth keeping across a broker restart).
+//! Each service has a classic queue `{namespace.}call.{service}` (declared by callers and
+//! servers alike; durable, as RabbitMQ 4 deprecates transient non-exclusive queues, while
+//! its messages are transient: nothing in it is worth keeping across a broker restart).
 //! A caller publishes to it through the default exchange with `reply_to` set to the
 //! pseudo-queue `amq.rabbitmq.reply-to`, a correlation id and an `expiration` of its
 //! timeout, so that a request nobody took in time leaves the queue unanswered. Answers
@@ -19,7 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, QueueDeclareOptions};
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions, QueueDeclareOptions,
+};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, Consumer};
 use tokio::sync::oneshot;
@@ -76,6 +79,8 @@ impl Caller {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let (answer_tx, answer_rx) = oneshot::channel();
         self.pending.lock().expect("pending lock").insert(id.clone(), answer_tx);
+        // Forgets the call however it ends, also when the caller drops this future.
+        let _waiting = Waiting { pending: &self.pending, id: &id };
         let properties = BasicProperties::default()
             .with_reply_to(REPLY_TO.into())
             .with_correlation_id(id.as_str().into())
@@ -85,18 +90,23 @@ impl Caller {
             .basic_publish("".into(), queue.into(), BasicPublishOptions::default(), body, properties)
             .await
             .map_err(super::amqp::connection_error);
-        let answer = match sent {
-            Ok(_) => tokio::time::timeout(timeout, answer_rx).await,
-            Err(e) => {
-                self.pending.lock().expect("pending lock").remove(&id);
-                return Err(e);
-            }
-        };
-        self.pending.lock().expect("pending lock").remove(&id);
-        match answer {
+        sent?;
+        match tokio::time::timeout(timeout, answer_rx).await {
             Ok(Ok(body)) => Ok(body),
             Ok(Err(_)) | Err(_) => Err(BusError::NoAnswer(timeout)),
         }
+    }
+}
+
+/// Removes a call's entry from the waiting ones when dropped.
+struct Waiting<'a> {
+    pending: &'a Pending,
+    id: &'a str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.pending.lock().expect("pending lock").remove(self.id);
     }
 }
 
@@ -112,12 +122,12 @@ async fn route_answers(mut answers: Consumer, pending: Pending) {
     pending.lock().expect("pending lock").clear();
 }
 
-/// The call queue `queue`: classic, not durable, kept while unused.
+/// The call queue `queue`: classic, durable (its messages are not), kept while unused.
 async fn declare(channel: &Channel, queue: &str) -> Result<(), BusError> {
     let mut arguments = FieldTable::default();
     arguments.insert("x-queue-type".into(), AMQPValue::LongString("classic".into()));
     channel
-        .queue_declare(queue.into(), QueueDeclareOptions::default(), arguments)
+        .queue_declare(queue.into(), QueueDeclareOptions { durable: true, ..QueueDeclareOptions::default() }, arguments)
         .await
         .map_err(|e| BusError::Connection(format!("declaring queue {queue}: {e}")))?;
     Ok(())
@@ -162,29 +172,50 @@ impl Calls for AmqpCalls {
                 channel: self.channel.clone(),
                 reply_to: reply_to.to_string(),
                 id: id.to_string(),
-                acker: delivery.acker,
+                acker: Some(delivery.acker),
             };
             return Some(Call::new(delivery.data, Box::new(answerer)));
         }
     }
 }
 
+/// Answers a call; one dropped unanswered is given back to the broker (another server
+/// takes it if its caller still waits), so it does not hold a prefetch slot for good.
 struct AmqpAnswerer {
     channel: Channel,
     reply_to: String,
     id: String,
-    acker: lapin::Acker,
+    /// Taken when the call is settled.
+    acker: Option<lapin::Acker>,
 }
 
 #[async_trait]
 impl Answerer for AmqpAnswerer {
-    async fn answer(self: Box<Self>, body: Vec<u8>) -> Result<(), BusError> {
+    async fn answer(mut self: Box<Self>, body: Vec<u8>) -> Result<(), BusError> {
         let properties = BasicProperties::default().with_correlation_id(self.id.as_str().into());
         // A caller that stopped waiting has no reply queue any more: the answer is dropped.
-        self.channel
+        let sent = self
+            .channel
             .basic_publish("".into(), self.reply_to.as_str().into(), BasicPublishOptions::default(), &body, properties)
             .await
-            .map_err(super::amqp::connection_error)?;
-        self.acker.ack(BasicAckOptions::default()).await.map(drop).map_err(super::amqp::connection_error)
+            .map_err(super::amqp::connection_error);
+        let acker = self.acker.take().expect("settled once");
+        match sent {
+            Ok(_) => acker.ack(BasicAckOptions::default()).await.map(drop).map_err(super::amqp::connection_error),
+            Err(e) => {
+                let _ = acker.nack(BasicNackOptions { requeue: true, ..BasicNackOptions::default() }).await;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for AmqpAnswerer {
+    fn drop(&mut self) {
+        if let Some(acker) = self.acker.take() {
+            tokio::spawn(async move {
+                let _ = acker.nack(BasicNackOptions { requeue: true, ..BasicNackOptions::default() }).await;
+            });
+        }
     }
 }

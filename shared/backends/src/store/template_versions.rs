@@ -35,7 +35,7 @@ pub struct TemplateVersion {
     pub version: i64,
     pub json: String,
     pub files: BTreeMap<String, String>,
-    /// Who saved it; `None` for an operator's import.
+    /// Who saved it (for an import, its owner); `None` for an import without an owner.
     pub saved_by: Option<UserId>,
     pub created_at: i64,
 }
@@ -177,8 +177,9 @@ impl Store {
         version_from(&row)
     }
 
-    /// Template `id` with the document and files of `version` (the current one for `None`):
-    /// what a job that pinned `version` renders.
+    /// Template `id` with the document, files and number of `version` (the current one for
+    /// `None`): what a job that pinned `version` renders. The listing fields (name,
+    /// duration, …) stay the current version's.
     #[tracing::instrument(name = "store::template_at", level = "debug", skip_all)]
     pub async fn template_at(&self, id: &TemplateId, version: Option<i64>) -> Result<TemplateRecord> {
         let mut record = self.template(id).await?;

@@ -46,6 +46,9 @@ pub(in crate::bus) async fn calls_are_answered_once_and_time_out_unserved(env: &
         server.abort();
     }
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 21, "each call served once");
+    // A call dropped unanswered may be offered to another server while its caller waits.
+    let answered: Vec<&Vec<u8>> = seen.iter().filter(|b| *b != b"drop").collect();
+    assert_eq!(answered.len(), 20, "each answered call served once");
+    assert!(seen.iter().any(|b| b == b"drop"));
     assert!(!seen.iter().any(|b| b == b"too early"), "a call that timed out is not served later");
 }
