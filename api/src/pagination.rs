@@ -8,6 +8,8 @@ use crate::error::{ApiError, FieldError};
 
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 500;
+/// The largest page number: what the OpenAPI document's `int32` can say.
+pub const MAX_PAGE: u32 = i32::MAX as u32;
 
 /// Raw paging parameters, validated by [`PageQuery::parse`].
 #[derive(Debug, Deserialize, IntoParams)]
@@ -16,8 +18,8 @@ pub struct PageQuery {
     /// Items per page, 1–500 (default 50).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
-    /// Page number from 1 (default 1).
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 4294967295_u64)]
+    /// Page number from 1 (default 1), at most 2³¹ − 1 (the document's `int32`).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 2147483647_u64)]
     pub page: Option<String>,
 }
 
@@ -53,7 +55,7 @@ impl PageQuery {
             },
         };
         let limit = number("limit", &self.limit, DEFAULT_LIMIT, MAX_LIMIT);
-        let page = number("page", &self.page, 1, u32::MAX);
+        let page = number("page", &self.page, 1, MAX_PAGE);
         if errors.is_empty() {
             Ok(Page { limit, page })
         } else {
@@ -76,6 +78,7 @@ mod tests {
         let p = q(Some("2"), Some("3")).parse().unwrap();
         assert_eq!((p.limit, p.page, p.offset()), (2, 3, 4));
         assert_eq!(q(Some("500"), None).parse().unwrap().limit, 500);
+        assert_eq!(q(None, Some("2147483647")).parse().unwrap().page, 2147483647);
         for (limit, page, field) in [
             (Some("0"), None, "limit"),
             (Some("-1"), None, "limit"),
@@ -84,6 +87,7 @@ mod tests {
             (None, Some("0"), "page"),
             (None, Some("1.5"), "page"),
             (None, Some("99999999999"), "page"),
+            (None, Some("2147483648"), "page"),
         ] {
             let e = q(limit, page).parse().unwrap_err();
             assert_eq!(e.body().errors[0].field, field);
