@@ -173,6 +173,13 @@ pub enum Bench {
         #[arg(long, default_value_t = 200)]
         requests: u32,
     },
+    /// Preview frames and drafts of every example template (what the studio waits for),
+    /// beside full 1080p renders of them.
+    Preview {
+        /// Frames measured per template while scrubbing.
+        #[arg(long, default_value_t = 30)]
+        frames: u32,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {

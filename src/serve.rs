@@ -69,9 +69,9 @@ impl Service {
             relay.run(token).await;
             Ok(())
         });
-        let (store, token) = (backends.store.clone(), shutdown.clone());
+        let (store, blobs, token) = (backends.store.clone(), backends.blobs.clone(), shutdown.clone());
         tasks.spawn("housekeeping", async move {
-            reelfarm_backends::housekeeping::run(store, token).await;
+            reelfarm_backends::housekeeping::run(store, blobs, token).await;
             Ok(())
         });
 

@@ -128,6 +128,7 @@ async fn seed_jobs(store: &Store, user: &UserId, template: &TemplateId, n: u32) 
                 user_id: user.clone(),
                 template_id: template.clone(),
                 template_version: 1,
+                draft: false,
                 quality: Quality::P480,
                 create_render: true,
                 create_project: false,

@@ -6,6 +6,7 @@ pub mod bus;
 pub mod console;
 pub mod convert;
 pub mod jobs;
+pub mod preview;
 pub mod render;
 pub mod upload;
 

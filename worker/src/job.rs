@@ -47,6 +47,9 @@ mod template_media;
 const MAX_DOWNLOAD_BYTES: u64 = 2 << 30;
 /// Longest a download may take.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+/// Frame rate and x264 quality of drafts (issue #20): enough to judge timing and layout.
+const DRAFT_FPS: u32 = 15;
+const DRAFT_CRF: u8 = 28;
 /// Least time between two progress updates of one render.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -102,7 +105,15 @@ impl RenderHandler {
             let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
             Failure::Permanent(format!("the values no longer fit the template: {}", lines.join("; ")))
         })?;
-        let quality = job.quality;
+        let output = if job.draft {
+            // As fast as it goes: at most 480p and 15 fps, x264's fastest preset.
+            applied.canvas.fps = applied.canvas.fps.min(DRAFT_FPS);
+            let quality = Quality::of_preview(applied.canvas.width, applied.canvas.height);
+            RenderSettings { quality, preset: "ultrafast", crf: DRAFT_CRF, ..RenderSettings::default() }
+        } else {
+            RenderSettings { quality: job.quality, ..RenderSettings::default() }
+        };
+        let quality = output.quality;
 
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
         // Speech is synthesised (and paid for) last: a render whose other sources fail
@@ -112,7 +123,7 @@ impl RenderHandler {
         let fetched = self.fetch_sources(&applied, &record, quality, dir.path(), ready).await?;
         self.speak(&speeches, &job.user_id).await?;
         let (mp4, jpg) = (dir.path().join("video.mp4"), dir.path().join("thumb.jpg"));
-        let output = self.render(&applied, fetched, quality, render, &mp4, &jpg).await?;
+        let output = self.render(&applied, fetched, output, render, &mp4, &jpg).await?;
 
         let prefix = self.output_prefix(render);
         let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
@@ -128,12 +139,13 @@ impl RenderHandler {
         })
     }
 
-    /// Renders on a blocking thread while a task passes its progress to the cache.
+    /// Renders on a blocking thread while a task passes its progress to the cache; `output`
+    /// gives the size and encoding, the worker's configuration the rest.
     async fn render(
         &self,
         template: &Template,
         fetched: Vec<(Source, PathBuf)>,
-        quality: Quality,
+        output: RenderSettings,
         render: &RenderRecord,
         mp4: &Path,
         jpg: &Path,
@@ -152,11 +164,10 @@ impl RenderHandler {
             }
         }));
         let settings = RenderSettings {
-            quality,
             time_limit: self.time_limit,
             threads: self.encoder_threads,
             limits: self.media_limits.clone(),
-            ..RenderSettings::default()
+            ..output
         };
         let (template, mp4, jpg) = (template.clone(), mp4.to_path_buf(), jpg.to_path_buf());
         let span = tracing::Span::current();

@@ -38,12 +38,13 @@ macro_rules! hand_written {
     )*};
 }
 
-hand_written!(JobBody, CreateLibraryBody, AddObjectBody, LinkBody, TemplateBody, PreviewBody);
+hand_written!(JobBody, CreateLibraryBody, AddObjectBody, LinkBody, TemplateBody, PreviewBody, DraftBody);
 
 /// Every hand-written schema by name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
     vec![
         ("JobBody", job_body()),
+        ("DraftBody", object(&[("values", template_values())], &[])),
         (
             "PreviewBody",
             object(
@@ -53,11 +54,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                         json!({ "type": "number", "minimum": 0, "description":
                         "Seconds from the start of the video (at most its duration)" }),
                     ),
-                    (
-                        "values",
-                        json!({ "description": "Values of the template's variables, as a job's template_variables",
-                            "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }, { "type": "null" }] }),
-                    ),
+                    ("values", template_values()),
                     (
                         "quality",
                         json!({ "anyOf": [{ "type": "string", "enum": Quality::NAMES }, { "type": "null" }],
@@ -144,6 +141,12 @@ fn address(description: &str) -> Value {
 /// An object, or `[]` (PHP clients send an empty array for an empty object).
 fn object_or_empty_array(description: &str) -> Value {
     json!({ "description": description, "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }] })
+}
+
+/// Values of a template's variables in a preview or draft body.
+fn template_values() -> Value {
+    json!({ "description": "Values of the template's variables, as a job's template_variables",
+        "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }, { "type": "null" }] })
 }
 
 /// The job request (spec §4.7).

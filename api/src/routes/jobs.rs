@@ -36,6 +36,8 @@ pub struct JobJson {
     /// `default`, `480p`, `720p` or `1080p`.
     pub quality: String,
     pub created_at: String,
+    /// A draft (an addition): a free low-resolution render, deleted after a day.
+    pub draft: bool,
 }
 
 /// A video of a job (spec §2.7, with additions).
@@ -96,7 +98,7 @@ pub struct CreditsJson {
 }
 
 impl JobJson {
-    fn new(job: &JobRecord, progress: &HashMap<RenderId, u8>, state: &AppState) -> JobJson {
+    pub(crate) fn new(job: &JobRecord, progress: &HashMap<RenderId, u8>, state: &AppState) -> JobJson {
         let blobs = &state.backends.blobs;
         let address = |key: &Option<String>| key.as_deref().map(|k| blobs.public_url(k)).unwrap_or_default();
         let videos = job
@@ -131,6 +133,7 @@ impl JobJson {
             videos,
             quality: job.quality.as_str().to_string(),
             created_at: iso8601(job.created_at),
+            draft: job.draft,
         }
     }
 

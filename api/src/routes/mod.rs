@@ -47,6 +47,7 @@ pub(crate) fn configure(cfg: &mut ServiceConfig, with_ops: bool) {
         .service(templates::version)
         .service(templates::restore)
         .service(templates::preview)
+        .service(templates::draft)
         .service(templates::fonts)
         .service(jobs::create)
         .service(jobs::get)

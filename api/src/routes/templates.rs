@@ -459,6 +459,37 @@ pub async fn preview(
     Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("cache-control", "no-store")).body(jpeg))
 }
 
+/// Starts a draft of a template (its current version) with `values`: a fast render at
+/// 480p (or the template's size when smaller) and at most 15 fps, free, polled at
+/// `GET /generator/v1/jobs/{id}` like any job, not listed with the jobs, and deleted with
+/// its video a day later.
+#[utoipa::path(
+    tag = "templates",
+    params(("id" = String, Path, description = "Template id")),
+    request_body(content = super::bodies::DraftBody, content_type = "application/json"),
+    responses(
+        (status = 200, body = super::jobs::JobJson),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+#[post("/generator/v1/templates/{id}/draft")]
+pub async fn draft(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let id = ids::in_path(&id)?;
+    let body: serde_json::Value = crate::form::read_json(&req, payload).await?;
+    let values = services::drafts::draft_values(&body)?;
+    let job = services::drafts::create(&state, &caller, &id, values).await?;
+    Ok(HttpResponse::Ok().json(super::jobs::JobJson::new(&job, &Default::default(), &state)))
+}
+
 /// A font family a template may name (an addition).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FontJson {

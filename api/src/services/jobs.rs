@@ -67,6 +67,7 @@ pub async fn create(
         user_id: caller.user.id.clone(),
         template_id: record.id.clone(),
         template_version: record.version,
+        draft: false,
         quality: request.quality,
         create_render: request.create_render,
         create_project: request.create_project,

@@ -8,6 +8,7 @@
 pub mod accounts;
 pub mod assets;
 pub mod consent;
+pub mod drafts;
 pub mod files;
 pub mod health;
 pub mod integrations;

@@ -1,4 +1,4 @@
--- Templates edited through the API and the studio (issue #20). Every save is a new
+-- Templates edited through the API and the studio, and drafts (issue #20). Every save is a new
 -- version; the `templates` row holds the current one (its number in `version`), and jobs
 -- pin the version they were validated against, so a save while a job waits does not
 -- change what it renders. Deleting a template archives it: its jobs stay readable.
@@ -22,3 +22,8 @@ INSERT INTO template_versions (template_id, version, json, files, saved_by, crea
 
 -- NULL for jobs made before versions: they render the current version.
 ALTER TABLE jobs ADD COLUMN template_version BIGINT;
+
+-- Drafts (`POST …/templates/{id}/draft`): a fast low-resolution render that costs no
+-- credit, is not listed with the jobs and is deleted a day after it was made.
+ALTER TABLE jobs ADD COLUMN draft BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX jobs_drafts ON jobs (draft, created_at);

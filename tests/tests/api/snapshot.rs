@@ -86,6 +86,7 @@ async fn every_endpoint_answers_as_recorded() {
     let bad = json!({ "json": { "version": 1, "name": "Bad", "canvas": { "width": 15, "height": 90, "fps": 0 }, "clips": [] } });
     log.json(&app, "/generator/v1/templates", &token, &bad).await;
     log.json(&app, &format!("/generator/v1/templates/{}/preview", record.id), &token, &json!({ "t": 9 })).await;
+    log.json(&app, &format!("/generator/v1/templates/{}/draft", record.id), &token, &json!({ "values": "x" })).await;
     let body = json!({
         "template_id": record.id,
         "options": { "quality": "default", "create_project": true },

@@ -72,6 +72,7 @@ mod cases {
     deliveries => deliveries::deliveries,
     email_allowance => deliveries::email_allowance,
     housekeeping => housekeeping::housekeeping,
+    drafts => housekeeping::drafts,
     usage => usage::usage,
     }
 }

@@ -1,11 +1,15 @@
 //! Removing rows that no longer serve a purpose.
 
-use super::{Result, Store, IDEMPOTENCY_TTL_MS};
+use super::{id, Result, Store, StoreError, IDEMPOTENCY_TTL_MS};
+use reelfarm_domain::id::JobId;
 
 /// How long the id of a handled message is kept. A message comes again within minutes
 /// (a relay's lease, a broker's redelivery, a worker's retry schedule); a week is far past
 /// any of them.
 pub const HANDLED_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// How long a draft (a free low-resolution render) is kept.
+pub const DRAFT_RETENTION_MS: i64 = 24 * 3600 * 1000;
 
 /// Rows deleted in one statement, so that a large backlog never holds SQLite's write lock
 /// (or PostgreSQL's row locks) for long.
@@ -41,6 +45,28 @@ impl Store {
                 )
                 .await?,
         })
+    }
+
+    /// Up to `limit` drafts made before `cutoff` (Unix milliseconds), oldest first.
+    #[tracing::instrument(name = "store::expired_drafts", level = "debug", skip_all)]
+    pub async fn expired_drafts(&self, cutoff: i64, limit: u32) -> Result<Vec<JobId>> {
+        let rows = sqlx::query("SELECT id FROM jobs WHERE draft = 1 AND created_at < $1 ORDER BY created_at LIMIT $2")
+            .bind(cutoff)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|row| id(row, "id")).collect()
+    }
+
+    /// Deletes job `id` with its videos' rows (renders, projects, deliveries); its files are
+    /// the caller's to remove first.
+    #[tracing::instrument(name = "store::delete_job", level = "debug", skip_all)]
+    pub async fn delete_job(&self, id: &JobId) -> Result<()> {
+        let done = sqlx::query("DELETE FROM jobs WHERE id = $1").bind(id.as_str()).execute(&self.pool).await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("job"));
+        }
+        Ok(())
     }
 
     /// Runs `sql` (bound to a cut-off and [`BATCH`]) until a run deletes less than a batch.

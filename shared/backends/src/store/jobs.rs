@@ -32,7 +32,7 @@ pub use types::{
 
 const JOB_COLUMNS: &str =
     "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at, \
-    template_version";
+    template_version, draft";
 const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
     project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
 const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
@@ -42,8 +42,9 @@ const NEW_RENDER_COLUMNS: &str =
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
 
-/// Binds `$1`–`$12` of a job's insert: its [`JOB_COLUMNS`] (as `record` says; `$12` is the
-/// last, the template version) and, as `$11`, the credits it `charges`.
+/// Binds `$1`–`$13` of a job's insert: its [`JOB_COLUMNS`] (as `record` says; `$12` and
+/// `$13` are the last two, the template version and the draft flag) and, as `$11`, the
+/// credits it `charges`.
 fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, charges: i64) -> AnyQuery<'q> {
     query
         .bind(job.id.as_str())
@@ -58,6 +59,7 @@ fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, cha
         .bind(record.finished_at)
         .bind(charges)
         .bind(job.template_version)
+        .bind(i64::from(job.draft))
 }
 
 /// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
@@ -76,7 +78,7 @@ fn bind_render<'q>(
         .bind(&render.metadata)
         .bind(&render.template_variables)
         .bind(stored.status.as_str())
-        .bind(i64::from(job.create_render))
+        .bind(i64::from(job.charges() > 0))
         .bind(stored.project_id.as_ref().map(ProjectId::as_str))
         .bind(job.created_at)
         .bind(stored.finished_at)
@@ -117,6 +119,7 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
         created_at: row.try_get("created_at")?,
         finished_at: row.try_get("finished_at")?,
         template_version: row.try_get("template_version")?,
+        draft: flag(row, "draft")?,
         renders: Vec::new(),
     })
 }
@@ -199,11 +202,11 @@ impl Store {
             }
         }
 
-        let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
+        let charges = job.charges();
         let record = JobRecord::from_new(job);
         // The account to charge is found in the same statement (one round trip less).
         let sql = format!(
-            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, \
+            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, \
              CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END) RETURNING credit_account"
         );
         let account: Option<String> = bind_job(sqlx::query(&sql), job, &record, charges)
@@ -247,9 +250,9 @@ impl Store {
     /// the debit finds too few credits.
     async fn create_job_in_one_statement(&self, job: &NewJob) -> Result<JobCreation> {
         let record = JobRecord::from_new(job);
-        let charges = if job.create_render { job.renders.len() as i64 } else { 0 };
-        // $1–$12: the job; then the rows, numbered on.
-        let mut next = 13;
+        let charges = job.charges();
+        // $1–$13: the job; then the rows, numbered on.
+        let mut next = 14;
         let mut placeholders = |n: usize| {
             let list: Vec<String> = (next..next + n).map(|i| format!("${i}")).collect();
             next += n;
@@ -268,7 +271,7 @@ impl Store {
                 WHERE id = substr((SELECT a FROM account), 7) AND (SELECT a FROM account) LIKE 'group:%' \
                 AND credits >= $11 RETURNING 1), \
              job AS (INSERT INTO jobs ({JOB_COLUMNS}, credit_account) \
-                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, (SELECT a FROM account) \
+                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, (SELECT a FROM account) \
                 WHERE $11 = 0 OR EXISTS (SELECT 1 FROM debit_user) OR EXISTS (SELECT 1 FROM debit_group) \
                 RETURNING id), \
              renders AS (INSERT INTO renders ({NEW_RENDER_COLUMNS}) \
@@ -381,7 +384,8 @@ impl Store {
             filter += &format!(" AND status = ${next}");
         }
         let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = $1{filter} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE user_id = $1 AND draft = 0{filter} \
+             ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
         );
         let mut query = sqlx::query(&sql).bind(user_id.as_str()).bind(i64::from(limit)).bind(offset as i64);
         if let Some(template_id) = template_id {

@@ -33,7 +33,7 @@ mod users;
 pub use accounts::{Account, GroupSummary};
 pub use assets::{AssetQuery, STALE_UPLOAD_MS};
 pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
-pub use housekeeping::{Pruned, HANDLED_RETENTION_MS};
+pub use housekeeping::{Pruned, DRAFT_RETENTION_MS, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
 pub use jobs::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,

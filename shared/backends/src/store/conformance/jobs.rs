@@ -23,6 +23,7 @@ pub(super) fn new_job(
         user_id: user_id.clone(),
         template_id: template_id.clone(),
         template_version: 1,
+        draft: false,
         quality: reelfarm_domain::quality::Quality::P480,
         create_render,
         create_project,

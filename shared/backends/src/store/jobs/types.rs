@@ -16,6 +16,9 @@ pub struct NewJob {
     pub template_id: TemplateId,
     /// The version of the template the values were checked against: what the renders use.
     pub template_version: i64,
+    /// A draft: a fast low-resolution render that costs nothing, is not listed with the
+    /// jobs and is deleted after a day.
+    pub draft: bool,
     pub quality: Quality,
     pub create_render: bool,
     pub create_project: bool,
@@ -24,6 +27,17 @@ pub struct NewJob {
     pub renders: Vec<NewRender>,
     /// Unix milliseconds.
     pub created_at: i64,
+}
+
+impl NewJob {
+    /// The credits the job takes: one per render, none for a draft or a project alone.
+    pub fn charges(&self) -> i64 {
+        if self.create_render && !self.draft {
+            self.renders.len() as i64
+        } else {
+            0
+        }
+    }
 }
 
 /// One element of a job request's `values`.
@@ -79,6 +93,8 @@ pub struct JobRecord {
     /// The template version the renders use; `None` for jobs made before versions (the
     /// current one).
     pub template_version: Option<i64>,
+    /// See [`NewJob::draft`].
+    pub draft: bool,
     pub renders: Vec<RenderRecord>,
 }
 
@@ -132,6 +148,7 @@ impl JobRecord {
             created_at: job.created_at,
             finished_at,
             template_version: Some(job.template_version),
+            draft: job.draft,
             renders,
         }
     }

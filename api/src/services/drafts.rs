@@ -1,0 +1,80 @@
+//! Drafts (issue #20): a fast, low-resolution render of a whole template with values, to
+//! judge timing and motion before paying for the real one. A draft is a job of one video
+//! marked `draft`: it costs no credit, renders at 480p (or the template's own size when
+//! smaller) and at most 15 fps with x264's fastest preset, is not listed with the jobs and
+//! is deleted with its video a day after it was made. It is polled like any job.
+
+use std::time::Duration;
+
+use reelfarm_backends::store::{JobCreation, JobRecord, NewJob, NewRender};
+use reelfarm_domain::id::{now_ms, JobId, RenderId, TemplateId};
+use reelfarm_domain::quality::Quality;
+use serde_json::{Map, Value};
+
+use super::Result;
+use crate::auth::Caller;
+use crate::error::{ApiError, FieldError};
+use crate::state::AppState;
+
+/// Drafts a user may start: a few at once, then one every two seconds (each takes a
+/// worker's time though it costs nothing).
+const DRAFT_INTERVAL: Duration = Duration::from_secs(2);
+const DRAFTS_AT_ONCE: u32 = 5;
+
+/// Reads a draft body: `values` (as a job's `template_variables`), optional.
+pub fn draft_values(body: &Value) -> Result<Map<String, Value>> {
+    let invalid = |message: &str| ApiError::validation(vec![FieldError::new("values", "error.invalid", message)]);
+    let Some(body) = body.as_object() else {
+        return Err(ApiError::validation(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]));
+    };
+    match body.get("values") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Array(a)) if a.is_empty() => Ok(Map::new()),
+        Some(Value::Object(values)) => {
+            crate::nul::refuse_in_field(&Value::Object(values.clone()), "values")?;
+            Ok(values.clone())
+        }
+        Some(_) => Err(invalid("must be an object of variable id → value")),
+    }
+}
+
+/// Starts a draft of template `id` (its current version) with `values`; the job as made.
+#[tracing::instrument(name = "drafts::create", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn create(
+    state: &AppState,
+    caller: &Caller,
+    id: &TemplateId,
+    values: Map<String, Value>,
+) -> Result<JobRecord> {
+    if state.config.rate_limit > 0 {
+        let limit = format!("draft:{}", caller.user.id);
+        state.limits.check_every(&state.backends.cache, &limit, DRAFT_INTERVAL, DRAFTS_AT_ONCE).await?;
+    }
+    let record = state.backends.store.visible_template(id, &caller.user.id).await?;
+    let template = state.template_document(&record)?;
+    super::jobs::check_values(state, caller, &template, values.clone(), "values").await?;
+    let job = NewJob {
+        id: JobId::generate(),
+        user_id: caller.user.id.clone(),
+        template_id: record.id.clone(),
+        template_version: record.version,
+        draft: true,
+        quality: Quality::of_preview(template.canvas.width, template.canvas.height),
+        create_render: true,
+        create_project: false,
+        notifications: "[]".into(),
+        renders: vec![NewRender {
+            id: RenderId::generate(),
+            external_id: String::new(),
+            title: "Draft".into(),
+            metadata: "{}".into(),
+            template_variables: Value::Object(values).to_string(),
+            project: None,
+        }],
+        created_at: now_ms(),
+    };
+    match state.backends.store.create_job(&job, None).await? {
+        JobCreation::Created => Ok(JobRecord::from_new(&job)),
+        other => Err(ApiError::internal(&std::io::Error::other(format!("a draft was not created: {other:?}")))),
+    }
+}
