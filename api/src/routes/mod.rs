@@ -11,6 +11,7 @@ pub(crate) mod libraries;
 pub(crate) mod notifications;
 pub(crate) mod objects;
 pub(crate) mod ops;
+pub(crate) mod template_edit;
 pub(crate) mod templates;
 mod tts;
 mod uploads;
@@ -39,13 +40,13 @@ pub(crate) fn configure(cfg: &mut ServiceConfig, with_ops: bool) {
         .service(objects::list)
         .service(templates::list)
         .service(templates::get)
-        .service(templates::create)
-        .service(templates::save)
-        .service(templates::duplicate)
-        .service(templates::remove)
-        .service(templates::versions)
-        .service(templates::version)
-        .service(templates::restore)
+        .service(template_edit::create)
+        .service(template_edit::save)
+        .service(template_edit::duplicate)
+        .service(template_edit::remove)
+        .service(template_edit::versions)
+        .service(template_edit::version)
+        .service(template_edit::restore)
         .service(templates::preview)
         .service(templates::draft)
         .service(templates::fonts)

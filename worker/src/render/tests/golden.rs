@@ -24,7 +24,7 @@ const MIN_SSIM: f64 = 0.98;
 /// Set to `1` to (re)write the golden PNGs from the current renderer.
 const WRITE: &str = "REELFARM_WRITE_GOLDEN";
 
-fn examples_dir() -> PathBuf {
+pub(super) fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/templates")
 }
 
@@ -42,7 +42,7 @@ fn writing() -> bool {
 }
 
 /// The example `name`, as read and validated like any template.
-fn example(name: &str) -> Template {
+pub(super) fn example(name: &str) -> Template {
     let path = examples_dir().join(format!("{name}.json"));
     let json = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Template::from_json(json).unwrap_or_else(|e| panic!("{} refused: {e}", path.display()))

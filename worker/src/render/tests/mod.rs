@@ -7,6 +7,7 @@ mod audio;
 mod errors;
 mod golden;
 mod layers;
+mod previews;
 mod timing;
 mod transitions;
 
