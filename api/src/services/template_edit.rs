@@ -70,24 +70,7 @@ pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
 pub async fn create(state: &AppState, caller: &Caller, request: &SaveRequest) -> Result<TemplateView> {
     let (template, json) = checked(state, caller, &request.json, &BTreeMap::new()).await?;
     let content = content_of(&template, json, &BTreeMap::new());
-    let id = TemplateId::generate();
-    let new = NewTemplate {
-        blob_prefix: template_blob_prefix(&id),
-        id,
-        name: content.name,
-        owner_user_id: Some(caller.user.id.clone()),
-        public: false,
-        category: content.category,
-        tags: content.tags,
-        json: content.json,
-        duration_ms: content.duration_ms,
-        quality: content.quality,
-        files: content.files,
-        thumb_key: None,
-        preview_key: None,
-    };
-    let record = state.backends.store.create_saved_template(&new).await?;
-    super::templates::view(state, caller, record).await
+    made(state, caller, content).await
 }
 
 /// Saves a new version of the caller's template `id` and makes it the current one.
@@ -108,19 +91,34 @@ pub async fn duplicate(state: &AppState, caller: &Caller, id: &TemplateId) -> Re
         .map_err(|e| StoreError::Corrupt(format!("template {id} document: {e}")))?;
     let name = format!("{} (copy)", original.name);
     json["name"] = serde_json::Value::String(name.clone());
-    let copy = TemplateId::generate();
-    let new = NewTemplate {
-        blob_prefix: template_blob_prefix(&copy),
-        id: copy,
+    let content = TemplateContent {
         name,
-        owner_user_id: Some(caller.user.id.clone()),
-        public: false,
         category: original.category.clone(),
         tags: original.tags.clone(),
         json: json.to_string(),
         duration_ms: original.duration_ms,
         quality: original.quality,
         files: original.files.clone(),
+    };
+    made(state, caller, content).await
+}
+
+/// Records `content` as a new template of the caller's (version 1; a worker makes its thumb
+/// and preview).
+async fn made(state: &AppState, caller: &Caller, content: TemplateContent) -> Result<TemplateView> {
+    let id = TemplateId::generate();
+    let new = NewTemplate {
+        blob_prefix: template_blob_prefix(&id),
+        id,
+        name: content.name,
+        owner_user_id: Some(caller.user.id.clone()),
+        public: false,
+        category: content.category,
+        tags: content.tags,
+        json: content.json,
+        duration_ms: content.duration_ms,
+        quality: content.quality,
+        files: content.files,
         thumb_key: None,
         preview_key: None,
     };
