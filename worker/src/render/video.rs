@@ -1,4 +1,5 @@
-//! Video layers' pictures: a decoder that seeks to `trim_start`, converts the source's
+//! Video layers' pictures: a decoder that seeks to the first picture asked for (the
+//! keyframe at or before `trim_start`, or later for a snapshot), converts the source's
 //! frame rate to ours by timestamp (each output frame shows the source frame nearest its
 //! time) and decodes only as far as the timeline asks, holding the last frame or looping
 //! at the end; and a scaler that converts a frame to YUV straight at its landing size.
@@ -130,7 +131,12 @@ impl VideoReader {
     /// changes whenever the frame does).
     pub(crate) fn frame_at(&mut self, tau: f64, deadline: &Deadline) -> Result<(&frame::Video, u64), MediaError> {
         if self.decoder.is_none() {
-            self.start(deadline)?;
+            // The first frame asked for need not be the layer's first (a snapshot asks for
+            // one frame anywhere): the decoder starts at the keyframe at or before it, which
+            // decodes to the same pictures from there on. A looping source starts at the
+            // trim point (where a later pass lands is only known once it played).
+            let at = if self.looping { self.trim } else { self.trim + tau.max(0.0) };
+            self.start(at, deadline)?;
         }
         let tolerance = self.frame_time / 2.0;
         let mut target = self.trim + tau - self.loop_offset;
@@ -181,8 +187,9 @@ impl VideoReader {
         Ok((&self.current, self.serial))
     }
 
-    /// Opens the decoder (libav's own threading) and seeks to the trim point.
-    fn start(&mut self, deadline: &Deadline) -> Result<(), MediaError> {
+    /// Opens the decoder (libav's own threading) and seeks to `at` seconds of the source
+    /// (the trim point or later).
+    fn start(&mut self, at: f64, deadline: &Deadline) -> Result<(), MediaError> {
         let stream =
             self.input.stream(self.index).ok_or_else(|| MediaError::Internal("video stream vanished".into()))?;
         let mut context = decoders::context(&stream, "video", self.max_pixels)?;
@@ -194,16 +201,16 @@ impl VideoReader {
         let decoder =
             context.decoder().video().map_err(|e| MediaError::Corrupt(format!("cannot decode the video ({e})")))?;
         self.decoder = Some(decoder);
-        // Without a usable index the frames before the trim point are decoded and dropped.
-        if self.trim > 0.0 {
-            self.seek(deadline)?;
+        // Without a usable index the frames before `at` are decoded and dropped.
+        if at > 0.0 {
+            self.seek(at, deadline)?;
         }
         Ok(())
     }
 
     /// Back to the trim point for the next loop; `false` when the source cannot seek.
     fn restart(&mut self, deadline: &Deadline) -> Result<bool, MediaError> {
-        if !self.seek(deadline)? {
+        if !self.seek(self.trim, deadline)? {
             return Ok(false);
         }
         self.eof = false;
@@ -212,9 +219,10 @@ impl VideoReader {
         Ok(true)
     }
 
-    /// Seeks to the keyframe at or before the trim point; `false` when the input refuses.
-    fn seek(&mut self, deadline: &Deadline) -> Result<bool, MediaError> {
-        let ts = ((self.origin + self.trim) * f64::from(ffi::AV_TIME_BASE)) as i64;
+    /// Seeks to the keyframe at or before `at` seconds of the source; `false` when the
+    /// input refuses.
+    fn seek(&mut self, at: f64, deadline: &Deadline) -> Result<bool, MediaError> {
+        let ts = ((self.origin + at) * f64::from(ffi::AV_TIME_BASE)) as i64;
         if self.input.seek(ts, ..ts).is_err() {
             deadline.check()?;
             return Ok(false);

@@ -1,32 +1,40 @@
 //! A preview frame is the frame of the render (issue #20): every example template,
 //! rendered losslessly (x264 at CRF 0) at 480p, decodes at a sixth, half and five sixths
-//! of its frames to exactly the pixels [`snapshot`] draws for those times.
+//! of its frames to exactly the pixels [`snapshot`] draws for those times; and so does a
+//! video layer whose source has many keyframes (a snapshot seeks to the one before its
+//! frame instead of decoding from the trim point).
 
 use image::RgbImage;
-use reelfarm_domain::template::Source;
+use reelfarm_domain::template::{Source, Template};
+use serde_json::json;
 
 use super::golden::{example, examples_dir};
-use super::{decode_frames, Scratch};
+use super::{clip, decode_frames, rect, template, Scratch};
 use crate::render::plan::Plan;
 use crate::render::{render, snapshot, Quality, RenderSettings};
 
 fn check(name: &str) {
-    let s = Scratch::new();
-    let template = example(name);
     let dir = examples_dir();
+    same_frames(name, &example(name), &dir, |plan| vec![plan.frames / 6, plan.frames / 2, plan.frames * 5 / 6]);
+}
+
+/// Renders `template` (its `file` sources in `dir`) losslessly at 480p and compares the
+/// frames `at` chooses with their snapshots.
+fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl Fn(&Plan) -> Vec<u64>) {
+    let s = Scratch::new();
     let resolve = |source: &Source| match source {
         Source::File { file } => Some(dir.join(file)),
         _ => None,
     };
     let (mp4, jpg) = (s.path("out.mp4"), s.path("out.jpg"));
     let settings = RenderSettings { quality: Quality::P480, preset: "ultrafast", crf: 0, ..RenderSettings::default() };
-    render(&template, &resolve, &settings, &mp4, &jpg, &|_| {}).expect("render");
-    let plan = Plan::new(&template, Quality::P480);
+    render(template, &resolve, &settings, &mp4, &jpg, &|_| {}).expect("render");
+    let plan = Plan::new(template, Quality::P480);
     let frames = decode_frames(&mp4);
     assert_eq!(frames.len() as u64, plan.frames);
-    for n in [plan.frames / 6, plan.frames / 2, plan.frames * 5 / 6] {
+    for n in at(&plan) {
         let rendered = RgbImage::from_raw(plan.width, plan.height, frames[n as usize].to_rgb()).expect("size");
-        let preview = snapshot(&template, &resolve, Quality::P480, plan.time(n)).expect("snapshot");
+        let preview = snapshot(template, &resolve, Quality::P480, plan.time(n)).expect("snapshot");
         let differing = rendered.pixels().zip(preview.pixels()).filter(|(a, b)| a != b).count();
         assert_eq!(differing, 0, "{name}: {differing} pixels of frame {n} differ from the render's");
     }
@@ -60,4 +68,22 @@ fn preview_of_real_estate_listing_is_its_render() {
 #[test]
 fn preview_of_social_story_is_its_render() {
     check("social-story");
+}
+
+/// A source with a keyframe every ten pictures, trimmed, at a different frame rate than
+/// the video: the snapshot's seek lands on a keyframe before each frame and decodes on
+/// from there to the very picture the render shows.
+#[test]
+fn preview_of_a_video_with_many_keyframes_is_its_render() {
+    let s = Scratch::new();
+    s.ffmpeg(
+        &["-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=6", "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p"],
+        "keyframes.mp4",
+    );
+    let video = json!({ "id": "v", "kind": "video", "source": { "file": "keyframes.mp4" }, "trim_start": 0.7,
+        "x": 0, "y": 0, "width": 854, "height": 480, "fit": "cover", "mute": true });
+    let clips = vec![clip("a", 4.0, vec![rect("bg", 0.0, 0.0, 854.0, 480.0, "#203040"), video])];
+    let template =
+        Template::from_json(serde_json::to_vec(&template(854, 480, clips)).expect("json")).expect("template");
+    same_frames("keyframes", &template, s.path("").as_path(), |_| vec![0, 3, 17, 24, 31, 39]);
 }
