@@ -27,6 +27,7 @@ mod libraries;
 mod pages;
 mod reference;
 mod render_form;
+mod studio;
 mod templates;
 mod visitor;
 
@@ -66,6 +67,10 @@ pub fn scope(
         .service(templates::templates_page)
         .service(templates::template_page)
         .service(templates::render)
+        .service(studio::studio)
+        .service(studio::save)
+        .service(studio::frame)
+        .service(studio::draft)
         .service(jobs::jobs_page)
         .service(jobs::job_page)
         .service(jobs::video_card)

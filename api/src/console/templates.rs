@@ -128,6 +128,8 @@ struct TemplatePage {
     duration: String,
     thumb: String,
     preview: Option<String>,
+    /// The caller owns it: the studio is theirs to open.
+    editable: bool,
     qualities: Vec<&'static str>,
     inputs: Vec<VariableInput>,
     voices: Vec<VoiceChoice>,
@@ -194,6 +196,7 @@ async fn template_form(
         duration: seconds(view.record.duration_ms as f64 / 1000.0),
         thumb: thumb_of(state, &view),
         preview: view.record.preview_key.as_deref().map(|k| state.backends.blobs.public_url(k)),
+        editable: view.record.owner_user_id.as_ref() == Some(&caller.user.id),
         qualities: ["default", "480p", "720p", "1080p"].into(),
         inputs,
         voices: voices.into_iter().flat_map(voice_choices).collect(),

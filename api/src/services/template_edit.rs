@@ -190,7 +190,7 @@ async fn saved(
 
 /// Template `id` if the caller owns it: 404 when they cannot see it, 403 when they can
 /// but it is someone else's (shared or public).
-async fn owned(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateRecord> {
+pub async fn owned(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateRecord> {
     let record = state.backends.store.visible_template(id, &caller.user.id).await?;
     if record.owner_user_id.as_ref() != Some(&caller.user.id) {
         return Err(ApiError::forbidden("only the template's owner can change it; duplicate it to make your own"));

@@ -93,3 +93,22 @@ document.addEventListener("DOMContentLoaded", () => {
     for (const file of event.dataTransfer.files) uploadFile(zone, file);
   });
 });
+
+// Studio: the frame at the playhead, asked for while scrubbing (debounced). Setting the
+// image's address cancels the load of the one before, so the newest frame wins; `data-t`
+// says which time the shown frame is of.
+document.querySelectorAll("[data-studio]").forEach((studio) => {
+  const range = studio.querySelector("#playhead");
+  const frame = studio.querySelector("#frame");
+  const time = studio.querySelector("#playhead-time");
+  let timer;
+  frame.addEventListener("load", () => { frame.dataset.t = frame.dataset.asked || "0"; });
+  range.addEventListener("input", () => {
+    time.textContent = Number(range.value).toFixed(2) + " s";
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      frame.dataset.asked = range.value;
+      frame.src = studio.dataset.frames + "?t=" + encodeURIComponent(range.value);
+    }, 60);
+  });
+});

@@ -6,6 +6,7 @@ mod console;
 mod console_accounts;
 mod console_admin;
 mod console_jobs;
+mod console_studio;
 mod drafts;
 mod email;
 mod email_abuse;
