@@ -64,6 +64,7 @@ pub fn scope(
         .service(libraries::object_page)
         .service(libraries::rename_object)
         .service(libraries::delete_object)
+        .service(studio::new_template)
         .service(templates::templates_page)
         .service(templates::template_page)
         .service(templates::render)

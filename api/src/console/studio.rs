@@ -141,6 +141,35 @@ pub struct CsrfForm {
     csrf: String,
 }
 
+/// A template made from scratch: a 1280×720 canvas at 30 fps, one 5 s clip with a
+/// backdrop and a title, ready to edit in the studio.
+fn starter() -> serde_json::Value {
+    serde_json::json!({
+        "version": 1,
+        "name": "Untitled",
+        "canvas": { "width": 1280, "height": 720, "fps": 30, "background": "#101820" },
+        "clips": [{
+            "id": "scene-1",
+            "duration": 5,
+            "layers": [
+                { "id": "backdrop", "kind": "shape", "x": 0, "y": 0, "width": 1280, "height": 720, "color": "#1f3a5f" },
+                { "id": "title", "kind": "text", "x": 80, "y": 300, "width": 1120, "height": 120,
+                  "text": "Your title", "font": { "family": "Liberation Sans", "size": 80, "color": "#ffffff" },
+                  "align": "center", "vertical_align": "middle" }
+            ]
+        }]
+    })
+}
+
+/// Makes a template from scratch for the caller and opens it in the studio.
+#[post("/templates/new")]
+pub async fn new_template(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Answer {
+    visitor.check_csrf(&form.csrf)?;
+    let request = SaveRequest { json: starter(), base_version: None };
+    let view = template_edit::create(&state, &visitor.caller(), &request).await?;
+    Ok(see_other(&format!("/console/templates/{}/studio", view.record.id)))
+}
+
 /// Plays a draft: makes it and opens its job's page, which follows it to its video.
 #[post("/templates/{id}/studio/draft")]
 pub async fn draft(

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::console::{console_user, keep_screenshot, sign_in};
 
-both_modes!(the_studio_scrubs_frames_and_saves_versions);
+both_modes!(the_studio_scrubs_frames_and_saves_versions, a_template_made_from_scratch_opens_in_the_studio);
 
 /// 320×240 at 10 fps, 2 s: a dark backdrop and a yellow title from 1 s on.
 fn document(name: &str, fps: u32) -> Value {
@@ -88,5 +88,24 @@ async fn the_studio_scrubs_frames_and_saves_versions(mode: Mode) {
     browser.wait_for_texts("#saved", &["Saved version 2."], Duration::from_secs(10)).await;
     let saved = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
     assert_eq!((saved["version"].as_i64(), saved["name"].as_str()), (Some(2), Some("Studio renamed")));
+    app.stop().await;
+}
+
+async fn a_template_made_from_scratch_opens_in_the_studio(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (user, email) = console_user(&app, "nina").await;
+    let token = app.token_for(&user).await;
+    let browser = Browser::start().await;
+    sign_in(&app, &browser, &email).await;
+    browser.goto(&format!("{}/console/templates", app.address)).await;
+    browser.click_to_page("#new-template").await;
+    let path = browser.path_when(|p| p.ends_with("/studio")).await;
+    wait_for_frame(&browser, "0").await;
+    let listed = json(app.get("/generator/v1/templates", &token).await, 200).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let template = &listed[0];
+    assert_eq!((template["name"].as_str(), template["version"].as_i64()), (Some("Untitled"), Some(1)));
+    assert_eq!(path, format!("/console/templates/{}/studio", template["id"].as_str().unwrap()));
+    assert_eq!(template["owner"], user.id.as_str());
     app.stop().await;
 }
