@@ -106,20 +106,9 @@ pub async fn import_as(
 /// had: files exist below `dir`, assets exist and are converted. Errors name the source's
 /// JSON path.
 async fn check_sources(store: &Store, template: &Template, dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
-    let mut sources: Vec<(String, &Source)> = Vec::new();
-    for (c, clip) in template.clips.iter().enumerate() {
-        for (l, layer) in clip.layers.iter().enumerate() {
-            if let Some(source) = layer.content.source() {
-                sources.push((format!("clips[{c}].layers[{l}].source"), source));
-            }
-        }
-    }
-    if let Some(soundtrack) = &template.soundtrack {
-        sources.push(("soundtrack.source".into(), &soundtrack.source));
-    }
     let mut local = BTreeMap::new();
     let mut problems = Vec::new();
-    for (path, source) in sources {
+    for (path, source, _) in template.sources_at() {
         match source {
             Source::File { file } => match local_file(dir, file) {
                 Ok(found) => {

@@ -6,6 +6,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpResponse};
 use askama::Template;
+use reelfarm_backends::store::TemplateRecord;
 use reelfarm_domain::id::TemplateId;
 
 use super::visitor::SignedIn;
@@ -49,24 +50,23 @@ pub async fn studio(
     let document = serde_json::from_str::<serde_json::Value>(&record.json)
         .and_then(|d| serde_json::to_string_pretty(&d))
         .unwrap_or_else(|_| record.json.clone());
-    let page = page(&state, &visitor, &id, document, Vec::new(), query.saved).await?;
+    let page = page(&state, &visitor, &record, document, Vec::new(), query.saved)?;
     Ok(html(StatusCode::OK, &page))
 }
 
-/// The studio page of the caller's template `id` with `document` in the editor.
-async fn page(
+/// The studio page of the caller's template `record` with `document` in the editor.
+fn page(
     state: &AppState,
     visitor: &SignedIn,
-    id: &TemplateId,
+    record: &TemplateRecord,
     document: String,
     problems: Vec<(String, String)>,
     saved: Option<i64>,
 ) -> Result<StudioPage, ConsoleError> {
-    let record = template_edit::owned(state, &visitor.caller(), id).await?;
-    let fps = state.template_document(&record).map_err(crate::error::ApiError::from)?.canvas.fps.max(1);
+    let fps = state.template_document(record).map_err(crate::error::ApiError::from)?.canvas.fps.max(1);
     Ok(StudioPage {
         chrome: visitor.chrome("templates"),
-        id: id.to_string(),
+        id: record.id.to_string(),
         name: record.name.clone(),
         version: record.version,
         duration: record.duration_ms as f64 / 1000.0,
@@ -109,7 +109,8 @@ pub async fn save(
             }
         }
     };
-    let page = page(&state, &visitor, &id, form.document.clone(), problems, None).await?;
+    let record = template_edit::owned(&state, &visitor.caller(), &id).await?;
+    let page = page(&state, &visitor, &record, form.document.clone(), problems, None)?;
     Ok(html(StatusCode::BAD_REQUEST, &page))
 }
 

@@ -14,7 +14,7 @@ use reelfarm_backends::store::{
 };
 use reelfarm_domain::id::{GroupId, TemplateId};
 use reelfarm_domain::quality::Quality;
-use reelfarm_domain::template::{Source, Template, VariableType};
+use reelfarm_domain::template::{Source, Template};
 
 use super::jobs::media::{asset_problem, refused_address};
 use super::templates::TemplateView;
@@ -200,7 +200,8 @@ pub async fn owned(state: &AppState, caller: &Caller, id: &TemplateId) -> Result
 
 /// What a save stores of `template`: its listing fields, and of `files` those it uses.
 fn content_of(template: &Template, json: String, files: &BTreeMap<String, String>) -> TemplateContent {
-    let used: BTreeMap<String, String> = sources(template)
+    let used: BTreeMap<String, String> = template
+        .sources_at()
         .into_iter()
         .filter_map(|(_, source, _)| match source {
             Source::File { file } => files.get_key_value(file).map(|(k, v)| (k.clone(), v.clone())),
@@ -235,7 +236,7 @@ async fn checked(
     })?;
     let mut problems = Vec::new();
     let mut groups: Option<Vec<GroupId>> = None;
-    for (path, source, media) in sources(&template) {
+    for (path, source, media) in template.sources_at() {
         let (field, problem) = match source {
             Source::File { file } if files.contains_key(file) => continue,
             Source::File { file } => (
@@ -262,22 +263,6 @@ async fn checked(
         return Err(ApiError::validation(problems));
     }
     Ok((template, text))
-}
-
-/// Every source of `template` with its JSON path and what it is used as.
-fn sources(template: &Template) -> Vec<(String, &Source, VariableType)> {
-    let mut found = Vec::new();
-    for (c, clip) in template.clips.iter().enumerate() {
-        for (l, layer) in clip.layers.iter().enumerate() {
-            if let (Some(source), Some(media)) = (layer.content.source(), layer.content.variable_type()) {
-                found.push((format!("clips[{c}].layers[{l}].source"), source, media));
-            }
-        }
-    }
-    if let Some(soundtrack) = &template.soundtrack {
-        found.push(("soundtrack.source".into(), &soundtrack.source, VariableType::Sound));
-    }
-    found
 }
 
 /// A path in the document as a field of the request body.

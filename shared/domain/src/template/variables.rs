@@ -95,6 +95,23 @@ pub enum Requirements {
 }
 
 impl Template {
+    /// Every source of the template, in document order, with its JSON path
+    /// (`clips[0].layers[2].source`, `soundtrack.source`) and what it is used as.
+    pub fn sources_at(&self) -> Vec<(String, &Source, VariableType)> {
+        let mut found = Vec::new();
+        for (c, clip) in self.clips.iter().enumerate() {
+            for (l, layer) in clip.layers.iter().enumerate() {
+                if let (Some(source), Some(media)) = (layer.content.source(), layer.content.variable_type()) {
+                    found.push((format!("clips[{c}].layers[{l}].source"), source, media));
+                }
+            }
+        }
+        if let Some(soundtrack) = &self.soundtrack {
+            found.push(("soundtrack.source".into(), &soundtrack.source, VariableType::Sound));
+        }
+        found
+    }
+
     /// The variables, clip by clip in layer order. `resolve` gives the address of an
     /// `asset` or `file` default source (a `url` is used as it is).
     pub fn variables(&self, resolve: impl Fn(&Source) -> String) -> Vec<TemplateVariable> {
