@@ -18,6 +18,7 @@
 //! credit is refunded in the same transaction that records the failure.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -67,6 +68,7 @@ pub struct RenderHandler {
     secret: Vec<u8>,
     /// Sources fetched for previews, by template version.
     previews: preview::PreviewCache,
+    stills: Arc<render::StillCache>,
 }
 
 impl RenderHandler {
@@ -90,6 +92,7 @@ impl RenderHandler {
             worker_id,
             secret: config.secret_key.expose_secret().as_bytes().to_vec(),
             previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
+            stills: Arc::new(render::StillCache::new(preview::STILL_CACHE_BYTES)),
         })
     }
 

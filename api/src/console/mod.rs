@@ -69,7 +69,7 @@ pub fn scope(
         .service(templates::template_page)
         .service(templates::render)
         .service(studio::studio)
-        .service(studio::save)
+        .service(studio::edit_document)
         .service(studio::frame)
         .service(studio::draft)
         .service(jobs::jobs_page)

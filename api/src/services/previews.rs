@@ -6,9 +6,11 @@
 use std::time::Duration;
 
 use reelfarm_backends::bus::{BusError, Service};
+use reelfarm_backends::store::TemplateRecord;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::preview::{PreviewAnswer, PreviewCall};
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::Template;
 use serde_json::{Map, Value};
 
 use super::Result;
@@ -82,17 +84,10 @@ pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
 /// The JPEG of the frame of template `id` (its current version) at `request.at`.
 #[tracing::instrument(name = "previews::frame", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn frame(state: &AppState, caller: &Caller, id: &TemplateId, request: PreviewRequest) -> Result<Vec<u8>> {
-    if state.config.rate_limit > 0 {
-        let limit = format!("preview:{}", caller.user.id);
-        state.limits.check(&state.backends.cache, &limit, FRAMES_PER_SECOND, FRAMES_AT_ONCE).await?;
-    }
+    limit(state, caller).await?;
     let record = state.backends.store.visible_template(id, &caller.user.id).await?;
     let template = state.template_document(&record)?;
-    let duration = record.duration_ms as f64 / 1000.0;
-    if request.at > duration {
-        let message = format!("must be within the video: 0 to {duration} seconds");
-        return Err(ApiError::validation(vec![FieldError::new("t", "error.invalid", message)]));
-    }
+    within(record.duration_ms as f64 / 1000.0, request.at)?;
     super::jobs::check_values(state, caller, &template, request.values.clone(), "values").await?;
     let call = PreviewCall {
         template_id: record.id.clone(),
@@ -100,7 +95,55 @@ pub async fn frame(state: &AppState, caller: &Caller, id: &TemplateId, request: 
         at: request.at,
         quality: request.quality,
         values: request.values,
+        document: None,
     };
+    drawn(state, &call).await
+}
+
+/// The JPEG of the frame at `at` of `template`, an unsaved document of the caller's
+/// template `record` (the studio's working copy) that the caller has checked as a save
+/// ([`template_edit::check`](super::template_edit::check)); it may use `record`'s files.
+#[tracing::instrument(name = "previews::frame_of_document", skip_all, fields(user_id = %caller.user.id, id = %record.id))]
+pub async fn frame_of_document(
+    state: &AppState,
+    caller: &Caller,
+    record: &TemplateRecord,
+    (template, json): (&Template, String),
+    at: f64,
+    quality: Quality,
+) -> Result<Vec<u8>> {
+    limit(state, caller).await?;
+    within(template.duration(), at)?;
+    let call = PreviewCall {
+        template_id: record.id.clone(),
+        version: record.version,
+        at,
+        quality,
+        values: Map::new(),
+        document: Some(json),
+    };
+    drawn(state, &call).await
+}
+
+async fn limit(state: &AppState, caller: &Caller) -> Result<()> {
+    if state.config.rate_limit > 0 {
+        let limit = format!("preview:{}", caller.user.id);
+        state.limits.check(&state.backends.cache, &limit, FRAMES_PER_SECOND, FRAMES_AT_ONCE).await?;
+    }
+    Ok(())
+}
+
+/// `at` must be a time of a video of `duration` seconds.
+fn within(duration: f64, at: f64) -> Result<()> {
+    if at > duration {
+        let message = format!("must be within the video: 0 to {duration} seconds");
+        return Err(ApiError::validation(vec![FieldError::new("t", "error.invalid", message)]));
+    }
+    Ok(())
+}
+
+/// Asks a worker for the frame of `call`.
+async fn drawn(state: &AppState, call: &PreviewCall) -> Result<Vec<u8>> {
     let answer = match state.backends.bus.call(Service::Preview, &call.to_bytes(), PREVIEW_TIMEOUT).await {
         Ok(answer) => answer,
         Err(BusError::NoAnswer(_)) => {

@@ -68,7 +68,7 @@ pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
 /// Creates a template owned by the caller from a document (version 1).
 #[tracing::instrument(name = "template_edit::create", skip_all, fields(user_id = %caller.user.id))]
 pub async fn create(state: &AppState, caller: &Caller, request: &SaveRequest) -> Result<TemplateView> {
-    let (template, json) = checked(state, caller, &request.json, &BTreeMap::new()).await?;
+    let (template, json) = check(state, caller, &request.json, &BTreeMap::new()).await?;
     let content = content_of(&template, json, &BTreeMap::new());
     made(state, caller, content).await
 }
@@ -77,7 +77,7 @@ pub async fn create(state: &AppState, caller: &Caller, request: &SaveRequest) ->
 #[tracing::instrument(name = "template_edit::save", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn save(state: &AppState, caller: &Caller, id: &TemplateId, request: &SaveRequest) -> Result<TemplateView> {
     let record = owned(state, caller, id).await?;
-    let (template, json) = checked(state, caller, &request.json, &record.files).await?;
+    let (template, json) = check(state, caller, &request.json, &record.files).await?;
     let content = content_of(&template, json, &record.files);
     saved(state, caller, id, &content, request.base_version).await
 }
@@ -171,7 +171,7 @@ pub async fn restore(state: &AppState, caller: &Caller, id: &TemplateId, version
         .map_err(|e| StoreError::Corrupt(format!("template {id} version {version}: {e}")))?;
     // Checked as a save is: the rules, the caller's access to its assets and the outbound
     // policy may have changed since it was saved.
-    let (template, json) = checked(state, caller, &document, &old.files).await?;
+    let (template, json) = check(state, caller, &document, &old.files).await?;
     let content = content_of(&template, json, &old.files);
     saved(state, caller, id, &content, None).await
 }
@@ -221,7 +221,7 @@ fn content_of(template: &Template, json: String, files: &BTreeMap<String, String
 
 /// The document checked, and as text: every problem at once, each at its JSON path under
 /// `json` (shape and rules first; the sources when those pass).
-async fn checked(
+pub async fn check(
     state: &AppState,
     caller: &Caller,
     json: &serde_json::Value,

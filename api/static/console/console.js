@@ -94,21 +94,143 @@ document.addEventListener("DOMContentLoaded", () => {
   });
 });
 
-// Studio: the frame at the playhead, asked for while scrubbing (debounced). Setting the
-// image's address cancels the load of the one before, so the newest frame wins; `data-t`
-// says which time the shown frame is of.
+// Studio. The editor (#editor) is swapped by htmx after every edit; the page keeps the
+// playhead. The frame at the playhead is an <img> whose address names the time, the
+// working copy's revision and its stamp: setting it cancels the load of the one before, so
+// the newest frame wins; `data-t` says which time the shown frame is of. Dragging a layer's
+// bar on the timeline moves it, its grips trim it, a clip's grip changes its duration;
+// a click selects. Ctrl+Z / Ctrl+Shift+Z undo and redo.
 document.querySelectorAll("[data-studio]").forEach((studio) => {
   const range = studio.querySelector("#playhead");
   const frame = studio.querySelector("#frame");
   const time = studio.querySelector("#playhead-time");
+  const problem = studio.querySelector("#frame-problem");
+  const editor = () => studio.querySelector("#editor");
   let timer;
-  frame.addEventListener("load", () => { frame.dataset.t = frame.dataset.asked || "0"; });
+  let shown = "";
+
+  const showFrame = () => {
+    const e = editor();
+    const address = studio.dataset.frames + "?t=" + encodeURIComponent(range.value) +
+      "&rev=" + e.dataset.rev + "&v=" + e.dataset.stamp;
+    if (address === shown) return;
+    shown = address;
+    frame.dataset.asked = range.value;
+    frame.src = address;
+  };
+  // Timeline items are placed by their data-left/data-width (percent of the video).
+  const place = () => {
+    studio.querySelectorAll("[data-left]").forEach((e) => { e.style.left = e.dataset.left + "%"; });
+    studio.querySelectorAll("[data-width]").forEach((e) => { e.style.width = e.dataset.width + "%"; });
+  };
+  place();
+  const placeCursor = () => {
+    const cursor = studio.querySelector("#cursor");
+    const duration = Number(editor().dataset.duration) || 1;
+    if (cursor) cursor.style.left = (100 * Number(range.value) / duration) + "%";
+  };
+  shown = frame.getAttribute("src");
+  frame.addEventListener("load", () => {
+    frame.dataset.t = frame.dataset.asked || "0";
+    problem.hidden = true;
+    frame.classList.remove("stale");
+  });
+  frame.addEventListener("error", () => {
+    problem.hidden = false;
+    frame.classList.add("stale");
+  });
   range.addEventListener("input", () => {
     time.textContent = Number(range.value).toFixed(2) + " s";
+    placeCursor();
     clearTimeout(timer);
-    timer = setTimeout(() => {
-      frame.dataset.asked = range.value;
-      frame.src = studio.dataset.frames + "?t=" + encodeURIComponent(range.value);
-    }, 60);
+    timer = setTimeout(showFrame, 60);
+  });
+  document.body.addEventListener("htmx:afterSettle", () => {
+    place();
+    const e = editor();
+    range.max = e.dataset.duration;
+    range.step = e.dataset.step;
+    if (Number(range.value) > Number(range.max)) range.value = range.max;
+    placeCursor();
+    showFrame();
+  });
+
+  const post = (values) => {
+    values.sel = studio.querySelector("#sel").value;
+    htmx.ajax("POST", studio.dataset.edit, { source: "#editor", target: "#editor", swap: "outerHTML", values });
+  };
+  const seekTo = (event) => {
+    const lane = studio.querySelector("#ruler").getBoundingClientRect();
+    const duration = Number(editor().dataset.duration) || 0;
+    const at = Math.min(Math.max((event.clientX - lane.left) / lane.width, 0), 1) * duration;
+    const step = Number(editor().dataset.step) || 0.04;
+    range.value = String(Math.round(at / step) * step);
+    range.dispatchEvent(new Event("input"));
+  };
+
+  // Dragging on the timeline: seconds per pixel from the ruler's width.
+  studio.addEventListener("pointerdown", (event) => {
+    if (event.target.closest("#ruler")) return seekTo(event);
+    const item = event.target.closest(".bar, .clip");
+    if (!item || event.button !== 0) return;
+    event.preventDefault();
+    const e = editor();
+    const width = studio.querySelector("#ruler").getBoundingClientRect().width;
+    const perPixel = (Number(e.dataset.duration) || 1) / width;
+    const step = Number(e.dataset.step) || 0.04;
+    const snap = (t) => Math.round(t / step) * step;
+    const grip = event.target.dataset.grip || "move";
+    const x0 = event.clientX;
+    const left0 = item.offsetLeft;
+    const width0 = item.offsetWidth;
+    const d = item.dataset;
+    let values = null;
+    item.setPointerCapture(event.pointerId);
+    const move = (m) => {
+      const dt = (m.clientX - x0) * perPixel;
+      if (Math.abs(m.clientX - x0) < 3) return;
+      if (d.clip !== undefined) {
+        if (grip !== "duration") return;
+        const duration = Math.max(step, snap(Number(d.duration) + dt));
+        values = { op: "clip_duration", clip: d.clip, duration: duration.toFixed(3) };
+        item.style.width = (width0 + (duration - Number(d.duration)) / perPixel) + "px";
+        return;
+      }
+      const [start0, end0, clip] = [Number(d.start), Number(d.end), Number(d.clipDuration)];
+      let [start, end] = [start0, end0];
+      if (grip === "start") start = Math.min(Math.max(0, snap(start0 + dt)), end0 - step);
+      else if (grip === "end") end = Math.max(Math.min(clip, snap(end0 + dt)), start0 + step);
+      else {
+        start = Math.min(Math.max(0, snap(start0 + dt)), clip - (end0 - start0));
+        end = start + (end0 - start0);
+      }
+      values = { op: "time", layer: d.layer, start: start.toFixed(3), end: end.toFixed(3) };
+      item.style.left = (left0 + (start - start0) / perPixel) + "px";
+      item.style.width = (width0 + (end - end0 - (start - start0)) / perPixel) + "px";
+    };
+    const up = () => {
+      item.removeEventListener("pointermove", move);
+      item.removeEventListener("pointerup", up);
+      if (values) post(values);
+      else post({ op: "select", select: (d.clip !== undefined ? "clip:" + d.clip : "layer:" + d.layer) });
+    };
+    item.addEventListener("pointermove", move);
+    item.addEventListener("pointerup", up);
+  });
+  studio.addEventListener("keydown", (event) => {
+    const item = event.target.closest(".bar, .clip");
+    if (item && (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      post({ op: "select", select: item.dataset.clip !== undefined ? "clip:" + item.dataset.clip : "layer:" + item.dataset.layer });
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== "z") return;
+    if (event.target.closest("input, textarea, select")) return;
+    const button = studio.querySelector(event.shiftKey ? "#redo" : "#undo");
+    if (button && !button.disabled) {
+      event.preventDefault();
+      button.click();
+    }
   });
 });

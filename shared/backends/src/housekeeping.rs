@@ -31,6 +31,7 @@ pub async fn run(store: Store, blobs: Blobs, shutdown: CancellationToken) {
             Ok(pruned) => tracing::info!(
                 idempotency_keys = pruned.idempotency_keys,
                 handled_messages = pruned.handled_messages,
+                studio_sessions = pruned.studio_sessions,
                 "housekeeping: pruned expired rows"
             ),
             Err(e) => tracing::warn!(error = %e, "housekeeping: pruning failed; trying again next round"),

@@ -19,6 +19,11 @@ pub struct PreviewCall {
     /// The values of the template's variables, as in a job's `template_variables`,
     /// already checked by the api.
     pub values: serde_json::Map<String, serde_json::Value>,
+    /// A document to draw instead of the version's own (the studio's unsaved working
+    /// copy, already checked by the api as a save is); it may use the stored files of
+    /// `version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<String>,
 }
 
 impl PreviewCall {
@@ -78,6 +83,7 @@ mod tests {
             at: 1.5,
             quality: Quality::P720,
             values: serde_json::from_str(r#"{"a": "b"}"#).unwrap(),
+            document: Some(r#"{"version": 1}"#.into()),
         };
         assert_eq!(PreviewCall::from_bytes(&call.to_bytes()).unwrap(), call);
         for answer in [

@@ -1,15 +1,23 @@
-//! The studio in a real browser (issue #20): the frame follows the playhead, a save that
-//! breaks a rule names its field, a good save is the next version.
+//! The studio in a real browser (issue #20): a template built from scratch on the timeline
+//! and in the property panel (layers added, a text made a variable, a bar dragged, undo and
+//! redo), saved, then rendered and previewed through the JSON API; the frame follows the
+//! playhead; a document that breaks a rule shows the problem at its place.
 
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+use fantoccini::Locator;
 use reelfarm_tests::browser::Browser;
+use reelfarm_tests::media;
 use reelfarm_tests::{both_modes, json, Mode, TestApp};
 use serde_json::{json, Value};
 
 use super::console::{console_user, keep_screenshot, sign_in};
 
-both_modes!(the_studio_scrubs_frames_and_saves_versions, a_template_made_from_scratch_opens_in_the_studio);
+both_modes!(
+    the_studio_scrubs_frames_and_shows_problems_at_their_place,
+    a_template_built_from_scratch_renders_by_the_api
+);
 
 /// 320×240 at 10 fps, 2 s: a dark backdrop and a yellow title from 1 s on.
 fn document(name: &str, fps: u32) -> Value {
@@ -29,10 +37,15 @@ fn document(name: &str, fps: u32) -> Value {
     })
 }
 
-/// Pixels of a PNG that are the title's yellow.
-fn yellow_pixels(png: &[u8]) -> usize {
-    let image = image::load_from_memory(png).unwrap().to_rgb8();
-    image.pixels().filter(|p| p[0] > 200 && p[1] > 200 && p[2] < 90).count()
+/// Pixels that are the titles' yellow, below the top 30 % of the frame (where the
+/// library's test pattern, which has yellow of its own, is placed).
+fn yellow(image: &image::RgbImage) -> usize {
+    let top = image.height() * 3 / 10;
+    image.enumerate_pixels().filter(|(_, y, p)| *y >= top && p[0] > 200 && p[1] > 200 && p[2] < 90).count()
+}
+
+fn yellow_in(encoded: &[u8]) -> usize {
+    yellow(&image::load_from_memory(encoded).unwrap().to_rgb8())
 }
 
 /// Waits until the studio's frame shows time `t` (loaded).
@@ -49,7 +62,54 @@ async fn wait_for_frame(browser: &Browser, t: &str) {
     }
 }
 
-async fn the_studio_scrubs_frames_and_saves_versions(mode: Mode) {
+/// Moves the playhead to `t` and waits for its frame; the yellow pixels in it.
+async fn frame_at(browser: &Browser, t: &str) -> usize {
+    let scrub = "const r = document.querySelector('#playhead'); r.value = arguments[0]; \
+                 r.dispatchEvent(new Event('input')); return r.value;";
+    // The range snaps the time to a frame: the frame shown is of the snapped time.
+    let snapped = browser.client.execute(scrub, vec![json!(t)]).await.unwrap();
+    let snapped = snapped.as_str().unwrap();
+    assert!((snapped.parse::<f64>().unwrap() - t.parse::<f64>().unwrap()).abs() < 0.05, "{snapped}");
+    wait_for_frame(browser, snapped).await;
+    let frame = browser.client.find(Locator::Css("#frame")).await.unwrap();
+    yellow_in(&frame.screenshot().await.unwrap())
+}
+
+/// Waits up to 10 s until `script` (a JavaScript expression) is true.
+async fn wait_until(browser: &Browser, script: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while browser.client.execute(&format!("return !!({script});"), vec![]).await.unwrap() != json!(true) {
+        assert!(Instant::now() < deadline, "still not true: {script}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits for the document view to hold `text`.
+async fn wait_for_listing(browser: &Browser, text: &str) {
+    wait_until(browser, &format!("document.querySelector('.listing').textContent.includes({})", json!(text))).await;
+}
+
+/// Sets panel inputs (by element id: checkboxes take `true`/`false`) and sends the panel
+/// as a change does.
+async fn set_panel(browser: &Browser, fields: &[(&str, &str)]) {
+    let script = "for (const [id, value] of arguments[0]) { const e = document.getElementById(id); \
+                  if (e.type === 'checkbox') e.checked = value === 'true'; else e.value = value; } \
+                  document.querySelector('#properties').dispatchEvent(new Event('change', { bubbles: true }));";
+    browser.client.execute(script, vec![json!(fields)]).await.unwrap();
+}
+
+/// Drags the element `css` by `dx` pixels with the mouse.
+async fn drag(browser: &Browser, css: &str, dx: f64) {
+    let element = browser.client.find(Locator::Css(css)).await.unwrap();
+    let moves = MouseActions::new("mouse".into())
+        .then(PointerAction::MoveToElement { element, duration: None, x: 0.0, y: 0.0 })
+        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
+        .then(PointerAction::MoveBy { duration: Some(Duration::from_millis(300)), x: dx, y: 0.0 })
+        .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+    browser.client.perform_actions(moves).await.unwrap();
+}
+
+async fn the_studio_scrubs_frames_and_shows_problems_at_their_place(mode: Mode) {
     let app = TestApp::spawn(mode).await;
     let (user, email) = console_user(&app, "sam").await;
     let token = app.token_for(&user).await;
@@ -64,48 +124,161 @@ async fn the_studio_scrubs_frames_and_saves_versions(mode: Mode) {
 
     // The frame at the playhead: no title at 0 s, the title at 1.5 s.
     wait_for_frame(&browser, "0").await;
-    let frame = browser.client.find(fantoccini::Locator::Css("#frame")).await.unwrap();
-    assert_eq!(yellow_pixels(&frame.screenshot().await.unwrap()), 0, "no title at 0 s");
-    let scrub = "const r = document.querySelector('#playhead'); r.value = '1.5'; r.dispatchEvent(new Event('input'));";
-    browser.client.execute(scrub, vec![]).await.unwrap();
-    wait_for_frame(&browser, "1.5").await;
-    let yellow = yellow_pixels(&frame.screenshot().await.unwrap());
-    assert!(yellow > 300, "the title shows at 1.5 s ({yellow} yellow pixels)");
-    keep_screenshot(&browser, "studio").await;
+    assert_eq!(frame_at(&browser, "0.2").await, 0, "no title before 1 s");
+    let shown = frame_at(&browser, "1.5").await;
+    assert!(shown > 300, "the title shows at 1.5 s ({shown} yellow pixels)");
 
-    // A document that breaks a rule is not saved, and the problem names its field.
+    // A document naming an asset the user may not use: the problem at its line, no frame.
+    browser.click("#json-view summary").await;
     let set = "document.querySelector('#document').value = arguments[0];";
+    let mut stolen = document("Studio test", 10);
+    let layer = json!({ "id": "stolen", "kind": "image", "x": 0, "y": 0, "width": 10, "height": 10,
+                        "source": { "asset": "someone-elses-asset" } });
+    stolen["clips"][0]["layers"].as_array_mut().unwrap().push(layer);
+    browser.client.execute(set, vec![Value::String(serde_json::to_string_pretty(&stolen).unwrap())]).await.unwrap();
+    browser.click("#apply-json").await;
+    wait_until(&browser, "document.querySelector('.listing li.bad')").await;
+    let line = browser.text(".listing li.bad").await;
+    assert!(line.contains("someone-elses-asset") && line.contains("clips[0].layers[2].source.asset"), "{line}");
+    assert_eq!(browser.text("#problem-count").await, "1 problem");
+    wait_until(&browser, "!document.querySelector('#frame-problem').hidden").await;
+    let status = "fetch(document.querySelector('#frame').src).then((r) => arguments[0](r.status));";
+    assert_eq!(browser.client.execute_async(status, vec![]).await.unwrap(), json!(400), "no frame of it");
+
+    // One that breaks a rule: the problem at its line and at its field in the panel.
+    browser.click("#json-view summary").await;
     let bad = serde_json::to_string_pretty(&document("Studio test", 120)).unwrap();
     browser.client.execute(set, vec![Value::String(bad)]).await.unwrap();
-    browser.click_to_page("#save").await;
-    let problems = browser.texts("#problems li").await;
-    assert!(problems.iter().any(|p| p.contains("json.canvas.fps")), "{problems:?}");
+    browser.click("#apply-json").await;
+    wait_until(&browser, "document.querySelector('.listing li.bad') && document.querySelector('.listing li.bad').textContent.includes('fps')").await;
+    let line = browser.text(".listing li.bad").await;
+    assert!(line.contains("\"fps\": 120") && line.contains("canvas.fps"), "{line}");
+    let field = browser.text(".field.invalid").await;
+    assert!(field.contains("Frames per second") && field.contains("1 to 60"), "{field}");
 
-    // A good one is version 2, and the API reads it back.
-    let good = serde_json::to_string_pretty(&document("Studio renamed", 10)).unwrap();
-    browser.client.execute(set, vec![Value::String(good)]).await.unwrap();
-    browser.click_to_page("#save").await;
-    browser.wait_for_texts("#saved", &["Saved version 2."], Duration::from_secs(10)).await;
+    // Undo steps back through both; redo forward; the good document frames again.
+    let bad_line = |needle: &str| {
+        format!("[...document.querySelectorAll('.listing li.bad')].some((l) => l.textContent.includes('{needle}'))")
+    };
+    browser.click("#undo").await;
+    wait_until(&browser, &bad_line("someone-elses-asset")).await;
+    browser.click("#undo").await;
+    wait_until(&browser, "!document.querySelector('.listing li.bad')").await;
+    browser.click("#redo").await;
+    wait_until(&browser, &bad_line("someone-elses-asset")).await;
+    browser.click("#undo").await;
+    wait_until(&browser, "!document.querySelector('.listing li.bad')").await;
+    let shown = frame_at(&browser, "1.2").await;
+    assert!(shown > 300, "frames again after the undo ({shown} yellow pixels)");
+
+    // The working copy outlives the page: a reload shows the unsaved rename.
+    set_panel(&browser, &[("f-name", "Studio renamed")]).await;
+    wait_for_listing(&browser, "\"name\": \"Studio renamed\"").await;
+    browser.goto(&format!("{}/console/templates/{id}/studio", app.address)).await;
+    assert!(browser.text("#status").await.contains("unsaved changes"));
+    assert_eq!(browser.value("#f-name").await, "Studio renamed");
+
+    // Saving makes version 2, which the API reads back.
+    browser.click("#save").await;
+    browser.wait_for_texts("#notice", &["Saved version 2."], Duration::from_secs(10)).await;
     let saved = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
     assert_eq!((saved["version"].as_i64(), saved["name"].as_str()), (Some(2), Some("Studio renamed")));
     app.stop().await;
 }
 
-async fn a_template_made_from_scratch_opens_in_the_studio(mode: Mode) {
+async fn a_template_built_from_scratch_renders_by_the_api(mode: Mode) {
     let app = TestApp::spawn(mode).await;
     let (user, email) = console_user(&app, "nina").await;
     let token = app.token_for(&user).await;
+    let dir = tempfile::tempdir().unwrap();
+    let uploaded = app.upload(&token, None, &media::jpeg(dir.path()), "image/jpeg").await;
+    let photo = app.wait_for_asset(&token, uploaded["metadata"]["id"].as_str().unwrap()).await;
+    let photo = photo["metadata"]["id"].as_str().unwrap().to_string();
+
     let browser = Browser::start().await;
     sign_in(&app, &browser, &email).await;
     browser.goto(&format!("{}/console/templates", app.address)).await;
     browser.click_to_page("#new-template").await;
     let path = browser.path_when(|p| p.ends_with("/studio")).await;
+    let id = path.trim_start_matches("/console/templates/").trim_end_matches("/studio").to_string();
     wait_for_frame(&browser, "0").await;
-    let listed = json(app.get("/generator/v1/templates", &token).await, 200).await;
-    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
-    let template = &listed[0];
-    assert_eq!((template["name"].as_str(), template["version"].as_i64()), (Some("Untitled"), Some(1)));
-    assert_eq!(path, format!("/console/templates/{}/studio", template["id"].as_str().unwrap()));
-    assert_eq!(template["owner"], user.id.as_str());
+
+    // A text layer: select the clip on the timeline, add one, write a yellow word.
+    browser.click(".clip[data-clip='scene-1']").await;
+    browser.wait_for_texts("#panel-title", &["Clip scene-1"], Duration::from_secs(10)).await;
+    browser.choose("#add-layer-kind", "text").await;
+    browser.click("#add-layer-button").await;
+    browser.wait_for_texts("#panel-title", &["Layer text-1 (text)"], Duration::from_secs(10)).await;
+    set_panel(&browser, &[("f-text", "HELLO"), ("f-font-color", "#ffee00"), ("f-y", "430")]).await;
+    wait_for_listing(&browser, "\"text\": \"HELLO\"").await;
+
+    // Make it a variable of a fixed size, one line of at most 20 characters.
+    set_panel(&browser, &[("f-variable", "true")]).await;
+    wait_until(&browser, "document.querySelector('#f-variable-name')").await;
+    set_panel(
+        &browser,
+        &[("f-variable-name", "Headline"), ("f-fit", "fixed"), ("f-multiline", "false"), ("f-maximum_length", "20")],
+    )
+    .await;
+    let requirements = r#"{"multiline":false,"minimum_length":0,"maximum_length":20}"#;
+    browser.wait_for_texts("#requirements", &[requirements], Duration::from_secs(10)).await;
+
+    // Drag its start grip a tenth of the 5 s video to the right: it starts at about 0.5 s.
+    let width =
+        browser.client.execute("return document.querySelector('#ruler').getBoundingClientRect().width;", vec![]);
+    let width = width.await.unwrap().as_f64().unwrap();
+    drag(&browser, ".bar[data-layer='text-1'] .grip.start", width / 10.0).await;
+    wait_until(&browser, "Number(document.querySelector(\".bar[data-layer='text-1']\").dataset.start) > 0.3").await;
+
+    // An image layer from the library, in the top-left corner.
+    browser.choose("#add-layer-kind", "image").await;
+    browser.click("#add-layer-button").await;
+    browser.wait_for_texts("#panel-title", &["Layer image-1 (image)"], Duration::from_secs(10)).await;
+    assert_eq!(browser.value("#f-source").await, format!("asset:{photo}"));
+    set_panel(&browser, &[("f-x", "0"), ("f-y", "0"), ("f-width", "200"), ("f-height", "150")]).await;
+    wait_for_listing(&browser, "\"width\": 200").await;
+
+    // Undo and redo the last change.
+    browser.click("#undo").await;
+    wait_until(&browser, "!document.querySelector('.listing').textContent.includes('\"width\": 200')").await;
+    browser.click("#redo").await;
+    wait_for_listing(&browser, "\"width\": 200").await;
+    assert_eq!(frame_at(&browser, "0.2").await, 0, "the word is not there before its start");
+    let shown = frame_at(&browser, "1").await;
+    assert!(shown > 300, "the word shows at 1 s ({shown} yellow pixels)");
+    // The screenshot of the docs shows the timeline and the panel too.
+    browser.client.set_window_size(1280, 1250).await.unwrap();
+    browser.client.execute("document.activeElement.blur(); window.scrollTo(0, 0);", vec![]).await.unwrap();
+    keep_screenshot(&browser, "studio").await;
+
+    browser.click("#save").await;
+    browser.wait_for_texts("#notice", &["Saved version 2."], Duration::from_secs(10)).await;
+
+    // The API reads back what the studio set.
+    let template = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
+    let variables = template["variables"].as_array().unwrap();
+    assert_eq!(variables.len(), 1, "{template}");
+    let variable = &variables[0];
+    assert_eq!((variable["name"].as_str(), variable["type"].as_str()), (Some("Headline"), Some("text")));
+    assert_eq!(variable["requirements"], serde_json::from_str::<Value>(requirements).unwrap());
+    let layers = &template["json"]["clips"][0]["layers"];
+    let start = layers[2]["start"].as_f64().unwrap();
+    assert!((start - 0.5).abs() < 0.15, "the dragged start: {start}");
+    assert_eq!(layers[3]["source"], json!({ "asset": photo }));
+
+    // A preview frame at 1 s shows the word; a render with a value shows the value.
+    let body = json!({ "t": 1, "quality": "480p" });
+    let res = app.post_json(&format!("/generator/v1/templates/{id}/preview"), &token, &body, &[]).await;
+    assert_eq!(res.status(), 200);
+    let shown = yellow_in(&res.bytes().await.unwrap());
+    assert!(shown > 300, "the preview at 1 s shows the word ({shown} yellow pixels)");
+    let variable_id = variable["id"].as_str().unwrap();
+    let job = json!({ "template_id": id, "options": { "quality": "480p" },
+                      "values": [{ "template_variables": { variable_id: "WORLD" } }] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &job, &[]).await, 200).await;
+    let job = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["videos"][0]["status"], "success", "{job}");
+    let frame = super::previews::decoded_frame(job["videos"][0]["url"].as_str().unwrap(), 30, dir.path()).await;
+    assert!(yellow(&frame) > 300, "the rendered value shows at 1 s");
     app.stop().await;
 }

@@ -45,7 +45,7 @@ fn psnr(a: &RgbImage, b: &RgbImage) -> f64 {
 }
 
 /// Frame `n` of the video at `url`, decoded by the ffmpeg CLI.
-async fn decoded_frame(url: &str, n: u32, dir: &Path) -> RgbImage {
+pub(super) async fn decoded_frame(url: &str, n: u32, dir: &Path) -> RgbImage {
     let video = dir.join("video.mp4");
     std::fs::write(&video, reqwest::get(url).await.unwrap().bytes().await.unwrap()).unwrap();
     let out = dir.join(format!("frame-{n}.png"));

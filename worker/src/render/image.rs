@@ -3,7 +3,9 @@
 //! HEIF transforms applied; SVG rasterised by resvg at the size it is shown), fitted into
 //! the layer's box and converted to YUV once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::DynamicImage;
@@ -24,7 +26,63 @@ pub(crate) enum Still {
     Svg(Box<resvg::usvg::Tree>),
 }
 
+/// A file as it is now: path, length, modification time.
+type FileKey = (PathBuf, u64, SystemTime);
+
+/// Decoded stills kept between the snapshots of an editing session (the preview frames of
+/// one template are drawn again and again from the same files), by file — path, length and
+/// modification time, so a changed file is decoded again — up to `limit` bytes of pixels,
+/// least recently used out.
+pub struct StillCache {
+    /// The stills and the bytes they hold.
+    kept: Mutex<(lru::LruCache<FileKey, Arc<Still>>, usize)>,
+    limit: usize,
+}
+
+impl StillCache {
+    pub fn new(limit: usize) -> StillCache {
+        StillCache { kept: Mutex::new((lru::LruCache::unbounded(), 0)), limit }
+    }
+
+    /// [`Still::open`] of `path`, decoded once while it stays in the cache.
+    pub(crate) fn open(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
+        let meta = std::fs::metadata(path)?;
+        let key = (path.to_path_buf(), meta.len(), meta.modified()?);
+        if let Some(still) = self.kept.lock().expect("still cache lock").0.get(&key) {
+            return Ok(Some(still.clone()));
+        }
+        let Some(still) = Still::open(path, limits)?.map(Arc::new) else { return Ok(None) };
+        let size = still.bytes();
+        if size <= self.limit {
+            let mut kept = self.kept.lock().expect("still cache lock");
+            let (stills, bytes) = &mut *kept;
+            if let Some(old) = stills.put(key, still.clone()) {
+                *bytes -= old.bytes();
+            }
+            *bytes += size;
+            while *bytes > self.limit {
+                let Some((_, gone)) = stills.pop_lru() else { break };
+                *bytes -= gone.bytes();
+            }
+        }
+        Ok(Some(still))
+    }
+
+    /// Bytes of pixels kept.
+    pub fn bytes(&self) -> usize {
+        self.kept.lock().expect("still cache lock").1
+    }
+}
+
 impl Still {
+    /// Memory it holds, about (an SVG is counted by its source's typical size).
+    fn bytes(&self) -> usize {
+        match self {
+            Still::Raster(img) => img.as_bytes().len(),
+            Still::Svg(_) => 64 * 1024,
+        }
+    }
+
     /// Opens `path` when it is a still picture; `None` for anything else (video, audio).
     pub(crate) fn open(path: &Path, limits: &Limits) -> Result<Option<Still>, MediaError> {
         Ok(match sniff::sniff(path)? {
@@ -175,5 +233,36 @@ mod tests {
         assert_eq!(cover.dst, RectF::new(0.0, 0.0, 50.0, 50.0));
         let contain = fitting(Fit::Contain, 200.0, 100.0, 50.0, 50.0);
         assert_eq!(contain.dst, RectF::new(0.0, 12.0, 50.0, 25.0));
+    }
+
+    #[test]
+    fn the_still_cache_decodes_a_file_once_until_it_changes_and_stays_within_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, w: u32, shade: u8| {
+            let path = dir.path().join(name);
+            image::RgbImage::from_pixel(w, 10, image::Rgb([shade, 0, 0])).save(&path).unwrap();
+            path
+        };
+        let (a, b) = (write("a.png", 100, 10), write("b.png", 100, 20));
+        let limits = Limits::default();
+        let cache = StillCache::new(5_000);
+        let first = cache.open(&a, &limits).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &cache.open(&a, &limits).unwrap().unwrap()), "decoded once");
+        assert_eq!(cache.bytes(), 3_000);
+        // A second picture overflows the 5,000 bytes: the least recently used one goes.
+        cache.open(&b, &limits).unwrap().unwrap();
+        assert_eq!(cache.bytes(), 3_000);
+        assert!(!Arc::ptr_eq(&first, &cache.open(&a, &limits).unwrap().unwrap()), "decoded again");
+        // A file written again is decoded again, even under the same name.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let again = write("a.png", 50, 30);
+        let Still::Raster(img) = &*cache.open(&again, &limits).unwrap().unwrap() else { panic!("a raster") };
+        assert_eq!(img.width(), 50);
+        // A picture larger than the whole cache is not kept; other files are no stills.
+        let small = StillCache::new(100);
+        assert!(small.open(&b, &limits).unwrap().is_some());
+        assert_eq!(small.bytes(), 0);
+        std::fs::write(dir.path().join("c.txt"), "not a picture").unwrap();
+        assert!(cache.open(&dir.path().join("c.txt"), &limits).unwrap().is_none());
     }
 }

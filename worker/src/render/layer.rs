@@ -143,14 +143,14 @@ pub(crate) fn prepare(
         Content::Shape(shape) => fixed((shape_picture(shape, bw, bh, plan.scale), 0, 0)),
         Content::Image(image) => {
             let path = resolver.path(id, &image.source)?;
-            let still = Still::open(&path, limits).map_err(RenderError::source(id))?.ok_or_else(|| {
+            let still = resolver.still(&path, limits).map_err(RenderError::source(id))?.ok_or_else(|| {
                 RenderError::Source { layer: id.to_owned(), error: MediaError::Unsupported("not an image".into()) }
             })?;
             still_body(id, &still, image.fit, bw, bh, ken_burns)?
         }
         Content::Video(video) => {
             let path = resolver.path(id, &video.source)?;
-            match Still::open(&path, limits).map_err(RenderError::source(id))? {
+            match resolver.still(&path, limits).map_err(RenderError::source(id))? {
                 // A still given to a video layer shows as an image.
                 Some(still) => still_body(id, &still, video.fit, bw, bh, ken_burns)?,
                 None => video_body(

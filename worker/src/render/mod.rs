@@ -55,6 +55,7 @@ use reelfarm_domain::template::{Source, Template};
 use crate::media::Limits;
 
 pub use error::RenderError;
+pub use image::StillCache;
 pub use snapshot::snapshot;
 pub use source::sources;
 

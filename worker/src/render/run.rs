@@ -30,7 +30,7 @@ pub(super) fn render(
 ) -> Result<RenderOutput, RenderError> {
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
-    let resolver = Resolver { resolve };
+    let resolver = Resolver { resolve, stills: None };
     let (plan, videos) = checked_plan(template, settings.quality, &resolver, &limits)?;
     // Held until the render ends (released on drop, panic included).
     let _memory = limits.memory.reserve(estimate::render_here(plan.width, plan.height, &videos), &deadline)?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use image::RgbImage;
 use reelfarm_domain::template::{Source, Template};
 
+use super::image::StillCache;
 use super::picture::Picture;
 use super::plan::{Plan, Shot};
 use super::run::{checked_plan, Frames};
@@ -22,14 +23,17 @@ const TIME_LIMIT: Duration = Duration::from_secs(600);
 
 /// The frame of `template` at `at` seconds (frame `round(at × fps)`, within the video) at
 /// `quality`, in RGB exactly as the thumbnail converts it before scaling. `resolve` gives
-/// the local file of each source, as for [`render`](super::render). Blocking.
+/// the local file of each source, as for [`render`](super::render); `stills` keeps decoded
+/// pictures for the next snapshots (an editing session's). Blocking.
 pub fn snapshot(
     template: &Template,
     resolve: &dyn Fn(&Source) -> Option<PathBuf>,
+    stills: Option<&StillCache>,
     quality: Quality,
     at: f64,
 ) -> Result<RgbImage, RenderError> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| frame_at(template, resolve, quality, at))) {
+    let resolver = Resolver { resolve, stills };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| frame_at(template, &resolver, quality, at))) {
         Ok(result) => result,
         Err(panic) => {
             let detail = crate::media::panic_detail(&*panic);
@@ -39,22 +43,16 @@ pub fn snapshot(
     }
 }
 
-fn frame_at(
-    template: &Template,
-    resolve: &dyn Fn(&Source) -> Option<PathBuf>,
-    quality: Quality,
-    at: f64,
-) -> Result<RgbImage, RenderError> {
+fn frame_at(template: &Template, resolver: &Resolver, quality: Quality, at: f64) -> Result<RgbImage, RenderError> {
     let limits = Limits { time_limit: TIME_LIMIT, ..Limits::default() };
     let deadline = Deadline::after(TIME_LIMIT);
-    let resolver = Resolver { resolve };
-    let (plan, _) = checked_plan(template, quality, &resolver, &limits)?;
+    let (plan, _) = checked_plan(template, quality, resolver, &limits)?;
     let n = frame_index(&plan, at);
     let shown = match plan.shot(n) {
         Shot::Clip(i) => i..=i,
         Shot::Transition { from, .. } => from..=from + 1,
     };
-    let mut frames = Frames::new(template, &plan, &resolver, &deadline, &limits);
+    let mut frames = Frames::new(template, &plan, resolver, &deadline, &limits);
     frames.prepare(|i| shown.contains(&i))?;
     let mut canvas = Picture::default();
     canvas.reset(plan.width, plan.height, false);

@@ -4,11 +4,14 @@
 //! then opened through the media engine (`av::open_input`'s protocol and demuxer
 //! allow-lists for audio and video), never by libav following a URL.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use reelfarm_domain::template::{Content, Source, Template};
 
+use super::image::{Still, StillCache};
 use super::RenderError;
+use crate::media::{Limits, MediaError};
 
 /// Every distinct source the template uses (layers clip by clip, then the soundtrack), in
 /// order of first use.
@@ -40,10 +43,20 @@ pub(crate) fn describe(source: &Source) -> String {
 /// The caller's resolver, with errors naming the layer.
 pub(crate) struct Resolver<'a> {
     pub(crate) resolve: &'a dyn Fn(&Source) -> Option<PathBuf>,
+    /// Decoded stills kept from earlier snapshots (previews); renders decode each once.
+    pub(crate) stills: Option<&'a StillCache>,
 }
 
 impl Resolver<'_> {
     /// The local file of `source`, used by layer `layer`.
+    /// The still picture at `path` (`None` for video or sound), from the cache when there is one.
+    pub(crate) fn still(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
+        match self.stills {
+            Some(cache) => cache.open(path, limits),
+            None => Ok(Still::open(path, limits)?.map(Arc::new)),
+        }
+    }
+
     pub(crate) fn path(&self, layer: &str, source: &Source) -> Result<PathBuf, RenderError> {
         (self.resolve)(source)
             .ok_or_else(|| RenderError::MissingSource { layer: layer.to_owned(), what: describe(source) })

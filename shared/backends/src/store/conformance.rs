@@ -66,6 +66,7 @@ mod cases {
     webhook_secrets => webhook_secrets,
     templates => templates::templates,
     template_versions => templates::versions,
+    studio_sessions => templates::studio_sessions,
     integrations => integrations::integrations,
     jobs => jobs::jobs,
     renders_ending_together_finish_their_job => jobs::renders_ending_together_finish_their_job,

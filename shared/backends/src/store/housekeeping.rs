@@ -1,6 +1,6 @@
 //! Removing rows that no longer serve a purpose.
 
-use super::{id, Result, Store, StoreError, IDEMPOTENCY_TTL_MS};
+use super::{id, Result, Store, StoreError, IDEMPOTENCY_TTL_MS, STUDIO_RETENTION_MS};
 use reelfarm_domain::id::JobId;
 
 /// How long the id of a handled message is kept. A message comes again within minutes
@@ -22,6 +22,8 @@ pub struct Pruned {
     pub idempotency_keys: u64,
     /// Ids of messages handled more than [`HANDLED_RETENTION_MS`] ago.
     pub handled_messages: u64,
+    /// Studio working copies untouched for [`STUDIO_RETENTION_MS`].
+    pub studio_sessions: u64,
 }
 
 impl Store {
@@ -44,6 +46,7 @@ impl Store {
                     now - HANDLED_RETENTION_MS,
                 )
                 .await?,
+            studio_sessions: self.prune_studio_sessions(now - STUDIO_RETENTION_MS).await?,
         })
     }
 

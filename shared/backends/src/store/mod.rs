@@ -25,6 +25,7 @@ mod libraries;
 mod outbox;
 mod postgres;
 mod sqlite;
+mod studio;
 mod template_versions;
 mod templates;
 mod usage;
@@ -41,6 +42,7 @@ pub use jobs::{
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
+pub use studio::{StudioSession, STUDIO_HISTORY, STUDIO_RETENTION_MS};
 pub use template_versions::{TemplateContent, TemplateVersion};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
 pub use usage::{RenderCounts, Usage};

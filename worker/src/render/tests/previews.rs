@@ -34,7 +34,7 @@ fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl 
     assert_eq!(frames.len() as u64, plan.frames);
     for n in at(&plan) {
         let rendered = RgbImage::from_raw(plan.width, plan.height, frames[n as usize].to_rgb()).expect("size");
-        let preview = snapshot(template, &resolve, Quality::P480, plan.time(n)).expect("snapshot");
+        let preview = snapshot(template, &resolve, None, Quality::P480, plan.time(n)).expect("snapshot");
         let differing = rendered.pixels().zip(preview.pixels()).filter(|(a, b)| a != b).count();
         assert_eq!(differing, 0, "{name}: {differing} pixels of frame {n} differ from the render's");
     }

@@ -1,0 +1,769 @@
+//! The studio's edits of a template document: what the property panel, the timeline and
+//! the layer buttons send, applied to the document as JSON. A document under edit may
+//! break rules (the studio shows every problem at its place), so edits work on the JSON
+//! and never need it to be a valid template; a value that does not fit its field's type is
+//! kept as typed, so that the shape error names it.
+
+use serde_json::{json, Map, Value};
+
+/// What the panel shows and edits: the template, a clip or a layer (by id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    Template,
+    Clip(String),
+    Layer(String),
+}
+
+impl Selection {
+    pub fn parse(text: &str) -> Selection {
+        match text.split_once(':') {
+            Some(("clip", id)) => Selection::Clip(id.to_string()),
+            Some(("layer", id)) => Selection::Layer(id.to_string()),
+            _ => Selection::Template,
+        }
+    }
+
+    pub fn key(&self) -> String {
+        match self {
+            Selection::Template => String::new(),
+            Selection::Clip(id) => format!("clip:{id}"),
+            Selection::Layer(id) => format!("layer:{id}"),
+        }
+    }
+}
+
+/// A form's fields, as sent.
+pub struct Form(pub Vec<(String, String)>);
+
+impl Form {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    fn number(&self, name: &str) -> Result<f64, String> {
+        let text = self.get(name).ok_or_else(|| format!("{name} is missing"))?;
+        text.trim().parse::<f64>().ok().filter(|n| n.is_finite()).ok_or_else(|| format!("{name} must be a number"))
+    }
+}
+
+/// How a field is typed and shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Number,
+    Integer,
+    Text,
+    LongText,
+    Color,
+    Bool,
+    Choice(&'static [&'static str]),
+    /// One of the renderer's font families.
+    Font,
+    /// A media source: a library asset, an address or a stored file.
+    Source,
+}
+
+/// What a field is when it is left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unset {
+    /// It must be there.
+    Required,
+    /// Left out, it means something of its own (a layer without `end` lasts to its clip's end).
+    Absent,
+    /// Left out, it is this JSON value.
+    Is(&'static str),
+}
+
+/// Where the panel shows a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Content,
+    /// With the "make variable" switch: what decides the variable's requirements.
+    Variable,
+    Box,
+    Timing,
+}
+
+/// A field of the document, at `path` (dots for nested objects) below its object.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    pub path: &'static str,
+    pub label: &'static str,
+    pub kind: Kind,
+    pub default: Unset,
+    pub group: Group,
+}
+
+const fn field(path: &'static str, label: &'static str, kind: Kind, default: Unset, group: Group) -> Field {
+    Field { path, label, kind, default, group }
+}
+
+use Group::{Box as InBox, Content, Timing, Variable};
+use Kind::*;
+use Unset::{Absent, Is, Required};
+
+const ALIGN: &[&str] = &["left", "center", "right"];
+const VERTICAL: &[&str] = &["top", "middle", "bottom"];
+const MEDIA_FIT: &[&str] = &["cover", "contain", "fill"];
+const DIRECTIONS: &[&str] = &["left", "right", "up", "down"];
+const EASINGS: &[&str] = &["linear", "ease_in", "ease_out", "ease_in_out"];
+pub const TRANSITIONS: &[&str] = &["cut", "crossfade", "fade_color", "wipe", "slide"];
+pub const LAYER_KINDS: &[&str] = &["text", "image", "video", "sound", "shape"];
+pub const ANIMATIONS: &[&str] = &["fade_in", "fade_out", "slide_in", "slide_out", "scale", "ken_burns"];
+
+pub const TEMPLATE_FIELDS: &[Field] = &[
+    field("name", "Name", Text, Required, Content),
+    field("category", "Category", Text, Is("\"\""), Content),
+    field("canvas.width", "Width (px)", Integer, Required, Content),
+    field("canvas.height", "Height (px)", Integer, Required, Content),
+    field("canvas.fps", "Frames per second", Integer, Required, Content),
+    field("canvas.background", "Background", Color, Is("\"#000000\""), Content),
+];
+
+pub const CLIP_FIELDS: &[Field] =
+    &[field("id", "Clip id", Text, Required, Content), field("duration", "Duration (s)", Number, Required, Timing)];
+
+const BOX: &[Field] = &[
+    field("x", "x (px)", Number, Required, InBox),
+    field("y", "y (px)", Number, Required, InBox),
+    field("width", "Width (px)", Number, Required, InBox),
+    field("height", "Height (px)", Number, Required, InBox),
+    field("opacity", "Opacity (0–1)", Number, Is("1"), InBox),
+    field("rotation", "Rotation (°)", Number, Is("0"), InBox),
+];
+
+const TIMING: &[Field] = &[
+    field("start", "Start in its clip (s)", Number, Is("0"), Timing),
+    field("end", "End in its clip (s; empty: the clip's end)", Number, Absent, Timing),
+];
+
+const TEXT: &[Field] = &[
+    field("text", "Text (rich-text markup)", LongText, Required, Content),
+    field("font.family", "Font", Font, Required, Content),
+    field("font.size", "Font size (px)", Number, Required, Content),
+    field("font.color", "Colour", Color, Is("\"#ffffff\""), Content),
+    field("align", "Alignment", Choice(ALIGN), Is("\"left\""), Content),
+    field("vertical_align", "Vertical alignment", Choice(VERTICAL), Is("\"top\""), Content),
+    field("line_height", "Line height (× size)", Number, Is("1.2"), Content),
+    field("fit", "Size", Choice(&["fixed", "shrink"]), Is("\"fixed\""), Variable),
+    field("multiline", "Several lines", Bool, Is("true"), Variable),
+    field("minimum_length", "Fewest characters", Integer, Is("0"), Variable),
+    field("maximum_length", "Most characters", Integer, Is("1000"), Variable),
+];
+
+const IMAGE: &[Field] = &[
+    field("source", "Image", Source, Required, Content),
+    field("fit", "Fit", Choice(MEDIA_FIT), Is("\"cover\""), Variable),
+];
+
+const VIDEO: &[Field] = &[
+    field("source", "Video", Source, Required, Content),
+    field("fit", "Fit", Choice(MEDIA_FIT), Is("\"cover\""), Variable),
+    field("trim_start", "Skip at the start (s)", Number, Is("0"), Content),
+    field("loop", "Loop", Bool, Is("false"), Content),
+    field("volume", "Volume", Number, Is("1"), Content),
+    field("mute", "Mute", Bool, Is("false"), Content),
+];
+
+const SOUND: &[Field] = &[
+    field("source", "Sound", Source, Required, Content),
+    field("volume", "Volume", Number, Is("1"), Content),
+    field("trim_start", "Skip at the start (s)", Number, Is("0"), Content),
+    field("loop", "Loop", Bool, Is("false"), Content),
+    field("fade_in", "Fade in (s)", Number, Is("0"), Content),
+    field("fade_out", "Fade out (s)", Number, Is("0"), Content),
+];
+
+const SHAPE: &[Field] = &[
+    field("shape", "Shape", Choice(&["rectangle", "rounded_rectangle"]), Is("\"rectangle\""), Content),
+    field("color", "Colour", Color, Required, Content),
+    field("radius", "Corner radius (px)", Number, Is("0"), Content),
+];
+
+/// The fields of a layer of `kind` (none for an unknown kind).
+pub fn layer_fields(kind: &str) -> Vec<Field> {
+    let own: &[Field] = match kind {
+        "text" => TEXT,
+        "image" => IMAGE,
+        "video" => VIDEO,
+        "sound" => SOUND,
+        "shape" => SHAPE,
+        _ => return Vec::new(),
+    };
+    let mut fields = vec![field("id", "Layer id", Text, Required, Content)];
+    fields.extend_from_slice(own);
+    if kind != "sound" {
+        fields.extend_from_slice(BOX);
+    }
+    fields.extend_from_slice(TIMING);
+    fields
+}
+
+/// The editable fields of an animation of `kind`.
+pub fn animation_fields(kind: &str) -> &'static [Field] {
+    const TIMED: &[Field] = &[
+        field("duration", "Duration (s)", Number, Required, Content),
+        field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content),
+    ];
+    const SLIDE: &[Field] = &[
+        field("duration", "Duration (s)", Number, Required, Content),
+        field("direction", "Direction", Choice(DIRECTIONS), Required, Content),
+        field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content),
+    ];
+    const SCALE: &[Field] = &[
+        field("from", "From (× size)", Number, Required, Content),
+        field("to", "To (× size)", Number, Required, Content),
+        field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content),
+    ];
+    const KEN_BURNS: &[Field] = &[field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content)];
+    match kind {
+        "fade_in" | "fade_out" => TIMED,
+        "slide_in" | "slide_out" => SLIDE,
+        "scale" => SCALE,
+        "ken_burns" => KEN_BURNS,
+        _ => &[],
+    }
+}
+
+/// The fields of a clip's transition of `kind`.
+pub fn transition_fields(kind: &str) -> &'static [Field] {
+    const DURATION: Field = field("transition.duration", "Transition (s)", Number, Required, Timing);
+    const DIRECTION: Field = field("transition.direction", "Direction", Choice(DIRECTIONS), Required, Timing);
+    const COLOR: Field = field("transition.color", "Colour", Color, Is("\"#000000\""), Timing);
+    match kind {
+        "crossfade" => &[DURATION],
+        "fade_color" => &[DURATION, COLOR],
+        "wipe" | "slide" => &[DURATION, DIRECTION],
+        _ => &[],
+    }
+}
+
+/// The JSON number for `x` (whole numbers without a fraction, as people write them).
+pub fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
+/// The value at `path` (dots) below `object`.
+pub fn get<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(object, |value, key| value.get(key))
+}
+
+/// Sets (or with `None` removes) the value at `path` below `object`, making the objects on
+/// the way; a non-object on the way is replaced.
+fn put(object: &mut Map<String, Value>, path: &str, value: Option<Value>) {
+    match path.split_once('.') {
+        None => {
+            match value {
+                Some(value) => object.insert(path.to_string(), value),
+                None => object.remove(path),
+            };
+        }
+        Some((head, rest)) => {
+            let inner = object.entry(head).or_insert_with(|| json!({}));
+            if !inner.is_object() {
+                *inner = json!({});
+            }
+            put(inner.as_object_mut().expect("made an object"), rest, value);
+        }
+    }
+}
+
+/// What `raw` (a form's text for `field`) makes of the field: `None` leaves it out.
+fn typed(field: &Field, raw: &str) -> Option<Value> {
+    let text = raw.trim();
+    let value = match field.kind {
+        Bool => Value::Bool(!raw.is_empty()),
+        Number | Integer if text.is_empty() => return None,
+        Number | Integer => match text.parse::<f64>() {
+            Ok(n) if n.is_finite() => number(n),
+            // Kept as typed: the document's shape check names the field.
+            _ => Value::String(text.to_string()),
+        },
+        Text | Color | Choice(_) | Font if text.is_empty() && field.default != Required => return None,
+        LongText => Value::String(raw.to_string()),
+        _ => Value::String(text.to_string()),
+    };
+    match field.default {
+        Is(default) if serde_json::from_str::<Value>(default).ok().as_ref() == Some(&value) => None,
+        _ => Some(value),
+    }
+}
+
+/// Sets the `fields` of `object` that `form` sends (named by `prefix` + path); a checkbox
+/// the form lists in `checkboxes` and does not send is off.
+fn set_fields(object: &mut Map<String, Value>, fields: &[Field], form: &Form, prefix: &str) {
+    for field in fields {
+        let name = format!("{prefix}{}", field.path);
+        let raw = match (form.get(&name), field.kind) {
+            (Some(raw), _) => raw,
+            (None, Bool) if form.0.iter().any(|(k, v)| k == "checkboxes" && v == &name) => "",
+            (None, _) => continue,
+        };
+        if field.kind == Source {
+            let source = match raw.split_once(':') {
+                Some(("asset", id)) => json!({ "asset": id }),
+                Some(("file", path)) => json!({ "file": path }),
+                _ => json!({ "url": form.get(&format!("{name}_url")).unwrap_or_default().trim() }),
+            };
+            object.insert(field.path.to_string(), source);
+            continue;
+        }
+        put(object, field.path, typed(field, raw));
+    }
+}
+
+fn clips_mut(doc: &mut Value) -> Result<&mut Vec<Value>, String> {
+    doc.get_mut("clips").and_then(Value::as_array_mut).ok_or_else(|| "the document has no list of clips".to_string())
+}
+
+/// The index of the clip with `id`.
+pub fn find_clip(doc: &Value, id: &str) -> Option<usize> {
+    doc.get("clips")?.as_array()?.iter().position(|c| c.get("id").and_then(Value::as_str) == Some(id))
+}
+
+/// The clip and layer indexes of the layer with `id`.
+pub fn find_layer(doc: &Value, id: &str) -> Option<(usize, usize)> {
+    doc.get("clips")?.as_array()?.iter().enumerate().find_map(|(c, clip)| {
+        let layers = clip.get("layers")?.as_array()?;
+        let l = layers.iter().position(|l| l.get("id").and_then(Value::as_str) == Some(id))?;
+        Some((c, l))
+    })
+}
+
+fn clip_mut<'a>(doc: &'a mut Value, id: &str) -> Result<&'a mut Map<String, Value>, String> {
+    let c = find_clip(doc, id).ok_or_else(|| format!("there is no clip {id:?} any more"))?;
+    clips_mut(doc)?[c].as_object_mut().ok_or_else(|| format!("clip {id:?} is not an object"))
+}
+
+fn layers_mut(doc: &mut Value, clip: usize) -> Result<&mut Vec<Value>, String> {
+    let clip = clips_mut(doc)?[clip].as_object_mut().ok_or("the clip is not an object")?;
+    clip.entry("layers")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+        .ok_or_else(|| "the clip's layers are not a list".into())
+}
+
+fn layer_mut<'a>(doc: &'a mut Value, id: &str) -> Result<&'a mut Map<String, Value>, String> {
+    let (c, l) = find_layer(doc, id).ok_or_else(|| format!("there is no layer {id:?} any more"))?;
+    layers_mut(doc, c)?[l].as_object_mut().ok_or_else(|| format!("layer {id:?} is not an object"))
+}
+
+/// An id starting with `stem` that `taken` does not hold.
+fn fresh_id(stem: &str, taken: impl Fn(&str) -> bool) -> String {
+    (1..).map(|n| format!("{stem}-{n}")).find(|id| !taken(id)).expect("some number is free")
+}
+
+fn canvas_size(doc: &Value) -> (f64, f64) {
+    let side =
+        |name: &str, fallback: f64| get(doc, &format!("canvas.{name}")).and_then(Value::as_f64).unwrap_or(fallback);
+    (side("width", 1280.0), side("height", 720.0))
+}
+
+/// A new layer of `kind` for a canvas of `doc`'s size, with `source` for media kinds.
+fn new_layer(doc: &Value, kind: &str, id: String, source: Value) -> Result<Value, String> {
+    let (w, h) = canvas_size(doc);
+    let middle = json!({ "x": number((w * 0.1).round()), "y": number((h * 0.3).round()),
+                         "width": number((w * 0.8).round()), "height": number((h * 0.4).round()) });
+    let mut layer = match kind {
+        "text" => {
+            json!({ "text": "Text", "font": { "family": "Liberation Sans", "size": number((h / 10.0).round().max(1.0)) },
+                          "align": "center", "vertical_align": "middle" })
+        }
+        "image" | "video" => json!({ "source": source }),
+        "sound" => json!({ "source": source }),
+        "shape" => json!({ "color": "#ffffff80" }),
+        other => return Err(format!("{other:?} is not a kind of layer")),
+    };
+    let object = layer.as_object_mut().expect("an object");
+    if kind != "sound" {
+        object.extend(middle.as_object().expect("an object").clone());
+    }
+    object.insert("kind".into(), json!(kind));
+    object.insert("id".into(), json!(id));
+    Ok(layer)
+}
+
+fn new_animation(kind: &str) -> Result<Value, String> {
+    Ok(match kind {
+        "fade_in" | "fade_out" => json!({ "kind": kind, "duration": 0.5 }),
+        "slide_in" | "slide_out" => json!({ "kind": kind, "duration": 0.5, "direction": "left" }),
+        "scale" => json!({ "kind": kind, "from": 1, "to": 1.2 }),
+        "ken_burns" => json!({ "kind": kind, "from": { "x": 0, "y": 0, "width": 1, "height": 1 },
+                                "to": { "x": 0.1, "y": 0.1, "width": 0.8, "height": 0.8 } }),
+        other => return Err(format!("{other:?} is not a kind of animation")),
+    })
+}
+
+/// Seconds rounded to the millisecond.
+fn seconds(x: f64) -> Value {
+    number((x * 1000.0).round() / 1000.0)
+}
+
+/// Sources a new media layer starts with, by kind (the first library file of that kind,
+/// or an empty address that the studio asks to be filled in).
+pub type NewSources<'a> = &'a dyn Fn(&str) -> Value;
+
+/// Applies the edit `op` that `form` describes to `doc`; the selection after it. The
+/// message of an error says what could not be done (the document is then unchanged).
+pub fn apply(
+    doc: &mut Value,
+    op: &str,
+    form: &Form,
+    selected: Selection,
+    sources: NewSources,
+) -> Result<Selection, String> {
+    let mut next = doc.clone();
+    let target = |name: &str| form.get(name).map(str::to_string).ok_or_else(|| format!("{name} is missing"));
+    let selection = match op {
+        "template" => {
+            let object = next.as_object_mut().ok_or("the document is not an object")?;
+            set_fields(object, TEMPLATE_FIELDS, form, "");
+            if let Some(tags) = form.get("tags") {
+                let tags: Vec<&str> = tags.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
+                put(object, "tags", (!tags.is_empty()).then(|| json!(tags)));
+            }
+            selected
+        }
+        "clip" => {
+            let clip = clip_mut(&mut next, &target("clip")?)?;
+            set_fields(clip, CLIP_FIELDS, form, "");
+            match form.get("transition.kind") {
+                None => {}
+                Some("cut") => {
+                    clip.remove("transition");
+                }
+                Some(kind) => {
+                    let old = clip.get("transition").filter(|t| t.is_object()).cloned().unwrap_or_else(|| json!({}));
+                    let mut transition = json!({ "kind": kind });
+                    let object = transition.as_object_mut().expect("an object");
+                    object.insert("duration".into(), old.get("duration").cloned().unwrap_or(json!(0.5)));
+                    if matches!(kind, "wipe" | "slide") {
+                        object.insert("direction".into(), old.get("direction").cloned().unwrap_or(json!("left")));
+                    }
+                    if let (true, Some(color)) = (kind == "fade_color", old.get("color")) {
+                        object.insert("color".into(), color.clone());
+                    }
+                    clip.insert("transition".into(), transition);
+                    set_fields(clip, transition_fields(kind), form, "");
+                }
+            }
+            Selection::Clip(clip.get("id").and_then(Value::as_str).unwrap_or_default().to_string())
+        }
+        "layer" => {
+            let layer = layer_mut(&mut next, &target("layer")?)?;
+            let kind = layer.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+            set_fields(layer, &layer_fields(&kind), form, "");
+            if kind != "shape" && form.0.iter().any(|(k, v)| k == "checkboxes" && v == "variable") {
+                set_variable(layer, form);
+            }
+            if let Some(animations) = layer.get_mut("animations").and_then(Value::as_array_mut) {
+                for (i, animation) in animations.iter_mut().enumerate() {
+                    let Some(animation) = animation.as_object_mut() else { continue };
+                    let kind = animation.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+                    set_fields(animation, animation_fields(&kind), form, &format!("animations[{i}]."));
+                }
+            }
+            Selection::Layer(layer.get("id").and_then(Value::as_str).unwrap_or_default().to_string())
+        }
+        "time" => {
+            let id = target("layer")?;
+            let (start, end) = (form.number("start")?, form.number("end")?);
+            let (c, _) = find_layer(&next, &id).ok_or_else(|| format!("there is no layer {id:?} any more"))?;
+            let clip_duration = next["clips"][c].get("duration").and_then(Value::as_f64).unwrap_or(f64::INFINITY);
+            let layer = layer_mut(&mut next, &id)?;
+            put(layer, "start", (start > 0.0).then(|| seconds(start)));
+            put(layer, "end", (end < clip_duration - 0.0005).then(|| seconds(end)));
+            Selection::Layer(id)
+        }
+        "clip_duration" => {
+            let id = target("clip")?;
+            clip_mut(&mut next, &id)?.insert("duration".into(), seconds(form.number("duration")?));
+            Selection::Clip(id)
+        }
+        "add_clip" => {
+            let id = fresh_id("scene", |id| find_clip(&next, id).is_some());
+            let after = form.get("clip").and_then(|c| find_clip(&next, c));
+            let clips = clips_mut(&mut next)?;
+            let at = after.map_or(clips.len(), |c| c + 1);
+            clips.insert(at, json!({ "id": id, "duration": 3, "layers": [] }));
+            Selection::Clip(id)
+        }
+        "remove_clip" => {
+            let c = find_clip(&next, &target("clip")?).ok_or("there is no such clip any more")?;
+            clips_mut(&mut next)?.remove(c);
+            Selection::Template
+        }
+        "move_clip" => {
+            let id = target("clip")?;
+            let c = find_clip(&next, &id).ok_or("there is no such clip any more")?;
+            let clips = clips_mut(&mut next)?;
+            let to = step_to(c, form.get("step"), clips.len());
+            clips.swap(c, to);
+            Selection::Clip(id)
+        }
+        "add_layer" => {
+            let kind = target("kind")?;
+            let c = find_clip(&next, &target("clip")?).ok_or("there is no such clip any more")?;
+            let id = fresh_id(&kind, |id| find_layer(&next, id).is_some());
+            let layer = new_layer(&next, &kind, id.clone(), sources(&kind))?;
+            layers_mut(&mut next, c)?.push(layer);
+            Selection::Layer(id)
+        }
+        "remove_layer" => {
+            let (c, l) = find_layer(&next, &target("layer")?).ok_or("there is no such layer any more")?;
+            let clip = next["clips"][c].get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            layers_mut(&mut next, c)?.remove(l);
+            Selection::Clip(clip)
+        }
+        "move_layer" => {
+            let id = target("layer")?;
+            let (c, l) = find_layer(&next, &id).ok_or("there is no such layer any more")?;
+            let layers = layers_mut(&mut next, c)?;
+            let to = step_to(l, form.get("step"), layers.len());
+            layers.swap(l, to);
+            Selection::Layer(id)
+        }
+        "add_animation" => {
+            let id = target("layer")?;
+            let animation = new_animation(&target("kind")?)?;
+            let layer = layer_mut(&mut next, &id)?;
+            let animations = layer.entry("animations").or_insert_with(|| json!([]));
+            animations.as_array_mut().ok_or("the layer's animations are not a list")?.push(animation);
+            Selection::Layer(id)
+        }
+        "remove_animation" => {
+            let id = target("layer")?;
+            let index: usize = target("index")?.parse().map_err(|_| "index must be a number")?;
+            let layer = layer_mut(&mut next, &id)?;
+            let animations = layer.get_mut("animations").and_then(Value::as_array_mut).ok_or("no animations")?;
+            if index >= animations.len() {
+                return Err("there is no such animation any more".into());
+            }
+            animations.remove(index);
+            if animations.is_empty() {
+                layer.remove("animations");
+            }
+            Selection::Layer(id)
+        }
+        "json" => {
+            let text = target("document")?;
+            next = serde_json::from_str(&text).map_err(|e| format!("not valid JSON: {e}"))?;
+            if !next.is_object() {
+                return Err("the document must be a JSON object".into());
+            }
+            selected
+        }
+        other => return Err(format!("{other:?} is not an edit the studio knows")),
+    };
+    *doc = next;
+    Ok(selection)
+}
+
+/// The index `from` moves to by the form's `step` (±1), kept within `len`.
+fn step_to(from: usize, step: Option<&str>, len: usize) -> usize {
+    match step {
+        Some("-1") => from.saturating_sub(1),
+        _ => (from + 1).min(len.saturating_sub(1)),
+    }
+}
+
+/// The "make variable" switch: on, the layer gets a variable (a new id, the name and
+/// weight sent); off, it has none.
+fn set_variable(layer: &mut Map<String, Value>, form: &Form) {
+    if form.get("variable").is_none() {
+        layer.remove("variable");
+        return;
+    }
+    let old = layer.get("variable").filter(|v| v.is_object()).cloned().unwrap_or_else(|| json!({}));
+    let id = old.get("id").cloned().unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
+    let name = match form.get("variable.name").map(str::trim) {
+        Some(name) if !name.is_empty() => json!(name),
+        _ => old.get("name").cloned().unwrap_or_else(|| layer.get("id").cloned().unwrap_or(json!("Variable"))),
+    };
+    let mut variable = json!({ "id": id, "name": name });
+    let weight = form.get("variable.weight").map(str::trim).filter(|w| !w.is_empty());
+    match weight.map(|w| w.parse::<f64>()) {
+        Some(Ok(w)) if w != 0.0 => variable["weight"] = number(w),
+        Some(Ok(_)) => {}
+        Some(Err(_)) => variable["weight"] = json!(weight),
+        None => {
+            if let Some(w) = old.get("weight") {
+                variable["weight"] = w.clone();
+            }
+        }
+    }
+    layer.insert("variable".into(), variable);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(fields: &[(&str, &str)]) -> Form {
+        Form(fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    fn no_source(_: &str) -> Value {
+        json!({ "url": "" })
+    }
+
+    fn starter() -> Value {
+        json!({
+            "version": 1, "name": "T", "canvas": { "width": 640, "height": 360, "fps": 25 },
+            "clips": [{ "id": "a", "duration": 4, "layers": [
+                { "id": "title", "kind": "text", "x": 0, "y": 0, "width": 640, "height": 100,
+                  "text": "Hi", "font": { "family": "Liberation Sans", "size": 40 } }
+            ] }]
+        })
+    }
+
+    fn edit(doc: &mut Value, op: &str, fields: &[(&str, &str)]) -> Selection {
+        apply(doc, op, &form(fields), Selection::Template, &no_source).unwrap()
+    }
+
+    #[test]
+    fn layer_fields_are_typed_and_defaults_left_out() {
+        let mut doc = starter();
+        let chosen = edit(
+            &mut doc,
+            "layer",
+            &[
+                ("layer", "title"),
+                ("id", "headline"),
+                ("font.size", "72"),
+                ("font.color", "#ffffff"),
+                ("opacity", "0.5"),
+                ("x", "ten"),
+                ("align", "center"),
+                ("end", ""),
+                ("checkboxes", "multiline"),
+            ],
+        );
+        assert_eq!(chosen, Selection::Layer("headline".into()));
+        let layer = &doc["clips"][0]["layers"][0];
+        assert_eq!(layer["font"], json!({ "family": "Liberation Sans", "size": 72 }), "the default colour is left out");
+        assert_eq!((&layer["opacity"], &layer["x"], &layer["align"]), (&json!(0.5), &json!("ten"), &json!("center")));
+        assert_eq!(layer["multiline"], json!(false), "an unsent listed checkbox is off");
+        assert!(layer.get("end").is_none());
+    }
+
+    #[test]
+    fn the_variable_switch_makes_and_removes_a_variable() {
+        let mut doc = starter();
+        edit(
+            &mut doc,
+            "layer",
+            &[("layer", "title"), ("checkboxes", "variable"), ("variable", "on"), ("variable.name", "Headline")],
+        );
+        let variable = doc["clips"][0]["layers"][0]["variable"].clone();
+        assert_eq!(variable["name"], "Headline");
+        let id = variable["id"].as_str().unwrap().to_string();
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
+        edit(
+            &mut doc,
+            "layer",
+            &[("layer", "title"), ("checkboxes", "variable"), ("variable", "on"), ("variable.weight", "2")],
+        );
+        assert_eq!(
+            doc["clips"][0]["layers"][0]["variable"],
+            json!({ "id": id, "name": "Headline", "weight": 2 }),
+            "the id stays"
+        );
+        edit(&mut doc, "layer", &[("layer", "title"), ("checkboxes", "variable")]);
+        assert!(doc["clips"][0]["layers"][0].get("variable").is_none());
+    }
+
+    #[test]
+    fn the_timeline_moves_and_trims_layers_and_clips() {
+        let mut doc = starter();
+        edit(&mut doc, "time", &[("layer", "title"), ("start", "1.2504"), ("end", "3")]);
+        assert_eq!(
+            (&doc["clips"][0]["layers"][0]["start"], &doc["clips"][0]["layers"][0]["end"]),
+            (&json!(1.25), &json!(3))
+        );
+        edit(&mut doc, "time", &[("layer", "title"), ("start", "0"), ("end", "4")]);
+        assert!(
+            doc["clips"][0]["layers"][0].get("start").is_none() && doc["clips"][0]["layers"][0].get("end").is_none()
+        );
+        edit(&mut doc, "clip_duration", &[("clip", "a"), ("duration", "2.5")]);
+        assert_eq!(doc["clips"][0]["duration"], json!(2.5));
+    }
+
+    #[test]
+    fn clips_layers_transitions_and_animations_are_added_moved_and_removed() {
+        let mut doc = starter();
+        assert_eq!(edit(&mut doc, "add_clip", &[("clip", "a")]), Selection::Clip("scene-1".into()));
+        edit(&mut doc, "clip", &[("clip", "a"), ("transition.kind", "wipe"), ("transition.duration", "0.75")]);
+        assert_eq!(doc["clips"][0]["transition"], json!({ "kind": "wipe", "duration": 0.75, "direction": "left" }));
+        edit(&mut doc, "move_clip", &[("clip", "scene-1"), ("step", "-1")]);
+        assert_eq!(doc["clips"][0]["id"], "scene-1");
+        assert_eq!(
+            edit(&mut doc, "add_layer", &[("clip", "a"), ("kind", "image")]),
+            Selection::Layer("image-1".into())
+        );
+        let image = &doc["clips"][1]["layers"][1];
+        assert_eq!(
+            (&image["kind"], &image["source"], &image["width"]),
+            (&json!("image"), &json!({ "url": "" }), &json!(512))
+        );
+        edit(
+            &mut doc,
+            "layer",
+            &[("layer", "image-1"), ("source", "url"), ("source_url", " https://example.test/a.png ")],
+        );
+        assert_eq!(doc["clips"][1]["layers"][1]["source"], json!({ "url": "https://example.test/a.png" }));
+        edit(&mut doc, "move_layer", &[("layer", "image-1"), ("step", "-1")]);
+        assert_eq!(doc["clips"][1]["layers"][0]["id"], "image-1", "moved below the title");
+        edit(&mut doc, "add_animation", &[("layer", "title"), ("kind", "slide_in")]);
+        edit(
+            &mut doc,
+            "layer",
+            &[("layer", "title"), ("animations[0].direction", "up"), ("animations[0].easing", "linear")],
+        );
+        assert_eq!(
+            doc["clips"][1]["layers"][1]["animations"],
+            json!([{ "kind": "slide_in", "duration": 0.5, "direction": "up" }])
+        );
+        edit(&mut doc, "remove_animation", &[("layer", "title"), ("index", "0")]);
+        assert!(doc["clips"][1]["layers"][1].get("animations").is_none());
+        assert_eq!(edit(&mut doc, "remove_layer", &[("layer", "title")]), Selection::Clip("a".into()));
+        edit(&mut doc, "remove_clip", &[("clip", "scene-1")]);
+        assert_eq!(doc["clips"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_failed_edit_changes_nothing() {
+        let mut doc = starter();
+        let before = doc.clone();
+        for (op, fields) in [
+            ("json", vec![("document", "{ not json")]),
+            ("json", vec![("document", "[1]")]),
+            ("layer", vec![("layer", "gone")]),
+            ("add_layer", vec![("clip", "a"), ("kind", "hologram")]),
+            ("time", vec![("layer", "title"), ("start", "soon"), ("end", "4")]),
+            ("explode", vec![]),
+        ] {
+            let result = apply(&mut doc, op, &form(&fields), Selection::Template, &no_source);
+            assert!(result.is_err(), "{op}: {result:?}");
+            assert_eq!(doc, before, "{op}");
+        }
+    }
+
+    #[test]
+    fn the_template_fields_and_tags() {
+        let mut doc = starter();
+        edit(
+            &mut doc,
+            "template",
+            &[("name", "Promo"), ("canvas.fps", "30"), ("canvas.background", "#000000"), ("tags", "a, b,,")],
+        );
+        assert_eq!(
+            (&doc["name"], &doc["canvas"]["fps"], &doc["tags"]),
+            (&json!("Promo"), &json!(30), &json!(["a", "b"]))
+        );
+        assert!(doc["canvas"].get("background").is_none());
+    }
+}

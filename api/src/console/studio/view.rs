@@ -1,0 +1,624 @@
+//! What the studio shows of a working copy: the timeline of clips and layers, the panel of
+//! the selected template, clip or layer, and the document as JSON — each with the
+//! document's problems at their place (by their JSON path).
+
+use reelfarm_domain::template::Template;
+use serde_json::Value;
+
+use super::edit::{
+    self, animation_fields, find_clip, find_layer, layer_fields, transition_fields, Field, Group, Kind, Selection,
+    CLIP_FIELDS, LAYER_KINDS, TEMPLATE_FIELDS, TRANSITIONS,
+};
+
+/// Problems of the document: a JSON path (`clips[0].layers[1].x`, `""` for the whole) and
+/// what is wrong there.
+pub type Problems = [(String, String)];
+
+/// Whether `path` is `at` or inside it.
+fn under(path: &str, at: &str) -> bool {
+    at.is_empty()
+        || path == at
+        || path.strip_prefix(at).is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+}
+
+/// The path one step up from `path` (`""` above the top).
+fn parent(path: &str) -> &str {
+    match path.rfind(['.', '[']) {
+        Some(at) => &path[..at],
+        None => "",
+    }
+}
+
+/// `part` of `whole` in percent (the page places timeline items by it: inline styles are
+/// refused by the console's Content-Security-Policy).
+fn percent(part: f64, whole: f64) -> String {
+    format!("{:.3}", (100.0 * part / whole).clamp(0.0, 100.0))
+}
+
+fn num(value: Option<&Value>) -> Option<f64> {
+    value.and_then(Value::as_f64).filter(|n| n.is_finite())
+}
+
+fn text(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+pub struct ClipBar {
+    pub id: String,
+    pub left: String,
+    pub width: String,
+    /// The transition into the next clip: its kind and width on the timeline.
+    pub transition: Option<(String, String)>,
+    pub duration: f64,
+    pub selected: bool,
+    pub invalid: bool,
+}
+
+pub struct LayerRow {
+    pub id: String,
+    pub kind: String,
+    pub left: String,
+    pub width: String,
+    /// Times within the clip, and the clip's length (what a drag may change).
+    pub start: f64,
+    pub end: f64,
+    pub clip_duration: f64,
+    pub selected: bool,
+    pub invalid: bool,
+    pub variable: bool,
+}
+
+pub struct Tick {
+    pub left: String,
+    pub label: String,
+}
+
+pub struct Timeline {
+    pub duration: f64,
+    pub clips: Vec<ClipBar>,
+    /// Per clip, its layers topmost first.
+    pub rows: Vec<LayerRow>,
+    pub ticks: Vec<Tick>,
+}
+
+/// The timeline of `doc` (as much of it as is readable).
+pub fn timeline(doc: &Value, selection: &Selection, problems: &Problems) -> Timeline {
+    let clips = doc.get("clips").and_then(Value::as_array).cloned().unwrap_or_default();
+    let durations: Vec<f64> = clips.iter().map(|c| num(c.get("duration")).unwrap_or(0.0).max(0.0)).collect();
+    let overlaps: Vec<f64> = clips
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c.get("transition") {
+            Some(t) if i + 1 < clips.len() && t.get("kind").and_then(Value::as_str) != Some("cut") => {
+                num(t.get("duration")).unwrap_or(0.0).clamp(0.0, durations[i])
+            }
+            _ => 0.0,
+        })
+        .collect();
+    let mut starts = Vec::with_capacity(clips.len());
+    let mut t = 0.0;
+    for (d, o) in durations.iter().zip(&overlaps) {
+        starts.push(t);
+        t += d - o;
+    }
+    let whole = if t > 0.0 { t } else { 1.0 };
+    let mut bars = Vec::new();
+    let mut rows = Vec::new();
+    for (c, clip) in clips.iter().enumerate() {
+        let id = text(clip.get("id"));
+        let path = format!("clips[{c}]");
+        let layers_path = format!("{path}.layers");
+        bars.push(ClipBar {
+            left: percent(starts[c], whole),
+            width: percent(durations[c], whole),
+            transition: (overlaps[c] > 0.0).then(|| {
+                (text(clip.get("transition").and_then(|t| t.get("kind"))), percent(overlaps[c], durations[c].max(1e-9)))
+            }),
+            duration: durations[c],
+            selected: *selection == Selection::Clip(id.clone()),
+            invalid: problems.iter().any(|(p, _)| under(p, &path) && !under(p, &layers_path)),
+            id,
+        });
+        let layers = clip.get("layers").and_then(Value::as_array).cloned().unwrap_or_default();
+        for (l, layer) in layers.iter().enumerate().rev() {
+            let id = text(layer.get("id"));
+            let start = num(layer.get("start")).unwrap_or(0.0).clamp(0.0, durations[c]);
+            let end = num(layer.get("end")).unwrap_or(durations[c]).clamp(start, durations[c]);
+            let path = format!("clips[{c}].layers[{l}]");
+            rows.push(LayerRow {
+                kind: text(layer.get("kind")),
+                left: percent(starts[c] + start, whole),
+                width: percent(end - start, whole),
+                start,
+                end,
+                clip_duration: durations[c],
+                selected: *selection == Selection::Layer(id.clone()),
+                invalid: problems.iter().any(|(p, _)| under(p, &path)),
+                variable: layer.get("variable").is_some_and(Value::is_object),
+                id,
+            });
+        }
+    }
+    let step = [0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0].into_iter().find(|s| whole / s <= 12.0).unwrap_or(120.0);
+    let ticks = (0..)
+        .map(|n| f64::from(n) * step)
+        .take_while(|s| *s <= whole + 1e-9)
+        .map(|s| Tick { left: percent(s, whole), label: format!("{s} s") })
+        .collect();
+    Timeline { duration: t, clips: bars, rows, ticks }
+}
+
+pub struct Opt {
+    pub value: String,
+    pub label: String,
+    pub selected: bool,
+}
+
+/// One input of the panel.
+pub struct FieldView {
+    /// The form field's name (the path below the edited object).
+    pub name: String,
+    /// The element id.
+    pub id: String,
+    pub label: &'static str,
+    /// `number`, `text`, `textarea`, `color`, `checkbox`, `select` or `source`.
+    pub input: &'static str,
+    pub value: String,
+    pub checked: bool,
+    pub step: &'static str,
+    pub options: Vec<Opt>,
+    /// A source's address (`url` sources).
+    pub url: String,
+    pub problem: Option<String>,
+}
+
+pub struct VariableView {
+    pub on: bool,
+    pub name: String,
+    pub weight: String,
+    pub name_problem: Option<String>,
+    /// What `GET …/templates/{id}` returns for it (once the document is valid).
+    pub requirements: Option<String>,
+    pub fields: Vec<FieldView>,
+}
+
+pub struct AnimationView {
+    pub index: usize,
+    pub kind: String,
+    pub fields: Vec<FieldView>,
+    pub problem: Option<String>,
+}
+
+pub struct FieldGroup {
+    pub legend: &'static str,
+    pub fields: Vec<FieldView>,
+}
+
+/// The property panel of the selection.
+pub struct Panel {
+    pub title: String,
+    /// The edit its form sends: `template`, `clip` or `layer`.
+    pub op: &'static str,
+    /// The edited clip or layer (its id as the document has it).
+    pub target: String,
+    pub groups: Vec<FieldGroup>,
+    pub variable: Option<VariableView>,
+    pub animations: Vec<AnimationView>,
+    /// The clip of the selected layer, or the selected clip.
+    pub clip: String,
+    /// Checkbox fields of the form (unsent means off).
+    pub checkboxes: Vec<String>,
+    /// Problems of the object that no input shows.
+    pub problems: Vec<String>,
+    /// The template's tags, comma between (its panel only).
+    pub tags: String,
+}
+
+/// Library files a source may name: id and label.
+pub type Choices = [(String, String)];
+
+/// The inputs of `fields` of the object at `path` in `object` (form names with `prefix`).
+fn inputs(
+    fields: &[Field],
+    object: &Value,
+    path: &str,
+    prefix: &str,
+    problems: &Problems,
+    choices: &Choices,
+    placed: &mut Vec<String>,
+) -> Vec<FieldView> {
+    fields.iter().map(|f| input(f, object, path, prefix, problems, choices, placed)).collect()
+}
+
+fn input(
+    field: &Field,
+    object: &Value,
+    path: &str,
+    prefix: &str,
+    problems: &Problems,
+    choices: &Choices,
+    placed: &mut Vec<String>,
+) -> FieldView {
+    let full = if path.is_empty() { field.path.to_string() } else { format!("{path}.{}", field.path) };
+    let problem = problems.iter().find(|(p, _)| under(p, &full)).map(|(p, m)| {
+        placed.push(p.clone());
+        m.clone()
+    });
+    let current = edit::get(object, field.path);
+    let default = match field.default {
+        edit::Unset::Is(json) => serde_json::from_str(json).ok(),
+        _ => None,
+    };
+    let shown = current.cloned().or(default);
+    let name = format!("{prefix}{}", field.path);
+    let options = |words: &[&str]| {
+        let value = text(shown.as_ref());
+        let mut options: Vec<Opt> = words
+            .iter()
+            .map(|w| Opt { value: w.to_string(), label: w.replace('_', " "), selected: value == *w })
+            .collect();
+        if !value.is_empty() && !words.contains(&value.as_str()) {
+            options.insert(0, Opt { label: format!("{value} (not available)"), value, selected: true });
+        }
+        options
+    };
+    let (input, options, url) = match field.kind {
+        Kind::Number => ("number", Vec::new(), String::new()),
+        Kind::Integer => ("integer", Vec::new(), String::new()),
+        Kind::Text => ("text", Vec::new(), String::new()),
+        Kind::LongText => ("textarea", Vec::new(), String::new()),
+        Kind::Color => {
+            let plain = text(shown.as_ref());
+            let is_plain = plain.len() == 7 && plain.starts_with('#');
+            (if is_plain || plain.is_empty() { "color" } else { "text" }, Vec::new(), String::new())
+        }
+        Kind::Bool => ("checkbox", Vec::new(), String::new()),
+        Kind::Choice(words) => ("select", options(words), String::new()),
+        Kind::Font => ("select", options(crate::services::templates::fonts()), String::new()),
+        Kind::Source => source_options(shown.as_ref(), choices),
+    };
+    FieldView {
+        id: format!("f-{}", name.replace(['.', '[', ']'], "-")),
+        name,
+        label: field.label,
+        input,
+        value: match field.kind {
+            Kind::Color if shown.is_none() => "#ffffff".into(),
+            _ => text(shown.as_ref()),
+        },
+        checked: shown.as_ref().and_then(Value::as_bool).unwrap_or(false),
+        step: if field.kind == Kind::Integer { "1" } else { "any" },
+        options,
+        url,
+        problem,
+    }
+}
+
+fn source_options(source: Option<&Value>, choices: &Choices) -> (&'static str, Vec<Opt>, String) {
+    let asset = source.and_then(|s| s.get("asset")).and_then(Value::as_str).map(str::to_string);
+    let file = source.and_then(|s| s.get("file")).and_then(Value::as_str);
+    let url = source.and_then(|s| s.get("url")).and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut options = vec![Opt {
+        value: "url".into(),
+        label: "The address below".into(),
+        selected: asset.is_none() && file.is_none(),
+    }];
+    if let Some(file) = file {
+        options.push(Opt { value: format!("file:{file}"), label: format!("Stored file {file}"), selected: true });
+    }
+    let mut listed = false;
+    for (id, label) in choices {
+        let selected = asset.as_deref() == Some(id.as_str());
+        listed |= selected;
+        options.push(Opt { value: format!("asset:{id}"), label: format!("Library: {label}"), selected });
+    }
+    if let (Some(asset), false) = (asset, listed) {
+        options.push(Opt { value: format!("asset:{asset}"), label: format!("Asset {asset}"), selected: true });
+    }
+    ("source", options, url)
+}
+
+/// The panel of `selection` in `doc`; `template` is the document read as a template when
+/// it is valid (for the variables' requirements).
+pub fn panel(
+    doc: &Value,
+    selection: &Selection,
+    template: Option<&Template>,
+    problems: &Problems,
+    choices: &Choices,
+) -> Panel {
+    let mut placed = Vec::new();
+    let mut panel = Panel {
+        title: "Template".into(),
+        op: "template",
+        target: String::new(),
+        groups: Vec::new(),
+        variable: None,
+        animations: Vec::new(),
+        clip: String::new(),
+        checkboxes: Vec::new(),
+        problems: Vec::new(),
+        tags: doc
+            .get("tags")
+            .and_then(Value::as_array)
+            .map_or_else(String::new, |tags| tags.iter().map(|t| text(Some(t))).collect::<Vec<_>>().join(", ")),
+    };
+    let path = match selection {
+        Selection::Clip(id) if find_clip(doc, id).is_some() => {
+            let c = find_clip(doc, id).expect("found");
+            let path = format!("clips[{c}]");
+            let clip = &doc["clips"][c];
+            let kind = clip.get("transition").and_then(|t| t.get("kind")).and_then(Value::as_str).unwrap_or("cut");
+            let choose = Field {
+                path: "transition.kind",
+                label: "Transition to the next clip",
+                kind: Kind::Choice(TRANSITIONS),
+                default: edit::Unset::Is("\"cut\""),
+                group: Group::Timing,
+            };
+            let mut fields = inputs(CLIP_FIELDS, clip, &path, "", problems, choices, &mut placed);
+            fields.push(input(&choose, clip, &path, "", problems, choices, &mut placed));
+            fields.extend(inputs(transition_fields(kind), clip, &path, "", problems, choices, &mut placed));
+            (panel.title, panel.op, panel.target, panel.clip) = (format!("Clip {id}"), "clip", id.clone(), id.clone());
+            panel.groups.push(FieldGroup { legend: "Clip", fields });
+            path
+        }
+        Selection::Layer(id) if find_layer(doc, id).is_some() => {
+            let (c, l) = find_layer(doc, id).expect("found");
+            let path = format!("clips[{c}].layers[{l}]");
+            let layer = &doc["clips"][c]["layers"][l];
+            let kind = text(layer.get("kind"));
+            let fields = layer_fields(&kind);
+            let mut group = |legend: &'static str, which: Group| {
+                let chosen: Vec<Field> = fields.iter().filter(|f| f.group == which).copied().collect();
+                let views = inputs(&chosen, layer, &path, "", problems, choices, &mut placed);
+                (legend, views)
+            };
+            let content = group("Content", Group::Content);
+            let variable_fields = group("Variable", Group::Variable).1;
+            let boxed = group("Position and size", Group::Box);
+            let timing = group("Timing", Group::Timing);
+            for (legend, fields) in [content, boxed, timing] {
+                if !fields.is_empty() {
+                    panel.groups.push(FieldGroup { legend, fields });
+                }
+            }
+            if kind != "shape" && LAYER_KINDS.contains(&kind.as_str()) {
+                panel.variable = Some(variable(layer, &path, template, problems, variable_fields, &mut placed));
+            }
+            let animations = layer.get("animations").and_then(Value::as_array).cloned().unwrap_or_default();
+            for (i, animation) in animations.iter().enumerate() {
+                let at = format!("{path}.animations[{i}]");
+                let kind = text(animation.get("kind"));
+                let fields = inputs(
+                    animation_fields(&kind),
+                    animation,
+                    &at,
+                    &format!("animations[{i}]."),
+                    problems,
+                    choices,
+                    &mut placed,
+                );
+                let problem = problems.iter().find(|(p, _)| under(p, &at) && !placed.contains(p)).map(|(p, m)| {
+                    placed.push(p.clone());
+                    m.clone()
+                });
+                panel.animations.push(AnimationView { index: i, kind, fields, problem });
+            }
+            panel.title = format!("Layer {id} ({kind})");
+            (panel.op, panel.target) = ("layer", id.clone());
+            panel.clip = text(doc["clips"][c].get("id"));
+            path
+        }
+        _ => {
+            let fields = inputs(TEMPLATE_FIELDS, doc, "", "", problems, choices, &mut placed);
+            panel.groups.push(FieldGroup { legend: "Template", fields });
+            String::new()
+        }
+    };
+    panel.checkboxes = panel
+        .groups
+        .iter()
+        .flat_map(|g| &g.fields)
+        .chain(panel.variable.iter().flat_map(|v| &v.fields))
+        .filter(|f| f.input == "checkbox")
+        .map(|f| f.name.clone())
+        .chain(panel.variable.as_ref().map(|_| "variable".to_string()))
+        .collect();
+    panel.problems = problems
+        .iter()
+        .filter(|(p, _)| !placed.contains(p))
+        .filter(|(p, _)| if path.is_empty() { !p.starts_with("clips[") } else { under(p, &path) })
+        .map(|(p, m)| if p.is_empty() { m.clone() } else { format!("{p}: {m}") })
+        .collect();
+    panel
+}
+
+fn variable(
+    layer: &Value,
+    path: &str,
+    template: Option<&Template>,
+    problems: &Problems,
+    fields: Vec<FieldView>,
+    placed: &mut Vec<String>,
+) -> VariableView {
+    let variable = layer.get("variable").filter(|v| v.is_object());
+    let at = format!("{path}.variable");
+    let name_problem = problems.iter().find(|(p, _)| under(p, &at)).map(|(p, m)| {
+        placed.push(p.clone());
+        m.clone()
+    });
+    let id = variable.and_then(|v| v.get("id")).and_then(Value::as_str).unwrap_or_default();
+    let requirements = template.and_then(|t| {
+        let found = t.variables(|_| String::new()).into_iter().find(|v| v.id.to_string() == id)?;
+        serde_json::to_string(&found.requirements).ok()
+    });
+    VariableView {
+        on: variable.is_some(),
+        name: text(variable.and_then(|v| v.get("name"))),
+        weight: text(variable.and_then(|v| v.get("weight"))),
+        name_problem,
+        requirements,
+        fields,
+    }
+}
+
+/// One line of the document as JSON, with the problems placed on it.
+pub struct JsonLine {
+    pub text: String,
+    pub problems: Vec<String>,
+}
+
+/// `doc` as the studio writes it: pretty-printed, in the order of [`FIRST_KEYS`].
+pub fn pretty(doc: &Value) -> String {
+    let mut lines = Vec::new();
+    write(doc, "", 0, String::new(), false, &mut lines);
+    lines.into_iter().map(|(text, _)| text).collect::<Vec<_>>().join("\n")
+}
+
+/// `doc` pretty-printed, each problem under the line of its path (or of the nearest
+/// enclosing one that exists: a missing field's object).
+pub fn listing(doc: &Value, problems: &Problems) -> Vec<JsonLine> {
+    let mut lines: Vec<(String, Option<String>)> = Vec::new();
+    write(doc, "", 0, String::new(), false, &mut lines);
+    let mut listed: Vec<JsonLine> =
+        lines.iter().map(|(text, _)| JsonLine { text: text.clone(), problems: Vec::new() }).collect();
+    for (path, message) in problems {
+        let mut at = path.as_str();
+        let line = loop {
+            if let Some(line) = lines.iter().position(|(_, p)| p.as_deref() == Some(at)) {
+                break line;
+            }
+            if at.is_empty() {
+                break 0;
+            }
+            at = parent(at);
+        };
+        if let Some(line) = listed.get_mut(line) {
+            line.problems.push(if path.is_empty() { message.clone() } else { format!("{path}: {message}") });
+        }
+    }
+    listed
+}
+
+/// Keys written first, in this order, as people write templates (the rest follow by name).
+const FIRST_KEYS: &[&str] = &[
+    "version",
+    "name",
+    "category",
+    "tags",
+    "canvas",
+    "id",
+    "kind",
+    "duration",
+    "transition",
+    "start",
+    "end",
+    "x",
+    "y",
+    "width",
+    "height",
+    "fps",
+    "text",
+    "font",
+    "source",
+    "variable",
+];
+
+/// Appends the lines of `value` at `path`; each opening or single line carries its path.
+fn write(value: &Value, path: &str, depth: usize, key: String, comma: bool, out: &mut Vec<(String, Option<String>)>) {
+    let indent = "  ".repeat(depth);
+    let end = if comma { "," } else { "" };
+    let child = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            out.push((format!("{indent}{key}{{"), Some(path.to_string())));
+            let mut fields: Vec<(&String, &Value)> = map.iter().collect();
+            let rank = |k: &str| FIRST_KEYS.iter().position(|f| *f == k).unwrap_or(FIRST_KEYS.len());
+            fields.sort_by(|(a, _), (b, _)| (rank(a), a).cmp(&(rank(b), b)));
+            for (i, (k, v)) in fields.into_iter().enumerate() {
+                let quoted = serde_json::to_string(k).expect("strings serialize");
+                write(v, &child(k), depth + 1, format!("{quoted}: "), i + 1 < map.len(), out);
+            }
+            out.push((format!("{indent}}}{end}"), None));
+        }
+        Value::Array(items) if !items.is_empty() => {
+            out.push((format!("{indent}{key}["), Some(path.to_string())));
+            for (i, v) in items.iter().enumerate() {
+                write(v, &format!("{path}[{i}]"), depth + 1, String::new(), i + 1 < items.len(), out);
+            }
+            out.push((format!("{indent}]{end}"), None));
+        }
+        scalar => out.push((format!("{indent}{key}{scalar}{end}"), Some(path.to_string()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc() -> Value {
+        json!({
+            "version": 1, "name": "T", "canvas": { "width": 640, "height": 360, "fps": 25 },
+            "clips": [
+                { "id": "a", "duration": 4, "transition": { "kind": "crossfade", "duration": 1 }, "layers": [
+                    { "id": "bg", "kind": "shape", "x": 0, "y": 0, "width": 640, "height": 360, "color": "#000000" },
+                    { "id": "title", "kind": "text", "x": 0, "y": 0, "width": 640, "height": 100, "start": 1, "end": 3,
+                      "text": "Hi", "font": { "family": "Comic Sans", "size": 40 } }
+                ] },
+                { "id": "b", "duration": 5, "layers": [] }
+            ]
+        })
+    }
+
+    #[test]
+    fn the_timeline_places_clips_and_layers_on_the_video() {
+        let problems = vec![("clips[0].layers[1].font.family".to_string(), "not available".to_string())];
+        let timeline = timeline(&doc(), &Selection::Layer("title".into()), &problems);
+        assert_eq!(timeline.duration, 8.0);
+        let starts: Vec<(&str, &str, &str)> =
+            timeline.clips.iter().map(|c| (c.id.as_str(), c.left.as_str(), c.width.as_str())).collect();
+        assert_eq!(starts, vec![("a", "0.000", "50.000"), ("b", "37.500", "62.500")]);
+        assert_eq!(timeline.clips[0].transition, Some(("crossfade".into(), "25.000".into())));
+        let rows: Vec<(&str, &str, &str, bool, bool)> = timeline
+            .rows
+            .iter()
+            .map(|r| (r.id.as_str(), r.left.as_str(), r.width.as_str(), r.selected, r.invalid))
+            .collect();
+        assert_eq!(rows, vec![("title", "12.500", "25.000", true, true), ("bg", "0.000", "50.000", false, false)]);
+    }
+
+    #[test]
+    fn problems_sit_at_their_field_and_line() {
+        let problems = vec![
+            ("clips[0].layers[1].font.family".to_string(), "font family \"Comic Sans\" is not available".to_string()),
+            ("clips[0].layers[1].width2".to_string(), "unknown field".to_string()),
+            ("".to_string(), "broken".to_string()),
+        ];
+        let panel = panel(&doc(), &Selection::Layer("title".into()), None, &problems, &[]);
+        let font = panel.groups.iter().flat_map(|g| &g.fields).find(|f| f.name == "font.family").unwrap();
+        assert!(font.problem.as_deref().unwrap().contains("Comic Sans"));
+        assert_eq!(font.options[0].label, "Comic Sans (not available)", "never a silent substitute");
+        assert_eq!(panel.problems, vec!["clips[0].layers[1].width2: unknown field"]);
+        assert!(
+            panel.checkboxes.contains(&"multiline".to_string()) && panel.checkboxes.contains(&"variable".to_string())
+        );
+
+        let lines = listing(&doc(), &problems);
+        let at = |needle: &str| lines.iter().find(|l| l.text.contains(needle)).unwrap();
+        assert_eq!(at("\"family\": \"Comic Sans\"").problems.len(), 1);
+        assert_eq!(lines[0].problems, vec!["broken"]);
+        // A field that is not there is reported on its object's line.
+        let title = lines.iter().position(|l| l.text.contains("\"title\"")).unwrap();
+        let object = (0..title).rev().find(|i| lines[*i].text.trim() == "{").unwrap();
+        assert_eq!(lines[object].problems, vec!["clips[0].layers[1].width2: unknown field"]);
+        let reparsed: Value =
+            serde_json::from_str(&lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>().join("\n")).unwrap();
+        assert_eq!(reparsed, doc(), "the listing is the document");
+    }
+}

@@ -1,0 +1,225 @@
+//! The studio's working copies (issue #20): per template and user, the document being
+//! edited (not yet saved as a version) as a line of revisions. Every edit adds one after
+//! the shown revision (dropping those an undo stepped back over); undo and redo move the
+//! shown one. The oldest are forgotten beyond [`STUDIO_HISTORY`].
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::{Result, Store, StoreError};
+use reelfarm_domain::id::{now_ms, TemplateId, UserId};
+
+/// Revisions kept for undo.
+pub const STUDIO_HISTORY: i64 = 200;
+
+/// How long an untouched working copy is kept.
+pub const STUDIO_RETENTION_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// A working copy at its shown revision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudioSession {
+    /// The saved version the edits started from.
+    pub base_version: i64,
+    /// The shown revision and its document.
+    pub rev: i64,
+    pub json: String,
+    pub can_undo: bool,
+    pub can_redo: bool,
+    pub updated_at: i64,
+}
+
+/// The key of one working copy.
+type Key<'a> = (&'a TemplateId, &'a UserId);
+
+async fn session_in(tx: &mut Transaction<'static, Any>, (template, user): Key<'_>) -> Result<Option<StudioSession>> {
+    let row = sqlx::query(
+        "SELECT s.base_version, s.rev, s.bottom, s.top, s.updated_at, r.json FROM studio_sessions s \
+         JOIN studio_revisions r ON r.template_id = s.template_id AND r.user_id = s.user_id AND r.rev = s.rev \
+         WHERE s.template_id = $1 AND s.user_id = $2",
+    )
+    .bind(template.as_str())
+    .bind(user.as_str())
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.as_ref().map(session_from).transpose()
+}
+
+fn session_from(row: &AnyRow) -> Result<StudioSession> {
+    let (rev, bottom, top): (i64, i64, i64) = (row.try_get("rev")?, row.try_get("bottom")?, row.try_get("top")?);
+    Ok(StudioSession {
+        base_version: row.try_get("base_version")?,
+        rev,
+        json: row.try_get("json")?,
+        can_undo: rev > bottom,
+        can_redo: rev < top,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+async fn insert_revision(
+    tx: &mut Transaction<'static, Any>,
+    (template, user): Key<'_>,
+    rev: i64,
+    json: &str,
+) -> Result<()> {
+    sqlx::query("INSERT INTO studio_revisions (template_id, user_id, rev, json) VALUES ($1, $2, $3, $4)")
+        .bind(template.as_str())
+        .bind(user.as_str())
+        .bind(rev)
+        .bind(json)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Deletes the revisions of a working copy from `from` (inclusive) to `to` (exclusive).
+async fn delete_revisions(
+    tx: &mut Transaction<'static, Any>,
+    (template, user): Key<'_>,
+    from: i64,
+    to: i64,
+) -> Result<()> {
+    sqlx::query("DELETE FROM studio_revisions WHERE template_id = $1 AND user_id = $2 AND rev >= $3 AND rev < $4")
+        .bind(template.as_str())
+        .bind(user.as_str())
+        .bind(from)
+        .bind(to)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+impl Store {
+    /// The working copy of `user` on `template`, if there is one.
+    #[tracing::instrument(name = "store::studio_session", level = "debug", skip_all)]
+    pub async fn studio_session(&self, template: &TemplateId, user: &UserId) -> Result<Option<StudioSession>> {
+        let mut tx = self.pool.begin().await?;
+        let session = session_in(&mut tx, (template, user)).await?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    /// Starts a working copy of `user` on `template` from version `base_version`'s `json`,
+    /// replacing the one there was (its history too).
+    #[tracing::instrument(name = "store::open_studio_session", level = "debug", skip_all)]
+    pub async fn open_studio_session(
+        &self,
+        template: &TemplateId,
+        user: &UserId,
+        base_version: i64,
+        json: &str,
+    ) -> Result<StudioSession> {
+        let key = (template, user);
+        let mut tx = self.begin().await?;
+        delete_revisions(&mut tx, key, i64::MIN, i64::MAX).await?;
+        sqlx::query("DELETE FROM studio_sessions WHERE template_id = $1 AND user_id = $2")
+            .bind(template.as_str())
+            .bind(user.as_str())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO studio_sessions (template_id, user_id, base_version, rev, bottom, top, updated_at) \
+             VALUES ($1, $2, $3, 1, 1, 1, $4)",
+        )
+        .bind(template.as_str())
+        .bind(user.as_str())
+        .bind(base_version)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        insert_revision(&mut tx, key, 1, json).await?;
+        let session = session_in(&mut tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    /// Records an edit: `json` becomes the revision after the shown one and is shown;
+    /// the revisions an undo had stepped back over are dropped, and the oldest beyond
+    /// [`STUDIO_HISTORY`]. `NotFound` when there is no working copy.
+    #[tracing::instrument(name = "store::edit_studio_session", level = "debug", skip_all)]
+    pub async fn edit_studio_session(&self, template: &TemplateId, user: &UserId, json: &str) -> Result<StudioSession> {
+        let key = (template, user);
+        let mut tx = self.begin().await?;
+        let row = sqlx::query(
+            "UPDATE studio_sessions SET rev = rev + 1, top = rev + 1, \
+             bottom = CASE WHEN rev + 1 - bottom >= $3 THEN rev + 2 - $3 ELSE bottom END, updated_at = $4 \
+             WHERE template_id = $1 AND user_id = $2 RETURNING rev, bottom",
+        )
+        .bind(template.as_str())
+        .bind(user.as_str())
+        .bind(STUDIO_HISTORY)
+        .bind(now_ms())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound("studio session"))?;
+        let (rev, bottom): (i64, i64) = (row.try_get("rev")?, row.try_get("bottom")?);
+        delete_revisions(&mut tx, key, rev, i64::MAX).await?;
+        delete_revisions(&mut tx, key, i64::MIN, bottom).await?;
+        insert_revision(&mut tx, key, rev, json).await?;
+        let session = session_in(&mut tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    /// Undo (`step` −1) or redo (+1): shows the revision before or after the shown one.
+    /// At either end of the history, the working copy as it is.
+    #[tracing::instrument(name = "store::step_studio_session", level = "debug", skip_all)]
+    pub async fn step_studio_session(&self, template: &TemplateId, user: &UserId, step: i64) -> Result<StudioSession> {
+        let key = (template, user);
+        let mut tx = self.begin().await?;
+        sqlx::query(
+            "UPDATE studio_sessions SET rev = rev + $3, updated_at = $4 \
+             WHERE template_id = $1 AND user_id = $2 AND rev + $3 >= bottom AND rev + $3 <= top",
+        )
+        .bind(template.as_str())
+        .bind(user.as_str())
+        .bind(step)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        let session = session_in(&mut tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    /// After a save of the working copy as version `base_version`: later saves start from it.
+    #[tracing::instrument(name = "store::rebase_studio_session", level = "debug", skip_all)]
+    pub async fn rebase_studio_session(&self, template: &TemplateId, user: &UserId, base_version: i64) -> Result<()> {
+        sqlx::query("UPDATE studio_sessions SET base_version = $3 WHERE template_id = $1 AND user_id = $2")
+            .bind(template.as_str())
+            .bind(user.as_str())
+            .bind(base_version)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The document of revision `rev` of a working copy, if it is still kept.
+    #[tracing::instrument(name = "store::studio_revision", level = "debug", skip_all)]
+    pub async fn studio_revision(&self, template: &TemplateId, user: &UserId, rev: i64) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT json FROM studio_revisions WHERE template_id = $1 AND user_id = $2 AND rev = $3")
+            .bind(template.as_str())
+            .bind(user.as_str())
+            .bind(rev)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|row| row.try_get("json")).transpose()?)
+    }
+
+    /// Deletes working copies untouched since `cutoff` (Unix milliseconds); how many.
+    #[tracing::instrument(name = "store::prune_studio_sessions", level = "debug", skip_all)]
+    pub async fn prune_studio_sessions(&self, cutoff: i64) -> Result<u64> {
+        let mut tx = self.begin().await?;
+        sqlx::query(
+            "DELETE FROM studio_revisions WHERE (template_id, user_id) IN \
+             (SELECT template_id, user_id FROM studio_sessions WHERE updated_at < $1)",
+        )
+        .bind(cutoff)
+        .execute(&mut *tx)
+        .await?;
+        let gone =
+            sqlx::query("DELETE FROM studio_sessions WHERE updated_at < $1").bind(cutoff).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(gone.rows_affected())
+    }
+}
