@@ -77,9 +77,19 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut found = 0;
         let mut problems = Vec::new();
-        let files = ["src/routes", "src/console"].into_iter().flat_map(|d| std::fs::read_dir(root.join(d)).unwrap());
-        for entry in files {
-            let path = entry.unwrap().path();
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("src/routes"), root.join("src/console")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path)
+                } else {
+                    files.push(path)
+                }
+            }
+        }
+        for path in files {
             let source = std::fs::read_to_string(&path).unwrap();
             let lines: Vec<&str> = source.lines().collect();
             let file = path.file_name().unwrap().to_string_lossy().into_owned();

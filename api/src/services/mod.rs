@@ -17,6 +17,7 @@ pub mod libraries;
 pub mod notifications;
 pub mod previews;
 pub mod sessions;
+pub mod studio;
 pub mod template_edit;
 pub mod templates;
 pub mod tokens;

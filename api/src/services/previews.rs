@@ -135,7 +135,7 @@ async fn limit(state: &AppState, caller: &Caller) -> Result<()> {
 
 /// `at` must be a time of a video of `duration` seconds.
 fn within(duration: f64, at: f64) -> Result<()> {
-    if at > duration {
+    if !at.is_finite() || at < 0.0 || at > duration {
         let message = format!("must be within the video: 0 to {duration} seconds");
         return Err(ApiError::validation(vec![FieldError::new("t", "error.invalid", message)]));
     }

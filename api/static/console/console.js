@@ -94,50 +94,62 @@ document.addEventListener("DOMContentLoaded", () => {
   });
 });
 
-// Studio. The editor (#editor) is swapped by htmx after every edit; the page keeps the
-// playhead. The frame at the playhead is an <img> whose address names the time, the
-// working copy's revision and its stamp: setting it cancels the load of the one before, so
-// the newest frame wins; `data-t` says which time the shown frame is of. Dragging a layer's
-// bar on the timeline moves it, its grips trim it, a clip's grip changes its duration;
-// a click selects. Ctrl+Z / Ctrl+Shift+Z undo and redo.
+// Studio. Every edit is sent from here, one after the other, each naming the revision of
+// the working copy it was made to (the editor's data-rev when it is sent), and the answer
+// (the editor) replaces #editor; the focused field keeps its focus and what was typed in
+// it. The frame at the playhead is an <img> whose address names the time, the revision and
+// its stamp: setting it cancels the load of the one before, so the newest frame wins;
+// `data-t` says which time the shown frame is of. Dragging a layer's bar on the timeline
+// moves it, its grips trim it, a clip's grip changes its duration; a click selects.
+// Ctrl+Z / Ctrl+Shift+Z undo and redo.
 document.querySelectorAll("[data-studio]").forEach((studio) => {
   const range = studio.querySelector("#playhead");
   const frame = studio.querySelector("#frame");
   const time = studio.querySelector("#playhead-time");
   const problem = studio.querySelector("#frame-problem");
+  const failure = studio.querySelector("#studio-error");
+  const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrf-token"];
   const editor = () => studio.querySelector("#editor");
   let timer;
-  let shown = "";
+  let retry;
+  let retries = 0;
+  let shown = frame.getAttribute("src");
 
   const showFrame = () => {
     const e = editor();
     const address = studio.dataset.frames + "?t=" + encodeURIComponent(range.value) +
       "&rev=" + e.dataset.rev + "&v=" + e.dataset.stamp;
     if (address === shown) return;
+    if (address !== frame.dataset.failed) retries = 0;
     shown = address;
     frame.dataset.asked = range.value;
     frame.src = address;
   };
-  // Timeline items are placed by their data-left/data-width (percent of the video).
+  // Timeline items are placed by their data-left/data-width (percent of the video): the
+  // console's Content-Security-Policy refuses inline styles.
   const place = () => {
     studio.querySelectorAll("[data-left]").forEach((e) => { e.style.left = e.dataset.left + "%"; });
     studio.querySelectorAll("[data-width]").forEach((e) => { e.style.width = e.dataset.width + "%"; });
   };
-  place();
   const placeCursor = () => {
     const cursor = studio.querySelector("#cursor");
     const duration = Number(editor().dataset.duration) || 1;
     if (cursor) cursor.style.left = (100 * Number(range.value) / duration) + "%";
   };
-  shown = frame.getAttribute("src");
   frame.addEventListener("load", () => {
     frame.dataset.t = frame.dataset.asked || "0";
     problem.hidden = true;
     frame.classList.remove("stale");
   });
+  // A frame refused (the document has problems) or not drawn (too many asked for at
+  // once): said so, and asked for again a few times.
   frame.addEventListener("error", () => {
     problem.hidden = false;
     frame.classList.add("stale");
+    frame.dataset.failed = shown;
+    shown = "";
+    clearTimeout(retry);
+    if (retries++ < 3) retry = setTimeout(showFrame, 1000);
   });
   range.addEventListener("input", () => {
     time.textContent = Number(range.value).toFixed(2) + " s";
@@ -145,29 +157,93 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
     clearTimeout(timer);
     timer = setTimeout(showFrame, 60);
   });
-  document.body.addEventListener("htmx:afterSettle", () => {
-    place();
+
+  const swapEditor = (html) => {
+    const active = document.activeElement;
+    const kept = active && active.id && editor().contains(active) && "value" in active
+      ? { id: active.id, value: active.value, dirty: active.value !== active.defaultValue,
+          start: active.selectionStart, end: active.selectionEnd }
+      : null;
+    const details = studio.querySelector("#json-view details");
+    const open = details && details.open;
+    const parsed = document.createElement("template");
+    parsed.innerHTML = html.trim();
+    editor().replaceWith(parsed.content.firstElementChild);
+    if (open) studio.querySelector("#json-view details").open = true;
+    const again = kept && document.getElementById(kept.id);
+    if (again) {
+      if (kept.dirty) again.value = kept.value;
+      again.focus();
+      try { again.setSelectionRange(kept.start, kept.end); } catch (_) { /* not a text field */ }
+    }
     const e = editor();
     range.max = e.dataset.duration;
     range.step = e.dataset.step;
     if (Number(range.value) > Number(range.max)) range.value = range.max;
+    place();
     placeCursor();
     showFrame();
+  };
+  const deliver = async (params) => {
+    params.set("sel", studio.querySelector("#sel").value);
+    params.set("rev", editor().dataset.rev);
+    let response;
+    try {
+      response = await fetch(studio.dataset.edit, { method: "POST", headers: { "x-csrf-token": csrf }, body: params });
+    } catch (_) {
+      failure.textContent = "The change was not sent: the server does not answer. Check the connection and try again.";
+      failure.hidden = false;
+      return;
+    }
+    if (!response.ok) {
+      failure.textContent = response.status === 403 || response.status === 401
+        ? "The change was not made: the session has ended. Sign in again (your earlier changes are kept)."
+        : "The change was not made (" + response.status + "): it was refused, e.g. a document over 64 KiB.";
+      failure.hidden = false;
+      return;
+    }
+    failure.hidden = true;
+    swapEditor(await response.text());
+  };
+  let queue = Promise.resolve();
+  const send = (params) => {
+    queue = queue.then(() => deliver(params)).catch(() => {
+      failure.textContent = "The change was not shown: reload the page to see the working copy as it is.";
+      failure.hidden = false;
+    });
+  };
+  const form = (element) => new URLSearchParams(new FormData(element));
+
+  studio.addEventListener("change", (event) => {
+    const properties = event.target.closest("#properties");
+    if (properties) send(form(properties));
+  });
+  studio.addEventListener("submit", (event) => {
+    const edit = event.target.closest("form[data-edit]");
+    if (!edit) return;
+    event.preventDefault();
+    send(form(edit));
+  });
+  studio.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-op]");
+    if (!button || button.disabled) return;
+    if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
+    const params = new URLSearchParams({ op: button.dataset.op });
+    if (button.dataset.select !== undefined) params.set("select", button.dataset.select);
+    send(params);
   });
 
-  const post = (values) => {
-    values.sel = studio.querySelector("#sel").value;
-    htmx.ajax("POST", studio.dataset.edit, { source: "#editor", target: "#editor", swap: "outerHTML", values });
-  };
+  const select = (item) => send(new URLSearchParams({
+    op: "select", select: item.dataset.clip !== undefined ? "clip:" + item.dataset.clip : "layer:" + item.dataset.layer,
+  }));
   const seekTo = (event) => {
-    const lane = studio.querySelector("#ruler").getBoundingClientRect();
+    const ruler = studio.querySelector("#ruler").getBoundingClientRect();
     const duration = Number(editor().dataset.duration) || 0;
-    const at = Math.min(Math.max((event.clientX - lane.left) / lane.width, 0), 1) * duration;
+    const at = Math.min(Math.max((event.clientX - ruler.left) / ruler.width, 0), 1) * duration;
     const step = Number(editor().dataset.step) || 0.04;
     range.value = String(Math.round(at / step) * step);
     range.dispatchEvent(new Event("input"));
   };
-
   // Dragging on the timeline: seconds per pixel from the ruler's width.
   studio.addEventListener("pointerdown", (event) => {
     if (event.target.closest("#ruler")) return seekTo(event);
@@ -175,20 +251,16 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
     if (!item || event.button !== 0) return;
     event.preventDefault();
     const e = editor();
-    const width = studio.querySelector("#ruler").getBoundingClientRect().width;
-    const perPixel = (Number(e.dataset.duration) || 1) / width;
+    const perPixel = (Number(e.dataset.duration) || 1) / studio.querySelector("#ruler").getBoundingClientRect().width;
     const step = Number(e.dataset.step) || 0.04;
     const snap = (t) => Math.round(t / step) * step;
     const grip = event.target.dataset.grip || "move";
-    const x0 = event.clientX;
-    const left0 = item.offsetLeft;
-    const width0 = item.offsetWidth;
-    const d = item.dataset;
+    const [x0, left0, width0, d] = [event.clientX, item.offsetLeft, item.offsetWidth, item.dataset];
     let values = null;
     item.setPointerCapture(event.pointerId);
     const move = (m) => {
-      const dt = (m.clientX - x0) * perPixel;
       if (Math.abs(m.clientX - x0) < 3) return;
+      const dt = (m.clientX - x0) * perPixel;
       if (d.clip !== undefined) {
         if (grip !== "duration") return;
         const duration = Math.max(step, snap(Number(d.duration) + dt));
@@ -208,20 +280,25 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
       item.style.left = (left0 + (start - start0) / perPixel) + "px";
       item.style.width = (width0 + (end - end0 - (start - start0)) / perPixel) + "px";
     };
-    const up = () => {
+    const stop = (cancelled) => {
       item.removeEventListener("pointermove", move);
       item.removeEventListener("pointerup", up);
-      if (values) post(values);
-      else post({ op: "select", select: (d.clip !== undefined ? "clip:" + d.clip : "layer:" + d.layer) });
+      item.removeEventListener("pointercancel", cancel);
+      if (cancelled) place();
+      else if (values) send(new URLSearchParams(values));
+      else select(item);
     };
+    const up = () => stop(false);
+    const cancel = () => stop(true);
     item.addEventListener("pointermove", move);
     item.addEventListener("pointerup", up);
+    item.addEventListener("pointercancel", cancel);
   });
   studio.addEventListener("keydown", (event) => {
     const item = event.target.closest(".bar, .clip");
     if (item && (event.key === "Enter" || event.key === " ")) {
       event.preventDefault();
-      post({ op: "select", select: item.dataset.clip !== undefined ? "clip:" + item.dataset.clip : "layer:" + item.dataset.layer });
+      select(item);
     }
   });
   document.addEventListener("keydown", (event) => {
@@ -233,4 +310,5 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
       button.click();
     }
   });
+  place();
 });

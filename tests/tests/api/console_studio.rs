@@ -145,8 +145,8 @@ async fn the_studio_scrubs_frames_and_shows_problems_at_their_place(mode: Mode) 
     let status = "fetch(document.querySelector('#frame').src).then((r) => arguments[0](r.status));";
     assert_eq!(browser.client.execute_async(status, vec![]).await.unwrap(), json!(400), "no frame of it");
 
-    // One that breaks a rule: the problem at its line and at its field in the panel.
-    browser.click("#json-view summary").await;
+    // One that breaks a rule: the problem at its line and at its field in the panel (the
+    // JSON editor stays open between edits).
     let bad = serde_json::to_string_pretty(&document("Studio test", 120)).unwrap();
     browser.client.execute(set, vec![Value::String(bad)]).await.unwrap();
     browser.click("#apply-json").await;
@@ -177,6 +177,23 @@ async fn the_studio_scrubs_frames_and_shows_problems_at_their_place(mode: Mode) 
     browser.goto(&format!("{}/console/templates/{id}/studio", app.address)).await;
     assert!(browser.text("#status").await.contains("unsaved changes"));
     assert_eq!(browser.value("#f-name").await, "Studio renamed");
+
+    // An edit made to an older revision (another tab's) is refused, not merged.
+    let stale = "const csrf = JSON.parse(document.body.getAttribute('hx-headers'))['x-csrf-token']; \
+                 fetch(document.querySelector('#studio').dataset.edit, { method: 'POST', headers: { 'x-csrf-token': csrf }, \
+                   body: new URLSearchParams({ op: 'template', name: 'From another tab', rev: '1' }) }) \
+                 .then((r) => r.text()).then(arguments[0]);";
+    let answer = browser.client.execute_async(stale, vec![]).await.unwrap();
+    assert!(answer.as_str().unwrap().contains("changed elsewhere"), "{answer}");
+    let copy = app
+        .service
+        .backends
+        .store
+        .studio_session(&reelfarm_domain::id::TemplateId::trusted(id.clone()), &user.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(copy.json.contains("Studio renamed") && !copy.json.contains("another tab"), "{}", copy.json);
 
     // Saving makes version 2, which the API reads back.
     browser.click("#save").await;

@@ -6,6 +6,11 @@
 
 use serde_json::{json, Map, Value};
 
+use super::fields::{
+    animation_fields, layer_fields, transition_fields, Field, Kind, Unset, CLIP_FIELDS, TEMPLATE_FIELDS,
+};
+use Kind::*;
+
 /// What the panel shows and edits: the template, a clip or a layer (by id).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selection {
@@ -43,197 +48,6 @@ impl Form {
     fn number(&self, name: &str) -> Result<f64, String> {
         let text = self.get(name).ok_or_else(|| format!("{name} is missing"))?;
         text.trim().parse::<f64>().ok().filter(|n| n.is_finite()).ok_or_else(|| format!("{name} must be a number"))
-    }
-}
-
-/// How a field is typed and shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Number,
-    Integer,
-    Text,
-    LongText,
-    Color,
-    Bool,
-    Choice(&'static [&'static str]),
-    /// One of the renderer's font families.
-    Font,
-    /// A media source: a library asset, an address or a stored file.
-    Source,
-}
-
-/// What a field is when it is left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unset {
-    /// It must be there.
-    Required,
-    /// Left out, it means something of its own (a layer without `end` lasts to its clip's end).
-    Absent,
-    /// Left out, it is this JSON value.
-    Is(&'static str),
-}
-
-/// Where the panel shows a field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Group {
-    Content,
-    /// With the "make variable" switch: what decides the variable's requirements.
-    Variable,
-    Box,
-    Timing,
-}
-
-/// A field of the document, at `path` (dots for nested objects) below its object.
-#[derive(Debug, Clone, Copy)]
-pub struct Field {
-    pub path: &'static str,
-    pub label: &'static str,
-    pub kind: Kind,
-    pub default: Unset,
-    pub group: Group,
-}
-
-const fn field(path: &'static str, label: &'static str, kind: Kind, default: Unset, group: Group) -> Field {
-    Field { path, label, kind, default, group }
-}
-
-use Group::{Box as InBox, Content, Timing, Variable};
-use Kind::*;
-use Unset::{Absent, Is, Required};
-
-const ALIGN: &[&str] = &["left", "center", "right"];
-const VERTICAL: &[&str] = &["top", "middle", "bottom"];
-const MEDIA_FIT: &[&str] = &["cover", "contain", "fill"];
-const DIRECTIONS: &[&str] = &["left", "right", "up", "down"];
-const EASINGS: &[&str] = &["linear", "ease_in", "ease_out", "ease_in_out"];
-pub const TRANSITIONS: &[&str] = &["cut", "crossfade", "fade_color", "wipe", "slide"];
-pub const LAYER_KINDS: &[&str] = &["text", "image", "video", "sound", "shape"];
-pub const ANIMATIONS: &[&str] = &["fade_in", "fade_out", "slide_in", "slide_out", "scale", "ken_burns"];
-
-pub const TEMPLATE_FIELDS: &[Field] = &[
-    field("name", "Name", Text, Required, Content),
-    field("category", "Category", Text, Is("\"\""), Content),
-    field("canvas.width", "Width (px)", Integer, Required, Content),
-    field("canvas.height", "Height (px)", Integer, Required, Content),
-    field("canvas.fps", "Frames per second", Integer, Required, Content),
-    field("canvas.background", "Background", Color, Is("\"#000000\""), Content),
-];
-
-pub const CLIP_FIELDS: &[Field] =
-    &[field("id", "Clip id", Text, Required, Content), field("duration", "Duration (s)", Number, Required, Timing)];
-
-const BOX: &[Field] = &[
-    field("x", "x (px)", Number, Required, InBox),
-    field("y", "y (px)", Number, Required, InBox),
-    field("width", "Width (px)", Number, Required, InBox),
-    field("height", "Height (px)", Number, Required, InBox),
-    field("opacity", "Opacity (0–1)", Number, Is("1"), InBox),
-    field("rotation", "Rotation (°)", Number, Is("0"), InBox),
-];
-
-const TIMING: &[Field] = &[
-    field("start", "Start in its clip (s)", Number, Is("0"), Timing),
-    field("end", "End in its clip (s; empty: the clip's end)", Number, Absent, Timing),
-];
-
-const TEXT: &[Field] = &[
-    field("text", "Text (rich-text markup)", LongText, Required, Content),
-    field("font.family", "Font", Font, Required, Content),
-    field("font.size", "Font size (px)", Number, Required, Content),
-    field("font.color", "Colour", Color, Is("\"#ffffff\""), Content),
-    field("align", "Alignment", Choice(ALIGN), Is("\"left\""), Content),
-    field("vertical_align", "Vertical alignment", Choice(VERTICAL), Is("\"top\""), Content),
-    field("line_height", "Line height (× size)", Number, Is("1.2"), Content),
-    field("fit", "Size", Choice(&["fixed", "shrink"]), Is("\"fixed\""), Variable),
-    field("multiline", "Several lines", Bool, Is("true"), Variable),
-    field("minimum_length", "Fewest characters", Integer, Is("0"), Variable),
-    field("maximum_length", "Most characters", Integer, Is("1000"), Variable),
-];
-
-const IMAGE: &[Field] = &[
-    field("source", "Image", Source, Required, Content),
-    field("fit", "Fit", Choice(MEDIA_FIT), Is("\"cover\""), Variable),
-];
-
-const VIDEO: &[Field] = &[
-    field("source", "Video", Source, Required, Content),
-    field("fit", "Fit", Choice(MEDIA_FIT), Is("\"cover\""), Variable),
-    field("trim_start", "Skip at the start (s)", Number, Is("0"), Content),
-    field("loop", "Loop", Bool, Is("false"), Content),
-    field("volume", "Volume", Number, Is("1"), Content),
-    field("mute", "Mute", Bool, Is("false"), Content),
-];
-
-const SOUND: &[Field] = &[
-    field("source", "Sound", Source, Required, Content),
-    field("volume", "Volume", Number, Is("1"), Content),
-    field("trim_start", "Skip at the start (s)", Number, Is("0"), Content),
-    field("loop", "Loop", Bool, Is("false"), Content),
-    field("fade_in", "Fade in (s)", Number, Is("0"), Content),
-    field("fade_out", "Fade out (s)", Number, Is("0"), Content),
-];
-
-const SHAPE: &[Field] = &[
-    field("shape", "Shape", Choice(&["rectangle", "rounded_rectangle"]), Is("\"rectangle\""), Content),
-    field("color", "Colour", Color, Required, Content),
-    field("radius", "Corner radius (px)", Number, Is("0"), Content),
-];
-
-/// The fields of a layer of `kind` (none for an unknown kind).
-pub fn layer_fields(kind: &str) -> Vec<Field> {
-    let own: &[Field] = match kind {
-        "text" => TEXT,
-        "image" => IMAGE,
-        "video" => VIDEO,
-        "sound" => SOUND,
-        "shape" => SHAPE,
-        _ => return Vec::new(),
-    };
-    let mut fields = vec![field("id", "Layer id", Text, Required, Content)];
-    fields.extend_from_slice(own);
-    if kind != "sound" {
-        fields.extend_from_slice(BOX);
-    }
-    fields.extend_from_slice(TIMING);
-    fields
-}
-
-/// The editable fields of an animation of `kind`.
-pub fn animation_fields(kind: &str) -> &'static [Field] {
-    const TIMED: &[Field] = &[
-        field("duration", "Duration (s)", Number, Required, Content),
-        field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content),
-    ];
-    const SLIDE: &[Field] = &[
-        field("duration", "Duration (s)", Number, Required, Content),
-        field("direction", "Direction", Choice(DIRECTIONS), Required, Content),
-        field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content),
-    ];
-    const SCALE: &[Field] = &[
-        field("from", "From (× size)", Number, Required, Content),
-        field("to", "To (× size)", Number, Required, Content),
-        field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content),
-    ];
-    const KEN_BURNS: &[Field] = &[field("easing", "Easing", Choice(EASINGS), Is("\"linear\""), Content)];
-    match kind {
-        "fade_in" | "fade_out" => TIMED,
-        "slide_in" | "slide_out" => SLIDE,
-        "scale" => SCALE,
-        "ken_burns" => KEN_BURNS,
-        _ => &[],
-    }
-}
-
-/// The fields of a clip's transition of `kind`.
-pub fn transition_fields(kind: &str) -> &'static [Field] {
-    const DURATION: Field = field("transition.duration", "Transition (s)", Number, Required, Timing);
-    const DIRECTION: Field = field("transition.direction", "Direction", Choice(DIRECTIONS), Required, Timing);
-    const COLOR: Field = field("transition.color", "Colour", Color, Is("\"#000000\""), Timing);
-    match kind {
-        "crossfade" => &[DURATION],
-        "fade_color" => &[DURATION, COLOR],
-        "wipe" | "slide" => &[DURATION, DIRECTION],
-        _ => &[],
     }
 }
 
@@ -282,12 +96,12 @@ fn typed(field: &Field, raw: &str) -> Option<Value> {
             // Kept as typed: the document's shape check names the field.
             _ => Value::String(text.to_string()),
         },
-        Text | Color | Choice(_) | Font if text.is_empty() && field.default != Required => return None,
+        Text | Color | Choice(_) | Font if text.is_empty() && field.default != Unset::Required => return None,
         LongText => Value::String(raw.to_string()),
         _ => Value::String(text.to_string()),
     };
     match field.default {
-        Is(default) if serde_json::from_str::<Value>(default).ok().as_ref() == Some(&value) => None,
+        Unset::Is(default) if serde_json::from_str::<Value>(default).ok().as_ref() == Some(&value) => None,
         _ => Some(value),
     }
 }
@@ -402,18 +216,15 @@ fn seconds(x: f64) -> Value {
     number((x * 1000.0).round() / 1000.0)
 }
 
-/// Sources a new media layer starts with, by kind (the first library file of that kind,
-/// or an empty address that the studio asks to be filled in).
-pub type NewSources<'a> = &'a dyn Fn(&str) -> Value;
-
-/// Applies the edit `op` that `form` describes to `doc`; the selection after it. The
-/// message of an error says what could not be done (the document is then unchanged).
+/// Applies the edit `op` that `form` describes to `doc`; the selection after it. A media
+/// layer it adds starts with `new_source`. The message of an error says what could not be
+/// done (the document is then unchanged).
 pub fn apply(
     doc: &mut Value,
     op: &str,
     form: &Form,
     selected: Selection,
-    sources: NewSources,
+    new_source: &Value,
 ) -> Result<Selection, String> {
     let mut next = doc.clone();
     let target = |name: &str| form.get(name).map(str::to_string).ok_or_else(|| format!("{name} is missing"));
@@ -508,7 +319,7 @@ pub fn apply(
             let kind = target("kind")?;
             let c = find_clip(&next, &target("clip")?).ok_or("there is no such clip any more")?;
             let id = fresh_id(&kind, |id| find_layer(&next, id).is_some());
-            let layer = new_layer(&next, &kind, id.clone(), sources(&kind))?;
+            let layer = new_layer(&next, &kind, id.clone(), new_source.clone())?;
             layers_mut(&mut next, c)?.push(layer);
             Selection::Layer(id)
         }
@@ -585,10 +396,11 @@ fn set_variable(layer: &mut Map<String, Value>, form: &Form) {
     };
     let mut variable = json!({ "id": id, "name": name });
     let weight = form.get("variable.weight").map(str::trim).filter(|w| !w.is_empty());
-    match weight.map(|w| w.parse::<f64>()) {
-        Some(Ok(w)) if w != 0.0 => variable["weight"] = number(w),
-        Some(Ok(_)) => {}
-        Some(Err(_)) => variable["weight"] = json!(weight),
+    match weight.map(|w| w.parse::<f64>().ok().filter(|w| w.is_finite())) {
+        Some(Some(w)) if w != 0.0 => variable["weight"] = number(w),
+        Some(Some(_)) => {}
+        // Kept as typed: the document's shape check names the field.
+        Some(None) => variable["weight"] = json!(weight),
         None => {
             if let Some(w) = old.get("weight") {
                 variable["weight"] = w.clone();
@@ -606,10 +418,6 @@ mod tests {
         Form(fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
     }
 
-    fn no_source(_: &str) -> Value {
-        json!({ "url": "" })
-    }
-
     fn starter() -> Value {
         json!({
             "version": 1, "name": "T", "canvas": { "width": 640, "height": 360, "fps": 25 },
@@ -621,7 +429,7 @@ mod tests {
     }
 
     fn edit(doc: &mut Value, op: &str, fields: &[(&str, &str)]) -> Selection {
-        apply(doc, op, &form(fields), Selection::Template, &no_source).unwrap()
+        apply(doc, op, &form(fields), Selection::Template, &json!({ "url": "" })).unwrap()
     }
 
     #[test]
@@ -746,7 +554,7 @@ mod tests {
             ("time", vec![("layer", "title"), ("start", "soon"), ("end", "4")]),
             ("explode", vec![]),
         ] {
-            let result = apply(&mut doc, op, &form(&fields), Selection::Template, &no_source);
+            let result = apply(&mut doc, op, &form(&fields), Selection::Template, &Value::Null);
             assert!(result.is_err(), "{op}: {result:?}");
             assert_eq!(doc, before, "{op}");
         }

@@ -4,12 +4,14 @@
 //! document as JSON with every problem at its line, undo and redo — with the frame at the
 //! playhead drawn by a worker from the unsaved working copy, and saves every version.
 //!
-//! The working copy lives in the store (a revision per edit, see
-//! [`reelfarm_backends::store::StudioSession`]), so a reload, a second tab or another api
-//! replica continues where the user left off. Every edit is one request answered with the
-//! editor again (htmx swaps it); the page keeps only the selection and the playhead.
+//! The working copy lives in the store (a revision per edit, [`services::studio`]), so a
+//! reload or another api replica continues where the user left off. Every edit is one
+//! request, naming the revision it was made to, answered with the editor again (the
+//! page's script sends them one after the other and swaps the answers in); the page keeps
+//! only the selection and the playhead.
 
 mod edit;
+mod fields;
 mod view;
 
 use actix_web::http::StatusCode;
@@ -18,7 +20,6 @@ use askama::Template;
 use reelfarm_backends::store::{StudioSession, TemplateRecord};
 use reelfarm_domain::asset::AssetKind;
 use reelfarm_domain::id::TemplateId;
-use reelfarm_domain::quality::Quality;
 use serde_json::Value;
 
 use super::visitor::SignedIn;
@@ -26,10 +27,12 @@ use super::{html, see_other, Chrome, ConsoleError};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::ids;
+use crate::services::studio as copies;
 use crate::services::template_edit::{self, SaveRequest};
-use crate::services::{self, drafts, previews};
+use crate::services::{self, drafts};
 use crate::state::AppState;
 use edit::{Form, Selection};
+use fields::{ANIMATIONS, LAYER_KINDS};
 
 type Answer = Result<HttpResponse, ConsoleError>;
 
@@ -61,13 +64,6 @@ struct Editor {
     animation_kinds: &'static [&'static str],
 }
 
-impl Editor {
-    /// Where its edits go.
-    fn edit_url(&self) -> String {
-        format!("/console/templates/{}/studio/edit", self.id)
-    }
-}
-
 #[derive(Template)]
 #[template(path = "console/studio.html")]
 struct StudioPage {
@@ -86,38 +82,6 @@ struct StudioPage {
 #[template(path = "console/studio_editor.html")]
 struct EditorFragment {
     editor: Editor,
-}
-
-/// The caller's working copy of `record`: the one they left, or a new one from the current
-/// version (also when theirs started from an older version and has no edits).
-async fn working_copy(state: &AppState, caller: &Caller, record: &TemplateRecord) -> Result<StudioSession, ApiError> {
-    let store = &state.backends.store;
-    match store.studio_session(&record.id, &caller.user.id).await? {
-        Some(session) if session.base_version == record.version || session.can_undo || session.can_redo => Ok(session),
-        _ => Ok(store.open_studio_session(&record.id, &caller.user.id, record.version, &record.json).await?),
-    }
-}
-
-/// The problems of `doc` as the owner's save would find them, by path in the document.
-async fn problems_of(
-    state: &AppState,
-    caller: &Caller,
-    record: &TemplateRecord,
-    doc: &Value,
-) -> Result<Vec<(String, String)>, ApiError> {
-    match template_edit::check(state, caller, doc, &record.files).await {
-        Ok(_) => Ok(Vec::new()),
-        Err(e) if !e.body().errors.is_empty() => Ok(e
-            .body()
-            .errors
-            .iter()
-            .map(|f| {
-                let path = f.field.strip_prefix("json").unwrap_or(&f.field);
-                (path.strip_prefix('.').unwrap_or(path).to_string(), f.message.clone())
-            })
-            .collect()),
-        Err(e) => Err(e),
-    }
 }
 
 /// Library files a layer of `kind` may show.
@@ -142,7 +106,7 @@ async fn editor(
     notice: Option<(String, bool)>,
 ) -> Result<Editor, ApiError> {
     let doc: Value = serde_json::from_str(&session.json).unwrap_or(Value::Null);
-    let problems = problems_of(state, caller, record, &doc).await?;
+    let problems = copies::problems(state, caller, record, &doc).await?;
     let template = reelfarm_domain::template::Template::from_json(&session.json).ok();
     let kind = match &selection {
         Selection::Layer(id) => edit::find_layer(&doc, id)
@@ -184,8 +148,8 @@ async fn editor(
         document: view::pretty(&doc),
         problems: problems.len(),
         timeline,
-        layer_kinds: edit::LAYER_KINDS,
-        animation_kinds: edit::ANIMATIONS,
+        layer_kinds: LAYER_KINDS,
+        animation_kinds: ANIMATIONS,
     })
 }
 
@@ -193,8 +157,7 @@ async fn editor(
 pub async fn studio(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
     let id = ids::in_path::<TemplateId>(&id)?;
     let caller = visitor.caller();
-    let record = template_edit::owned(&state, &caller, &id).await?;
-    let session = working_copy(&state, &caller, &record).await?;
+    let (record, session) = copies::open(&state, &caller, &id).await?;
     let editor = editor(&state, &caller, &record, &session, Selection::Template, None).await?;
     let page = StudioPage {
         chrome: visitor.chrome("templates"),
@@ -209,7 +172,8 @@ pub async fn studio(state: web::Data<AppState>, visitor: SignedIn, id: web::Path
     Ok(html(StatusCode::OK, &page))
 }
 
-/// One edit of the working copy (or undo, redo, select, discard, save); answers the editor.
+/// One edit of the working copy (or undo, redo, select, discard, save), made to the
+/// revision the form names (`rev`); answers the editor.
 #[post("/templates/{id}/studio/edit")]
 pub async fn edit_document(
     state: web::Data<AppState>,
@@ -220,71 +184,85 @@ pub async fn edit_document(
 ) -> Answer {
     visitor.check_csrf_header(&req)?;
     let id = ids::in_path::<TemplateId>(&id)?;
-    let caller = visitor.caller();
-    let form = Form(form.into_inner());
-    let store = &state.backends.store;
-    let mut record = template_edit::owned(&state, &caller, &id).await?;
-    let mut session = working_copy(&state, &caller, &record).await?;
+    let editor = edited(&state, &visitor.caller(), &id, &Form(form.into_inner())).await?;
+    Ok(html(StatusCode::OK, &EditorFragment { editor }))
+}
+
+/// Applies the edit `form` asks for to the caller's working copy of template `id`; the
+/// editor after it.
+async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form) -> Result<Editor, ApiError> {
+    let seen = form.get("rev").and_then(|r| r.parse::<i64>().ok());
+    let (mut record, mut session) = copies::open(state, caller, id).await?;
     let mut selection = Selection::parse(form.get("sel").unwrap_or_default());
-    let mut notice = None;
     let mut typed = None;
-    match form.get("op").unwrap_or_default() {
-        "select" => selection = Selection::parse(form.get("select").unwrap_or_default()),
-        "undo" => session = store.step_studio_session(&id, &caller.user.id, -1).await.map_err(ApiError::from)?,
-        "redo" => session = store.step_studio_session(&id, &caller.user.id, 1).await.map_err(ApiError::from)?,
-        "discard" => {
-            session = store
-                .open_studio_session(&id, &caller.user.id, record.version, &record.json)
-                .await
-                .map_err(ApiError::from)?;
-            notice = Some((format!("Changes discarded: this is version {}.", record.version), false));
+    let changed = match form.get("op").unwrap_or_default() {
+        "select" => {
+            selection = Selection::parse(form.get("select").unwrap_or_default());
+            Ok(None)
         }
-        "save" => {
-            let json = serde_json::from_str(&session.json).map_err(|e| ApiError::internal(&e))?;
-            let request = SaveRequest { json, base_version: Some(session.base_version) };
-            notice = Some(match template_edit::save(&state, &caller, &id, &request).await {
-                Ok(saved) => {
-                    store
-                        .rebase_studio_session(&id, &caller.user.id, saved.record.version)
-                        .await
-                        .map_err(ApiError::from)?;
-                    session.base_version = saved.record.version;
-                    record = saved.record;
-                    (format!("Saved version {}.", record.version), false)
-                }
-                Err(e) if !e.body().errors.is_empty() => {
-                    ("Not saved: the document has the problems shown at their place.".to_string(), true)
-                }
-                Err(e) if e.key() == "error.conflict" => (format!("Not saved: {}", e.body().message), true),
-                Err(e) => return Err(e.into()),
-            });
-        }
+        "undo" => copies::step(state, caller, &record, -1, seen).await.map(|s| (s, None)).map(Some),
+        "redo" => copies::step(state, caller, &record, 1, seen).await.map(|s| (s, None)).map(Some),
+        "discard" => copies::discard(state, caller, &record)
+            .await
+            .map(|s| Some((s, Some((format!("Changes discarded: this is version {}.", record.version), false))))),
+        "save" if seen.is_some_and(|seen| seen != session.rev) => Err(ApiError::conflict(STALE)),
+        "save" => match copies::save(state, caller, &record, &session).await {
+            Ok(saved) => {
+                record = saved.record;
+                session.base_version = record.version;
+                Ok(Some((session.clone(), Some((format!("Saved version {}.", record.version), false)))))
+            }
+            Err(e) if !e.body().errors.is_empty() => {
+                let notice = "Not saved: the document has the problems shown at their place.";
+                Ok(Some((session.clone(), Some((notice.to_string(), true)))))
+            }
+            // A version saved since the working copy started (elsewhere).
+            Err(e) if e.key() == "error.conflict" => {
+                Ok(Some((session.clone(), Some((format!("Not saved: {}", e.body().message), true)))))
+            }
+            Err(e) => Err(e),
+        },
         op => {
             let mut doc: Value = serde_json::from_str(&session.json).map_err(|e| ApiError::internal(&e))?;
-            let source = new_source(&state, &caller, &form, op).await?;
-            let pick = |_: &str| source.clone();
-            match edit::apply(&mut doc, op, &form, selection.clone(), &pick) {
+            let source = new_source(state, caller, form, op).await?;
+            match edit::apply(&mut doc, op, form, selection.clone(), &source) {
                 Ok(next) => {
                     selection = next;
-                    let json = serde_json::to_string(&doc).expect("documents serialize");
-                    if json != session.json {
-                        session =
-                            store.edit_studio_session(&id, &caller.user.id, &json).await.map_err(ApiError::from)?;
+                    if serde_json::from_str::<Value>(&session.json).is_ok_and(|old| old == doc) {
+                        Ok(None)
+                    } else {
+                        copies::edit(state, caller, &record, &doc, seen).await.map(|s| Some((s, None)))
                     }
                 }
                 Err(message) => {
-                    notice = Some((format!("Not changed: {message}"), true));
                     typed = form.get("document").map(str::to_string);
+                    Ok(Some((session.clone(), Some((format!("Not changed: {message}"), true)))))
                 }
             }
         }
-    }
-    let mut editor = editor(&state, &caller, &record, &session, selection, notice).await?;
+    };
+    let notice = match changed {
+        Ok(Some((next, notice))) => {
+            session = next;
+            notice
+        }
+        Ok(None) => None,
+        // Another tab moved the working copy on: show it as it is now.
+        Err(e) if e.key() == "error.conflict" => {
+            session = copies::open(state, caller, id).await?.1;
+            Some((format!("Not changed: {} Here it is as it is now; make the change again.", e.body().message), true))
+        }
+        Err(e) => return Err(e),
+    };
+    let mut editor = editor(state, caller, &record, &session, selection, notice).await?;
     if let Some(typed) = typed {
         editor.document = typed;
     }
-    Ok(html(StatusCode::OK, &EditorFragment { editor }))
+    Ok(editor)
 }
+
+/// What a stale save hears.
+const STALE: &str = "the working copy was changed elsewhere (another tab or window).";
 
 /// The source a layer added by `op` starts with: the first library file of its kind, or
 /// an address for the user to fill in.
@@ -302,12 +280,12 @@ async fn new_source(state: &AppState, caller: &Caller, form: &Form, op: &str) ->
 #[derive(serde::Deserialize)]
 pub struct FrameQuery {
     t: f64,
-    /// A revision of the caller's working copy; without it, the saved version.
-    rev: Option<i64>,
+    /// A revision of the caller's working copy.
+    rev: i64,
 }
 
-/// The frame at `t` seconds (the studio's `<img>`), at 480p: of a revision of the working
-/// copy when `rev` is given (checked as a save would check it), else of the saved version.
+/// The frame at `t` seconds of revision `rev` of the working copy (the studio's `<img>`),
+/// at 480p.
 #[get("/templates/{id}/studio/frame")]
 pub async fn frame(
     state: web::Data<AppState>,
@@ -316,27 +294,7 @@ pub async fn frame(
     query: web::Query<FrameQuery>,
 ) -> Answer {
     let id = ids::in_path::<TemplateId>(&id)?;
-    let caller = visitor.caller();
-    let jpeg = match query.rev {
-        None => {
-            let request = previews::PreviewRequest { at: query.t, values: Default::default(), quality: Quality::P480 };
-            previews::frame(&state, &caller, &id, request).await?
-        }
-        Some(rev) => {
-            let record = template_edit::owned(&state, &caller, &id).await?;
-            let json = state
-                .backends
-                .store
-                .studio_revision(&id, &caller.user.id, rev)
-                .await
-                .map_err(ApiError::from)?
-                .ok_or_else(|| ApiError::not_found("Revision"))?;
-            let doc: Value = serde_json::from_str(&json).map_err(|e| ApiError::internal(&e))?;
-            let checked = template_edit::check(&state, &caller, &doc, &record.files).await?;
-            previews::frame_of_document(&state, &caller, &record, (&checked.0, checked.1), query.t, Quality::P480)
-                .await?
-        }
-    };
+    let jpeg = copies::frame(&state, &visitor.caller(), &id, query.rev, query.t).await?;
     Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("cache-control", "no-store")).body(jpeg))
 }
 
@@ -385,6 +343,8 @@ pub async fn draft(
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     let id = ids::in_path::<TemplateId>(&id)?;
-    let job = drafts::create(&state, &visitor.caller(), &id, Default::default()).await?;
+    let caller = visitor.caller();
+    template_edit::owned(&state, &caller, &id).await?;
+    let job = drafts::create(&state, &caller, &id, Default::default()).await?;
     Ok(see_other(&format!("/console/jobs/{}", job.id)))
 }

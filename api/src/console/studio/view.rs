@@ -5,9 +5,10 @@
 use reelfarm_domain::template::Template;
 use serde_json::Value;
 
-use super::edit::{
-    self, animation_fields, find_clip, find_layer, layer_fields, transition_fields, Field, Group, Kind, Selection,
-    CLIP_FIELDS, LAYER_KINDS, TEMPLATE_FIELDS, TRANSITIONS,
+use super::edit::{self, find_clip, find_layer, Selection};
+use super::fields::{
+    animation_fields, layer_fields, transition_fields, Field, Group, Kind, Unset, CLIP_FIELDS, LAYER_KINDS,
+    TEMPLATE_FIELDS, TRANSITIONS,
 };
 
 /// Problems of the document: a JSON path (`clips[0].layers[1].x`, `""` for the whole) and
@@ -77,6 +78,17 @@ pub struct Tick {
     pub label: String,
 }
 
+/// Most ticks on the ruler.
+const MAX_TICKS: u32 = 20;
+
+/// The distance between ruler ticks for a video of `whole` seconds: 1, 2 or 5 times a
+/// power of ten, about a dozen ticks in all.
+fn tick_step(whole: f64) -> f64 {
+    let rough = (whole / 12.0).max(1e-3);
+    let power = 10f64.powf(rough.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * power).find(|s| *s >= rough).unwrap_or(10.0 * power)
+}
+
 pub struct Timeline {
     pub duration: f64,
     pub clips: Vec<ClipBar>,
@@ -143,9 +155,8 @@ pub fn timeline(doc: &Value, selection: &Selection, problems: &Problems) -> Time
             });
         }
     }
-    let step = [0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0].into_iter().find(|s| whole / s <= 12.0).unwrap_or(120.0);
-    let ticks = (0..)
-        .map(|n| f64::from(n) * step)
+    let ticks = (0..=MAX_TICKS)
+        .map(|n| f64::from(n) * tick_step(whole))
         .take_while(|s| *s <= whole + 1e-9)
         .map(|s| Tick { left: percent(s, whole), label: format!("{s} s") })
         .collect();
@@ -250,7 +261,7 @@ fn input(
     });
     let current = edit::get(object, field.path);
     let default = match field.default {
-        edit::Unset::Is(json) => serde_json::from_str(json).ok(),
+        Unset::Is(json) => serde_json::from_str(json).ok(),
         _ => None,
     };
     let shown = current.cloned().or(default);
@@ -357,7 +368,7 @@ pub fn panel(
                 path: "transition.kind",
                 label: "Transition to the next clip",
                 kind: Kind::Choice(TRANSITIONS),
-                default: edit::Unset::Is("\"cut\""),
+                default: Unset::Is("\"cut\""),
                 group: Group::Timing,
             };
             let mut fields = inputs(CLIP_FIELDS, clip, &path, "", problems, choices, &mut placed);
@@ -591,6 +602,18 @@ mod tests {
             .map(|r| (r.id.as_str(), r.left.as_str(), r.width.as_str(), r.selected, r.invalid))
             .collect();
         assert_eq!(rows, vec![("title", "12.500", "25.000", true, true), ("bg", "0.000", "50.000", false, false)]);
+    }
+
+    #[test]
+    fn the_ruler_has_about_a_dozen_ticks_whatever_the_length() {
+        for duration in [0.3, 5.0, 10.75, 600.0, 1e12] {
+            let doc = json!({ "clips": [{ "id": "a", "duration": duration, "layers": [] }] });
+            let ticks = timeline(&doc, &Selection::Template, &[]).ticks;
+            assert!((2..=(MAX_TICKS as usize + 1)).contains(&ticks.len()), "{duration}: {} ticks", ticks.len());
+            assert_eq!(ticks[0].label, "0 s");
+        }
+        assert_eq!(tick_step(5.0), 0.5);
+        assert_eq!(tick_step(60.0), 5.0);
     }
 
     #[test]

@@ -31,7 +31,10 @@ pub struct StudioSession {
 /// The key of one working copy.
 type Key<'a> = (&'a TemplateId, &'a UserId);
 
-async fn session_in(tx: &mut Transaction<'static, Any>, (template, user): Key<'_>) -> Result<Option<StudioSession>> {
+async fn session_in<'c>(
+    executor: impl sqlx::Executor<'c, Database = Any>,
+    (template, user): Key<'_>,
+) -> Result<Option<StudioSession>> {
     let row = sqlx::query(
         "SELECT s.base_version, s.rev, s.bottom, s.top, s.updated_at, r.json FROM studio_sessions s \
          JOIN studio_revisions r ON r.template_id = s.template_id AND r.user_id = s.user_id AND r.rev = s.rev \
@@ -39,7 +42,7 @@ async fn session_in(tx: &mut Transaction<'static, Any>, (template, user): Key<'_
     )
     .bind(template.as_str())
     .bind(user.as_str())
-    .fetch_optional(&mut **tx)
+    .fetch_optional(executor)
     .await?;
     row.as_ref().map(session_from).transpose()
 }
@@ -93,10 +96,7 @@ impl Store {
     /// The working copy of `user` on `template`, if there is one.
     #[tracing::instrument(name = "store::studio_session", level = "debug", skip_all)]
     pub async fn studio_session(&self, template: &TemplateId, user: &UserId) -> Result<Option<StudioSession>> {
-        let mut tx = self.pool.begin().await?;
-        let session = session_in(&mut tx, (template, user)).await?;
-        tx.commit().await?;
-        Ok(session)
+        session_in(&self.pool, (template, user)).await
     }
 
     /// Starts a working copy of `user` on `template` from version `base_version`'s `json`,
@@ -111,15 +111,11 @@ impl Store {
     ) -> Result<StudioSession> {
         let key = (template, user);
         let mut tx = self.begin().await?;
-        delete_revisions(&mut tx, key, i64::MIN, i64::MAX).await?;
-        sqlx::query("DELETE FROM studio_sessions WHERE template_id = $1 AND user_id = $2")
-            .bind(template.as_str())
-            .bind(user.as_str())
-            .execute(&mut *tx)
-            .await?;
+        // Two opens at once (two tabs loading the studio) both land: the later one wins.
         sqlx::query(
             "INSERT INTO studio_sessions (template_id, user_id, base_version, rev, bottom, top, updated_at) \
-             VALUES ($1, $2, $3, 1, 1, 1, $4)",
+             VALUES ($1, $2, $3, 1, 1, 1, $4) ON CONFLICT (template_id, user_id) DO UPDATE SET \
+             base_version = excluded.base_version, rev = 1, bottom = 1, top = 1, updated_at = excluded.updated_at",
         )
         .bind(template.as_str())
         .bind(user.as_str())
@@ -127,46 +123,71 @@ impl Store {
         .bind(now_ms())
         .execute(&mut *tx)
         .await?;
+        delete_revisions(&mut tx, key, i64::MIN, i64::MAX).await?;
         insert_revision(&mut tx, key, 1, json).await?;
-        let session = session_in(&mut tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
+        let session = session_in(&mut *tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
         tx.commit().await?;
         Ok(session)
     }
 
-    /// Records an edit: `json` becomes the revision after the shown one and is shown;
-    /// the revisions an undo had stepped back over are dropped, and the oldest beyond
-    /// [`STUDIO_HISTORY`]. `NotFound` when there is no working copy.
+    /// Records an edit made to revision `seen` (any revision for `None`): `json` becomes
+    /// the revision after it and is shown; the revisions an undo had stepped back over are
+    /// dropped, and the oldest beyond [`STUDIO_HISTORY`]. `Conflict` when another edit,
+    /// undo or redo came after `seen` (another tab); `NotFound` without a working copy.
     #[tracing::instrument(name = "store::edit_studio_session", level = "debug", skip_all)]
-    pub async fn edit_studio_session(&self, template: &TemplateId, user: &UserId, json: &str) -> Result<StudioSession> {
+    pub async fn edit_studio_session(
+        &self,
+        template: &TemplateId,
+        user: &UserId,
+        json: &str,
+        seen: Option<i64>,
+    ) -> Result<StudioSession> {
         let key = (template, user);
         let mut tx = self.begin().await?;
         let row = sqlx::query(
             "UPDATE studio_sessions SET rev = rev + 1, top = rev + 1, \
              bottom = CASE WHEN rev + 1 - bottom >= $3 THEN rev + 2 - $3 ELSE bottom END, updated_at = $4 \
-             WHERE template_id = $1 AND user_id = $2 RETURNING rev, bottom",
+             WHERE template_id = $1 AND user_id = $2 AND rev = COALESCE($5, rev) RETURNING rev, bottom",
         )
         .bind(template.as_str())
         .bind(user.as_str())
         .bind(STUDIO_HISTORY)
         .bind(now_ms())
+        .bind(seen)
         .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::NotFound("studio session"))?;
+        .await?;
+        let Some(row) = row else {
+            tx.rollback().await?;
+            return Err(self.studio_conflict(key).await);
+        };
         let (rev, bottom): (i64, i64) = (row.try_get("rev")?, row.try_get("bottom")?);
         delete_revisions(&mut tx, key, rev, i64::MAX).await?;
         delete_revisions(&mut tx, key, i64::MIN, bottom).await?;
         insert_revision(&mut tx, key, rev, json).await?;
-        let session = session_in(&mut tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
+        let session = session_in(&mut *tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
         tx.commit().await?;
         Ok(session)
     }
 
-    /// Undo (`step` −1) or redo (+1): shows the revision before or after the shown one.
-    /// At either end of the history, the working copy as it is.
+    /// Undo (`step` −1) or redo (+1) from revision `seen` (any for `None`): shows the
+    /// revision before or after it. At either end of the history, the working copy as it
+    /// is; `Conflict` when the shown revision is no longer `seen`.
     #[tracing::instrument(name = "store::step_studio_session", level = "debug", skip_all)]
-    pub async fn step_studio_session(&self, template: &TemplateId, user: &UserId, step: i64) -> Result<StudioSession> {
+    pub async fn step_studio_session(
+        &self,
+        template: &TemplateId,
+        user: &UserId,
+        step: i64,
+        seen: Option<i64>,
+    ) -> Result<StudioSession> {
         let key = (template, user);
         let mut tx = self.begin().await?;
+        if let Some(seen) = seen {
+            if session_in(&mut *tx, key).await?.is_some_and(|s| s.rev != seen) {
+                tx.rollback().await?;
+                return Err(self.studio_conflict(key).await);
+            }
+        }
         sqlx::query(
             "UPDATE studio_sessions SET rev = rev + $3, updated_at = $4 \
              WHERE template_id = $1 AND user_id = $2 AND rev + $3 >= bottom AND rev + $3 <= top",
@@ -177,9 +198,20 @@ impl Store {
         .bind(now_ms())
         .execute(&mut *tx)
         .await?;
-        let session = session_in(&mut tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
+        let session = session_in(&mut *tx, key).await?.ok_or(StoreError::NotFound("studio session"))?;
         tx.commit().await?;
         Ok(session)
+    }
+
+    /// Why an edit from a revision did not land: the copy moved on, or is gone.
+    async fn studio_conflict(&self, key: Key<'_>) -> StoreError {
+        match session_in(&self.pool, key).await {
+            Ok(Some(_)) => {
+                StoreError::Conflict("the working copy was changed elsewhere (another tab or window).".into())
+            }
+            Ok(None) => StoreError::NotFound("studio session"),
+            Err(e) => e,
+        }
     }
 
     /// After a save of the working copy as version `base_version`: later saves start from it.

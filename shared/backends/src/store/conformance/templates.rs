@@ -170,30 +170,37 @@ pub(super) async fn studio_sessions(store: &Store) {
     let template = store.create_template(&new_template("Edited", Some(&fay.id), false)).await.unwrap();
     let id = &template.id;
     assert_eq!(store.studio_session(id, &fay.id).await.unwrap(), None);
-    assert!(matches!(store.edit_studio_session(id, &fay.id, "{}").await, Err(StoreError::NotFound(_))));
+    assert!(matches!(store.edit_studio_session(id, &fay.id, "{}", None).await, Err(StoreError::NotFound(_))));
 
     let opened = store.open_studio_session(id, &fay.id, 1, "r1").await.unwrap();
     assert_eq!((opened.base_version, opened.rev, opened.json.as_str()), (1, 1, "r1"));
     assert!(!opened.can_undo && !opened.can_redo);
-    let second = store.edit_studio_session(id, &fay.id, "r2").await.unwrap();
+    let second = store.edit_studio_session(id, &fay.id, "r2", Some(1)).await.unwrap();
     assert_eq!((second.rev, second.json.as_str(), second.can_undo, second.can_redo), (2, "r2", true, false));
-    store.edit_studio_session(id, &fay.id, "r3").await.unwrap();
+    store.edit_studio_session(id, &fay.id, "r3", Some(2)).await.unwrap();
+
+    // An edit, undo or redo made to a revision that is no longer shown (another tab) is refused.
+    let stale = store.edit_studio_session(id, &fay.id, "lost", Some(2)).await;
+    assert!(matches!(stale, Err(StoreError::Conflict(_))), "{stale:?}");
+    assert!(matches!(store.step_studio_session(id, &fay.id, -1, Some(2)).await, Err(StoreError::Conflict(_))));
+    assert_eq!(store.studio_session(id, &fay.id).await.unwrap().unwrap().json, "r3");
+    assert!(matches!(store.edit_studio_session(id, &gus.id, "x", Some(1)).await, Err(StoreError::NotFound(_))));
 
     // Undo twice, redo once; an undo at the oldest revision changes nothing.
-    let back = store.step_studio_session(id, &fay.id, -1).await.unwrap();
+    let back = store.step_studio_session(id, &fay.id, -1, None).await.unwrap();
     assert_eq!((back.rev, back.json.as_str(), back.can_redo), (2, "r2", true));
-    let back = store.step_studio_session(id, &fay.id, -1).await.unwrap();
+    let back = store.step_studio_session(id, &fay.id, -1, None).await.unwrap();
     assert_eq!((back.json.as_str(), back.can_undo), ("r1", false));
-    assert_eq!(store.step_studio_session(id, &fay.id, -1).await.unwrap().json, "r1");
-    let forward = store.step_studio_session(id, &fay.id, 1).await.unwrap();
+    assert_eq!(store.step_studio_session(id, &fay.id, -1, None).await.unwrap().json, "r1");
+    let forward = store.step_studio_session(id, &fay.id, 1, None).await.unwrap();
     assert_eq!(forward.json, "r2");
     assert_eq!(store.studio_revision(id, &fay.id, 3).await.unwrap().as_deref(), Some("r3"));
 
     // An edit after an undo drops what was undone: there is nothing to redo.
-    let branched = store.edit_studio_session(id, &fay.id, "r3b").await.unwrap();
+    let branched = store.edit_studio_session(id, &fay.id, "r3b", None).await.unwrap();
     assert_eq!((branched.rev, branched.can_redo), (3, false));
     assert_eq!(store.studio_revision(id, &fay.id, 3).await.unwrap().as_deref(), Some("r3b"));
-    assert_eq!(store.step_studio_session(id, &fay.id, 1).await.unwrap().json, "r3b");
+    assert_eq!(store.step_studio_session(id, &fay.id, 1, None).await.unwrap().json, "r3b");
 
     // Another user's working copy of the same template is their own.
     assert_eq!(store.studio_session(id, &gus.id).await.unwrap(), None);
@@ -201,10 +208,10 @@ pub(super) async fn studio_sessions(store: &Store) {
 
     // Only the newest STUDIO_HISTORY revisions are kept.
     for n in 0..STUDIO_HISTORY {
-        store.edit_studio_session(id, &fay.id, &format!("n{n}")).await.unwrap();
+        store.edit_studio_session(id, &fay.id, &format!("n{n}"), None).await.unwrap();
     }
     let mut undone = 0;
-    while store.step_studio_session(id, &fay.id, -1).await.unwrap().can_undo {
+    while store.step_studio_session(id, &fay.id, -1, None).await.unwrap().can_undo {
         undone += 1;
     }
     assert_eq!(undone + 2, STUDIO_HISTORY, "{undone} undos");
@@ -213,7 +220,13 @@ pub(super) async fn studio_sessions(store: &Store) {
     // After a save the working copy starts from the new version; reopening starts afresh.
     store.rebase_studio_session(id, &fay.id, 7).await.unwrap();
     assert_eq!(store.studio_session(id, &fay.id).await.unwrap().unwrap().base_version, 7);
-    let reopened = store.open_studio_session(id, &fay.id, 8, "fresh").await.unwrap();
+    store.open_studio_session(id, &fay.id, 8, "fresh").await.unwrap();
+    let (a, b) = tokio::join!(
+        store.open_studio_session(id, &fay.id, 8, "fresh"),
+        store.open_studio_session(id, &fay.id, 8, "fresh")
+    );
+    assert_eq!((a.unwrap().rev, b.unwrap().rev), (1, 1), "two opens at once both land");
+    let reopened = store.studio_session(id, &fay.id).await.unwrap().unwrap();
     assert_eq!((reopened.rev, reopened.json.as_str(), reopened.can_undo), (1, "fresh", false));
 
     // Untouched working copies are pruned.
