@@ -232,33 +232,34 @@ pub struct Panel {
 /// Library files a source may name: id and label.
 pub type Choices = [(String, String)];
 
-/// The inputs of `fields` of the object at `path` in `object` (form names with `prefix`).
-fn inputs(
-    fields: &[Field],
-    object: &Value,
-    path: &str,
-    prefix: &str,
-    problems: &Problems,
-    choices: &Choices,
-    placed: &mut Vec<String>,
-) -> Vec<FieldView> {
-    fields.iter().map(|f| input(f, object, path, prefix, problems, choices, placed)).collect()
+/// The document's problems while the panel is built: each is shown once, at the first
+/// input (or place) under its path; the rest are listed at the panel's top.
+struct Placing<'a> {
+    problems: &'a Problems,
+    choices: &'a Choices,
+    placed: Vec<String>,
 }
 
-fn input(
-    field: &Field,
-    object: &Value,
-    path: &str,
-    prefix: &str,
-    problems: &Problems,
-    choices: &Choices,
-    placed: &mut Vec<String>,
-) -> FieldView {
-    let full = if path.is_empty() { field.path.to_string() } else { format!("{path}.{}", field.path) };
-    let problem = problems.iter().find(|(p, _)| under(p, &full)).map(|(p, m)| {
-        placed.push(p.clone());
-        m.clone()
-    });
+impl Placing<'_> {
+    /// The first problem at or under `path` not shown yet, now shown.
+    fn take(&mut self, path: &str) -> Option<String> {
+        let (p, message) = self.problems.iter().find(|(p, _)| under(p, path) && !self.placed.contains(p))?;
+        self.placed.push(p.clone());
+        Some(message.clone())
+    }
+
+    /// The inputs of `fields` of the object at `path` in `object` (form names with `prefix`).
+    fn inputs(&mut self, fields: &[Field], object: &Value, path: &str, prefix: &str) -> Vec<FieldView> {
+        fields.iter().map(|f| self.input(f, object, path, prefix)).collect()
+    }
+
+    fn input(&mut self, field: &Field, object: &Value, path: &str, prefix: &str) -> FieldView {
+        let full = if path.is_empty() { field.path.to_string() } else { format!("{path}.{}", field.path) };
+        input(field, object, prefix, self.take(&full), self.choices)
+    }
+}
+
+fn input(field: &Field, object: &Value, prefix: &str, problem: Option<String>, choices: &Choices) -> FieldView {
     let current = edit::get(object, field.path);
     let default = match field.default {
         Unset::Is(json) => serde_json::from_str(json).ok(),
@@ -342,7 +343,7 @@ pub fn panel(
     problems: &Problems,
     choices: &Choices,
 ) -> Panel {
-    let mut placed = Vec::new();
+    let mut placing = Placing { problems, choices, placed: Vec::new() };
     let mut panel = Panel {
         title: "Template".into(),
         op: "template",
@@ -371,9 +372,9 @@ pub fn panel(
                 default: Unset::Is("\"cut\""),
                 group: Group::Timing,
             };
-            let mut fields = inputs(CLIP_FIELDS, clip, &path, "", problems, choices, &mut placed);
-            fields.push(input(&choose, clip, &path, "", problems, choices, &mut placed));
-            fields.extend(inputs(transition_fields(kind), clip, &path, "", problems, choices, &mut placed));
+            let mut fields = placing.inputs(CLIP_FIELDS, clip, &path, "");
+            fields.push(placing.input(&choose, clip, &path, ""));
+            fields.extend(placing.inputs(transition_fields(kind), clip, &path, ""));
             (panel.title, panel.op, panel.target, panel.clip) = (format!("Clip {id}"), "clip", id.clone(), id.clone());
             panel.groups.push(FieldGroup { legend: "Clip", fields });
             path
@@ -386,7 +387,7 @@ pub fn panel(
             let fields = layer_fields(&kind);
             let mut group = |legend: &'static str, which: Group| {
                 let chosen: Vec<Field> = fields.iter().filter(|f| f.group == which).copied().collect();
-                let views = inputs(&chosen, layer, &path, "", problems, choices, &mut placed);
+                let views = placing.inputs(&chosen, layer, &path, "");
                 (legend, views)
             };
             let content = group("Content", Group::Content);
@@ -399,25 +400,15 @@ pub fn panel(
                 }
             }
             if kind != "shape" && LAYER_KINDS.contains(&kind.as_str()) {
-                panel.variable = Some(variable(layer, &path, template, problems, variable_fields, &mut placed));
+                let name_problem = placing.take(&format!("{path}.variable"));
+                panel.variable = Some(variable(layer, template, variable_fields, name_problem));
             }
             let animations = layer.get("animations").and_then(Value::as_array).cloned().unwrap_or_default();
             for (i, animation) in animations.iter().enumerate() {
                 let at = format!("{path}.animations[{i}]");
                 let kind = text(animation.get("kind"));
-                let fields = inputs(
-                    animation_fields(&kind),
-                    animation,
-                    &at,
-                    &format!("animations[{i}]."),
-                    problems,
-                    choices,
-                    &mut placed,
-                );
-                let problem = problems.iter().find(|(p, _)| under(p, &at) && !placed.contains(p)).map(|(p, m)| {
-                    placed.push(p.clone());
-                    m.clone()
-                });
+                let fields = placing.inputs(animation_fields(&kind), animation, &at, &format!("animations[{i}]."));
+                let problem = placing.take(&at);
                 panel.animations.push(AnimationView { index: i, kind, fields, problem });
             }
             panel.title = format!("Layer {id} ({kind})");
@@ -426,7 +417,7 @@ pub fn panel(
             path
         }
         _ => {
-            let fields = inputs(TEMPLATE_FIELDS, doc, "", "", problems, choices, &mut placed);
+            let fields = placing.inputs(TEMPLATE_FIELDS, doc, "", "");
             panel.groups.push(FieldGroup { legend: "Template", fields });
             String::new()
         }
@@ -442,7 +433,7 @@ pub fn panel(
         .collect();
     panel.problems = problems
         .iter()
-        .filter(|(p, _)| !placed.contains(p))
+        .filter(|(p, _)| !placing.placed.contains(p))
         .filter(|(p, _)| if path.is_empty() { !p.starts_with("clips[") } else { under(p, &path) })
         .map(|(p, m)| if p.is_empty() { m.clone() } else { format!("{p}: {m}") })
         .collect();
@@ -451,18 +442,11 @@ pub fn panel(
 
 fn variable(
     layer: &Value,
-    path: &str,
     template: Option<&Template>,
-    problems: &Problems,
     fields: Vec<FieldView>,
-    placed: &mut Vec<String>,
+    name_problem: Option<String>,
 ) -> VariableView {
     let variable = layer.get("variable").filter(|v| v.is_object());
-    let at = format!("{path}.variable");
-    let name_problem = problems.iter().find(|(p, _)| under(p, &at)).map(|(p, m)| {
-        placed.push(p.clone());
-        m.clone()
-    });
     let id = variable.and_then(|v| v.get("id")).and_then(Value::as_str).unwrap_or_default();
     let requirements = template.and_then(|t| {
         let found = t.variables(|_| String::new()).into_iter().find(|v| v.id.to_string() == id)?;
