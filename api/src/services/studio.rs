@@ -73,6 +73,26 @@ pub async fn save(
     Ok(saved)
 }
 
+/// Restores version `version` of the caller's template `record` as its newest version
+/// (checked again as a save), and starts the working copy again from it: the template
+/// after it, and the new copy.
+pub async fn restore(
+    state: &AppState,
+    caller: &Caller,
+    record: &TemplateRecord,
+    version: i64,
+) -> Result<(TemplateRecord, StudioSession)> {
+    let restored = template_edit::restore(state, caller, &record.id, version).await?.record;
+    let session = discard(state, caller, &restored).await?;
+    Ok((restored, session))
+}
+
+/// The newest `limit` versions of the caller's template `record`: number and when saved.
+pub async fn versions(state: &AppState, record: &TemplateRecord, limit: u32) -> Result<Vec<(i64, i64)>> {
+    let versions = state.backends.store.template_versions(&record.id, limit, 0).await?;
+    Ok(versions.into_iter().map(|v| (v.version, v.created_at)).collect())
+}
+
 /// The problems a save of `doc` as the next version of `record` would report, by their
 /// path in the document (`""` for the whole).
 pub async fn problems(

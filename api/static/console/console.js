@@ -230,6 +230,7 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
     if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
     const params = new URLSearchParams({ op: button.dataset.op });
     if (button.dataset.select !== undefined) params.set("select", button.dataset.select);
+    if (button.dataset.version !== undefined) params.set("version", button.dataset.version);
     send(params);
   });
 

@@ -200,6 +200,15 @@ async fn the_studio_scrubs_frames_and_shows_problems_at_their_place(mode: Mode) 
     browser.wait_for_texts("#notice", &["Saved version 2."], Duration::from_secs(10)).await;
     let saved = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
     assert_eq!((saved["version"].as_i64(), saved["name"].as_str()), (Some(2), Some("Studio renamed")));
+
+    // Restoring version 1 saves it again as version 3, and the studio edits that.
+    browser.client.execute("window.confirm = () => true;", vec![]).await.unwrap();
+    browser.click(".versions summary").await;
+    browser.click("#restore-1").await;
+    browser.wait_for_texts("#notice", &["Restored version 1 as version 3."], Duration::from_secs(10)).await;
+    assert_eq!(browser.value("#f-name").await, "Studio test");
+    let restored = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
+    assert_eq!((restored["version"].as_i64(), restored["name"].as_str()), (Some(3), Some("Studio test")));
     app.stop().await;
 }
 

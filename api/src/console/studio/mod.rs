@@ -38,6 +38,8 @@ type Answer = Result<HttpResponse, ConsoleError>;
 
 /// Library files offered as a layer's source.
 const SOURCE_CHOICES: u32 = 200;
+/// Versions listed (newest first) for restoring.
+const VERSIONS_SHOWN: u32 = 10;
 
 /// Everything the editor shows of a working copy.
 struct Editor {
@@ -62,6 +64,8 @@ struct Editor {
     problems: usize,
     layer_kinds: &'static [&'static str],
     animation_kinds: &'static [&'static str],
+    /// The newest versions: number and when saved (ISO 8601).
+    versions: Vec<(i64, String)>,
 }
 
 #[derive(Template)]
@@ -150,6 +154,11 @@ async fn editor(
         timeline,
         layer_kinds: LAYER_KINDS,
         animation_kinds: ANIMATIONS,
+        versions: copies::versions(state, record, VERSIONS_SHOWN)
+            .await?
+            .into_iter()
+            .map(|(n, at)| (n, reelfarm_domain::id::iso8601(at)[..16].replace('T', " ")))
+            .collect(),
     })
 }
 
@@ -205,6 +214,14 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
         "discard" => copies::discard(state, caller, &record)
             .await
             .map(|s| Some((s, Some((format!("Changes discarded: this is version {}.", record.version), false))))),
+        "restore" => match form.get("version").and_then(|v| v.parse::<i64>().ok()) {
+            Some(version) => copies::restore(state, caller, &record, version).await.map(|(restored, s)| {
+                record = restored;
+                let notice = format!("Restored version {version} as version {}.", record.version);
+                Some((s, Some((notice, false))))
+            }),
+            None => Err(ApiError::invalid_request("version must be a version number")),
+        },
         "save" if seen.is_some_and(|seen| seen != session.rev) => Err(ApiError::conflict(STALE)),
         "save" => match copies::save(state, caller, &record, &session).await {
             Ok(saved) => {
