@@ -12,6 +12,7 @@
 
 mod edit;
 mod fields;
+mod timeline;
 mod view;
 
 use actix_web::http::StatusCode;
@@ -57,7 +58,7 @@ struct Editor {
     alert: bool,
     /// The working copy differs from the version it started from.
     changed: bool,
-    timeline: view::Timeline,
+    timeline: timeline::Timeline,
     panel: view::Panel,
     json: Vec<view::JsonLine>,
     document: String,
@@ -119,7 +120,7 @@ async fn editor(
         _ => "",
     };
     let choices = choices(state, caller, kind).await?;
-    let timeline = view::timeline(&doc, &selection, &problems);
+    let timeline = timeline::timeline(&doc, &selection, &problems);
     let fps = edit::get(&doc, "canvas.fps").and_then(Value::as_f64).filter(|f| *f >= 1.0).unwrap_or(30.0);
     let saved: Option<Value> = serde_json::from_str(&record.json).ok();
     let (notice, alert) = match notice {
