@@ -3,10 +3,12 @@
 use anyhow::Context;
 use reelfarm_backends::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError, User};
 use reelfarm_backends::{Blobs, Config, Store};
-use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::id::{JobId, TemplateId};
 use reelfarm_domain::password;
 
-use crate::cli::{Admin, CreditsCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand};
+use crate::cli::{
+    Admin, CreditsCommand, JobCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand,
+};
 
 pub mod template;
 pub mod usage;
@@ -109,6 +111,12 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
                 Credits::User { name, credits, .. } => format!("user {name}: {credits} credits"),
                 Credits::Group { name, credits, .. } => format!("group {name}: {credits} credits"),
             }
+        }
+        Admin::Job(JobCommand::Cancel { job_id }) => {
+            let id = JobId::parse(&job_id).ok_or(StoreError::NotFound("job"))?;
+            let renders = store.cancel_job(&id).await?;
+            let job = store.job_alone(&id).await?;
+            format!("job {id}: {renders} videos cancelled; the job is {}", job.status.as_str())
         }
         Admin::Usage { user } => usage::report(store, user.as_deref(), config.upload_quota_bytes).await?,
         Admin::Library(LibraryCommand::Create { name, kind, group }) => {

@@ -180,6 +180,13 @@ pub enum Bench {
         #[arg(long, default_value_t = 30)]
         frames: u32,
     },
+    /// Cancelling a job of many videos while it renders: the answer's time against a read
+    /// of the same job, and whether any video started after it.
+    Cancel {
+        /// Videos of the job.
+        #[arg(long, default_value_t = 1000)]
+        renders: u32,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {
@@ -218,6 +225,9 @@ pub enum Admin {
     /// Templates.
     #[command(subcommand)]
     Template(TemplateCommand),
+    /// Jobs.
+    #[command(subcommand)]
+    Job(JobCommand),
     /// Storage used per user: assets and the bytes of their files (originals and
     /// renditions, as the upload quota counts them).
     Usage {
@@ -292,6 +302,13 @@ pub enum TokenCommand {
 pub enum CreditsCommand {
     /// Sets the credits of a user or group (name or id).
     Set { user_or_group: String, credits: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Cancels a job of any user, as its owner can by the API: videos not started never
+    /// start, running ones stop, credits of what had not ended are refunded.
+    Cancel { job_id: String },
 }
 
 #[derive(Debug, Subcommand)]

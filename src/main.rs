@@ -74,6 +74,7 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
                 bench::console::run(&config, bench::console::Sizes { assets, jobs, requests }).await
             }
             cli::Command::Bench(cli::Bench::Preview { frames }) => bench::preview::run(&config, frames).await,
+            cli::Command::Bench(cli::Bench::Cancel { renders }) => bench::cancel::run(&config, renders).await,
             cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
         }
     });

@@ -47,12 +47,17 @@ impl RenderFacts {
         let render = backends.store.render(render_id).await?;
         let job = backends.store.job_alone(&render.job_id).await?;
         let address = |key: &Option<String>| key.as_deref().map(|k| backends.blobs.public_url(k));
-        let succeeded = render.status == RenderStatus::Success;
+        // As callbacks name the outcome (`cancelled`: see docs/decisions.md, "Cancel").
+        let status = match render.status {
+            RenderStatus::Success => "success",
+            RenderStatus::Cancelled => "cancelled",
+            _ => "failed",
+        };
         let facts = RenderFacts {
             job_id: job.id.clone(),
             template_id: job.template_id.clone(),
             user_id: job.user_id.clone(),
-            status: if succeeded { "success" } else { "failed" }.to_string(),
+            status: status.to_string(),
             video_url: address(&render.video_key),
             thumbnail_url: address(&render.thumb_key),
             render_id: render.id,

@@ -8,7 +8,6 @@
 //! page's server time plus a loopback round trip. The bench's user, assets and jobs stay
 //! in the configured database; its queues (own namespace) are deleted at the end.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -58,15 +57,8 @@ pub async fn run(config: &Config, sizes: Sizes) -> anyhow::Result<()> {
     let job = seed_jobs(&store, &user.id, &template, sizes.jobs).await?;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["serve", "api"])
-        .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"))
-        .env_remove("REELFARM_PUBLIC_URL")
-        .env("REELFARM_NAMESPACE", &namespace)
-        .env("REELFARM_RATE_LIMIT", "0")
+    let mut child = super::serve("api", port, &namespace)?
         .env("REELFARM_IP_RATE_LIMIT", "0")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
         .spawn()
         .context("starting `reelfarm serve api`")?;
     let target = Target { base: format!("http://127.0.0.1:{port}"), library, template, job, token };

@@ -10,7 +10,6 @@
 //! The bench runs in its own namespace (queues, cache keys), and deletes its queues at
 //! the end; its users, template and jobs stay in the configured database.
 
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,16 +67,7 @@ pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize
     let template = import(&store, &blobs, &template, &options).await?;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["serve", "api"])
-        .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"))
-        .env_remove("REELFARM_PUBLIC_URL")
-        .env("REELFARM_NAMESPACE", &namespace)
-        .env("REELFARM_RATE_LIMIT", "0")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting `reelfarm serve api`")?;
+    let mut child = super::serve("api", port, &namespace)?.spawn().context("starting `reelfarm serve api`")?;
     let result = measure(port, tokens, template.id.as_str(), seconds, connections).await;
     let _ = child.kill();
     let _ = child.wait();

@@ -3,6 +3,7 @@
 //! `docs/performance.md`.
 
 pub mod bus;
+pub mod cancel;
 pub mod console;
 pub mod convert;
 pub mod jobs;
@@ -39,4 +40,21 @@ pub async fn wait_for_api(port: u16) -> anyhow::Result<()> {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     Ok(())
+}
+
+/// `reelfarm serve {role}` of this binary, for a bench: on `port` of loopback, in its own
+/// bus `namespace`, without the first-run bootstrap or the rate limit, logging warnings
+/// only. The caller adds its own settings, spawns it and kills it at the end.
+pub fn serve(role: &str, port: u16, namespace: &str) -> anyhow::Result<std::process::Command> {
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command
+        .args(["serve", role])
+        .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"))
+        .env_remove("REELFARM_PUBLIC_URL")
+        .env("REELFARM_NAMESPACE", namespace)
+        .env("REELFARM_BOOTSTRAP", "off")
+        .env("REELFARM_RATE_LIMIT", "0")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null());
+    Ok(command)
 }

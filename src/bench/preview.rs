@@ -10,7 +10,6 @@
 //! The requests come one at a time from this process on loopback. The bench's user and
 //! jobs stay in the configured database; its queues (own namespace) are deleted at the end.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -42,17 +41,7 @@ pub async fn run(config: &Config, frames: u32) -> anyhow::Result<()> {
     let token = store.create_token(&user.id, 1).await?.1;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["serve", "all"])
-        .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"))
-        .env_remove("REELFARM_PUBLIC_URL")
-        .env("REELFARM_NAMESPACE", &namespace)
-        .env("REELFARM_BOOTSTRAP", "off")
-        .env("REELFARM_RATE_LIMIT", "0")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting `reelfarm serve all`")?;
+    let mut child = super::serve("all", port, &namespace)?.spawn().context("starting `reelfarm serve all`")?;
     let result = measure(port, &token, frames).await;
     let _ = child.kill();
     let _ = child.wait();

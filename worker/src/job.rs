@@ -16,6 +16,12 @@
 //! delivery such a render is failed instead of risking another crash. A failure on our
 //! side is retried until the delivery limit, then the render fails. A failed render's
 //! credit is refunded in the same transaction that records the failure.
+//!
+//! Cancel: while a render runs, its row is read every [`CANCEL_POLL`]; once its job was
+//! cancelled (`Store::cancel_job`) the work stops — fetching or synthesising at once, the
+//! renderer before its next frame — and what it uploaded is removed. A render that
+//! finishes as its job is cancelled finds it so when recording the outcome, and removes
+//! its upload too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +40,7 @@ use reelfarm_domain::template::{Content, Source, Template, VariableType};
 use reelfarm_outbound::{FetchLimits, Outbound, OutboundError};
 use secrecy::ExposeSecret;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::failure::Failure;
@@ -53,6 +60,8 @@ const DRAFT_FPS: u32 = 15;
 const DRAFT_CRF: u8 = 28;
 /// Least time between two progress updates of one render.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
+/// How often a running render looks whether its job was cancelled.
+const CANCEL_POLL: Duration = Duration::from_secs(1);
 
 pub struct RenderHandler {
     backends: Backends,
@@ -68,7 +77,8 @@ pub struct RenderHandler {
     secret: Vec<u8>,
     /// Sources fetched for previews, by template version.
     previews: preview::PreviewCache,
-    stills: Arc<render::StillCache>,
+    /// What earlier preview frames decoded.
+    kept: Arc<render::SnapshotCache>,
 }
 
 impl RenderHandler {
@@ -92,11 +102,11 @@ impl RenderHandler {
             worker_id,
             secret: config.secret_key.expose_secret().as_bytes().to_vec(),
             previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
-            stills: Arc::new(render::StillCache::new(preview::STILL_CACHE_BYTES)),
+            kept: Arc::new(render::SnapshotCache::new(preview::STILL_CACHE_BYTES)),
         })
     }
 
-    async fn run(&self, render: &RenderRecord) -> Result<RenderOutcome, Failure> {
+    async fn run(&self, render: &RenderRecord, stop: &CancellationToken) -> Result<RenderOutcome, Failure> {
         let store = &self.backends.store;
         let job = store.job(&render.job_id).await?;
         let record = store.template_at(&job.template_id, job.template_version).await?;
@@ -126,6 +136,7 @@ impl RenderHandler {
         let fetched = self.fetch_sources(&applied, &record, quality, dir.path(), ready).await?;
         self.speak(&speeches, &job.user_id).await?;
         let (mp4, jpg) = (dir.path().join("video.mp4"), dir.path().join("thumb.jpg"));
+        let output = RenderSettings { stop: stop.clone(), ..output };
         let output = self.render(&applied, fetched, output, render, &mp4, &jpg).await?;
 
         let prefix = self.output_prefix(render);
@@ -292,7 +303,6 @@ impl RenderHandler {
         Ok(fetched)
     }
 
-    /// Records a failure; `Retry` when recording it failed (the store is down).
     /// Where the files of `render` go: `renders/{job}/{render}-{name}`, the name keyed with
     /// the deployment's secret (unguessable, as file links need no token) and the same on
     /// every attempt, so that an attempt cut off between upload and record (a killed
@@ -310,10 +320,41 @@ impl RenderHandler {
         {
             return Err(Outcome::Retry(format!("recording the failure: {e}")));
         }
-        if let Err(e) = self.backends.blobs.delete_prefix(&format!("{}/", self.output_prefix(render))).await {
-            tracing::warn!(error = %e, "files of an interrupted attempt not removed");
-        }
+        self.remove_outputs(render).await;
         Ok(())
+    }
+
+    /// After `render` stopped or finished and found itself ended: when its job was
+    /// cancelled, removes what it uploaded (another attempt's success keeps its files).
+    async fn cancelled(&self, render: &RenderRecord) -> Outcome {
+        match self.backends.store.render(&render.id).await {
+            Ok(now) if now.status == RenderStatus::Cancelled => {
+                tracing::info!("render cancelled with its job");
+                self.remove_outputs(render).await;
+                Outcome::Done
+            }
+            Ok(_) | Err(StoreError::NotFound(_)) => Outcome::Done,
+            Err(e) => Outcome::Retry(format!("reading the render: {e}")),
+        }
+    }
+
+    /// Removes the files of `render`'s attempts.
+    async fn remove_outputs(&self, render: &RenderRecord) {
+        if let Err(e) = self.backends.blobs.delete_prefix(&format!("{}/", self.output_prefix(render))).await {
+            tracing::warn!(error = %e, "files of a render not removed");
+        }
+    }
+}
+
+/// Cancels `stop` once render `id` is found cancelled (read every [`CANCEL_POLL`]).
+async fn watch_cancel(store: reelfarm_backends::store::Store, id: RenderId, stop: CancellationToken) {
+    loop {
+        tokio::time::sleep(CANCEL_POLL).await;
+        match store.render(&id).await {
+            Ok(render) if render.status == RenderStatus::Cancelled => return stop.cancel(),
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "cancel not looked up"),
+        }
     }
 }
 
@@ -465,14 +506,29 @@ impl RenderHandler {
             };
         }
         let started = Instant::now();
+        let stop = CancellationToken::new();
+        let _watch = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(watch_cancel(
+            store.clone(),
+            render_id.clone(),
+            stop.clone(),
+        )));
+        let result = tokio::select! {
+            result = self.run(&before, &stop) => result,
+            () = stop.cancelled() => Err(Failure::Transient("cancelled".into())),
+        };
+        if result.is_err() && stop.is_cancelled() {
+            return self.cancelled(&before).await;
+        }
         // A failure we gave up retrying is dead-lettered too, for the operators to look at.
-        let (error, dead_letter) = match self.run(&before).await {
+        let (error, dead_letter) = match result {
             Ok(outcome) => {
                 return match store.end_render(render_id, &outcome).await {
-                    Ok(_) => {
+                    Ok(true) => {
                         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "render finished");
                         Outcome::Done
                     }
+                    // Ended meanwhile: cancelled with its job, or by another attempt.
+                    Ok(false) => self.cancelled(&before).await,
                     Err(e) => Outcome::Retry(format!("recording the render: {e}")),
                 };
             }

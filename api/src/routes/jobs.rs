@@ -29,7 +29,8 @@ static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-rep
 pub struct JobJson {
     pub id: String,
     pub template_id: String,
-    /// `started` until every video ended, then `finished`.
+    /// `started` until every video ended, then `finished`; `cancelled` when cancelled
+    /// before that.
     pub status: String,
     /// One per element of the request's `values`, in order.
     pub videos: Vec<VideoJson>,
@@ -48,11 +49,11 @@ pub struct VideoJson {
     pub template_id: String,
     /// As given in the request; empty when not given.
     pub external_id: String,
-    /// `pending`, `started`, `success` or `failed`.
+    /// `pending`, `started`, `success`, `failed`, or `cancelled` with its job.
     pub status: String,
     /// Absolute address of the MP4 once `success`; empty before.
     pub url: String,
-    /// Why the video failed; empty otherwise.
+    /// Why the video failed or was cancelled; empty otherwise.
     pub error: String,
     /// As given in the request; empty when not given.
     pub title: String,
@@ -115,7 +116,7 @@ impl JobJson {
                 thumbnail: address(&r.thumb_key),
                 progress: match r.status {
                     RenderStatus::Success => 100,
-                    RenderStatus::Pending | RenderStatus::Failed => 0,
+                    RenderStatus::Pending | RenderStatus::Failed | RenderStatus::Cancelled => 0,
                     RenderStatus::Started => progress.get(&r.id).copied().unwrap_or(0),
                 },
                 project_id: r.project_id.as_ref().map(ProjectId::to_string),
@@ -199,6 +200,26 @@ fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, ApiError> {
 #[get("/generator/v1/jobs/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
     let view = services::jobs::get(&state, &caller, &ids::in_path(&id)?).await?;
+    Ok(HttpResponse::Ok().json(JobJson::of(&view, &state)))
+}
+
+/// Cancels one of the caller's jobs (an addition): its videos not started never start,
+/// running ones stop within two seconds and leave no file, the credits of every video that
+/// had not ended are refunded; the job and those videos end `cancelled` (so do their
+/// callbacks). Cancelling an ended job changes nothing. Answers the job as it is now.
+#[utoipa::path(
+    tag = "jobs",
+    params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, body = JobJson), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+#[post("/generator/v1/jobs/{id}/cancel")]
+pub async fn cancel(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let view = services::jobs::cancel(&state, &caller, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(JobJson::of(&view, &state)))
 }
 

@@ -52,6 +52,7 @@ pub(crate) fn configure(cfg: &mut ServiceConfig, with_ops: bool) {
         .service(templates::fonts)
         .service(jobs::create)
         .service(jobs::get)
+        .service(jobs::cancel)
         .service(jobs::list)
         .service(jobs::of_template)
         .service(jobs::project)

@@ -209,6 +209,23 @@ pub async fn get(state: &AppState, caller: &Caller, id: &JobId) -> Result<JobVie
     Ok(with_progress(state, vec![job]).await.pop().expect("one view per job"))
 }
 
+/// Cancels one of the caller's jobs (its renders that had not ended; see
+/// `Store::cancel_job`) and answers it as it is now. Cancelling an ended job changes
+/// nothing.
+#[tracing::instrument(name = "jobs::cancel", skip_all, fields(user_id = %caller.user.id, id = %id))]
+pub async fn cancel(state: &AppState, caller: &Caller, id: &JobId) -> Result<JobView> {
+    match state.backends.store.job_alone(id).await {
+        Ok(job) if job.user_id == caller.user.id => {}
+        Ok(_) | Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("Job")),
+        Err(e) => return Err(e.into()),
+    }
+    let renders = state.backends.store.cancel_job(id).await?;
+    if renders > 0 {
+        tracing::info!(renders, "job cancelled");
+    }
+    get(state, caller, id).await
+}
+
 /// A page of the caller's jobs, newest first; of one template the caller may see when
 /// `template_id` is given, in one status when `status` is.
 #[tracing::instrument(name = "jobs::list", skip_all, fields(user_id = %caller.user.id, template_id = ?template_id))]

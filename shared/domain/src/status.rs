@@ -1,23 +1,27 @@
 //! Where a job, its renders (videos) and their deliveries are: one enum per entity, with
 //! the names the API, the store and the notifications use.
 
-/// Where a job is (DESIGN.md): `started` until every render ended, then `finished`.
+/// Where a job is (DESIGN.md): `started` until every render ended, then `finished`, or
+/// `cancelled` by its owner before that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
     Started,
     Finished,
     /// The job as a whole could not run.
     Error,
+    /// Stopped by its owner: its renders that had not ended are `cancelled`.
+    Cancelled,
 }
 
 impl JobStatus {
-    const ALL: [JobStatus; 3] = [JobStatus::Started, JobStatus::Finished, JobStatus::Error];
+    const ALL: [JobStatus; 4] = [JobStatus::Started, JobStatus::Finished, JobStatus::Error, JobStatus::Cancelled];
 
     pub fn as_str(self) -> &'static str {
         match self {
             JobStatus::Started => "started",
             JobStatus::Finished => "finished",
             JobStatus::Error => "error",
+            JobStatus::Cancelled => "cancelled",
         }
     }
 
@@ -26,18 +30,25 @@ impl JobStatus {
     }
 }
 
-/// Where a render (job video) is: `pending` → `started` → `success` | `failed`.
+/// Where a render (job video) is: `pending` → `started` → `success` | `failed`, or
+/// `cancelled` (its job was, before it ended).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RenderStatus {
     Pending,
     Started,
     Success,
     Failed,
+    Cancelled,
 }
 
 impl RenderStatus {
-    const ALL: [RenderStatus; 4] =
-        [RenderStatus::Pending, RenderStatus::Started, RenderStatus::Success, RenderStatus::Failed];
+    const ALL: [RenderStatus; 5] = [
+        RenderStatus::Pending,
+        RenderStatus::Started,
+        RenderStatus::Success,
+        RenderStatus::Failed,
+        RenderStatus::Cancelled,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -45,6 +56,7 @@ impl RenderStatus {
             RenderStatus::Started => "started",
             RenderStatus::Success => "success",
             RenderStatus::Failed => "failed",
+            RenderStatus::Cancelled => "cancelled",
         }
     }
 
@@ -52,9 +64,9 @@ impl RenderStatus {
         RenderStatus::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
-    /// Whether the render ended (success or failure).
+    /// Whether the render ended (success, failure or cancel).
     pub fn is_final(self) -> bool {
-        matches!(self, RenderStatus::Success | RenderStatus::Failed)
+        matches!(self, RenderStatus::Success | RenderStatus::Failed | RenderStatus::Cancelled)
     }
 }
 

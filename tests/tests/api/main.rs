@@ -2,6 +2,7 @@
 //! one test binary (one link of libav* and everything else) with a module per area.
 
 mod assets;
+mod cancel;
 mod console;
 mod console_accounts;
 mod console_admin;

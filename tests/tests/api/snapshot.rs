@@ -103,6 +103,8 @@ async fn every_endpoint_answers_as_recorded() {
     log.get(&app, &format!("/generator/v1/jobs/{job_id}/notifications"), Some(&token)).await;
     let project = job["videos"][0]["project_id"].as_str().unwrap().to_string();
     log.get(&app, &format!("/generator/v1/projects/{project}"), Some(&token)).await;
+    log.json(&app, &format!("/generator/v1/jobs/{job_id}/cancel"), &token, &json!({})).await;
+    log.json(&app, "/generator/v1/jobs/0123456789abcdef0123456789abcdef/cancel", &token, &json!({})).await;
 
     // Integrations (none linked here).
     log.get(&app, "/api2/v1/users/me/integrations", Some(&token)).await;

@@ -4,7 +4,10 @@
 //! An editing session asks for many frames of one template version: the sources fetched
 //! for it stay in a directory of their own between calls (the [`PREVIEW_CACHE`] most
 //! recently used versions), so only a value that brings a new source fetches anything,
-//! and decoded pictures stay in memory ([`STILL_CACHE_BYTES`]), so a photo is decoded once.
+//! and what was decoded stays in memory ([`render::SnapshotCache`]): a photo is decoded once
+//! (up to [`STILL_CACHE_BYTES`] of pictures), each source probed once, and the decoders of
+//! video layers stay open where their last frame was ([`render::KEPT_VIDEOS`] of them), so
+//! scrubbing forward goes on decoding and the frame of an edit is not decoded again.
 //! Sound does not show: sound layers and the soundtrack are left out before anything is
 //! fetched, and speech is never synthesised for a preview.
 
@@ -119,10 +122,10 @@ impl RenderHandler {
         let files = fetched.files.clone();
         drop(fetched);
 
-        let (quality, at, stills) = (call.quality, call.at, self.stills.clone());
+        let (quality, at, kept) = (call.quality, call.at, self.kept.clone());
         let drawn = tokio::task::spawn_blocking(move || {
             let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
-            let frame = render::snapshot(&applied, &resolve, Some(&stills), quality, at)?;
+            let frame = render::snapshot(&applied, &resolve, Some(&kept), quality, at)?;
             let mut jpeg = Vec::new();
             JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
                 .write_image(frame.as_raw(), frame.width(), frame.height(), image::ExtendedColorType::Rgb8)

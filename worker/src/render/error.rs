@@ -31,6 +31,10 @@ pub enum RenderError {
     /// The render ran past its time limit.
     #[error("the render took longer than the limit of {limit:.0} s")]
     TimedOut { limit: f64 },
+    /// Stopped by [`RenderSettings::stop`](super::RenderSettings::stop) (its job was
+    /// cancelled).
+    #[error("the render was cancelled")]
+    Cancelled,
     /// Writing the output failed (disk full, …).
     #[error("could not write the output: {0}")]
     Io(#[from] std::io::Error),
@@ -50,6 +54,7 @@ impl RenderError {
             RenderError::Source { .. } => "render.bad_source",
             RenderError::Memory(_) => "render.too_large",
             RenderError::TimedOut { .. } => "render.timed_out",
+            RenderError::Cancelled => "render.cancelled",
             RenderError::Io(_) => "render.io",
             RenderError::Internal(_) => "render.internal",
         }
@@ -64,7 +69,9 @@ impl RenderError {
             | RenderError::MissingSource { .. }
             | RenderError::Memory(_) => true,
             RenderError::Source { error, .. } => !matches!(error, MediaError::Io(_) | MediaError::Internal(_)),
-            RenderError::TimedOut { .. } | RenderError::Io(_) | RenderError::Internal(_) => false,
+            RenderError::TimedOut { .. } | RenderError::Cancelled | RenderError::Io(_) | RenderError::Internal(_) => {
+                false
+            }
         }
     }
 

@@ -3,9 +3,8 @@
 //! HEIF transforms applied; SVG rasterised by resvg at the size it is shown), fitted into
 //! the layer's box and converted to YUV once.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::DynamicImage;
@@ -13,6 +12,7 @@ use reelfarm_domain::template::Fit;
 
 use super::geom::RectF;
 use super::picture::Picture;
+use super::snapshot_cache::{file_key, FileKey};
 use crate::media::sniff::{self, Sniffed};
 use crate::media::{raster, svg, Limits, MediaError};
 
@@ -26,14 +26,9 @@ pub(crate) enum Still {
     Svg(Box<resvg::usvg::Tree>),
 }
 
-/// A file as it is now: path, length, modification time.
-type FileKey = (PathBuf, u64, SystemTime);
-
-/// Decoded stills kept between the snapshots of an editing session (the preview frames of
-/// one template are drawn again and again from the same files), by file — path, length and
-/// modification time, so a changed file is decoded again — up to `limit` bytes of pixels,
-/// least recently used out.
-pub struct StillCache {
+/// Decoded stills kept between snapshots (see [`super::snapshot_cache`]), by file, up to `limit`
+/// bytes of pixels, least recently used out.
+pub(crate) struct StillCache {
     /// The stills and the bytes they hold.
     kept: Mutex<(lru::LruCache<FileKey, Arc<Still>>, usize)>,
     limit: usize,
@@ -46,8 +41,7 @@ impl StillCache {
 
     /// [`Still::open`] of `path`, decoded once while it stays in the cache.
     pub(crate) fn open(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
-        let meta = std::fs::metadata(path)?;
-        let key = (path.to_path_buf(), meta.len(), meta.modified()?);
+        let key = file_key(path)?;
         if let Some(still) = self.kept.lock().expect("still cache lock").0.get(&key) {
             return Ok(Some(still.clone()));
         }

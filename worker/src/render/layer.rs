@@ -155,6 +155,7 @@ pub(crate) fn prepare(
                 Some(still) => still_body(id, &still, video.fit, bw, bh, ken_burns)?,
                 None => video_body(
                     id,
+                    resolver,
                     &path,
                     video.fit,
                     video.trim_start,
@@ -207,6 +208,7 @@ fn still_body(
 #[allow(clippy::too_many_arguments)]
 fn video_body(
     id: &str,
+    resolver: &Resolver,
     path: &Path,
     fit: reelfarm_domain::template::Fit,
     trim: f64,
@@ -216,7 +218,7 @@ fn video_body(
     deadline: &Deadline,
     limits: &Limits,
 ) -> Result<Body, RenderError> {
-    let reader = VideoReader::open(path, trim, looping, deadline, limits).map_err(RenderError::source(id))?;
+    let reader = resolver.video(path, trim, looping, deadline, limits).map_err(RenderError::source(id))?;
     let (w, h) = reader.upright();
     let fitting = fitting(fit, f64::from(w), f64::from(h), f64::from(visual.bw), f64::from(visual.bh));
     let direct = reader.rotation == 0 && visual.rotation == 0.0 && !ken_burns && !anim::scales(&visual.animations);

@@ -39,6 +39,7 @@ mod plan;
 mod resample;
 mod run;
 mod snapshot;
+mod snapshot_cache;
 mod sound;
 mod sound_cache;
 mod source;
@@ -51,12 +52,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reelfarm_domain::template::{Source, Template};
+use tokio_util::sync::CancellationToken;
 
 use crate::media::Limits;
 
 pub use error::RenderError;
-pub use image::StillCache;
 pub use snapshot::snapshot;
+pub use snapshot_cache::{SnapshotCache, KEPT_VIDEOS};
 pub use source::sources;
 
 /// Output size: the template's own, or the shorter side set to 480, 720 or 1080 pixels
@@ -64,7 +66,7 @@ pub use source::sources;
 pub use reelfarm_domain::quality::Quality;
 
 /// How to render.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RenderSettings {
     pub quality: Quality,
     /// x264 constant rate factor (default 23).
@@ -78,6 +80,9 @@ pub struct RenderSettings {
     /// What every source may be (pixels of images and of video frames, duration); its
     /// `time_limit` is replaced by the one above. The worker passes its configured limits.
     pub limits: Limits,
+    /// Once cancelled, the render stops before its next frame with
+    /// [`RenderError::Cancelled`] (the worker cancels it when the job is).
+    pub stop: CancellationToken,
 }
 
 impl Default for RenderSettings {
@@ -89,6 +94,7 @@ impl Default for RenderSettings {
             threads: 0,
             time_limit: Duration::from_secs(3600),
             limits: Limits::default(),
+            stop: CancellationToken::new(),
         }
     }
 }

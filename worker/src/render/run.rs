@@ -10,11 +10,12 @@ use reelfarm_domain::template::{Content, Source, Template};
 use super::audio::{Mixer, Track, TrackSpec};
 use super::composite::{needs, transition, Needs};
 use super::encode::{write_thumbnail, Encoder, Output, Sound, SOUND_ENCODING};
-use super::layer::{prepare, Visual};
+use super::layer::{prepare, Body, Visual};
 use super::picture::{Picture, Yuv};
 use super::plan::{Plan, Shot};
 use super::sound_cache::{self, Kept};
 use super::source::Resolver;
+use super::video::VideoReader;
 use super::{Progress, Quality, RenderError, RenderOutput, RenderSettings};
 use crate::media::budget::estimate;
 use crate::media::limits::Deadline;
@@ -30,7 +31,7 @@ pub(super) fn render(
 ) -> Result<RenderOutput, RenderError> {
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
-    let resolver = Resolver { resolve, stills: None };
+    let resolver = Resolver { resolve, kept: None };
     let (plan, videos) = checked_plan(template, settings.quality, &resolver, &limits)?;
     // Held until the render ends (released on drop, panic included).
     let _memory = limits.memory.reserve(estimate::render_here(plan.width, plan.height, &videos), &deadline)?;
@@ -51,6 +52,7 @@ pub(super) fn render(
     // the big transient buffers of decoding are gone by then, and a bad picture fails the
     // render before any encoding. Video decoders start at their layer's first frame.
     frames.prepare(|_| true)?;
+    stopped(settings)?;
     let encoder = Encoder::start(
         &Output {
             path: out_mp4,
@@ -67,6 +69,7 @@ pub(super) fn render(
     let mut thumb = None;
     for n in 0..plan.frames {
         deadline.check()?;
+        stopped(settings)?;
         let mut canvas = encoder.recycled().unwrap_or_default();
         canvas.reset(plan.width, plan.height, false);
         frames.compose(n, &mut canvas)?;
@@ -107,6 +110,14 @@ pub(super) fn render(
     })
 }
 
+/// `Err(Cancelled)` once the render was told to stop.
+fn stopped(settings: &RenderSettings) -> Result<(), RenderError> {
+    if settings.stop.is_cancelled() {
+        return Err(RenderError::Cancelled);
+    }
+    Ok(())
+}
+
 /// The template checked, its timeline resolved for `quality` and every source probed:
 /// what a render and a snapshot do before anything else. Also returns the declared frame
 /// size of each video layer's source (one entry per layer), for the memory estimate.
@@ -139,6 +150,9 @@ pub(super) struct Frames<'a> {
     limits: &'a Limits,
     background: Yuv,
     clips: Vec<Option<Vec<Visual>>>,
+    /// Whether layers are dropped once over (a render's memory); a snapshot keeps its
+    /// layers so that their video readers can be kept.
+    pub(super) release: bool,
     scratch_a: Picture,
     scratch_b: Picture,
 }
@@ -159,6 +173,7 @@ impl<'a> Frames<'a> {
             limits,
             background: Yuv::of(template.canvas.background),
             clips: Vec::new(),
+            release: true,
             scratch_a: Picture::default(),
             scratch_b: Picture::default(),
         }
@@ -203,7 +218,7 @@ impl<'a> Frames<'a> {
             }
         }
         // Release the clips that are over.
-        for (i, span) in self.plan.clips.iter().enumerate() {
+        for (i, span) in self.plan.clips.iter().enumerate().filter(|_| self.release) {
             if span.end <= n + 1 {
                 self.clips[i] = None;
             } else if let Some(layers) = self.clips[i].as_mut() {
@@ -232,6 +247,14 @@ impl<'a> Frames<'a> {
         Ok(())
     }
 
+    /// The video readers of the layers prepared, once the frames are drawn.
+    pub(super) fn into_videos(self) -> impl Iterator<Item = VideoReader> + 'a {
+        self.clips.into_iter().flatten().flatten().filter_map(|layer| match layer.body {
+            Body::Video(video) => Some(video.reader),
+            _ => None,
+        })
+    }
+
     fn draw_clip(&mut self, i: usize, n: u64, canvas: &mut Picture) -> Result<(), RenderError> {
         canvas.fill(self.background);
         if let Some(layers) = self.clips[i].as_mut() {
@@ -255,7 +278,7 @@ fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> R
     let mut videos = Vec::new();
     for (who, source, video_layer) in layers.chain(soundtrack) {
         let path = resolver.path(who, source)?;
-        let probe = media::probe(&path, limits).map_err(RenderError::source(who))?;
+        let probe = resolver.probe(&path, limits).map_err(RenderError::source(who))?;
         if video_layer && probe.kind == MediaKind::Video {
             videos.push((probe.width.unwrap_or(0), probe.height.unwrap_or(0)));
         }

@@ -8,10 +8,10 @@ use std::time::Duration;
 use image::RgbImage;
 use reelfarm_domain::template::{Source, Template};
 
-use super::image::StillCache;
 use super::picture::Picture;
 use super::plan::{Plan, Shot};
 use super::run::{checked_plan, Frames};
+use super::snapshot_cache::SnapshotCache;
 use super::source::Resolver;
 use super::{Quality, RenderError};
 use crate::media::limits::Deadline;
@@ -23,16 +23,17 @@ const TIME_LIMIT: Duration = Duration::from_secs(600);
 
 /// The frame of `template` at `at` seconds (frame `round(at × fps)`, within the video) at
 /// `quality`, in RGB exactly as the thumbnail converts it before scaling. `resolve` gives
-/// the local file of each source, as for [`render`](super::render); `stills` keeps decoded
-/// pictures for the next snapshots (an editing session's). Blocking.
+/// the local file of each source, as for [`render`](super::render); `kept` keeps decoded
+/// pictures, probes and video readers for the next snapshots (an editing session's).
+/// Blocking.
 pub fn snapshot(
     template: &Template,
     resolve: &dyn Fn(&Source) -> Option<PathBuf>,
-    stills: Option<&StillCache>,
+    kept: Option<&SnapshotCache>,
     quality: Quality,
     at: f64,
 ) -> Result<RgbImage, RenderError> {
-    let resolver = Resolver { resolve, stills };
+    let resolver = Resolver { resolve, kept };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| frame_at(template, &resolver, quality, at))) {
         Ok(result) => result,
         Err(panic) => {
@@ -53,10 +54,14 @@ fn frame_at(template: &Template, resolver: &Resolver, quality: Quality, at: f64)
         Shot::Transition { from, .. } => from..=from + 1,
     };
     let mut frames = Frames::new(template, &plan, resolver, &deadline, &limits);
+    frames.release = resolver.kept.is_none();
     frames.prepare(|i| shown.contains(&i))?;
     let mut canvas = Picture::default();
     canvas.reset(plan.width, plan.height, false);
     frames.compose(n, &mut canvas)?;
+    if let Some(kept) = resolver.kept {
+        frames.into_videos().for_each(|reader| kept.keep_video(reader));
+    }
     rgb(&canvas)
 }
 

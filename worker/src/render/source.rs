@@ -9,8 +9,12 @@ use std::sync::Arc;
 
 use reelfarm_domain::template::{Content, Source, Template};
 
-use super::image::{Still, StillCache};
+use super::image::Still;
+use super::snapshot_cache::SnapshotCache;
+use super::video::VideoReader;
 use super::RenderError;
+use crate::media::limits::Deadline;
+use crate::media::Probe;
 use crate::media::{Limits, MediaError};
 
 /// Every distinct source the template uses (layers clip by clip, then the soundtrack), in
@@ -43,20 +47,47 @@ pub(crate) fn describe(source: &Source) -> String {
 /// The caller's resolver, with errors naming the layer.
 pub(crate) struct Resolver<'a> {
     pub(crate) resolve: &'a dyn Fn(&Source) -> Option<PathBuf>,
-    /// Decoded stills kept from earlier snapshots (previews); renders decode each once.
-    pub(crate) stills: Option<&'a StillCache>,
+    /// What earlier snapshots (previews) kept; renders open each source once.
+    pub(crate) kept: Option<&'a SnapshotCache>,
 }
 
 impl Resolver<'_> {
-    /// The local file of `source`, used by layer `layer`.
     /// The still picture at `path` (`None` for video or sound), from the cache when there is one.
     pub(crate) fn still(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
-        match self.stills {
-            Some(cache) => cache.open(path, limits),
+        match self.kept {
+            Some(kept) => kept.still(path, limits),
             None => Ok(Still::open(path, limits)?.map(Arc::new)),
         }
     }
 
+    /// What the media engine makes of `path`, from the cache when there is one.
+    pub(crate) fn probe(&self, path: &Path, limits: &Limits) -> Result<Probe, MediaError> {
+        match self.kept {
+            Some(kept) => kept.probe(path, limits),
+            None => crate::media::probe(path, limits),
+        }
+    }
+
+    /// A reader of the video at `path`, a kept one when there is one (it may show any
+    /// frame: [`VideoReader::frame_at`] moves it).
+    pub(crate) fn video(
+        &self,
+        path: &Path,
+        trim: f64,
+        looping: bool,
+        deadline: &Deadline,
+        limits: &Limits,
+    ) -> Result<VideoReader, MediaError> {
+        if let Some(kept) = self.kept {
+            let key = (super::snapshot_cache::file_key(path)?, trim.to_bits(), looping);
+            if let Some(reader) = kept.take_video(&key) {
+                return Ok(reader);
+            }
+        }
+        VideoReader::open(path, trim, looping, deadline, limits)
+    }
+
+    /// The local file of `source`, used by layer `layer`.
     pub(crate) fn path(&self, layer: &str, source: &Source) -> Result<PathBuf, RenderError> {
         (self.resolve)(source)
             .ok_or_else(|| RenderError::MissingSource { layer: layer.to_owned(), what: describe(source) })

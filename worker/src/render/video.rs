@@ -13,13 +13,21 @@ use ffmpeg_next as ffmpeg;
 
 use super::picture::{half, Picture};
 use super::resample::chroma_alpha;
+use super::snapshot_cache::{file_key, VideoKey};
 use crate::media::audio::MAX_DECODE_ERRORS;
 use crate::media::limits::Deadline;
 use crate::media::{av, decoders};
 use crate::media::{Limits, MediaError};
 
+/// Seconds ahead of the frame shown past which a kept reader asked for a later frame
+/// looks for a keyframe to seek to instead of decoding its way there (a render's frames
+/// are never this far apart).
+const FAR_AHEAD: f64 = 1.0;
+
 /// An opened video source: its picture stream and, once playing, its decoder.
 pub(crate) struct VideoReader {
+    /// The file, trim and looping it was opened for (how a kept reader is found again).
+    pub(crate) key: VideoKey,
     input: ffmpeg::format::context::Input,
     index: usize,
     time_base: Rational,
@@ -62,6 +70,7 @@ impl VideoReader {
         deadline: &Deadline,
         limits: &Limits,
     ) -> Result<VideoReader, MediaError> {
+        let key = (file_key(path)?, trim.to_bits(), looping);
         let input = av::open_input_within(path, deadline, limits.max_video_pixels)?;
         let stream = input
             .streams()
@@ -94,6 +103,7 @@ impl VideoReader {
         };
         let (rotation, _) = av::rotation(&stream);
         Ok(VideoReader {
+            key,
             input,
             index,
             time_base,
@@ -129,7 +139,11 @@ impl VideoReader {
 
     /// The frame to show `tau` seconds into the layer, and its serial number (which
     /// changes whenever the frame does).
+    ///
+    /// Any `tau` may be asked (a reader kept between snapshots is); a render asks for
+    /// times that only grow.
     pub(crate) fn frame_at(&mut self, tau: f64, deadline: &Deadline) -> Result<(&frame::Video, u64), MediaError> {
+        self.reposition(tau);
         if self.decoder.is_none() {
             // The first frame asked for need not be the layer's first (a snapshot asks for
             // one frame anywhere): the decoder starts at the keyframe at or before it, which
@@ -187,6 +201,48 @@ impl VideoReader {
         Ok((&self.current, self.serial))
     }
 
+    /// Makes a reader that already shows a frame ready for `tau`: a time before its frame
+    /// starts over (from the keyframe before `tau`, or the trim point when looping); a time
+    /// more than [`FAR_AHEAD`] past it starts over too when a keyframe lies between the two
+    /// (decoding from there is shorter); otherwise decoding goes on from where it is.
+    fn reposition(&mut self, tau: f64) {
+        let Some(now) = self.current_time else { return };
+        let tolerance = self.frame_time / 2.0;
+        let shown = now - self.trim + self.loop_offset;
+        let back = tau + tolerance < shown;
+        let far = !self.looping
+            && tau - shown > FAR_AHEAD
+            && self.keyframe_before(self.trim + tau).is_some_and(|k| k > now + tolerance);
+        if back || far {
+            self.decoder = None;
+            self.current_time = None;
+            self.pending_time = None;
+            self.input_done = false;
+            self.eof = false;
+            self.last_time = 0.0;
+            self.loop_offset = 0.0;
+            self.looping = self.key.2;
+        }
+    }
+
+    /// Time of the last keyframe at or before `at` seconds of the source, by the
+    /// container's index (`None` without one).
+    fn keyframe_before(&self, at: f64) -> Option<f64> {
+        let stream = self.input.stream(self.index)?;
+        let ts = (at + self.origin) / f64::from(self.time_base);
+        // SAFETY: an index lookup on an open stream; the entry returned belongs to the
+        // stream and is read at once.
+        let entry = unsafe {
+            ffi::avformat_index_get_entry_from_timestamp(
+                stream.as_ptr() as *mut _,
+                ts as i64,
+                ffi::AVSEEK_FLAG_BACKWARD,
+            )
+        };
+        // SAFETY: a non-null entry points into the stream's index.
+        (!entry.is_null()).then(|| av::seconds(unsafe { (*entry).timestamp }, self.time_base) - self.origin)
+    }
+
     /// Opens the decoder (libav's own threading) and seeks to `at` seconds of the source
     /// (the trim point or later).
     fn start(&mut self, at: f64, deadline: &Deadline) -> Result<(), MediaError> {
@@ -201,9 +257,14 @@ impl VideoReader {
         let decoder =
             context.decoder().video().map_err(|e| MediaError::Corrupt(format!("cannot decode the video ({e})")))?;
         self.decoder = Some(decoder);
-        // Without a usable index the frames before `at` are decoded and dropped.
-        if at > 0.0 {
-            self.seek(at, deadline)?;
+        // Without a usable index the frames before `at` are decoded and dropped; a reader
+        // that played before and cannot seek reads the file again from its start.
+        let played = self.serial > 0;
+        if at > 0.0 || played {
+            let sought = self.seek(at, deadline)?;
+            if !sought && played {
+                self.input = av::open_input_within(&self.key.0 .0, deadline, self.max_pixels)?;
+            }
         }
         Ok(())
     }

@@ -70,6 +70,7 @@ mod cases {
     integrations => integrations::integrations,
     jobs => jobs::jobs,
     renders_ending_together_finish_their_job => jobs::renders_ending_together_finish_their_job,
+    cancel_jobs => jobs::cancel,
     deliveries => deliveries::deliveries,
     email_allowance => deliveries::email_allowance,
     housekeeping => housekeeping::housekeeping,

@@ -25,6 +25,7 @@ mod types;
 
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
+pub use renders::CANCELLED_ERROR;
 pub use types::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
     IDEMPOTENCY_TTL_MS,

@@ -38,7 +38,7 @@ pub use housekeeping::{Pruned, DRAFT_RETENTION_MS, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
 pub use jobs::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
-    IDEMPOTENCY_TTL_MS,
+    CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};

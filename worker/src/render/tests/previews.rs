@@ -2,16 +2,18 @@
 //! rendered losslessly (x264 at CRF 0) at 480p, decodes at a sixth, half and five sixths
 //! of its frames to exactly the pixels [`snapshot`] draws for those times; and so does a
 //! video layer whose source has many keyframes (a snapshot seeks to the one before its
-//! frame instead of decoding from the trim point).
+//! frame instead of decoding from the trim point), looping or not. Each frame is drawn
+//! twice: alone, and as an editing session scrubs — with what earlier snapshots kept
+//! (the video readers left where their last frame was), forward, back and again.
 
 use image::RgbImage;
-use reelfarm_domain::template::{Source, Template};
+use reelfarm_domain::template::{Content, Source, Template};
 use serde_json::json;
 
 use super::golden::{example, examples_dir};
 use super::{clip, decode_frames, rect, template, Scratch};
 use crate::render::plan::Plan;
-use crate::render::{render, snapshot, Quality, RenderSettings};
+use crate::render::{render, snapshot, Quality, RenderSettings, SnapshotCache};
 
 fn check(name: &str) {
     let dir = examples_dir();
@@ -19,8 +21,9 @@ fn check(name: &str) {
 }
 
 /// Renders `template` (its `file` sources in `dir`) losslessly at 480p and compares the
-/// frames `at` chooses with their snapshots.
-fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl Fn(&Plan) -> Vec<u64>) {
+/// frames `at` chooses with their snapshots; returns the video readers kept at the end
+/// (one per video layer at most: a kept reader is taken again, never opened anew).
+fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl Fn(&Plan) -> Vec<u64>) -> usize {
     let s = Scratch::new();
     let resolve = |source: &Source| match source {
         Source::File { file } => Some(dir.join(file)),
@@ -32,12 +35,25 @@ fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl 
     let plan = Plan::new(template, Quality::P480);
     let frames = decode_frames(&mp4);
     assert_eq!(frames.len() as u64, plan.frames);
-    for n in at(&plan) {
+    let kept = SnapshotCache::new(64 << 20);
+    let compare = |n: u64, kept: Option<&SnapshotCache>| {
         let rendered = RgbImage::from_raw(plan.width, plan.height, frames[n as usize].to_rgb()).expect("size");
-        let preview = snapshot(template, &resolve, None, Quality::P480, plan.time(n)).expect("snapshot");
+        let preview = snapshot(template, &resolve, kept, Quality::P480, plan.time(n)).expect("snapshot");
         let differing = rendered.pixels().zip(preview.pixels()).filter(|(a, b)| a != b).count();
-        assert_eq!(differing, 0, "{name}: {differing} pixels of frame {n} differ from the render's");
+        let how = if kept.is_some() { "scrubbing" } else { "alone" };
+        assert_eq!(differing, 0, "{name}: {differing} pixels of frame {n} ({how}) differ from the render's");
+    };
+    let ns = at(&plan);
+    for &n in &ns {
+        compare(n, None);
+        compare(n, Some(&kept));
     }
+    for &n in ns.iter().rev().chain(&ns) {
+        compare(n, Some(&kept));
+    }
+    let videos = template.clips.iter().flat_map(|c| &c.layers).filter(|l| matches!(l.content, Content::Video(_)));
+    assert!(kept.videos() <= videos.count(), "{name}: one reader kept per video layer at most");
+    kept.videos()
 }
 
 #[test]
@@ -85,5 +101,22 @@ fn preview_of_a_video_with_many_keyframes_is_its_render() {
     let clips = vec![clip("a", 4.0, vec![rect("bg", 0.0, 0.0, 854.0, 480.0, "#203040"), video])];
     let template =
         Template::from_json(serde_json::to_vec(&template(854, 480, clips)).expect("json")).expect("template");
-    same_frames("keyframes", &template, s.path("").as_path(), |_| vec![0, 3, 17, 24, 31, 39]);
+    assert_eq!(same_frames("keyframes", &template, s.path("").as_path(), |_| vec![0, 3, 17, 24, 31, 39]), 1);
+}
+
+/// A looping source shorter than its layer: snapshots in its second and third pass, then
+/// back in the first; a kept reader goes on looping forward and starts over going back.
+#[test]
+fn preview_of_a_looping_video_is_its_render() {
+    let s = Scratch::new();
+    s.ffmpeg(
+        &["-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=1.5", "-c:v", "libx264", "-g", "10", "-pix_fmt", "yuv420p"],
+        "short.mp4",
+    );
+    let video = json!({ "id": "v", "kind": "video", "source": { "file": "short.mp4" }, "trim_start": 0.2,
+        "loop": true, "x": 100, "y": 40, "width": 640, "height": 360, "fit": "contain", "mute": true });
+    let clips = vec![clip("a", 4.0, vec![rect("bg", 0.0, 0.0, 854.0, 480.0, "#203040"), video])];
+    let template =
+        Template::from_json(serde_json::to_vec(&template(854, 480, clips)).expect("json")).expect("template");
+    assert_eq!(same_frames("looping", &template, s.path("").as_path(), |_| vec![2, 15, 16, 27, 38, 8]), 1);
 }

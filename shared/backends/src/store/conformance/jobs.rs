@@ -9,7 +9,7 @@ use super::super::*;
 use super::templates::new_template;
 use reelfarm_domain::id::{now_ms, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::message::Message;
-use reelfarm_domain::status::JobStatus;
+use reelfarm_domain::status::{JobStatus, RenderStatus};
 
 pub(super) fn new_job(
     user_id: &UserId,
@@ -153,4 +153,90 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
     assert_eq!(finished.len(), 20);
     assert!(store.jobs_of(&lena.id, Some(&TemplateId::generate()), None, 50, 0).await.unwrap().is_empty());
     assert_eq!(store.jobs_of(&lena.id, None, None, 5, 20).await.unwrap().len(), 1, "the oldest page");
+}
+
+/// Cancelling a job: the renders that had not ended are `cancelled` and refunded, the
+/// job is `cancelled`, each cancelled render's event is written when the job notifies;
+/// a worker then neither starts nor ends them; cancelling again changes nothing. Raced
+/// against renders ending, every credit is counted exactly once.
+pub(super) async fn cancel(store: &Store) {
+    let template = store.create_template(&new_template("Cancel", None, true)).await.unwrap();
+    let mia = store.create_user("mia", None, 10).await.unwrap();
+    let job =
+        NewJob { notifications: r#"[{"type":"callback"}]"#.into(), ..new_job(&mia.id, &template.id, 4, true, false) };
+    assert_eq!(store.create_job(&job, None).await.unwrap(), JobCreation::Created);
+    let ids: Vec<&RenderId> = job.renders.iter().map(|r| &r.id).collect();
+    let success =
+        RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 1 };
+    assert!(store.end_render(ids[0], &success).await.unwrap());
+    assert!(store.start_render(ids[1], "w1").await.unwrap().is_some());
+    assert!(store.end_render(ids[2], &RenderOutcome::Failed { error: "broken".into() }).await.unwrap());
+    assert_eq!(store.available_credits(&mia.id).await.unwrap(), 7);
+    store.outbox_claim(1000, Duration::from_secs(60)).await.unwrap();
+
+    assert_eq!(store.cancel_job(&job.id).await.unwrap(), 2);
+    assert_eq!(store.available_credits(&mia.id).await.unwrap(), 9, "the two open renders refunded");
+    let cancelled = store.job(&job.id).await.unwrap();
+    assert_eq!(cancelled.status, JobStatus::Cancelled);
+    assert!(cancelled.finished_at.is_some());
+    let statuses: Vec<_> = cancelled.renders.iter().map(|r| (r.status, r.error.as_deref())).collect();
+    assert_eq!(
+        statuses,
+        [
+            (RenderStatus::Success, None),
+            (RenderStatus::Cancelled, Some(CANCELLED_ERROR)),
+            (RenderStatus::Failed, Some("broken")),
+            (RenderStatus::Cancelled, Some(CANCELLED_ERROR)),
+        ]
+    );
+    let events: Vec<Message> = store
+        .outbox_claim(1000, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.envelope.message)
+        .filter(|m| matches!(m, Message::RenderFinishedV1 { .. }))
+        .collect();
+    assert_eq!(
+        events,
+        [ids[1], ids[3]].map(|id| Message::RenderFinishedV1 { render_id: id.clone() }),
+        "one event per cancelled render"
+    );
+
+    // The worker of the started render finds it ended; the pending one never starts.
+    assert!(!store.end_render(ids[1], &success).await.unwrap());
+    assert!(store.start_render(ids[3], "w2").await.unwrap().is_none());
+    assert_eq!(store.cancel_job(&job.id).await.unwrap(), 0, "cancelling twice changes nothing");
+    assert_eq!(store.available_credits(&mia.id).await.unwrap(), 9);
+    assert_eq!(store.job(&job.id).await.unwrap(), cancelled);
+
+    // An ended job stays as it ended; an unknown one is not found.
+    let done = new_job(&mia.id, &template.id, 1, true, false);
+    assert_eq!(store.create_job(&done, None).await.unwrap(), JobCreation::Created);
+    assert!(store.end_render(&done.renders[0].id, &success).await.unwrap());
+    assert_eq!(store.cancel_job(&done.id).await.unwrap(), 0);
+    assert_eq!(store.job(&done.id).await.unwrap().status, JobStatus::Finished);
+    assert!(matches!(store.cancel_job(&JobId::generate()).await, Err(StoreError::NotFound("job"))));
+
+    // Cancels racing renders that end: each render ends once, either way, and exactly
+    // the cancelled ones are refunded.
+    let leo = store.create_user("leo", None, 60).await.unwrap();
+    let jobs: Vec<NewJob> = (0..20).map(|_| new_job(&leo.id, &template.id, 3, true, false)).collect();
+    for job in &jobs {
+        assert_eq!(store.create_job(job, None).await.unwrap(), JobCreation::Created);
+    }
+    let endings =
+        jobs.iter().flat_map(|j| &j.renders).map(|r| async { store.end_render(&r.id, &success).await.unwrap() });
+    let cancels = jobs.iter().map(|j| async { store.cancel_job(&j.id).await.unwrap() });
+    let (ended, cancelled) =
+        futures::future::join(futures::future::join_all(endings), futures::future::join_all(cancels)).await;
+    let (ended, cancelled) = (ended.into_iter().filter(|e| *e).count(), cancelled.into_iter().sum::<usize>());
+    assert_eq!(ended + cancelled, 60, "every render ended once");
+    assert_eq!(store.available_credits(&leo.id).await.unwrap(), cancelled as i64);
+    for job in &jobs {
+        let stored = store.job(&job.id).await.unwrap();
+        let open = stored.renders.iter().filter(|r| r.status == RenderStatus::Cancelled).count();
+        let expected = if open > 0 { JobStatus::Cancelled } else { JobStatus::Finished };
+        assert_eq!(stored.status, expected, "job {}", job.id);
+    }
 }

@@ -1,8 +1,8 @@
 //! A render's life: claimed by a worker, released, ended (in one transaction: its outcome,
 //! the refund of a failed render's credit, the job's status and the `render_finished.v1`
-//! event).
+//! event), or cancelled with its job (as one transaction too).
 
-use reelfarm_domain::id::{now_ms, RenderId};
+use reelfarm_domain::id::{now_ms, JobId, RenderId};
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::RenderStatus;
 
@@ -134,4 +134,68 @@ impl Store {
         }
         Ok(true)
     }
+
+    /// Cancels what of job `id` has not ended, in one transaction: its pending and started
+    /// renders become `cancelled` (a worker's [`Self::start_render`] or [`Self::end_render`]
+    /// of one then finds it ended), their credits are refunded, the job is `cancelled`
+    /// and, when it notifies, `render_finished.v1` is written for each. Returns how many
+    /// renders were cancelled: none once the job had ended (cancelling twice changes
+    /// nothing).
+    #[tracing::instrument(name = "store::cancel_job", level = "debug", skip_all)]
+    pub async fn cancel_job(&self, id: &JobId) -> Result<usize> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        // Renders first, then the job, in the order `end_render` locks them: a render
+        // ending meanwhile either ended before (and stays as it ended) or finds itself
+        // cancelled.
+        let cancelled: Vec<String> = sqlx::query_scalar(
+            "UPDATE renders SET status = 'cancelled', error = $1, finished_at = $2 \
+             WHERE job_id = $3 AND status IN ('pending', 'started') RETURNING id",
+        )
+        .bind(CANCELLED_ERROR)
+        .bind(now)
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+        let job = sqlx::query("SELECT credit_account, notifications FROM jobs WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound("job"))?;
+        if cancelled.is_empty() {
+            tx.rollback().await?;
+            return Ok(0);
+        }
+        let refunded =
+            sqlx::query("UPDATE renders SET charged = 0 WHERE job_id = $1 AND status = 'cancelled' AND charged = 1")
+                .bind(id.as_str())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        let account: Option<String> = job.try_get("credit_account")?;
+        if let (n @ 1.., Some(account)) = (refunded, account) {
+            CreditAccount::decode(&account)?.credit(&mut tx, n as i64).await?;
+        }
+        sqlx::query("UPDATE jobs SET status = 'cancelled', finished_at = $1 WHERE id = $2 AND status = 'started'")
+            .bind(now)
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        let notifications: String = job.try_get("notifications")?;
+        let notify = serde_json::from_str::<Vec<serde_json::Value>>(&notifications).is_ok_and(|n| !n.is_empty());
+        if notify {
+            for render_id in &cancelled {
+                let message = Message::RenderFinishedV1 { render_id: RenderId::trusted(render_id) };
+                outbox::enqueue(&mut tx, &crate::trace::envelope(message)).await?;
+            }
+        }
+        tx.commit().await?;
+        if notify {
+            self.outbox_written();
+        }
+        Ok(cancelled.len())
+    }
 }
+
+/// The error of a cancelled render.
+pub const CANCELLED_ERROR: &str = "the job was cancelled";
