@@ -99,11 +99,13 @@ async fn a_cancelled_job_stops_refunds_and_calls_back_cancelled(mode: Mode) {
     let id = job["id"].as_str().unwrap();
     assert_eq!(w.credits().await, 7);
 
-    // Wait until the first video is being drawn (frames done), then cancel.
+    // Wait until a video is being drawn (frames done; which one comes first is the bus's
+    // choice), then cancel.
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let now = json(w.app.get(&format!("/generator/v1/jobs/{id}"), &w.token).await, 200).await;
-        if now["videos"][0]["status"] == "started" && now["videos"][0]["progress"].as_u64().unwrap() > 0 {
+        let videos = now["videos"].as_array().unwrap();
+        if videos.iter().any(|v| v["status"] == "started" && v["progress"].as_u64().unwrap() > 0) {
             break;
         }
         assert!(Instant::now() < deadline, "the render did not start: {now}");
@@ -151,7 +153,8 @@ async fn a_cancelled_job_stops_refunds_and_calls_back_cancelled(mode: Mode) {
     assert_eq!(next["videos"][0]["status"], "success", "{next}");
     let after = json(w.app.get(&format!("/generator/v1/jobs/{id}"), &w.token).await, 200).await;
     assert_eq!(statuses(&after), [CANCELLED; 3]);
-    assert!(after["videos"][1]["started_at"].is_null() && after["videos"][2]["started_at"].is_null());
+    let started = after["videos"].as_array().unwrap().iter().filter(|v| !v["started_at"].is_null()).count();
+    assert_eq!(started, 1, "the waiting videos never started: {after}");
     assert_eq!(receiver.hits("/hook"), 3, "one callback per video");
 }
 
