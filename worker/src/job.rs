@@ -9,7 +9,8 @@
 //! every other source was fetched and checked (`crate::tts`: synthesised once, cached in
 //! the blob store, fitted to the layer); characters sent to paid providers are counted
 //! per user.
-//! Progress goes to the cache as the frames are done.
+//! Progress goes to the cache as the frames are done. A template's encoded sound is kept
+//! for the whole fleet in the blob store (`sounds`).
 //!
 //! Idempotent and crash-safe: a render that ended is not rendered again; one found
 //! `started` was interrupted (its worker died) and is rendered again; on the last
@@ -49,6 +50,7 @@ use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
 use crate::tts::Tts;
 
 mod preview;
+mod sounds;
 mod template_media;
 
 /// Largest file an address may give.
@@ -181,6 +183,7 @@ impl RenderHandler {
             time_limit: self.time_limit,
             threads: self.encoder_threads,
             limits: self.media_limits.clone(),
+            sounds: Some(Arc::new(sounds::BlobSounds::new(self.backends.blobs.clone(), self.secret.clone()))),
             ..output
         };
         let (template, mp4, jpg) = (template.clone(), mp4.to_path_buf(), jpg.to_path_buf());

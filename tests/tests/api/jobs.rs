@@ -23,6 +23,7 @@ both_modes!(
     every_invalid_field_is_named_in_one_answer,
     projects_store_the_template_with_the_values_applied,
     a_hostile_text_value_is_refused_at_once_and_holds_up_nothing,
+    a_templates_sound_is_encoded_once_for_the_whole_fleet,
 );
 
 const URL_PHOTO: &str = "11111111-1111-4111-8111-111111111111";
@@ -528,4 +529,43 @@ async fn a_hostile_text_value_is_refused_at_once_and_holds_up_nothing(mode: Mode
     json(w.post_job(&body_with(&deep)).await, 200).await;
     assert_eq!(w.credits().await, 4, "only the accepted job was charged");
     w.app.stop().await;
+}
+
+/// The AAC packets of the MP4 at `url`, as an ADTS stream (ffmpeg CLI, stream copy).
+async fn audio_packets(url: &str, dir: &Path) -> Vec<u8> {
+    let bytes = reqwest::get(url).await.unwrap().error_for_status().unwrap().bytes().await.unwrap();
+    let (mp4, adts) = (dir.join(format!("{}.mp4", uuid::Uuid::new_v4().simple())), dir.join("out.aac"));
+    std::fs::write(&mp4, &bytes).unwrap();
+    media::ffmpeg(&["-i", mp4.to_str().unwrap(), "-map", "0:a", "-c", "copy", "-f", "adts"], &adts);
+    std::fs::read(&adts).unwrap()
+}
+
+/// The template's sound (its soundtrack: the values change only pictures) is encoded by
+/// the first render and kept in the blob store; a worker process that never encoded it
+/// (the process's own cache emptied, as a fresh process has it) writes the stored packets
+/// instead, byte for byte the same sound (issue #18: the kept sound, once per fleet).
+async fn a_templates_sound_is_encoded_once_for_the_whole_fleet(mode: Mode) {
+    let w = world(mode, 10).await;
+    let blobs = &w.app.service.backends.blobs;
+    let mut urls = Vec::new();
+    for headline in ["One", "Two"] {
+        // The import rendered the template's preview in this process: forget its sound.
+        reelfarm_worker::render::forget_kept_sound();
+        let body = w.job("480p", json!([{ "template_variables": { HEADLINE: headline } }]));
+        let created = json(w.post_job(&body).await, 200).await;
+        let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;
+        assert_eq!(job["videos"][0]["status"], "success", "{job}");
+        urls.push(job["videos"][0]["url"].as_str().unwrap().to_string());
+        assert_eq!(blobs.list("sounds/").await.unwrap().len(), 1, "one sound kept for the fleet");
+    }
+    let metrics = reqwest::get(w.app.url("/metrics")).await.unwrap().text().await.unwrap();
+    let count = |source: &str| {
+        let line = format!("reelfarm_render_sound_total{{source=\"{source}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(&line)).map_or(0.0, |v| v.parse::<f64>().unwrap())
+    };
+    // The import's preview and the first job encoded; the second job wrote the kept sound.
+    assert_eq!((count("encoded"), count("kept")), (2.0, 1.0), "{metrics}");
+    let (first, second) = (audio_packets(&urls[0], w.dir.path()).await, audio_packets(&urls[1], w.dir.path()).await);
+    assert!(first.len() > 1000);
+    assert!(first == second, "the kept sound is the encoded one, byte for byte");
 }

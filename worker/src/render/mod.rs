@@ -14,7 +14,8 @@
 //! blending, transitions between two clip canvases) on the calling thread while x264
 //! encodes on its own threads, fed through a bounded channel; canvases are recycled.
 //! Sound is mixed sample-exact in step with the frames, or, when an earlier render of the
-//! process made the same sound, its AAC packets are written again ([`sound_cache`]).
+//! process or of the fleet ([`SoundStore`]) made the same sound, its AAC packets are
+//! written again ([`sound_cache`]).
 //!
 //! Thumbnail: the frame at one third of the video — past most entrance animations and the
 //! first transition, and the same frame on every run.
@@ -49,6 +50,7 @@ mod video;
 mod tests;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reelfarm_domain::template::{Source, Template};
@@ -83,6 +85,19 @@ pub struct RenderSettings {
     /// Once cancelled, the render stops before its next frame with
     /// [`RenderError::Cancelled`] (the worker cancels it when the job is).
     pub stop: CancellationToken,
+    /// Where encoded sounds are shared beyond this process (none: the process keeps its
+    /// own only).
+    pub sounds: Option<Arc<dyn SoundStore>>,
+}
+
+/// Encoded sounds shared by every process rendering (the worker's blob store): a render
+/// whose sound a process of the fleet encoded before writes that sound instead of mixing
+/// and encoding it. Called from the render's thread; best effort (a failure is a miss).
+pub trait SoundStore: std::fmt::Debug + Send + Sync {
+    /// The bytes stored under `name` (the sound's content key in hex), if any.
+    fn get(&self, name: &str) -> Option<Vec<u8>>;
+    /// Stores `bytes` under `name`.
+    fn put(&self, name: &str, bytes: Vec<u8>);
 }
 
 impl Default for RenderSettings {
@@ -95,6 +110,7 @@ impl Default for RenderSettings {
             time_limit: Duration::from_secs(3600),
             limits: Limits::default(),
             stop: CancellationToken::new(),
+            sounds: None,
         }
     }
 }

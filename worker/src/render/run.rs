@@ -37,7 +37,8 @@ pub(super) fn render(
     let _memory = limits.memory.reserve(estimate::render_here(plan.width, plan.height, &videos), &deadline)?;
     let specs = track_specs(template, &plan, &resolver)?;
     let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
-    let kept = sound_key.as_ref().and_then(sound_cache::get);
+    let sounds = settings.sounds.as_deref();
+    let kept = sound_key.as_ref().and_then(|key| sound_cache::get(key, sounds));
     let sound_kept = kept.is_some();
     reelfarm_backends::metrics::render_sound(sound_kept);
     let (mut mixer, sound) = match kept {
@@ -96,7 +97,7 @@ pub(super) fn render(
     drop(frames);
     // Only a finished render's sound is kept: one cut short has part of it.
     if let (Some(key), Some(packets)) = (sound_key, encoder.finish()?) {
-        sound_cache::put(key, Kept::new(packets));
+        sound_cache::put(key, Kept::new(packets), sounds);
     }
     if let Some(thumb) = thumb {
         write_thumbnail(&thumb, out_jpg)?;

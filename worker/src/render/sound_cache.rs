@@ -1,21 +1,29 @@
-//! Encoded sound, kept per process. A template's sound rarely depends on the job's values
-//! (a soundtrack, a jingle under the titles), so the renders of one template would decode,
-//! mix and AAC-encode the same samples again and again: about a quarter of a short
-//! render's CPU. The key is a SHA-256 over everything the mix and the encoder depend on:
-//! every track's source bytes, its placement, trim, loop, volume and fades, the total
-//! length, the sample rate and the encoder. On a hit the render writes the kept packets
-//! (byte for byte what the encoder made); a miss encodes as usual and keeps the packets
-//! once the render finished.
+//! Encoded sound, kept per process and, through a [`SoundStore`], per fleet. A template's
+//! sound rarely depends on the job's values (a soundtrack, a jingle under the titles), so
+//! the renders of one template would decode, mix and AAC-encode the same samples again and
+//! again: about a quarter of a short render's CPU. The key is a SHA-256 over everything
+//! the mix and the encoder depend on: every track's source bytes, its placement, trim,
+//! loop, volume and fades, the total length, the sample rate, the encoder and the version
+//! of libavcodec. On a hit the render writes the kept packets (byte for byte what the
+//! encoder made); a miss of the process's cache asks the store (the worker's blob store,
+//! see `SoundStore`), and a miss there too encodes as usual and keeps the packets — in the
+//! process and in the store — once the render finished.
 
 use std::io::Read;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use ffmpeg_next::Packet;
+use ffmpeg_next::{packet, Packet};
 use lru::LruCache;
 use sha2::{Digest, Sha256};
 
 use super::audio::TrackSpec;
 use super::plan::SAMPLE_RATE;
+use super::SoundStore;
+
+/// First bytes of a stored sound (format version 1).
+const MAGIC: &[u8; 8] = b"rfsound1";
+/// Bytes of a stored packet's header: pts, dts, duration, flags, size.
+const PACKET_HEADER: usize = 8 * 3 + 4 + 4;
 
 /// What the kept packets may take in memory, together (about 50 minutes of sound at
 /// 160 kbit/s).
@@ -39,6 +47,49 @@ impl Kept {
         let bytes = packets.iter().map(|p| p.size() + 128).sum();
         Kept { packets, bytes }
     }
+
+    /// The packets as stored: [`MAGIC`], then each packet's pts, dts and duration (`i64`,
+    /// `i64::MIN` for none), flags and size (`u32`) and bytes, little-endian.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(MAGIC.len() + self.bytes);
+        out.extend_from_slice(MAGIC);
+        for p in &self.packets {
+            for n in [p.pts(), p.dts(), Some(p.duration())] {
+                out.extend_from_slice(&n.unwrap_or(i64::MIN).to_le_bytes());
+            }
+            out.extend_from_slice(&(p.flags().bits() as u32).to_le_bytes());
+            let data = p.data().unwrap_or_default();
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(data);
+        }
+        out
+    }
+
+    /// The packets of [`Kept::to_bytes`]; `None` for anything else.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Kept> {
+        let mut rest = bytes.strip_prefix(MAGIC)?;
+        let mut packets = Vec::new();
+        while !rest.is_empty() {
+            let header = rest.get(..PACKET_HEADER)?;
+            let int = |at: usize| i64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+            let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+            let time = |n: i64| (n != i64::MIN).then_some(n);
+            let size = word(28) as usize;
+            let mut p = Packet::copy(rest.get(PACKET_HEADER..PACKET_HEADER + size)?);
+            p.set_pts(time(int(0)));
+            p.set_dts(time(int(8)));
+            p.set_duration(int(16));
+            p.set_flags(packet::Flags::from_bits_truncate(word(24) as i32));
+            packets.push(p);
+            rest = &rest[PACKET_HEADER + size..];
+        }
+        Some(Kept::new(packets))
+    }
+}
+
+/// The name of the sound of `key` for a [`SoundStore`]: the key in hex.
+fn stored_name(key: &Key) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 struct Cache {
@@ -62,6 +113,7 @@ pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<K
     let mut hash = Sha256::new();
     hash.update(encoder.as_bytes());
     hash.update([0]);
+    hash.update(ffmpeg_next::codec::version().to_le_bytes());
     for n in [u64::from(SAMPLE_RATE), samples, tracks.len() as u64] {
         hash.update(n.to_le_bytes());
     }
@@ -89,10 +141,22 @@ pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<K
     Some(hash.finalize().into())
 }
 
-/// The kept sound of `key`, if any.
-pub(crate) fn get(key: &Key) -> Option<Arc<Kept>> {
+/// The kept sound of `key`, if any: the process's, else the store's (then kept in the
+/// process too).
+pub(crate) fn get(key: &Key, store: Option<&dyn SoundStore>) -> Option<Arc<Kept>> {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.entries.get(key).cloned()
+    if let Some(kept) = cache.entries.get(key) {
+        return Some(kept.clone());
+    }
+    drop(cache);
+    let stored = store?.get(&stored_name(key))?;
+    let Some(kept) = Kept::from_bytes(&stored) else {
+        tracing::warn!(name = %stored_name(key), "a stored sound is not readable; encoding it again");
+        return None;
+    };
+    let kept = Arc::new(kept);
+    keep(*key, kept.clone());
+    Some(kept)
 }
 
 /// Forgets every kept sound (benchmarks measuring a first render).
@@ -102,14 +166,22 @@ pub(crate) fn clear() {
     cache.bytes = 0;
 }
 
-/// Keeps `kept` under `key`, dropping the least recently used entries beyond the budget.
-pub(crate) fn put(key: Key, kept: Kept) {
+/// Keeps `kept` under `key`, in the store when there is one and in the process.
+pub(crate) fn put(key: Key, kept: Kept, store: Option<&dyn SoundStore>) {
+    if let Some(store) = store {
+        store.put(&stored_name(&key), kept.to_bytes());
+    }
+    keep(key, Arc::new(kept));
+}
+
+/// Keeps `kept` in the process, dropping the least recently used entries beyond the budget.
+fn keep(key: Key, kept: Arc<Kept>) {
     if kept.bytes > BUDGET_BYTES / 4 {
         return;
     }
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let bytes = kept.bytes;
-    if let Some(old) = cache.entries.put(key, Arc::new(kept)) {
+    if let Some(old) = cache.entries.put(key, kept) {
         cache.bytes -= old.bytes;
     }
     cache.bytes += bytes;
@@ -118,5 +190,35 @@ pub(crate) fn put(key: Key, kept: Kept) {
             Some((_, old)) => cache.bytes -= old.bytes,
             None => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_packets_read_back_byte_for_byte() {
+        let mut first = Packet::copy(b"\x21\x10frame one");
+        first.set_pts(Some(0));
+        first.set_dts(Some(-1024));
+        first.set_duration(1024);
+        first.set_flags(packet::Flags::KEY);
+        let mut second = Packet::copy(b"");
+        second.set_pts(None);
+        second.set_duration(0);
+        let kept = Kept::new(vec![first, second]);
+        let bytes = kept.to_bytes();
+        let back = Kept::from_bytes(&bytes).expect("readable");
+        assert_eq!(back.to_bytes(), bytes);
+        let p = &back.packets[0];
+        assert_eq!(
+            (p.pts(), p.dts(), p.duration(), p.is_key(), p.data()),
+            (Some(0), Some(-1024), 1024, true, Some(&b"\x21\x10frame one"[..]))
+        );
+        assert_eq!(back.packets[1].pts(), None);
+        // Cut short or foreign: not a sound.
+        assert!(Kept::from_bytes(&bytes[..bytes.len() - 1]).is_none());
+        assert!(Kept::from_bytes(b"RIFF....WAVE").is_none());
     }
 }
