@@ -510,6 +510,9 @@ impl RenderHandler {
         }
         let started = Instant::now();
         let stop = CancellationToken::new();
+        // Also stops the renderer's thread when this handler is dropped mid-render (its
+        // process stopping without waiting): the message goes back to the queue anyway.
+        let _stop_when_dropped = stop.clone().drop_guard();
         let _watch = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(watch_cancel(
             store.clone(),
             render_id.clone(),

@@ -1,6 +1,6 @@
 //! Jobs: the list with its filters, and a job's page with each video's live progress, its
-//! player once done, and every notification delivery with its attempts and a redeliver
-//! button.
+//! player once done, a cancel button while it runs, and every notification delivery with
+//! its attempts and a redeliver button.
 
 use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpResponse};
@@ -196,6 +196,20 @@ pub async fn video_card(state: web::Data<AppState>, visitor: SignedIn, path: web
 pub async fn deliveries_fragment(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
     let (job, _) = job_of(&state, &visitor, &id).await?;
     Ok(html(StatusCode::OK, &DeliveriesFragment { fragment: deliveries_of(&state, &visitor, &job).await? }))
+}
+
+/// Cancels the job (as `POST /generator/v1/jobs/{id}/cancel`) and shows it again.
+#[post("/jobs/{id}/cancel")]
+pub async fn cancel(
+    state: web::Data<AppState>,
+    visitor: SignedIn,
+    id: web::Path<String>,
+    form: web::Form<CsrfForm>,
+) -> Answer {
+    visitor.check_csrf(&form.csrf)?;
+    let id = ids::in_path::<JobId>(&id)?;
+    services::jobs::cancel(&state, &visitor.caller(), &id).await?;
+    Ok(see_other(&format!("/console/jobs/{id}")))
 }
 
 #[post("/jobs/{id}/notifications/{delivery}/redeliver")]

@@ -76,6 +76,7 @@ pub fn scope(
         .service(jobs::job_page)
         .service(jobs::video_card)
         .service(jobs::deliveries_fragment)
+        .service(jobs::cancel)
         .service(jobs::redeliver)
         .service(developer::developer)
         .service(developer::create_token)

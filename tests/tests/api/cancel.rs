@@ -7,11 +7,18 @@
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::store::TemplateRecord;
+use reelfarm_tests::browser::Browser;
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::{json, Value};
 
-both_modes!(a_cancelled_job_stops_refunds_and_calls_back_cancelled, cancel_is_the_owners_and_changes_an_ended_job_not);
+use super::console::{console_user, sign_in};
+
+both_modes!(
+    a_cancelled_job_stops_refunds_and_calls_back_cancelled,
+    cancel_is_the_owners_and_changes_an_ended_job_not,
+    a_job_is_cancelled_from_its_console_page
+);
 
 /// A 320×180 template of `seconds` at 30 fps: cheap to import (its preview is rendered
 /// at its own size), slow to render at 1080p.
@@ -178,4 +185,32 @@ async fn cancel_is_the_owners_and_changes_an_ended_job_not(mode: Mode) {
     assert_ne!(job["status"], "cancelled", "{job}");
     assert_eq!(json(w.cancel(running_id, &w.token).await, 200).await["status"], "cancelled");
     assert_eq!(w.credits().await, 8);
+}
+
+/// The console's job page cancels a running job: the job and its video then say
+/// cancelled, the button is gone and the credit is back.
+async fn a_job_is_cancelled_from_its_console_page(mode: Mode) {
+    let app = TestApp::spawn_with(mode, &[("REELFARM_WORKER_SLOTS", "1")]).await;
+    let (user, email) = console_user(&app, "cleo").await;
+    let token = app.token_for(&user).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.json");
+    std::fs::write(&file, serde_json::to_vec(&template(40.0)).unwrap()).unwrap();
+    let long = app.import_template(&file, Some(&user), false).await;
+    let body = json!({ "template_id": long.id, "options": { "quality": "1080p" },
+        "values": [{ "template_variables": {} }] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    let id = job["id"].as_str().unwrap();
+    let browser = Browser::start().await;
+    sign_in(&app, &browser, &email).await;
+    browser.goto(&format!("{}/console/jobs/{id}", app.address)).await;
+    assert_eq!(browser.texts("#job-status").await, ["started"]);
+    browser.click_to_page("form.cancel button").await;
+    browser.wait_for_texts("#job-status", &["cancelled"], Duration::from_secs(10)).await;
+    assert_eq!(browser.texts(".video .status").await, ["cancelled"]);
+    let card = browser.texts(".video p.muted").await;
+    assert!(card[0].starts_with("Cancelled with its job"), "{card:?}");
+    assert!(browser.texts("form.cancel").await.is_empty(), "no cancel button once cancelled");
+    let credits = json(app.get("/generator/v1/users/me/credits", &token).await, 200).await;
+    assert_eq!(credits["credits"], 7, "the credit is back");
 }
