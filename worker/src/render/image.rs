@@ -63,7 +63,8 @@ impl StillCache {
     }
 
     /// Bytes of pixels kept.
-    pub fn bytes(&self) -> usize {
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.kept.lock().expect("still cache lock").1
     }
 }

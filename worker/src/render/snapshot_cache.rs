@@ -82,13 +82,9 @@ impl SnapshotCache {
         videos.truncate(KEPT_VIDEOS);
     }
 
-    /// Bytes of decoded pictures kept.
-    pub fn still_bytes(&self) -> usize {
-        self.stills.bytes()
-    }
-
     /// Video readers kept.
-    pub fn videos(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn videos(&self) -> usize {
         self.videos.lock().expect("video cache lock").len()
     }
 }

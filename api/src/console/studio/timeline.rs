@@ -130,22 +130,9 @@ pub fn timeline(doc: &Value, selection: &Selection, problems: &Problems) -> Time
 
 #[cfg(test)]
 mod tests {
+    use super::super::view::tests::doc;
     use super::*;
     use serde_json::json;
-
-    fn doc() -> Value {
-        json!({
-            "version": 1, "name": "T", "canvas": { "width": 640, "height": 360, "fps": 25 },
-            "clips": [
-                { "id": "a", "duration": 4, "transition": { "kind": "crossfade", "duration": 1 }, "layers": [
-                    { "id": "bg", "kind": "shape", "x": 0, "y": 0, "width": 640, "height": 360, "color": "#000000" },
-                    { "id": "title", "kind": "text", "x": 0, "y": 0, "width": 640, "height": 100, "start": 1, "end": 3,
-                      "text": "Hi", "font": { "family": "Comic Sans", "size": 40 } }
-                ] },
-                { "id": "b", "duration": 5, "layers": [] }
-            ]
-        })
-    }
 
     #[test]
     fn the_timeline_places_clips_and_layers_on_the_video() {

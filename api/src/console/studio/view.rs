@@ -432,11 +432,13 @@ fn write(value: &Value, path: &str, depth: usize, key: String, comma: bool, out:
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn doc() -> Value {
+    /// A two-clip document with a layer whose font is not installed (the timeline's tests
+    /// use it too).
+    pub(in crate::console::studio) fn doc() -> Value {
         json!({
             "version": 1, "name": "T", "canvas": { "width": 640, "height": 360, "fps": 25 },
             "clips": [
