@@ -1,13 +1,16 @@
 //! `reelfarm admin …`: operator commands against the configured metadata store.
 
 use anyhow::Context;
-use reelfarm_backends::store::{Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError, User};
+use reelfarm_backends::store::{
+    AccountShare, Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError, User, WorkerRecord,
+};
 use reelfarm_backends::{Blobs, Config, Store};
-use reelfarm_domain::id::{JobId, TemplateId};
+use reelfarm_domain::id::{iso8601, now_ms, JobId, TemplateId};
 use reelfarm_domain::password;
 
 use crate::cli::{
-    Admin, CreditsCommand, JobCommand, LibraryCommand, LibraryKindArg, TemplateCommand, TokenCommand, UserCommand,
+    Admin, CreditsCommand, JobCommand, LibraryCommand, LibraryKindArg, ShareCommand, TemplateCommand, TokenCommand,
+    UserCommand, WorkerCommand,
 };
 
 pub mod template;
@@ -28,6 +31,32 @@ const LINK_HOURS: u32 = 24;
 pub async fn link(store: &Store, config: &Config, user: &User, hours: u32) -> anyhow::Result<String> {
     let token = store.create_sign_in_link(&user.id, std::time::Duration::from_secs(u64::from(hours) * 3600)).await?;
     Ok(config.sign_in_link(&token))
+}
+
+/// Accounts' shares as a tab-separated table under a header.
+fn shares_table(shares: &[AccountShare]) -> String {
+    let mut out = String::from("account\tname\tweight\tmax_priority\trunning\twaiting");
+    for s in shares {
+        out += &format!("\n{}\t{}\t{}\t{}\t{}\t{}", s.account, s.name, s.weight, s.max_priority, s.running, s.waiting);
+    }
+    out
+}
+
+/// Workers as a tab-separated table under a header.
+fn workers_table(workers: &[WorkerRecord]) -> String {
+    let mut out = String::from("worker\tstatus\tseen\trenders_ok\trenders_failed\treason");
+    for w in workers {
+        let status = if w.out_since.is_some() { "out of rotation" } else { "in rotation" };
+        out += &format!(
+            "\n{}\t{status}\t{}\t{}\t{}\t{}",
+            w.id,
+            iso8601(w.seen_at),
+            w.renders_ok,
+            w.renders_failed,
+            w.out_reason.as_deref().unwrap_or("")
+        );
+    }
+    out
 }
 
 /// Runs one command; returns what to print.
@@ -118,6 +147,17 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
             let job = store.job_alone(&id).await?;
             format!("job {id}: {renders} videos cancelled; the job is {}", job.status.as_str())
         }
+        Admin::Share(ShareCommand::List) => shares_table(&store.shares().await?),
+        Admin::Share(ShareCommand::Set { user_or_group, weight, max_priority }) => {
+            anyhow::ensure!(weight.is_some() || max_priority.is_some(), "give --weight, --max-priority or both");
+            let cap = max_priority.map(|p| p.parse()).transpose().map_err(anyhow::Error::msg)?;
+            shares_table(&[store.set_share(&user_or_group, weight, cap).await?])
+        }
+        Admin::Worker(WorkerCommand::List) => workers_table(&store.workers(now_ms() - 3_600_000).await?),
+        Admin::Worker(WorkerCommand::Disable { worker }) => {
+            workers_table(&[store.set_rotation(&worker, Some("taken out by an operator")).await?])
+        }
+        Admin::Worker(WorkerCommand::Enable { worker }) => workers_table(&[store.set_rotation(&worker, None).await?]),
         Admin::Usage { user } => usage::report(store, user.as_deref(), config.upload_quota_bytes).await?,
         Admin::Library(LibraryCommand::Create { name, kind, group }) => {
             anyhow::ensure!(!name.trim().is_empty(), "library name must not be empty");

@@ -70,12 +70,15 @@ pub struct LoadtestArgs {
     /// Base address of the deployment's API [default: http://127.0.0.1:8080].
     #[arg(long)]
     pub url: Option<String>,
-    /// API token of the user whose credits the jobs spend.
+    /// API token of the user whose credits the jobs spend (unless the scenario lists
+    /// `[[accounts]]`).
     #[arg(long, env = "REELFARM_LOADTEST_TOKEN", hide_env_values = true)]
-    pub token: String,
+    pub token: Option<String>,
     /// TOML scenario: `url`, `concurrency` or `rate`, `duration` or `jobs`,
-    /// `videos_per_job`, `qualities`, and `[[templates]]` with `id`, `weight` and
-    /// `values` (`{n}` in a value becomes the video's number). Options given here win.
+    /// `videos_per_job`, `qualities`, `[[templates]]` with `id`, `weight` and `values`
+    /// (`{n}` in a value becomes the video's number), and for several accounts
+    /// `[[accounts]]` with `name`, `token_env`, `weight`, `videos_per_job` and `priority`
+    /// (the report gives each account's queue wait). Options given here win.
     #[arg(long)]
     pub scenario: Option<PathBuf>,
     /// A template to make jobs of: `ID` or `ID*WEIGHT` (repeatable).
@@ -187,6 +190,17 @@ pub enum Bench {
         #[arg(long, default_value_t = 1000)]
         renders: u32,
     },
+    /// The farm shared between accounts: another account's single video while one
+    /// account's batch fills two worker slots, against one render time and the batch's
+    /// throughput alone.
+    Fairness {
+        /// Videos of the batch (account A).
+        #[arg(long, default_value_t = 500)]
+        renders: u32,
+        /// Single videos account B sends, one after the other.
+        #[arg(long, default_value_t = 20)]
+        tries: u32,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {
@@ -228,6 +242,13 @@ pub enum Admin {
     /// Jobs.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Accounts' shares of the workers: weights, priority caps, renders running and
+    /// waiting.
+    #[command(subcommand)]
+    Share(ShareCommand),
+    /// The workers of the farm, and whether each claims renders.
+    #[command(subcommand)]
+    Worker(WorkerCommand),
     /// Storage used per user: assets and the bytes of their files (originals and
     /// renditions, as the upload quota counts them).
     Usage {
@@ -309,6 +330,36 @@ pub enum JobCommand {
     /// Cancels a job of any user, as its owner can by the API: videos not started never
     /// start, running ones stop, credits of what had not ended are refunded.
     Cancel { job_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkerCommand {
+    /// Lists the workers seen in the last hour and those out of rotation: renders done
+    /// and failed on our side, and why a worker is out.
+    List,
+    /// Takes a worker (its id, or the start of it) out of rotation: it finishes what it
+    /// renders and claims nothing more.
+    Disable { worker: String },
+    /// Puts a worker back in rotation (after it took itself out, or was taken out).
+    Enable { worker: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShareCommand {
+    /// Lists the accounts with renders running or waiting, or with a share set: weight,
+    /// priority cap, running and waiting renders.
+    List,
+    /// Sets the share of a user's or group's account (name or id): with weight 2 it gets
+    /// twice the workers of an account of weight 1 when both have renders waiting.
+    Set {
+        user_or_group: String,
+        /// 1 to 1000 (1 when never set).
+        #[arg(long, value_parser = clap::value_parser!(i64).range(1..=1000))]
+        weight: Option<i64>,
+        /// The highest `options.priority` its jobs get (higher asks are lowered to it).
+        #[arg(long, value_parser = ["low", "normal", "high"])]
+        max_priority: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

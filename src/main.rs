@@ -75,6 +75,9 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             }
             cli::Command::Bench(cli::Bench::Preview { frames }) => bench::preview::run(&config, frames).await,
             cli::Command::Bench(cli::Bench::Cancel { renders }) => bench::cancel::run(&config, renders).await,
+            cli::Command::Bench(cli::Bench::Fairness { renders, tries }) => {
+                bench::fairness::run(&config, renders, tries).await
+            }
             cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
         }
     });

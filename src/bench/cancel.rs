@@ -47,6 +47,7 @@ pub async fn run(config: &Config, renders: u32) -> anyhow::Result<()> {
         template_version: template.version,
         draft: false,
         quality: Quality::P480,
+        priority: reelfarm_domain::priority::Priority::Normal,
         create_render: true,
         create_project: false,
         notifications: "[]".into(),

@@ -122,6 +122,7 @@ async fn seed_jobs(store: &Store, user: &UserId, template: &TemplateId, n: u32) 
                 template_version: 1,
                 draft: false,
                 quality: Quality::P480,
+                priority: reelfarm_domain::priority::Priority::Normal,
                 create_render: true,
                 create_project: false,
                 notifications: "[]".into(),

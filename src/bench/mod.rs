@@ -6,6 +6,7 @@ pub mod bus;
 pub mod cancel;
 pub mod console;
 pub mod convert;
+pub mod fairness;
 pub mod jobs;
 pub mod preview;
 pub mod render;

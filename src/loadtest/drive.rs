@@ -26,7 +26,9 @@ const CALLBACK_FALLBACK_POLL: Duration = Duration::from_secs(10);
 /// poller.
 struct Tracker {
     started: Instant,
-    api: Api,
+    /// The API as each account calls it, with the account's name (the plan's accounts,
+    /// in order).
+    apis: Vec<(String, Api)>,
     state: Mutex<State>,
 }
 
@@ -46,6 +48,8 @@ struct State {
 }
 
 struct OpenJob {
+    /// Index of the plan's account that sent it.
+    account: usize,
     sent: Instant,
     creation: Duration,
     template: String,
@@ -59,16 +63,9 @@ impl Tracker {
         at.saturating_duration_since(self.started).as_secs_f64()
     }
 
-    /// Records a created job; `done` fires when all its videos ended.
-    fn created(
-        self: &Arc<Self>,
-        job: &Value,
-        sent: Instant,
-        creation: Duration,
-        template: &str,
-        quality: &str,
-        done: oneshot::Sender<()>,
-    ) {
+    /// Records a created job, `open` as sent (its videos are read from `job`); its
+    /// `done` fires when all its videos ended.
+    fn created(self: &Arc<Self>, job: &Value, mut open: OpenJob) {
         let id = job["id"].as_str().unwrap_or_default().to_string();
         let videos: Vec<String> = job["videos"]
             .as_array()
@@ -77,14 +74,12 @@ impl Tracker {
             .filter_map(|v| v["id"].as_str().map(str::to_string))
             .collect();
         let mut state = self.state.lock().expect("tracker lock");
-        let creation_at = Creation { sent: self.secs(sent), ms: creation.as_secs_f64() * 1000.0 };
+        let creation_at = Creation { sent: self.secs(open.sent), ms: open.creation.as_secs_f64() * 1000.0 };
         state.observations.creations.push(creation_at);
-        let ended = videos.iter().map(|v| (v.clone(), state.early.remove(v))).collect();
+        open.ended = videos.iter().map(|v| (v.clone(), state.early.remove(v))).collect();
         for v in &videos {
             state.job_of.insert(v.clone(), id.clone());
         }
-        let open =
-            OpenJob { sent, creation, template: template.into(), quality: quality.into(), ended, done: Some(done) };
         state.open.insert(id.clone(), open);
         drop(state);
         self.check_done(&id, None);
@@ -136,7 +131,7 @@ impl Tracker {
         tokio::spawn(async move {
             let read = match polled {
                 Some(json) => Ok(json),
-                None => tracker.api.job(&job).await,
+                None => tracker.apis[open.account].1.job(&job).await,
             };
             tracker.record(&job, open, read);
         });
@@ -155,6 +150,7 @@ impl Tracker {
             let time = |field: &str| video.and_then(|v| v[field].as_str()).and_then(parse_ms);
             let (created, started, finished) = (time("created_at"), time("started_at"), time("finished_at"));
             let sample = VideoSample {
+                account: self.apis[open.account].0.clone(),
                 job: job.to_string(),
                 video: render.clone(),
                 template: open.template.clone(),
@@ -185,8 +181,9 @@ impl Tracker {
         }
     }
 
-    fn open_jobs(&self) -> Vec<String> {
-        self.state.lock().expect("tracker lock").open.keys().cloned().collect()
+    /// The open jobs, each with its account.
+    fn open_jobs(&self) -> Vec<(String, usize)> {
+        self.state.lock().expect("tracker lock").open.iter().map(|(id, open)| (id.clone(), open.account)).collect()
     }
 
     /// Whether every job sent has been recorded (or is still open).
@@ -199,8 +196,8 @@ impl Tracker {
     async fn poll_open(self: &Arc<Self>) {
         let jobs = self.open_jobs();
         futures::stream::iter(jobs)
-            .for_each_concurrent(POLLS_AT_ONCE, |job| async move {
-                let Ok(json) = self.api.job(&job).await else { return };
+            .for_each_concurrent(POLLS_AT_ONCE, |(job, account)| async move {
+                let Ok(json) = self.apis[account].1.job(&job).await else { return };
                 let now = Instant::now();
                 {
                     let mut state = self.state.lock().expect("tracker lock");
@@ -228,11 +225,11 @@ fn parse_ms(s: &str) -> Option<i64> {
 /// counts.
 pub async fn drive(
     plan: &Plan,
-    api: Api,
+    apis: Vec<(String, Api)>,
     listen: std::net::SocketAddr,
     drain_timeout: Duration,
 ) -> anyhow::Result<Observations> {
-    let tracker = Arc::new(Tracker { started: Instant::now(), api: api.clone(), state: Mutex::new(State::default()) });
+    let tracker = Arc::new(Tracker { started: Instant::now(), apis, state: Mutex::new(State::default()) });
     let stop_watching = CancellationToken::new();
 
     let (callback, listener, every) = if plan.callbacks {
@@ -356,12 +353,22 @@ async fn send_one(
 ) -> Option<oneshot::Receiver<()>> {
     let body = plan.job_body(n, callback);
     let (template, quality) = plan.mix(n);
+    let account = plan.account_of(n);
     tracker.state.lock().expect("tracker lock").observations.jobs_sent += 1;
     let sent = Instant::now();
-    match tracker.api.create_job(&body).await {
+    match tracker.apis[account].1.create_job(&body).await {
         Ok(job) => {
             let (done, ended) = oneshot::channel();
-            tracker.created(&job, sent, sent.elapsed(), &template.id, quality.as_str(), done);
+            let open = OpenJob {
+                account,
+                sent,
+                creation: sent.elapsed(),
+                template: template.id.clone(),
+                quality: quality.as_str().into(),
+                ended: HashMap::new(),
+                done: Some(done),
+            };
+            tracker.created(&job, open);
             Some(ended)
         }
         Err(refused) => {
@@ -441,7 +448,7 @@ async fn sample_cpu(started: Instant, stop: CancellationToken) -> Vec<CpuSample>
 /// otherwise) with the live counts, until `stop`.
 fn show_progress(plan: &Plan, tracker: Arc<Tracker>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
     let bar = match plan.stop {
-        Stop::Jobs(jobs) => indicatif::ProgressBar::new(jobs * u64::from(plan.videos_per_job)),
+        Stop::Jobs(jobs) => indicatif::ProgressBar::new(plan.videos_of(jobs)),
         Stop::Duration(_) => indicatif::ProgressBar::new_spinner(),
     };
     let style = match plan.stop {

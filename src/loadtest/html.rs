@@ -130,6 +130,22 @@ pub fn page(report: &Report) -> anyhow::Result<String> {
             )
         })
         .collect();
+    let accounts: String = report
+        .by_account
+        .iter()
+        .map(|a| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>\n",
+                escape(&a.account),
+                a.videos_succeeded,
+                a.videos_failed,
+                a.queue_wait_ms.p50,
+                a.queue_wait_ms.p95,
+                a.end_to_end_ms.p50,
+                a.end_to_end_ms.p95
+            )
+        })
+        .collect();
     let failures: String = if report.failures_by_key.is_empty() {
         "<p>None.</p>".into()
     } else {
@@ -167,6 +183,9 @@ figure {{ margin: 0 0 1.5em 0; }}
 <h2>By template and quality (ms)</h2>
 <table><tr><th>template</th><th>quality</th><th>succeeded</th><th>failed</th><th>render p50</th><th>render p95</th><th>end to end p50</th><th>end to end p95</th></tr>
 {mix}</table>
+<h2>By account (ms)</h2>
+<table><tr><th>account</th><th>succeeded</th><th>failed</th><th>queue wait p50</th><th>queue wait p95</th><th>end to end p50</th><th>end to end p95</th></tr>
+{accounts}</table>
 <h2>Failures</h2>
 {failures}
 <h2>Plots</h2>

@@ -20,10 +20,15 @@ use report::{Credits, Report};
 
 pub async fn run(args: LoadtestArgs) -> anyhow::Result<()> {
     let plan = Plan::new(&args)?;
-    let api = Api::new(&plan.url, &args.token)?;
-    let before = api.credits().await?;
-    for template in &plan.templates {
-        api.check_template(&template.id).await?;
+    let mut apis = Vec::with_capacity(plan.accounts.len());
+    let mut before = 0;
+    for account in &plan.accounts {
+        let api = Api::new(&plan.url, &account.token)?;
+        before += api.credits().await.with_context(|| format!("account {}", account.name))?;
+        for template in &plan.templates {
+            api.check_template(&template.id).await.with_context(|| format!("account {}", account.name))?;
+        }
+        apis.push((account.name.clone(), api));
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     eprintln!(
@@ -36,8 +41,11 @@ pub async fn run(args: LoadtestArgs) -> anyhow::Result<()> {
         if plan.callbacks { "callbacks" } else { "polling" },
     );
     let started_at = reelfarm_domain::id::iso8601(reelfarm_domain::id::now_ms());
-    let observed = drive::drive(&plan, api.clone(), args.listen, args.drain_timeout).await?;
-    let after = api.credits().await?;
+    let observed = drive::drive(&plan, apis.clone(), args.listen, args.drain_timeout).await?;
+    let mut after = 0;
+    for (_, api) in &apis {
+        after += api.credits().await?;
+    }
     let report = Report::new(&plan, started_at, observed, Credits { before, after, used: before - after });
 
     let json = args.out.join("report.json");

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::cli::LoadtestArgs;
+use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 
 /// A scenario file. Every key is optional; the command line overrides each.
@@ -25,6 +26,38 @@ pub struct Scenario {
     pub qualities: Option<Vec<Quality>>,
     #[serde(default)]
     pub templates: Vec<TemplateMix>,
+    /// Several accounts sending jobs (each with its own token); the token of the command
+    /// line alone when none is given.
+    #[serde(default)]
+    pub accounts: Vec<AccountSpec>,
+}
+
+/// One account of a multi-account scenario, as the file gives it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountSpec {
+    /// Its name in the report.
+    pub name: String,
+    /// The environment variable holding its API token (tokens stay out of files).
+    pub token_env: String,
+    /// Relative share of the jobs (default 1).
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// Videos per job of this account (default: the scenario's).
+    pub videos_per_job: Option<u32>,
+    /// `options.priority` of its jobs (default: none sent).
+    pub priority: Option<String>,
+}
+
+/// An account jobs are sent for.
+#[derive(Debug, Clone, Serialize)]
+pub struct Account {
+    pub name: String,
+    #[serde(skip)]
+    pub token: String,
+    pub weight: u32,
+    pub videos_per_job: u32,
+    pub priority: Option<Priority>,
 }
 
 /// One template of the mix.
@@ -77,6 +110,8 @@ pub struct Plan {
     pub videos_per_job: u32,
     pub qualities: Vec<Quality>,
     pub templates: Vec<TemplateMix>,
+    /// Who sends the jobs, by weight (one account unless the scenario lists several).
+    pub accounts: Vec<Account>,
     /// Receives callbacks (false: polls the jobs).
     pub callbacks: bool,
 }
@@ -151,48 +186,97 @@ impl Plan {
         if templates.iter().any(|t| t.weight == 0) {
             bail!("template weights must be at least 1");
         }
-        Ok(Plan { url, pace, stop, videos_per_job, qualities, templates, callbacks: !args.poll })
+        let accounts = accounts(scenario.accounts, args.token.as_deref(), videos_per_job)?;
+        Ok(Plan { url, pace, stop, videos_per_job, qualities, templates, accounts, callbacks: !args.poll })
+    }
+
+    /// The account of job `n`, by weight.
+    pub fn account_of(&self, n: u64) -> usize {
+        by_weight(self.accounts.iter().map(|a| a.weight), n).0
     }
 
     /// The template and quality of job `n`: templates by weight, qualities in turn,
-    /// deterministic so that two runs of one plan send the same mix.
+    /// deterministic so that two runs of one plan send the same mix (and, with several
+    /// accounts, each account a mix of its own).
     pub fn mix(&self, n: u64) -> (&TemplateMix, Quality) {
-        let total: u64 = self.templates.iter().map(|t| u64::from(t.weight)).sum();
-        let mut slot = n % total;
-        let template = self
-            .templates
-            .iter()
-            .find(|t| {
-                let w = u64::from(t.weight);
-                if slot < w {
-                    true
-                } else {
-                    slot -= w;
-                    false
-                }
-            })
-            .expect("slot below the total weight");
-        let quality = self.qualities[(n / total) as usize % self.qualities.len()];
-        (template, quality)
+        let accounts: u64 = self.accounts.iter().map(|a| u64::from(a.weight)).sum();
+        let (template, round) = by_weight(self.templates.iter().map(|t| t.weight), n / accounts.max(1));
+        let quality = self.qualities[round as usize % self.qualities.len()];
+        (&self.templates[template], quality)
+    }
+
+    /// Videos of the first `jobs` jobs.
+    pub fn videos_of(&self, jobs: u64) -> u64 {
+        (0..jobs).map(|n| u64::from(self.accounts[self.account_of(n)].videos_per_job)).sum()
     }
 
     /// The body of job `n`, asking for a callback to `callback` when given.
     pub fn job_body(&self, n: u64, callback: Option<&str>) -> Value {
         let (template, quality) = self.mix(n);
-        let values: Vec<Value> = (0..self.videos_per_job)
+        let account = &self.accounts[self.account_of(n)];
+        let per_job = account.videos_per_job;
+        let values: Vec<Value> = (0..per_job)
             .map(|i| {
-                let number = n * u64::from(self.videos_per_job) + u64::from(i);
+                let number = n * u64::from(per_job) + u64::from(i);
                 let variables: Map<String, Value> =
                     template.values.iter().map(|(id, v)| (id.clone(), numbered(v, number))).collect();
                 json!({ "external_id": format!("loadtest-{number}"), "template_variables": variables })
             })
             .collect();
         let mut body = json!({ "template_id": template.id, "options": { "quality": quality }, "values": values });
+        if let Some(priority) = account.priority {
+            body["options"]["priority"] = json!(priority.as_str());
+        }
         if let Some(url) = callback {
             body["notifications"] = json!([{ "type": "callback", "payload": { "url": url } }]);
         }
         body
     }
+}
+
+/// Which of the items weighted `weights` slot `n` falls on (cycling through the total
+/// weight), and which round of the cycle it is.
+fn by_weight(weights: impl Iterator<Item = u32> + Clone, n: u64) -> (usize, u64) {
+    let total: u64 = weights.clone().map(u64::from).sum();
+    let mut slot = n % total;
+    for (i, w) in weights.enumerate() {
+        if slot < u64::from(w) {
+            return (i, n / total);
+        }
+        slot -= u64::from(w);
+    }
+    unreachable!("slot below the total weight")
+}
+
+/// The accounts of the scenario, their tokens read from the environment; the command
+/// line's token alone when it lists none.
+fn accounts(specs: Vec<AccountSpec>, token: Option<&str>, videos_per_job: u32) -> anyhow::Result<Vec<Account>> {
+    if specs.is_empty() {
+        let token =
+            token.context("give a token (--token or REELFARM_LOADTEST_TOKEN) or [[accounts]] in the scenario")?;
+        let only = Account { name: "default".into(), token: token.into(), weight: 1, videos_per_job, priority: None };
+        return Ok(vec![only]);
+    }
+    let mut accounts: Vec<Account> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let name = &spec.name;
+        if name.is_empty() || accounts.iter().any(|a| a.name == *name) {
+            bail!("account names must be given and differ (`{name}`)");
+        }
+        let token = std::env::var(&spec.token_env)
+            .with_context(|| format!("account {name}: the environment variable {} holds no token", spec.token_env))?;
+        if spec.weight == 0 {
+            bail!("account {name}: the weight must be at least 1");
+        }
+        let videos_per_job = spec.videos_per_job.unwrap_or(videos_per_job);
+        if !(1..=100).contains(&videos_per_job) {
+            bail!("account {name}: videos per job must be 1 to 100");
+        }
+        let priority =
+            spec.priority.as_deref().map(str::parse).transpose().map_err(|e| anyhow::anyhow!("account {name}: {e}"))?;
+        accounts.push(Account { name: spec.name, token, weight: spec.weight, videos_per_job, priority });
+    }
+    Ok(accounts)
 }
 
 fn read_scenario(path: &Path) -> anyhow::Result<Scenario> {
@@ -302,6 +386,42 @@ id = "b"
         assert_eq!(p.templates.len(), 2);
         let quote = &p.job_body(5, None)["values"][0]["template_variables"]["265178f4-d980-40e9-ab00-e7874fb58e0f"];
         assert_eq!(quote, "Load test quote number 5");
+    }
+
+    #[test]
+    fn several_accounts_send_jobs_by_weight_with_their_own_settings() {
+        let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/loadtest-accounts.toml");
+        for (var, token) in
+            [("REELFARM_TOKEN_BATCH", "rf_b"), ("REELFARM_TOKEN_SHOP", "rf_s"), ("REELFARM_TOKEN_NEWS", "rf_n")]
+        {
+            std::env::set_var(var, token);
+        }
+        let p = plan(&["--scenario", example]).unwrap();
+        let names: Vec<_> = p.accounts.iter().map(|a| (a.name.as_str(), a.token.as_str())).collect();
+        assert_eq!(names, [("batch", "rf_b"), ("shop", "rf_s"), ("news", "rf_n")], "the command line's token unused");
+        let senders: Vec<_> = (0..8).map(|n| p.accounts[p.account_of(n)].name.as_str()).collect();
+        assert_eq!(senders, ["batch", "batch", "shop", "news", "batch", "batch", "shop", "news"], "weights 2:1:1");
+        let batch = p.job_body(0, None);
+        assert_eq!((batch["values"].as_array().unwrap().len(), &batch["options"]["priority"]), (20, &json!("low")));
+        let single = p.job_body(2, None);
+        assert_eq!(single["values"].as_array().unwrap().len(), 1);
+        assert!(single["options"].get("priority").is_none());
+        assert_eq!(p.videos_of(4), 42);
+        let report = serde_json::to_string(&p).unwrap();
+        assert!(!report.contains("rf_b"), "tokens stay out of the report: {report}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let bad = |accounts: &str| {
+            let file = dir.path().join("bad.toml");
+            std::fs::write(&file, format!("jobs = 1\n[[templates]]\nid = \"a\"\n{accounts}")).unwrap();
+            plan(&["--scenario", file.to_str().unwrap()]).unwrap_err().to_string()
+        };
+        let missing = bad("[[accounts]]\nname = \"x\"\ntoken_env = \"REELFARM_TOKEN_NOWHERE\"");
+        assert!(missing.contains("REELFARM_TOKEN_NOWHERE"), "{missing}");
+        let priority = bad("[[accounts]]\nname = \"x\"\ntoken_env = \"REELFARM_TOKEN_SHOP\"\npriority = \"urgent\"");
+        assert!(priority.contains("account x") && priority.contains("low, normal, high"), "{priority}");
+        let twice = "[[accounts]]\nname = \"x\"\ntoken_env = \"REELFARM_TOKEN_SHOP\"\n";
+        assert!(bad(&format!("{twice}{twice}")).contains("differ"));
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub use crate::stats::Percentiles;
 /// One video that ended (or was read after the drain timeout).
 #[derive(Debug, Clone, Serialize)]
 pub struct VideoSample {
+    /// The account that sent its job (the scenario's name; `default` for one token).
+    pub account: String,
     pub job: String,
     pub video: String,
     pub template: String,
@@ -101,6 +103,16 @@ pub struct MixPart {
     pub end_to_end_ms: Percentiles,
 }
 
+/// The videos of one account.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccountPart {
+    pub account: String,
+    pub videos_succeeded: u64,
+    pub videos_failed: u64,
+    pub queue_wait_ms: Percentiles,
+    pub end_to_end_ms: Percentiles,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Counts {
     pub jobs_sent: u64,
@@ -137,6 +149,8 @@ pub struct Report {
     pub end_to_end_ms: Percentiles,
     /// The same by template and quality, in the order they first ended.
     pub by_template_and_quality: Vec<MixPart>,
+    /// Each account's videos and waits, in the plan's order.
+    pub by_account: Vec<AccountPart>,
     /// Failures by stage and key (`create error.generator_contract_exceeded`,
     /// `render`, …).
     pub failures_by_key: BTreeMap<String, u64>,
@@ -188,6 +202,7 @@ impl Report {
             render_time_ms: Percentiles::of(succeeded.iter().filter_map(|v| v.render_ms)),
             end_to_end_ms: Percentiles::of(succeeded.iter().map(|v| v.end_to_end_ms)),
             by_template_and_quality: mix_parts(&o.videos),
+            by_account: plan.accounts.iter().map(|a| account_part(&a.name, &o.videos)).collect(),
             counts,
             failures_by_key,
             credits,
@@ -239,6 +254,19 @@ impl Report {
                 );
             }
         }
+        if self.by_account.len() > 1 {
+            for a in &self.by_account {
+                println!(
+                    "  account {:<14} {} ok, {} failed, queue wait p50 {:.1} ms p95 {:.1} ms, end to end p50 {:.1} ms",
+                    a.account,
+                    a.videos_succeeded,
+                    a.videos_failed,
+                    a.queue_wait_ms.p50,
+                    a.queue_wait_ms.p95,
+                    a.end_to_end_ms.p50
+                );
+            }
+        }
         println!("  credits used           {} ({} → {})", self.credits.used, self.credits.before, self.credits.after);
         if let Some(cpu) = self.host_cpu_percent {
             println!("  this host's CPU        {cpu:.0} % busy on average");
@@ -272,6 +300,17 @@ fn mix_parts(videos: &[VideoSample]) -> Vec<MixPart> {
             }
         })
         .collect()
+}
+
+fn account_part(account: &str, videos: &[VideoSample]) -> AccountPart {
+    let ok = || videos.iter().filter(|v| v.account == account && v.status == "success");
+    AccountPart {
+        account: account.to_string(),
+        videos_succeeded: ok().count() as u64,
+        videos_failed: videos.iter().filter(|v| v.account == account && v.status != "success").count() as u64,
+        queue_wait_ms: Percentiles::of(ok().filter_map(|v| v.queue_wait_ms)),
+        end_to_end_ms: Percentiles::of(ok().map(|v| v.end_to_end_ms)),
+    }
 }
 
 fn timeline(o: &Observations, width: f64) -> Vec<Bucket> {
@@ -318,6 +357,7 @@ mod tests {
     #[test]
     fn the_timeline_counts_each_event_in_its_bucket() {
         let video = |ended: f64, status: &str| VideoSample {
+            account: "default".into(),
             job: "j".into(),
             video: "v".into(),
             template: "t".into(),

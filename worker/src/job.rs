@@ -12,17 +12,27 @@
 //! Progress goes to the cache as the frames are done. A template's encoded sound is kept
 //! for the whole fleet in the blob store (`sounds`).
 //!
-//! Idempotent and crash-safe: a render that ended is not rendered again; one found
-//! `started` was interrupted (its worker died) and is rendered again; on the last
-//! delivery such a render is failed instead of risking another crash. A failure on our
-//! side is retried until the delivery limit, then the render fails. A failed render's
-//! credit is refunded in the same transaction that records the failure.
+//! Scheduling (issue #18): a `render.v1` message is a token for one claim, not an order
+//! to render the render it names. Its handler claims whichever render the scheduler puts
+//! first (`Store::claim_render`: fair between accounts, by priority within one, drafts
+//! ahead), so the broker's order does not matter and one account's batch does not hold up
+//! another's video. Every render made one token, and a token is acknowledged only once a
+//! render ended by its hand (or when there is nothing left it could claim), so there are
+//! never fewer tokens than open renders.
 //!
-//! Cancel: while a render runs, its row is read every [`CANCEL_POLL`]; once its job was
-//! cancelled (`Store::cancel_job`) the work stops — fetching or synthesising at once, the
-//! renderer before its next frame — and what it uploaded is removed. A render that
-//! finishes as its job is cancelled finds it so when recording the outcome, and removes
-//! its upload too.
+//! Idempotent and crash-safe: a claimed render holds a lease its worker extends every
+//! [`HEARTBEAT`]; one whose lease ran out was interrupted (its worker died) and is claimed
+//! again — the dead worker's token comes back from the broker and waits for the lease;
+//! at the delivery limit such a render is failed instead of risking another crash. A
+//! failure on our side is retried (the render goes back to `pending` until its retry
+//! time) up to the delivery limit, then the render fails. A failed render's credit is
+//! refunded in the same transaction that records the failure. Only the attempt holding
+//! the render may end it.
+//!
+//! Cancel: the heartbeat finds a cancelled render's attempt over; the work stops —
+//! fetching or synthesising at once, the renderer before its next frame — and what it
+//! uploaded is removed. A render that finishes as its job is cancelled finds it so when
+//! recording the outcome, and removes its upload too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,10 +40,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{RenderOutcome, RenderRecord, StoreError, TemplateRecord};
+use reelfarm_backends::store::{Claim, RenderOutcome, RenderRecord, StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
-use reelfarm_domain::id::{RenderId, UserId};
+use reelfarm_domain::id::{now_ms, RenderId, UserId};
 use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::status::RenderStatus;
 use reelfarm_domain::template::values::{apply_values_with, speech_values};
@@ -47,6 +57,7 @@ use tracing::Instrument;
 use crate::failure::Failure;
 use crate::media::Limits;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
+use crate::rotation::Rotation;
 use crate::tts::Tts;
 
 mod preview;
@@ -62,8 +73,13 @@ const DRAFT_FPS: u32 = 15;
 const DRAFT_CRF: u8 = 28;
 /// Least time between two progress updates of one render.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
-/// How often a running render looks whether its job was cancelled.
-const CANCEL_POLL: Duration = Duration::from_secs(1);
+/// How often a running render extends its lease (and so finds its job cancelled).
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a claimed render's attempt lives without its worker's heartbeat: a render
+/// whose worker died is claimed again this long after.
+const LEASE: Duration = Duration::from_secs(10);
+/// Longest wait between two claims of a token while nothing can be claimed.
+const CLAIM_POLL: Duration = Duration::from_secs(1);
 
 pub struct RenderHandler {
     backends: Backends,
@@ -81,6 +97,10 @@ pub struct RenderHandler {
     previews: preview::PreviewCache,
     /// What earlier preview frames decoded.
     kept: Arc<render::SnapshotCache>,
+    /// The worker's: a token waiting for a render to claim hands itself on.
+    shutdown: CancellationToken,
+    /// Whether this worker claims renders, and its failures counted.
+    rotation: Arc<Rotation>,
 }
 
 impl RenderHandler {
@@ -90,6 +110,8 @@ impl RenderHandler {
         backends: Backends,
         limits: Limits,
         worker_id: String,
+        rotation: Arc<Rotation>,
+        shutdown: CancellationToken,
     ) -> anyhow::Result<RenderHandler> {
         let work_dir = crate::work_dir(config)?;
         Ok(RenderHandler {
@@ -105,6 +127,8 @@ impl RenderHandler {
             secret: config.secret_key.expose_secret().as_bytes().to_vec(),
             previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
             kept: Arc::new(render::SnapshotCache::new(preview::STILL_CACHE_BYTES)),
+            shutdown,
+            rotation,
         })
     }
 
@@ -315,29 +339,35 @@ impl RenderHandler {
         format!("renders/{}/{}-{}", render.job_id, render.id, &name[..24])
     }
 
-    /// Records the failure of `render` (refunding its credit) and removes what an earlier,
-    /// cut-off attempt may have uploaded.
+    /// Records the failure of the claimed `render` (refunding its credit) and removes
+    /// what an earlier, cut-off attempt may have uploaded. Claimed again meanwhile, the
+    /// render is the other attempt's to end.
     async fn fail(&self, render: &RenderRecord, error: &str) -> Result<(), Outcome> {
-        if let Err(e) =
-            self.backends.store.end_render(&render.id, &RenderOutcome::Failed { error: error.to_string() }).await
-        {
-            return Err(Outcome::Retry(format!("recording the failure: {e}")));
+        match self.backends.store.end_claimed(render, &RenderOutcome::Failed { error: error.to_string() }).await {
+            Ok(true) => {
+                self.remove_outputs(render).await;
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(e) => Err(Outcome::Retry(format!("recording the failure: {e}"))),
         }
-        self.remove_outputs(render).await;
-        Ok(())
     }
 
-    /// After `render` stopped or finished and found itself ended: when its job was
-    /// cancelled, removes what it uploaded (another attempt's success keeps its files).
-    async fn cancelled(&self, render: &RenderRecord) -> Outcome {
+    /// After the claimed `render` stopped, or finished and found its attempt over: when
+    /// its job was cancelled, removes what it uploaded (another attempt's success writes
+    /// the same keys and keeps them). Either way the token claims again.
+    async fn cancelled(&self, render: &RenderRecord) -> Step {
         match self.backends.store.render(&render.id).await {
             Ok(now) if now.status == RenderStatus::Cancelled => {
                 tracing::info!("render cancelled with its job");
                 self.remove_outputs(render).await;
-                Outcome::Done
+                Step::Again
             }
-            Ok(_) | Err(StoreError::NotFound(_)) => Outcome::Done,
-            Err(e) => Outcome::Retry(format!("reading the render: {e}")),
+            Ok(_) | Err(StoreError::NotFound(_)) => {
+                tracing::info!("render claimed again by another worker (this attempt's lease ran out)");
+                Step::Again
+            }
+            Err(e) => Step::Ended(Outcome::Retry(format!("reading the render: {e}"))),
         }
     }
 
@@ -349,14 +379,16 @@ impl RenderHandler {
     }
 }
 
-/// Cancels `stop` once render `id` is found cancelled (read every [`CANCEL_POLL`]).
-async fn watch_cancel(store: reelfarm_backends::store::Store, id: RenderId, stop: CancellationToken) {
+/// Extends the lease of the claimed `render` every [`HEARTBEAT`]; cancels `stop` once the
+/// attempt is no longer the render's (its job was cancelled, or the lease ran out while
+/// the database was away and another worker claimed it).
+async fn keep_lease(store: reelfarm_backends::store::Store, render: RenderRecord, stop: CancellationToken) {
     loop {
-        tokio::time::sleep(CANCEL_POLL).await;
-        match store.render(&id).await {
-            Ok(render) if render.status == RenderStatus::Cancelled => return stop.cancel(),
-            Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "cancel not looked up"),
+        tokio::time::sleep(HEARTBEAT).await;
+        match store.heartbeat_render(&render, LEASE).await {
+            Ok(true) => {}
+            Ok(false) => return stop.cancel(),
+            Err(e) => tracing::debug!(error = %e, "lease not extended"),
         }
     }
 }
@@ -474,10 +506,7 @@ fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
 impl Handler for RenderHandler {
     async fn handle(&self, envelope: &Envelope, attempt: u32) -> Outcome {
         match &envelope.message {
-            Message::RenderV1 { render_id } => {
-                let span = tracing::info_span!("render", render_id = %render_id, attempt);
-                self.render_message(render_id, attempt).instrument(span).await
-            }
+            Message::RenderV1 { render_id } => self.claim_and_render(render_id, attempt).await,
             Message::TemplateMediaV1 { template_id, version } => {
                 let span = tracing::info_span!("template_media", template_id = %template_id, version, attempt);
                 self.template_media(template_id, *version, attempt).instrument(span).await
@@ -487,79 +516,137 @@ impl Handler for RenderHandler {
     }
 }
 
+/// What became of a claimed render, for the token that claimed it.
+enum Step {
+    /// The render ended by this attempt: the token is spent.
+    Ended(Outcome),
+    /// The render was put back, cancelled, or claimed by another worker: the token claims
+    /// again.
+    Again,
+}
+
 impl RenderHandler {
-    /// Renders the video of one message (in the render's span) and records how it ended.
-    async fn render_message(&self, render_id: &RenderId, attempt: u32) -> Outcome {
+    /// Spends the token `render.v1` (whose id names the render it was made for; the
+    /// scheduler picks which render it claims): claims renders in the scheduler's order
+    /// until one of them ends by this worker's hand. With nothing to claim it waits for
+    /// a render put back for a retry, and when the token was delivered before (its worker
+    /// died, maybe holding a render) for the leases of started renders to run out;
+    /// otherwise the token is one more than there are renders and is acknowledged.
+    async fn claim_and_render(&self, named: &RenderId, attempt: u32) -> Outcome {
         let store = &self.backends.store;
-        let before = match store.start_render(render_id, &self.worker_id).await {
-            Ok(Some(before)) => before,
-            // Ended already (a redelivery), or the job was deleted.
-            Ok(None) | Err(StoreError::NotFound(_)) => return Outcome::Done,
-            Err(e) => return Outcome::Retry(format!("starting the render: {e}")),
-        };
-        if before.status == RenderStatus::Started && attempt >= self.delivery_limit {
+        loop {
+            // Out of rotation, or stopping: another worker claims instead.
+            if self.rotation.is_out() || self.shutdown.is_cancelled() {
+                return self.hand_on(named).await;
+            }
+            let claim = match store.claim_render(&self.worker_id, LEASE).await {
+                Ok(claim) => claim,
+                Err(e) => return Outcome::Retry(format!("claiming a render: {e}")),
+            };
+            if let Some(claim) = claim {
+                let span = tracing::info_span!("render", render_id = %claim.render.id, attempt = claim.render.attempts);
+                match self.render_claimed(claim).instrument(span).await {
+                    Step::Ended(outcome) => return outcome,
+                    Step::Again => continue,
+                }
+            }
+            let wait = match store.next_claim_at(attempt > 1).await {
+                Ok(None) => return Outcome::Done,
+                Ok(Some(at)) => Duration::from_millis((at - now_ms()).clamp(20, CLAIM_POLL.as_millis() as i64) as u64),
+                Err(e) => return Outcome::Retry(format!("looking for renders: {e}")),
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.shutdown.cancelled() => return self.hand_on(named).await,
+            }
+        }
+    }
+
+    /// Hands a token on to another worker: a fresh one in the outbox, this one
+    /// acknowledged (put back unsettled, it would count a delivery each time).
+    async fn hand_on(&self, named: &RenderId) -> Outcome {
+        let token = reelfarm_backends::trace::envelope(Message::RenderV1 { render_id: named.clone() });
+        match self.backends.store.enqueue_message(&token).await {
+            Ok(()) => Outcome::Done,
+            Err(e) => Outcome::Retry(format!("handing the token on: {e}")),
+        }
+    }
+
+    /// Renders a claimed render (in its span) while keeping its lease, and records how it
+    /// ended.
+    async fn render_claimed(&self, claim: Claim) -> Step {
+        let store = &self.backends.store;
+        let render = claim.render;
+        if claim.interrupted && render.attempts >= i64::from(self.delivery_limit) {
             let error = format!(
                 "the render stopped its worker {} times (crash or kill) and was given up; please contact support",
-                before.attempts
+                render.attempts - 1
             );
             tracing::error!(%error, "render given up");
-            return match self.fail(&before, &error).await {
-                Ok(()) => Outcome::Abort(error),
-                Err(retry) => retry,
+            return match self.fail(&render, &error).await {
+                Ok(()) => Step::Ended(Outcome::Abort(error)),
+                Err(retry) => Step::Ended(retry),
             };
         }
         let started = Instant::now();
         let stop = CancellationToken::new();
         // Also stops the renderer's thread when this handler is dropped mid-render (its
-        // process stopping without waiting): the message goes back to the queue anyway.
+        // process stopping without waiting): the lease then runs out and another worker
+        // renders it.
         let _stop_when_dropped = stop.clone().drop_guard();
-        let _watch = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(watch_cancel(
+        let _lease = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_lease(
             store.clone(),
-            render_id.clone(),
+            render.clone(),
             stop.clone(),
         )));
         let result = tokio::select! {
-            result = self.run(&before, &stop) => result,
+            result = self.run(&render, &stop) => result,
             () = stop.cancelled() => Err(Failure::Transient("cancelled".into())),
         };
         if result.is_err() && stop.is_cancelled() {
-            return self.cancelled(&before).await;
+            return self.cancelled(&render).await;
+        }
+        let attempts = render.attempts as u32;
+        if let Err(Failure::Transient(_)) = &result {
+            self.rotation.rendered(false).await;
         }
         // A failure we gave up retrying is dead-lettered too, for the operators to look at.
         let (error, dead_letter) = match result {
             Ok(outcome) => {
-                return match store.end_render(render_id, &outcome).await {
+                return match store.end_claimed(&render, &outcome).await {
                     Ok(true) => {
                         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "render finished");
-                        Outcome::Done
+                        self.rotation.rendered(true).await;
+                        Step::Ended(Outcome::Done)
                     }
-                    // Ended meanwhile: cancelled with its job, or by another attempt.
-                    Ok(false) => self.cancelled(&before).await,
-                    Err(e) => Outcome::Retry(format!("recording the render: {e}")),
+                    // Ended meanwhile (cancelled with its job), or claimed again.
+                    Ok(false) => self.cancelled(&render).await,
+                    Err(e) => Step::Ended(Outcome::Retry(format!("recording the render: {e}"))),
                 };
             }
-            Err(Failure::Transient(e) | Failure::Remote(e)) if attempt < self.delivery_limit => {
+            Err(Failure::Transient(e) | Failure::Remote(e)) if attempts < self.delivery_limit => {
                 tracing::warn!(error = %e, "render will be retried");
-                if let Err(release) = store.release_render(render_id).await {
-                    // The next attempt then takes it for an interrupted one, which is
-                    // only a stricter reading of the same delivery count.
+                let retry_at = now_ms() + self.backends.bus.retry_delay(attempts).as_millis() as i64;
+                if let Err(release) = store.release_render(&render, retry_at).await {
+                    // Its lease runs out instead, and the next attempt takes it for an
+                    // interrupted one: only a stricter reading of the same count.
                     tracing::warn!(error = %release, "render not put back to pending");
                 }
-                return Outcome::Retry(e);
+                return Step::Again;
             }
             Err(Failure::Transient(e)) => {
                 // Details are ours (endpoints, database errors): log them, show a summary.
                 tracing::error!(error = %e, "render failed on our side; giving up");
-                (format!("the render failed on our side after {attempt} attempts; the credit was refunded"), true)
+                (format!("the render failed on our side after {attempts} attempts; the credit was refunded"), true)
             }
-            Err(Failure::Remote(e)) => (format!("{e} (tried {attempt} times)"), true),
+            Err(Failure::Remote(e)) => (format!("{e} (tried {attempts} times)"), true),
             Err(Failure::Permanent(e)) => (e, false),
         };
         tracing::warn!(%error, "render failed");
-        match self.fail(&before, &error).await {
+        Step::Ended(match self.fail(&render, &error).await {
             Ok(()) if dead_letter => Outcome::Abort(error),
             Ok(()) => Outcome::Done,
             Err(retry) => retry,
-        }
+        })
     }
 }

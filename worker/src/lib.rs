@@ -16,6 +16,7 @@ mod failure;
 mod job;
 pub mod media;
 pub mod render;
+mod rotation;
 mod tts;
 
 pub use convert::ConvertHandler;
@@ -47,18 +48,46 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let limits = media::Limits::from_config(config);
     let media_memory_mib = limits.memory.total_mib();
     let convert = Arc::new(ConvertHandler::new(config, backends.clone(), limits.clone(), worker_id.clone())?);
-    let render = Arc::new(RenderHandler::new(config, backends.clone(), limits, worker_id)?);
+    let rotation = Arc::new(rotation::Rotation::new(backends.store.clone(), worker_id.clone()));
+    let render =
+        Arc::new(RenderHandler::new(config, backends.clone(), limits, worker_id, rotation.clone(), shutdown.clone())?);
     // Nothing runs past `job_timeout`: twice that is surely left over.
     let sweep = sweep_work_dir_hourly(work_dir(config)?, config.job_timeout * 2, shutdown.clone());
     tracing::info!(slots = config.worker_slots, ?media_memory_mib, "worker consuming");
     let bus = &backends.bus;
     tokio::join!(
         consume(bus.clone(), Queue::Convert, config.worker_slots, convert, shutdown.clone()),
-        consume(bus.clone(), Queue::Render, config.worker_slots, render.clone(), shutdown.clone()),
-        render.serve_previews(PREVIEW_SLOTS, shutdown),
+        consume_renders(bus, config.worker_slots, render.clone(), &rotation, &shutdown),
+        rotation.keep(shutdown.clone()),
+        render.serve_previews(PREVIEW_SLOTS, shutdown.clone()),
         sweep,
     );
     Ok(())
+}
+
+/// Consumes the render queue while the worker is in rotation, until `shutdown`: taken
+/// out, it stops taking messages (what it holds goes back to the queue) until put back.
+async fn consume_renders(
+    bus: &reelfarm_backends::bus::Bus,
+    slots: u16,
+    handler: Arc<RenderHandler>,
+    rotation: &rotation::Rotation,
+    shutdown: &CancellationToken,
+) {
+    while !shutdown.is_cancelled() {
+        let stop = shutdown.child_token();
+        let taken_out = async {
+            tokio::select! {
+                () = rotation.wait_until(true) => stop.cancel(),
+                () = stop.cancelled() => {}
+            }
+        };
+        tokio::join!(consume(bus.clone(), Queue::Render, slots, handler.clone(), stop.clone()), taken_out);
+        tokio::select! {
+            () = rotation.wait_until(false) => {}
+            () = shutdown.cancelled() => {}
+        }
+    }
 }
 
 /// Sweeps the work directory at start and every hour until `shutdown`.

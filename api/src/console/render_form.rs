@@ -59,7 +59,11 @@ pub fn job_body(template_id: &str, variables: &[(String, VariableType)], form: &
     }
     let mut body = json!({
         "template_id": template_id,
-        "options": { "quality": form.get("quality").unwrap_or("default"), "create_render": true },
+        "options": {
+            "quality": form.get("quality").unwrap_or("default"),
+            "priority": form.get("priority").unwrap_or("normal"),
+            "create_render": true,
+        },
         "values": [element],
     });
     if let Some(url) = form.get("callback") {
@@ -100,8 +104,8 @@ pub fn problems_of(errors: &[FieldError]) -> Problems {
             rest.split('.').next().unwrap_or_default()
         } else if let Some(rest) = field.strip_prefix("values[0].") {
             rest
-        } else if field.starts_with("options.quality") {
-            "quality"
+        } else if let Some(option @ ("quality" | "priority")) = field.strip_prefix("options.") {
+            option
         } else if field.starts_with("notifications") {
             "callback"
         } else {
@@ -137,7 +141,7 @@ mod tests {
         let body = job_body("t", &variables(), &form(&[("quality", "720p"), ("text.x", "")])).unwrap();
         assert_eq!(
             body,
-            json!({"template_id": "t", "options": {"quality": "720p", "create_render": true},
+            json!({"template_id": "t", "options": {"quality": "720p", "priority": "normal", "create_render": true},
                    "values": [{"template_variables": {}}]})
         );
     }
@@ -185,6 +189,7 @@ mod tests {
             FieldError::new(format!("values[0].template_variables.{TEXT}"), "error.invalid", "too long"),
             FieldError::new(format!("values[0].template_variables.{SOUND}.identifier"), "error.invalid", "no voice"),
             FieldError::new("options.quality", "error.invalid", "bad quality"),
+            FieldError::new("options.priority", "error.invalid", "bad priority"),
             FieldError::new("notifications[0].payload.url", "error.invalid", "not https"),
             FieldError::new("values[0].title", "error.invalid", "long title"),
         ];
@@ -192,6 +197,7 @@ mod tests {
         assert_eq!(problems[TEXT], "too long");
         assert_eq!(problems[SOUND], "no voice");
         assert_eq!(problems["quality"], "bad quality");
+        assert_eq!(problems["priority"], "bad priority");
         assert_eq!(problems["callback"], "not https");
         assert_eq!(problems["title"], "long title");
     }

@@ -131,10 +131,12 @@ struct TemplatePage {
     /// The caller owns it: the studio is theirs to open.
     editable: bool,
     qualities: Vec<&'static str>,
+    priorities: [&'static str; 3],
     inputs: Vec<VariableInput>,
     voices: Vec<VoiceChoice>,
     /// The form's other fields as last sent.
     quality: String,
+    priority: String,
     title: String,
     external_id: String,
     callback: String,
@@ -198,9 +200,14 @@ async fn template_form(
         preview: view.record.preview_key.as_deref().map(|k| state.backends.blobs.public_url(k)),
         editable: view.record.owner_user_id.as_ref() == Some(&caller.user.id),
         qualities: ["default", "480p", "720p", "1080p"].into(),
+        priorities: reelfarm_domain::priority::Priority::NAMES,
         inputs,
         voices: voices.into_iter().flat_map(voice_choices).collect(),
         quality: field("quality"),
+        priority: match field("priority") {
+            given if given.is_empty() => "normal".into(),
+            given => given,
+        },
         title: field("title"),
         external_id: field("external_id"),
         callback: field("callback"),

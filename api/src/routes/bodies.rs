@@ -15,6 +15,7 @@ use crate::services::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
 use crate::services::libraries::MAX_NAME_CHARS;
 use crate::services::template_edit::MAX_VERSION;
 use crate::text;
+use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 
 /// Declares a body type whose schema is written in [`schemas`].
@@ -157,6 +158,9 @@ fn job_body() -> Value {
         "properties": {
             "quality": { "type": "string", "enum": Quality::NAMES, "default": "default",
                          "description": "Output size: the template's own, or the shorter side in pixels" },
+            "priority": { "type": "string", "enum": Priority::NAMES, "default": "normal",
+                          "description": "Order among the renders of the same account (an addition); lowered to \
+                                          the account's cap. Accounts share the workers fairly whatever it is" },
             "create_render": flag("Whether a video is made (default true)"),
             "create_project": flag("Whether a project is made (default false)"),
             "auto_render": flag("Alias of create_render; must agree with it when both are given"),

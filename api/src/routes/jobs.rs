@@ -36,6 +36,8 @@ pub struct JobJson {
     pub videos: Vec<VideoJson>,
     /// `default`, `480p`, `720p` or `1080p`.
     pub quality: String,
+    /// `low`, `normal` or `high` (an addition): as asked, lowered to the account's cap.
+    pub priority: String,
     pub created_at: String,
     /// A draft (an addition): a free low-resolution render, deleted after a day.
     pub draft: bool,
@@ -133,6 +135,7 @@ impl JobJson {
             status: job.status.as_str().to_string(),
             videos,
             quality: job.quality.as_str().to_string(),
+            priority: job.priority.as_str().to_string(),
             created_at: iso8601(job.created_at),
             draft: job.draft,
         }
@@ -147,7 +150,7 @@ impl JobJson {
 #[utoipa::path(
     tag = "jobs",
     request_body(content = super::bodies::JobBody, content_type = "application/json",
-        description = "template_id, options {quality, create_render, create_project}, values[], notifications[] (spec §4.7)"),
+        description = "template_id, options {quality, priority, create_render, create_project}, values[], notifications[] (spec §4.7)"),
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
         description = "1 to 255 visible ASCII characters; makes a retried request safe for 24 hours")),
     responses(

@@ -60,6 +60,7 @@ pub async fn create(
         template_version: record.version,
         draft: true,
         quality: Quality::of_preview(template.canvas.width, template.canvas.height),
+        priority: reelfarm_domain::priority::Priority::Normal,
         create_render: true,
         create_project: false,
         notifications: "[]".into(),

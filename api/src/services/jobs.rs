@@ -62,6 +62,7 @@ pub async fn create(
     let record = state.visible_template(template_id, &caller.user.id).await?;
     let template = state.template_document(&record)?;
     let renders = prepare_renders(state, caller, &template, &request).await?;
+    let priority = request.priority.min(state.backends.store.max_priority_of(&caller.user.id).await?);
     let job = NewJob {
         id: JobId::generate(),
         user_id: caller.user.id.clone(),
@@ -69,6 +70,7 @@ pub async fn create(
         template_version: record.version,
         draft: false,
         quality: request.quality,
+        priority,
         create_render: request.create_render,
         create_project: request.create_project,
         notifications: serde_json::to_string(&request.notifications).expect("notifications serialize"),

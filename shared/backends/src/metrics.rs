@@ -59,6 +59,25 @@ pub fn bus_consumed(queue: Queue, settle: &str) {
     BUS_CONSUMED.with_label_values(&[queue.name(), settle]).inc();
 }
 
+static WORKER_IN_ROTATION: LazyLock<prometheus::IntGaugeVec> = LazyLock::new(|| {
+    let g = prometheus::IntGaugeVec::new(
+        Opts::new(
+            "reelfarm_worker_in_rotation",
+            "1 while the worker claims renders; 0 once it was taken out of rotation (its renders kept failing where \
+             other workers' succeeded, or an operator took it out)",
+        ),
+        &["worker"],
+    )
+    .expect("valid metric");
+    REGISTRY.register(Box::new(g.clone())).expect("metric registered once");
+    g
+});
+
+/// Whether worker `id` claims renders.
+pub fn worker_in_rotation(id: &str, yes: bool) {
+    WORKER_IN_ROTATION.with_label_values(&[id]).set(i64::from(yes));
+}
+
 /// The text exposition of every registered metric.
 pub fn render() -> String {
     let mut buf = String::new();

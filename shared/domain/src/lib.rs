@@ -11,6 +11,7 @@ pub mod message;
 pub mod notification;
 pub mod password;
 pub mod preview;
+pub mod priority;
 pub mod quality;
 pub mod status;
 pub mod template;

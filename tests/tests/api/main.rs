@@ -11,6 +11,7 @@ mod console_studio;
 mod drafts;
 mod email;
 mod email_abuse;
+mod farm;
 mod foundation;
 mod integrations;
 mod jobs;

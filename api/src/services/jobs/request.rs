@@ -8,6 +8,7 @@
 
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::notification::Notification;
+use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use serde_json::{Map, Value};
 
@@ -27,6 +28,8 @@ pub struct JobRequest {
     /// `None` when the text given is not of our ids' form: it names no template.
     pub template_id: Option<TemplateId>,
     pub quality: Quality,
+    /// As asked; the account's cap applies when the job is made.
+    pub priority: Priority,
     pub create_render: bool,
     pub create_project: bool,
     pub values: Vec<ValueRequest>,
@@ -60,20 +63,28 @@ pub fn parse(body: &Value) -> Result<JobRequest, Vec<FieldError>> {
             None
         }
     };
-    let (quality, create_render, create_project) = options(body.get("options"), &mut errors);
+    let Options { quality, priority, create_render, create_project } = options(body.get("options"), &mut errors);
     let values = values(body.get("values"), &mut errors);
     let notifications = notifications(body.get("notifications"), &mut errors);
     cap_emails(&notifications, values.len(), &mut errors);
     if errors.is_empty() {
-        Ok(JobRequest { template_id, quality, create_render, create_project, values, notifications })
+        Ok(JobRequest { template_id, quality, priority, create_render, create_project, values, notifications })
     } else {
         Err(errors)
     }
 }
 
-/// `options`: quality (default `default`), create_render (default true), create_project
-/// (default false).
-fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> (Quality, bool, bool) {
+/// A job request's `options`.
+struct Options {
+    quality: Quality,
+    priority: Priority,
+    create_render: bool,
+    create_project: bool,
+}
+
+/// `options`: quality (default `default`), priority (default `normal`), create_render
+/// (default true), create_project (default false).
+fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
     let empty = Map::new();
     let options = match value {
         Some(Value::Object(o)) => o,
@@ -98,6 +109,16 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> (Quality, boo
         errors.push(FieldError::new("options.quality", "error.invalid", message));
         Quality::Default
     });
+    let given = options.get("priority").unwrap_or(&Value::Null);
+    let priority = match given {
+        Value::Null => Ok(Priority::Normal),
+        Value::String(p) => p.parse(),
+        other => Err(format!("{other} is not a priority; use one of {}", Priority::NAMES.join(", "))),
+    };
+    let priority = priority.unwrap_or_else(|message| {
+        errors.push(FieldError::new("options.priority", "error.invalid", message));
+        Priority::Normal
+    });
     let create_render = flag(options, "create_render", "auto_render", true, errors);
     let create_project = flag(options, "create_project", "create_moov", false, errors);
     if !create_render && !create_project {
@@ -107,7 +128,7 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> (Quality, boo
             "nothing to create: set create_render or create_project to true",
         ));
     }
-    (quality, create_render, create_project)
+    Options { quality, priority, create_render, create_project }
 }
 
 /// A boolean option given under its name or its alias (they must agree).
@@ -270,6 +291,7 @@ mod tests {
     fn a_minimal_request_takes_the_defaults() {
         let request = parse(&json!({"template_id": "t1", "options": {}, "values": [{}]})).unwrap();
         assert_eq!((request.quality.as_str(), request.create_render, request.create_project), ("default", true, false));
+        assert_eq!(request.priority, Priority::Normal);
         assert_eq!(
             request.values[0],
             ValueRequest {
@@ -286,13 +308,14 @@ mod tests {
     fn aliases_php_arrays_and_numbers_are_accepted() {
         let request = parse(&json!({
             "template_id": "t1",
-            "options": {"auto_render": false, "create_moov": true, "quality": "720p"},
+            "options": {"auto_render": false, "create_moov": true, "quality": "720p", "priority": "high"},
             "values": [{"external_id": 42, "title": "T", "template_variables": [], "metadata": []}],
             "notifications": [{"type": "callback", "payload": {"url": "http://127.0.0.1:9/x"}}],
             "unknown": true
         }))
         .unwrap();
         assert_eq!((request.quality.as_str(), request.create_render, request.create_project), ("720p", false, true));
+        assert_eq!(request.priority, Priority::High);
         assert_eq!(request.values[0].external_id, "42");
         assert_eq!(request.notifications.len(), 1);
     }
@@ -322,13 +345,15 @@ mod tests {
         assert_eq!(
             fields(json!({
                 "template_id": 7,
-                "options": {"quality": "4k", "create_render": "yes", "create_project": true, "create_moov": false},
+                "options": {"quality": "4k", "priority": "urgent", "create_render": "yes", "create_project": true,
+                            "create_moov": false},
                 "values": [{"external_id": {}}, 3, {"template_variables": "x", "metadata": 1}],
                 "notifications": [{"type": "callback", "payload": {}}, {"type": "sms"}]
             })),
             [
                 "template_id",
                 "options.quality",
+                "options.priority",
                 "options.create_render",
                 "options.create_moov",
                 "values[0].external_id",

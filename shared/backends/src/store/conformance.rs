@@ -9,6 +9,7 @@ use reelfarm_domain::message::{Envelope, Message, Queue};
 mod accounts;
 mod assets;
 mod deliveries;
+mod farm;
 mod housekeeping;
 mod integrations;
 mod jobs;
@@ -71,6 +72,10 @@ mod cases {
     jobs => jobs::jobs,
     renders_ending_together_finish_their_job => jobs::renders_ending_together_finish_their_job,
     cancel_jobs => jobs::cancel,
+    scheduler => farm::scheduler,
+    leases => farm::leases,
+    racing_claims => farm::racing_claims,
+    workers => farm::workers,
     deliveries => deliveries::deliveries,
     email_allowance => deliveries::email_allowance,
     housekeeping => housekeeping::housekeeping,

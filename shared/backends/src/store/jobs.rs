@@ -21,11 +21,13 @@ use crate::store::parse_status;
 
 mod credits;
 mod renders;
+mod shares;
 mod types;
 
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
-pub use renders::CANCELLED_ERROR;
+pub use renders::{Claim, CANCELLED_ERROR};
+pub use shares::AccountShare;
 pub use types::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
     IDEMPOTENCY_TTL_MS,
@@ -33,19 +35,20 @@ pub use types::{
 
 const JOB_COLUMNS: &str =
     "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at, \
-    template_version, draft";
+    template_version, draft, priority";
 const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
     project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
 const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
 /// The columns of a new render row, in the order [`bind_render`] binds them.
 const NEW_RENDER_COLUMNS: &str =
-    "id, job_id, position, external_id, title, metadata, template_variables, status, charged, project_id, created_at, finished_at";
+    "id, job_id, position, external_id, title, metadata, template_variables, status, charged, project_id, created_at, finished_at, \
+    priority";
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
 
-/// Binds `$1`–`$13` of a job's insert: its [`JOB_COLUMNS`] (as `record` says; `$12` and
-/// `$13` are the last two, the template version and the draft flag) and, as `$11`, the
-/// credits it `charges`.
+/// Binds `$1`–`$14` of a job's insert: its [`JOB_COLUMNS`] (as `record` says; `$12` to
+/// `$14` are the last three, the template version, the draft flag and the priority) and,
+/// as `$11`, the credits it `charges`.
 fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, charges: i64) -> AnyQuery<'q> {
     query
         .bind(job.id.as_str())
@@ -61,6 +64,7 @@ fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, cha
         .bind(charges)
         .bind(job.template_version)
         .bind(i64::from(job.draft))
+        .bind(job.priority.as_str())
 }
 
 /// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
@@ -83,6 +87,7 @@ fn bind_render<'q>(
         .bind(stored.project_id.as_ref().map(ProjectId::as_str))
         .bind(job.created_at)
         .bind(stored.finished_at)
+        .bind(job.rank())
 }
 
 /// Binds the [`PROJECT_COLUMNS`] of the project created with `render`.
@@ -121,6 +126,10 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
         finished_at: row.try_get("finished_at")?,
         template_version: row.try_get("template_version")?,
         draft: flag(row, "draft")?,
+        priority: {
+            let priority: String = row.try_get("priority")?;
+            priority.parse().map_err(|e| StoreError::Corrupt(format!("job priority: {e}")))?
+        },
         renders: Vec::new(),
     })
 }
@@ -205,22 +214,27 @@ impl Store {
 
         let charges = job.charges();
         let record = JobRecord::from_new(job);
-        // The account to charge is found in the same statement (one round trip less).
+        // The account whose share the renders count in, and that pays for them.
+        let owner: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
+            .bind(job.user_id.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
         let sql = format!(
             "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, \
-             CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END) RETURNING credit_account"
+             $14, CASE WHEN $11 > 0 THEN $15 END)"
         );
-        let account: Option<String> = bind_job(sqlx::query(&sql), job, &record, charges)
-            .fetch_one(&mut *tx)
+        bind_job(sqlx::query(&sql), job, &record, charges)
+            .bind(&owner)
+            .execute(&mut *tx)
             .await
-            .and_then(|row| row.try_get(0))
             .map_err(missing_reference("template"))?;
-        let account = account.as_deref().map(CreditAccount::decode).transpose()?;
+        let account = if charges > 0 { Some(CreditAccount::decode(&owner)?) } else { None };
         for (render, stored) in job.renders.iter().zip(&record.renders) {
             let sql = format!(
-                "INSERT INTO renders ({NEW_RENDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+                "INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
             );
-            bind_render(sqlx::query(&sql), job, render, stored).execute(&mut *tx).await?;
+            bind_render(sqlx::query(&sql), job, render, stored).bind(&owner).execute(&mut *tx).await?;
             if let Some((project_id, json)) = &render.project {
                 let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
                 bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
@@ -252,31 +266,32 @@ impl Store {
     async fn create_job_in_one_statement(&self, job: &NewJob) -> Result<JobCreation> {
         let record = JobRecord::from_new(job);
         let charges = job.charges();
-        // $1–$13: the job; then the rows, numbered on.
-        let mut next = 14;
+        // $1–$14: the job; then the rows, numbered on.
+        let mut next = 15;
         let mut placeholders = |n: usize| {
             let list: Vec<String> = (next..next + n).map(|i| format!("${i}")).collect();
             next += n;
             format!("({})", list.join(", "))
         };
-        let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(12)).collect();
+        let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(13)).collect();
         let project_rows: Vec<String> =
             job.renders.iter().filter(|r| r.project.is_some()).map(|_| placeholders(8)).collect();
         let outbox_rows: Vec<String> =
             job.renders.iter().filter(|_| job.create_render).map(|_| placeholders(4)).collect();
         let mut sql = format!(
-            "WITH account AS (SELECT CASE WHEN $11 > 0 THEN {ACCOUNT_OF_USER_2} END AS a), \
+            "WITH owner AS (SELECT {ACCOUNT_OF_USER_2} AS o), \
+             account AS (SELECT CASE WHEN $11 > 0 THEN o END AS a FROM owner), \
              debit_user AS (UPDATE users SET credits = credits - $11 WHERE id = $2 \
                 AND (SELECT a FROM account) = 'user:' || $2 AND credits >= $11 RETURNING 1), \
              debit_group AS (UPDATE user_groups SET credits = credits - $11 \
                 WHERE id = substr((SELECT a FROM account), 7) AND (SELECT a FROM account) LIKE 'group:%' \
                 AND credits >= $11 RETURNING 1), \
              job AS (INSERT INTO jobs ({JOB_COLUMNS}, credit_account) \
-                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, (SELECT a FROM account) \
+                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, (SELECT a FROM account) \
                 WHERE $11 = 0 OR EXISTS (SELECT 1 FROM debit_user) OR EXISTS (SELECT 1 FROM debit_group) \
                 RETURNING id), \
-             renders AS (INSERT INTO renders ({NEW_RENDER_COLUMNS}) \
-                SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM job))",
+             renders AS (INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
+                SELECT v.*, (SELECT o FROM owner) FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM job))",
             render_rows.join(", ")
         );
         if !project_rows.is_empty() {

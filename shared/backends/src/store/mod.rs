@@ -30,6 +30,7 @@ mod template_versions;
 mod templates;
 mod usage;
 mod users;
+mod workers;
 
 pub use accounts::{Account, GroupSummary};
 pub use assets::{AssetQuery, STALE_UPLOAD_MS};
@@ -37,8 +38,8 @@ pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery}
 pub use housekeeping::{Pruned, DRAFT_RETENTION_MS, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
 pub use jobs::{
-    Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
-    CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
+    AccountShare, Claim, Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome,
+    RenderRecord, CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
@@ -47,6 +48,7 @@ pub use template_versions::{TemplateContent, TemplateVersion};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
 pub use usage::{RenderCounts, Usage};
 pub use users::{new_webhook_secret, Credits, Group, TokenRecord, User};
+pub use workers::WorkerRecord;
 
 /// The SQL dialect behind the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

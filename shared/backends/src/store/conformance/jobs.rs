@@ -25,6 +25,7 @@ pub(super) fn new_job(
         template_version: 1,
         draft: false,
         quality: reelfarm_domain::quality::Quality::P480,
+        priority: reelfarm_domain::priority::Priority::Normal,
         create_render,
         create_project,
         notifications: "[]".into(),
@@ -169,7 +170,8 @@ pub(super) async fn cancel(store: &Store) {
     let success =
         RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 1 };
     assert!(store.end_render(ids[0], &success).await.unwrap());
-    assert!(store.start_render(ids[1], "w1").await.unwrap().is_some());
+    let claimed = store.claim_render("w1", Duration::from_secs(60)).await.unwrap().unwrap();
+    assert_eq!(&claimed.render.id, ids[1]);
     assert!(store.end_render(ids[2], &RenderOutcome::Failed { error: "broken".into() }).await.unwrap());
     assert_eq!(store.available_credits(&mia.id).await.unwrap(), 7);
     store.outbox_claim(1000, Duration::from_secs(60)).await.unwrap();
@@ -205,7 +207,7 @@ pub(super) async fn cancel(store: &Store) {
 
     // The worker of the started render finds it ended; the pending one never starts.
     assert!(!store.end_render(ids[1], &success).await.unwrap());
-    assert!(store.start_render(ids[3], "w2").await.unwrap().is_none());
+    assert_eq!(store.claim_render("w2", Duration::from_secs(60)).await.unwrap(), None);
     assert_eq!(store.cancel_job(&job.id).await.unwrap(), 0, "cancelling twice changes nothing");
     assert_eq!(store.available_credits(&mia.id).await.unwrap(), 9);
     assert_eq!(store.job(&job.id).await.unwrap(), cancelled);

@@ -1,6 +1,7 @@
 //! The records of jobs, renders and projects, and what creating a job takes.
 
 use reelfarm_domain::id::{JobId, ProjectId, RenderId, TemplateId, UserId};
+use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
@@ -20,6 +21,8 @@ pub struct NewJob {
     /// jobs and is deleted after a day.
     pub draft: bool,
     pub quality: Quality,
+    /// Among the renders of its account (after the account's cap).
+    pub priority: Priority,
     pub create_render: bool,
     pub create_project: bool,
     /// JSON array of the validated notifications.
@@ -36,6 +39,16 @@ impl NewJob {
             self.renders.len() as i64
         } else {
             0
+        }
+    }
+
+    /// The rank its renders are scheduled by within their account: a draft's goes
+    /// ahead of every batch render.
+    pub fn rank(&self) -> i64 {
+        if self.draft {
+            Priority::DRAFT_RANK
+        } else {
+            self.priority.rank()
         }
     }
 }
@@ -84,6 +97,7 @@ pub struct JobRecord {
     pub template_id: TemplateId,
     pub status: JobStatus,
     pub quality: Quality,
+    pub priority: Priority,
     pub create_render: bool,
     pub create_project: bool,
     /// JSON array.
@@ -142,6 +156,7 @@ impl JobRecord {
             template_id: job.template_id.clone(),
             status,
             quality: job.quality,
+            priority: job.priority,
             create_render: job.create_render,
             create_project: job.create_project,
             notifications: job.notifications.clone(),

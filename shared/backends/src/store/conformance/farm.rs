@@ -1,0 +1,211 @@
+//! The scheduler in the store suite (issue #18): which render a worker claims — fair
+//! between accounts (weighted), by priority within one, drafts ahead — leases that run
+//! out, retries that wait, and claims racing each other.
+
+use std::time::Duration;
+
+use super::super::*;
+use super::jobs::new_job;
+use super::templates::new_template;
+use reelfarm_domain::id::{now_ms, RenderId, TemplateId, UserId};
+use reelfarm_domain::priority::Priority;
+use reelfarm_domain::status::RenderStatus;
+
+const LONG: Duration = Duration::from_secs(600);
+
+/// A job of `renders` renders for `user`, made `at` (Unix ms: the order of equal shares).
+async fn job_at(
+    store: &Store,
+    user: &UserId,
+    template: &TemplateId,
+    renders: usize,
+    at: i64,
+    f: fn(&mut NewJob),
+) -> Vec<RenderId> {
+    let mut job = NewJob { created_at: at, ..new_job(user, template, renders, true, false) };
+    f(&mut job);
+    assert_eq!(store.create_job(&job, None).await.unwrap(), JobCreation::Created);
+    job.renders.iter().map(|r| r.id.clone()).collect()
+}
+
+/// Claims one render and keeps it; its id.
+async fn claim(store: &Store) -> RenderId {
+    store.claim_render("w", LONG).await.unwrap().expect("a render to claim").render.id
+}
+
+pub(super) async fn scheduler(store: &Store) {
+    let template = store.create_template(&new_template("Farm", None, true)).await.unwrap();
+    let ann = store.create_user("ann", None, 1000).await.unwrap();
+    let bob = store.create_user("bob", None, 1000).await.unwrap();
+    let t0 = now_ms() - 60_000;
+    assert_eq!(store.claim_render("w", LONG).await.unwrap(), None, "nothing to claim");
+
+    // Ann's batch of 6 came first; Bob's single video a moment later starts second: the
+    // account with fewer running renders goes first, whatever the queue's order.
+    let a = job_at(store, &ann.id, &template.id, 6, t0, |_| {}).await;
+    let b = job_at(store, &bob.id, &template.id, 1, t0 + 1, |_| {}).await;
+    assert_eq!(claim(store).await, a[0]);
+    assert_eq!(claim(store).await, b[0]);
+    assert_eq!(claim(store).await, a[1], "first come, first served within an account");
+
+    // Within an account, higher priority first; a draft before every batch render, even
+    // of an account that runs more.
+    let low = job_at(store, &bob.id, &template.id, 1, t0 + 2, |j| j.priority = Priority::Low).await;
+    let high = job_at(store, &bob.id, &template.id, 1, t0 + 3, |j| j.priority = Priority::High).await;
+    let draft = job_at(store, &ann.id, &template.id, 1, t0 + 4, |j| j.draft = true).await;
+    assert_eq!(claim(store).await, draft[0]);
+    assert_eq!(claim(store).await, high[0], "bob runs 1, ann 3");
+    assert_eq!(claim(store).await, low[0], "bob runs 2, ann 3");
+    assert_eq!(claim(store).await, a[2], "bob has nothing left");
+    let shares = store.shares().await.unwrap();
+    let view: Vec<_> = shares.iter().map(|s| (s.name.as_str(), s.running, s.waiting)).collect();
+    assert_eq!(view, [("ann", 4, 3), ("bob", 3, 0)]);
+
+    // Weights: with weight 3 Carl gets three workers for each of Dana's.
+    let carl = store.create_user("carl", Some("studio"), 1000).await.unwrap();
+    let dana = store.create_user("dana", None, 1000).await.unwrap();
+    store.set_credits("studio", 1000).await.unwrap();
+    store.set_share("studio", Some(3), None).await.unwrap();
+    drain(store).await;
+    let c = job_at(store, &carl.id, &template.id, 8, t0 + 10, |_| {}).await;
+    let d = job_at(store, &dana.id, &template.id, 8, t0 + 11, |_| {}).await;
+    let mut claimed = Vec::new();
+    for _ in 0..8 {
+        claimed.push(claim(store).await);
+    }
+    let carls = claimed.iter().filter(|id| c.contains(id)).count();
+    let danas = claimed.iter().filter(|id| d.contains(id)).count();
+    assert_eq!((carls, danas), (6, 2), "3:1 by weight");
+    let studio = store.shares().await.unwrap().into_iter().find(|s| s.name == "studio").unwrap();
+    assert_eq!((studio.account.starts_with("group:"), studio.weight, studio.running), (true, 3, 6));
+
+    // A cap lowers what a job may ask; the share keeps what was not given.
+    assert_eq!(store.max_priority_of(&dana.id).await.unwrap(), Priority::High);
+    store.set_share("dana", None, Some(Priority::Low)).await.unwrap();
+    store.set_share("dana", Some(2), None).await.unwrap();
+    assert_eq!(store.max_priority_of(&dana.id).await.unwrap(), Priority::Low);
+    let share = store.shares().await.unwrap().into_iter().find(|s| s.name == "dana").unwrap();
+    assert_eq!((share.weight, share.max_priority), (2, Priority::Low));
+    assert!(matches!(store.set_share("nobody", Some(2), None).await, Err(StoreError::NotFound("user or group"))));
+}
+
+/// Claims and ends every render waiting.
+async fn drain(store: &Store) {
+    let done = RenderOutcome::Failed { error: "drained".into() };
+    while let Some(claim) = store.claim_render("drain", LONG).await.unwrap() {
+        assert!(store.end_claimed(&claim.render, &done).await.unwrap());
+    }
+    assert!(store.shares().await.unwrap().iter().all(|s| s.waiting == 0));
+}
+
+pub(super) async fn leases(store: &Store) {
+    let template = store.create_template(&new_template("Leases", None, true)).await.unwrap();
+    let eve = store.create_user("eve", None, 10).await.unwrap();
+    let ids = job_at(store, &eve.id, &template.id, 2, now_ms(), |_| {}).await;
+
+    // A claim whose lease runs out is claimed again, as interrupted; only the attempt
+    // holding the render may extend, release or end it.
+    let first = store.claim_render("w1", Duration::ZERO).await.unwrap().unwrap();
+    assert_eq!((first.render.id.clone(), first.interrupted, first.render.attempts), (ids[0].clone(), false, 1));
+    assert_eq!(first.render.status, RenderStatus::Started);
+    assert_eq!(first.render.worker.as_deref(), Some("w1"));
+    assert_eq!(store.next_claim_at(false).await.unwrap(), Some(0), "the second render can be claimed now");
+    let second = store.claim_render("w2", LONG).await.unwrap().unwrap();
+    assert_eq!(second.render.id, ids[0], "the interrupted render before the next one");
+    assert_eq!((second.interrupted, second.render.attempts), (true, 2));
+    assert!(!store.heartbeat_render(&first.render, LONG).await.unwrap());
+    assert!(store.heartbeat_render(&second.render, LONG).await.unwrap());
+    let success =
+        RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 1 };
+    assert!(!store.end_claimed(&first.render, &success).await.unwrap(), "the old attempt ends nothing");
+
+    // A render put back waits for its retry time; a started one counts only for the
+    // tokens that look at leases.
+    store.release_render(&first.render, now_ms()).await.unwrap();
+    assert_eq!(store.render(&ids[0]).await.unwrap().status, RenderStatus::Started, "not the old attempt's to put back");
+    let retry_at = now_ms() + 1_000;
+    store.release_render(&second.render, retry_at).await.unwrap();
+    assert_eq!(store.render(&ids[0]).await.unwrap().status, RenderStatus::Pending);
+    let third = store.claim_render("w2", LONG).await.unwrap().unwrap();
+    assert_eq!(third.render.id, ids[1], "the released render waits");
+    assert_eq!(store.claim_render("w2", LONG).await.unwrap(), None);
+    assert_eq!(store.next_claim_at(false).await.unwrap(), Some(retry_at));
+    assert!(store.end_claimed(&third.render, &success).await.unwrap());
+    assert!(!store.heartbeat_render(&third.render, LONG).await.unwrap(), "ended: no lease");
+
+    // Past its retry time it is claimed again (not as interrupted: it was put back).
+    tokio::time::sleep(Duration::from_millis((retry_at - now_ms()).max(0) as u64 + 10)).await;
+    let fourth = store.claim_render("w3", LONG).await.unwrap().unwrap();
+    assert_eq!((fourth.render.id.clone(), fourth.interrupted), (ids[0].clone(), false));
+    assert_eq!(fourth.render.attempts, 3);
+    // Only a started render left: its lease end, for the tokens that look at leases.
+    assert_eq!(store.next_claim_at(false).await.unwrap(), None);
+    let lease_end = store.next_claim_at(true).await.unwrap().unwrap();
+    assert!(lease_end > now_ms() + 500_000, "{lease_end}");
+
+    // Cancelled renders are never claimed, and their attempt finds its lease gone.
+    let job = store.render(&ids[0]).await.unwrap().job_id;
+    assert_eq!(store.cancel_job(&job).await.unwrap(), 1);
+    assert!(!store.heartbeat_render(&fourth.render, LONG).await.unwrap());
+    assert_eq!(store.claim_render("w3", LONG).await.unwrap(), None);
+    assert_eq!(store.next_claim_at(true).await.unwrap(), None);
+}
+
+/// Workers claiming at once each get another render, and every render is claimed once.
+pub(super) async fn racing_claims(store: &Store) {
+    let template = store.create_template(&new_template("Race", None, true)).await.unwrap();
+    let mut all = Vec::new();
+    for name in ["fay", "gus", "hal"] {
+        let user = store.create_user(name, None, 100).await.unwrap();
+        all.extend(job_at(store, &user.id, &template.id, 10, now_ms(), |_| {}).await);
+    }
+    let claims = (0..40).map(|i| async move {
+        loop {
+            match store.claim_render(&format!("w{i}"), LONG).await {
+                Ok(claim) => return claim.map(|c| c.render.id),
+                // SQLite: a writer busy past the pool's timeout; PostgreSQL never.
+                Err(e) if e.is_transient() => tokio::time::sleep(Duration::from_millis(5)).await,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    let mut claimed: Vec<RenderId> = futures::future::join_all(claims).await.into_iter().flatten().collect();
+    assert_eq!(claimed.len(), 30, "30 renders, 40 claims");
+    claimed.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    claimed.dedup();
+    assert_eq!(claimed.len(), 30, "none claimed twice");
+    assert!(store.shares().await.unwrap().iter().all(|s| s.running == 10 && s.waiting == 0));
+}
+
+/// The fleet's rows: signs of life, counts, successes of others, rotation by id or its
+/// start.
+pub(super) async fn workers(store: &Store) {
+    let t0 = now_ms();
+    assert!(!store.worker_seen("host-1-aaaa", t0).await.unwrap(), "in rotation");
+    assert!(!store.worker_seen("host-2-bbbb", t0).await.unwrap());
+    store.worker_rendered("host-1-aaaa", false).await.unwrap();
+    store.worker_rendered("host-1-aaaa", false).await.unwrap();
+    assert!(!store.others_succeeded_since("host-1-aaaa", t0).await.unwrap(), "nobody succeeded");
+    store.worker_rendered("host-2-bbbb", true).await.unwrap();
+    assert!(store.others_succeeded_since("host-1-aaaa", t0).await.unwrap());
+    assert!(!store.others_succeeded_since("host-2-bbbb", t0).await.unwrap(), "its own successes do not count");
+    assert!(!store.others_succeeded_since("host-1-aaaa", now_ms() + 1000).await.unwrap(), "only since");
+
+    let out = store.set_rotation("host-1", Some("broken codec")).await.unwrap();
+    assert_eq!((out.id.as_str(), out.renders_failed, out.renders_ok), ("host-1-aaaa", 2, 0));
+    assert_eq!(out.out_reason.as_deref(), Some("broken codec"));
+    assert!(store.worker_seen("host-1-aaaa", t0).await.unwrap(), "the worker reads that it is out");
+    assert!(matches!(store.set_rotation("host-", None).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(store.set_rotation("nobody", None).await, Err(StoreError::NotFound("worker"))));
+    assert!(matches!(store.set_rotation("host_1%", None).await, Err(StoreError::NotFound("worker"))), "no wildcards");
+
+    let listed = store.workers(t0).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    let two = listed.iter().find(|w| w.id == "host-2-bbbb").unwrap();
+    assert_eq!((two.renders_ok, two.out_since, two.started_at), (1, None, t0));
+    assert!(two.last_success_at.is_some());
+    assert_eq!(store.workers(now_ms() + 1000).await.unwrap().len(), 1, "the one out of rotation stays listed");
+    let back = store.set_rotation("host-1-aaaa", None).await.unwrap();
+    assert_eq!((back.out_since, back.out_reason), (None, None));
+    assert!(!store.worker_seen("host-1-aaaa", t0).await.unwrap());
+}

@@ -1,0 +1,209 @@
+//! `reelfarm bench fairness`: the farm shared between accounts (issue #18) on the
+//! configured backends. Two worker slots (embedded: one `serve all` with two; distributed:
+//! a `serve all` and a `serve worker` with one each) render account A's job of
+//! `--renders` videos of the quote-card example at 480p (written through the store: the
+//! API takes 100 values a job). First A runs alone: its throughput and render time are the
+//! baseline. Then account B sends a job of one video through the API, `--tries` times,
+//! one after the other with pauses that land them at different moments of A's renders;
+//! each time B's wait (its video's start less the job's creation) is compared with one
+//! render time, and A's throughput meanwhile with A's alone. Bars: B's p95 wait within
+//! one render time (first come first served would keep B waiting for A's whole queue);
+//! A's throughput down by at most 5 %.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use reelfarm_backends::store::{JobCreation, NewJob, NewRender};
+use reelfarm_backends::{Blobs, Config, Store};
+use reelfarm_domain::id::{now_ms, JobId, RenderId};
+use reelfarm_domain::priority::Priority;
+use reelfarm_domain::quality::Quality;
+use reelfarm_domain::token::random_base62;
+
+use crate::bootstrap::examples::{import_missing, template_id};
+use crate::stats::Percentiles;
+
+/// Videos of A's that end before the baseline is measured (processes warm).
+const WARM: usize = 4;
+/// Length of the baseline: A alone.
+const ALONE: Duration = Duration::from_secs(30);
+/// The bars.
+const BAR_WAIT_RENDERS: f64 = 1.0;
+const BAR_THROUGHPUT_DROP: f64 = 0.05;
+
+pub async fn run(config: &Config, renders: u32, tries: u32) -> anyhow::Result<()> {
+    let namespace = format!("bench{}", random_base62(8).to_lowercase());
+    let store = Store::connect(&config.database_url).await?;
+    let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
+    println!("importing the example templates (first time only) …");
+    import_missing(&store, &blobs, config.job_timeout).await?;
+    let template = store.template(&template_id("quote-card")).await?;
+    let a = store.create_user(&format!("bench-a-{namespace}"), None, i64::from(renders)).await?;
+    let b = store.create_user(&format!("bench-b-{namespace}"), None, i64::from(tries)).await?;
+    let token = store.create_token(&b.id, 1).await?.1;
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let distributed = config.amqp_url.is_some();
+    let slots = if distributed { "1" } else { "2" };
+    let mut children = vec![super::serve("all", port, &namespace)?
+        .env("REELFARM_WORKER_SLOTS", slots)
+        .spawn()
+        .context("serve all")?];
+    if distributed {
+        let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut worker = super::serve("worker", port, &namespace)?;
+        worker.env("REELFARM_WORKER_SLOTS", "1").env("REELFARM_OPS_LISTEN", format!("127.0.0.1:{ops}"));
+        children.push(worker.spawn().context("serve worker")?);
+    }
+    super::wait_for_api(port).await?;
+    let job = NewJob {
+        id: JobId::generate(),
+        user_id: a.id.clone(),
+        template_id: template.id.clone(),
+        template_version: template.version,
+        draft: false,
+        quality: Quality::P480,
+        priority: Priority::Normal,
+        create_render: true,
+        create_project: false,
+        notifications: "[]".into(),
+        renders: (0..renders)
+            .map(|i| NewRender {
+                id: RenderId::generate(),
+                external_id: format!("a-{i}"),
+                title: String::new(),
+                metadata: "{}".into(),
+                template_variables: "{}".into(),
+                project: None,
+            })
+            .collect(),
+        created_at: now_ms(),
+    };
+    let probe = Probe { port, token, template: template.id.to_string() };
+    let result = match store.create_job(&job, None).await? {
+        JobCreation::Created => measure(&store, &job.id, &probe, tries, if distributed { 2 } else { 1 }).await,
+        other => Err(anyhow::anyhow!("the bench's job was not created: {other:?}")),
+    };
+    let _ = store.cancel_job(&job.id).await;
+    for child in &mut children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    if let Some(url) = &config.amqp_url {
+        reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
+    }
+    result
+}
+
+/// B's side: a job of one video through the API.
+struct Probe {
+    port: u16,
+    token: String,
+    template: String,
+}
+
+impl Probe {
+    /// Sends B's job and waits until its video started; the wait in ms.
+    async fn wait(&self, store: &Store, client: &reqwest::Client) -> anyhow::Result<f64> {
+        let body = serde_json::json!({ "template_id": self.template, "options": { "quality": "480p" },
+            "values": [{ "external_id": "b" }] });
+        let url = format!("http://127.0.0.1:{}/generator/v1/jobs", self.port);
+        let job: serde_json::Value =
+            client.post(url).bearer_auth(&self.token).json(&body).send().await?.error_for_status()?.json().await?;
+        let id = JobId::parse(job["id"].as_str().unwrap_or_default()).context("the job's id")?;
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            let job = store.job(&id).await?;
+            if let Some(started) = job.renders[0].started_at {
+                // Until it ended: the next try starts with B running nothing.
+                while !store.job(&id).await?.renders[0].status.is_final() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                return Ok((started - job.created_at) as f64);
+            }
+            if Instant::now() > deadline {
+                bail!("B's video did not start within 600 s");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// A's videos ended, as (start, end) in Unix ms, by end.
+async fn ended(store: &Store, job: &JobId) -> anyhow::Result<Vec<(i64, i64)>> {
+    let job = store.job(job).await?;
+    let mut ended: Vec<(i64, i64)> = job
+        .renders
+        .iter()
+        .filter_map(|r| Some((r.started_at?, r.finished_at.filter(|_| r.status.is_final())?)))
+        .collect();
+    ended.sort_by_key(|(_, end)| *end);
+    Ok(ended)
+}
+
+/// A's throughput in videos per second between `from` and `to` (Unix ms).
+fn rate(ended: &[(i64, i64)], from: i64, to: i64) -> f64 {
+    ended.iter().filter(|(_, end)| (from..to).contains(end)).count() as f64 / ((to - from) as f64 / 1000.0)
+}
+
+async fn measure(store: &Store, job: &JobId, probe: &Probe, tries: u32, processes: usize) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while ended(store, job).await?.len() < WARM {
+        if Instant::now() > deadline {
+            bail!("A's first {WARM} videos did not end within 300 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let alone_from = now_ms();
+    tokio::time::sleep(ALONE).await;
+    let alone_to = now_ms();
+    let before = ended(store, job).await?;
+    let mut times: Vec<f64> =
+        before.iter().filter(|(_, end)| *end >= alone_from).map(|(s, e)| (e - s) as f64).collect();
+    if times.is_empty() {
+        bail!("no video of A's ended in {ALONE:?}");
+    }
+    let render_ms = Percentiles::of(std::mem::take(&mut times)).p50;
+
+    let client = reqwest::Client::new();
+    let mut waits = Vec::with_capacity(tries as usize);
+    let shared_from = now_ms();
+    for i in 0..tries {
+        // Lands the tries at different moments of A's renders.
+        tokio::time::sleep(Duration::from_millis((render_ms * f64::from(i % 7) / 7.0) as u64)).await;
+        waits.push(probe.wait(store, &client).await?);
+    }
+    let shared_to = now_ms();
+    let after = ended(store, job).await?;
+    let total = store.job(job).await?.renders.len();
+    if after.len() >= total {
+        bail!("A's queue ran out while B's tries ran: give more --renders");
+    }
+    let (alone, shared) = (rate(&after, alone_from, alone_to), rate(&after, shared_from, shared_to));
+    let drop = 1.0 - shared / alone;
+    let waiting = Percentiles::of(waits);
+    println!(
+        "fairness: account A's {total} videos (quote-card, 480p) on 2 worker slots ({processes} process{}); \
+         account B sends one video {tries} times",
+        if processes == 1 { "" } else { "es" }
+    );
+    println!("{:<48} {:>10}", "measure", "value");
+    println!("{:<48} {:>7.0} ms", "A's render time (median, alone)", render_ms);
+    println!("{:<48} {:>7.2} /s", "A's throughput alone (baseline)", alone);
+    println!("{:<48} {:>7.2} /s", "A's throughput while B's videos run", shared);
+    println!("{:<48} {:>7.0} ms", "B's wait to start, p50", waiting.p50);
+    println!("{:<48} {:>7.0} ms", "B's wait to start, p95", waiting.p95);
+    println!("{:<48} {:>7.0} s", "first come first served: B's wait behind A's queue", {
+        (total - before.len()) as f64 / alone
+    });
+    let ratio = waiting.p95 / render_ms;
+    println!(
+        "fairness: B's p95 wait {ratio:.2}× a render time ({} the bar of {BAR_WAIT_RENDERS:.1}×); A's throughput \
+         {:+.1} % ({} the bar of -{:.0} %)",
+        if ratio <= BAR_WAIT_RENDERS { "within" } else { "OVER" },
+        -drop * 100.0,
+        if drop <= BAR_THROUGHPUT_DROP { "within" } else { "OVER" },
+        BAR_THROUGHPUT_DROP * 100.0
+    );
+    Ok(())
+}
