@@ -17,13 +17,13 @@
 //! first (`Store::claim_render`: fair between accounts, by priority within one, drafts
 //! ahead), so the broker's order does not matter and one account's batch does not hold up
 //! another's video. Every render made one token, and a token is acknowledged only once a
-//! render ended by its hand (or when there is nothing left it could claim), so there are
-//! never fewer tokens than open renders.
+//! render ended by its hand (or when no render is open at all), so there are never fewer
+//! tokens than open renders.
 //!
 //! Idempotent and crash-safe: a claimed render holds a lease its worker extends every
 //! [`HEARTBEAT`]; one whose lease ran out was interrupted (its worker died) and is claimed
-//! again — the dead worker's token comes back from the broker and waits for the lease;
-//! at the delivery limit such a render is failed instead of risking another crash. A
+//! again by whichever token looks next; at the delivery limit such a render is failed
+//! instead of risking another crash. A
 //! failure on our side is retried (the render goes back to `pending` until its retry
 //! time) up to the delivery limit, then the render fails. A failed render's credit is
 //! refunded in the same transaction that records the failure. Only the attempt holding
@@ -79,7 +79,7 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// whose worker died is claimed again this long after.
 const LEASE: Duration = Duration::from_secs(10);
 /// Longest wait between two claims of a token while nothing can be claimed.
-const CLAIM_POLL: Duration = Duration::from_secs(1);
+const CLAIM_POLL: Duration = Duration::from_millis(500);
 
 pub struct RenderHandler {
     backends: Backends,
@@ -506,7 +506,7 @@ fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
 impl Handler for RenderHandler {
     async fn handle(&self, envelope: &Envelope, attempt: u32) -> Outcome {
         match &envelope.message {
-            Message::RenderV1 { render_id } => self.claim_and_render(render_id, attempt).await,
+            Message::RenderV1 { render_id } => self.claim_and_render(render_id).await,
             Message::TemplateMediaV1 { template_id, version } => {
                 let span = tracing::info_span!("template_media", template_id = %template_id, version, attempt);
                 self.template_media(template_id, *version, attempt).instrument(span).await
@@ -528,11 +528,11 @@ enum Step {
 impl RenderHandler {
     /// Spends the token `render.v1` (whose id names the render it was made for; the
     /// scheduler picks which render it claims): claims renders in the scheduler's order
-    /// until one of them ends by this worker's hand. With nothing to claim it waits for
-    /// a render put back for a retry, and when the token was delivered before (its worker
-    /// died, maybe holding a render) for the leases of started renders to run out;
-    /// otherwise the token is one more than there are renders and is acknowledged.
-    async fn claim_and_render(&self, named: &RenderId, attempt: u32) -> Outcome {
+    /// until one of them ends by this worker's hand. With nothing to claim while renders
+    /// are open — put back until their retry time, or started, whose worker may have died
+    /// with the token that claimed them spent on another render — it looks again every
+    /// [`CLAIM_POLL`]; only with no render open is the token one too many, and acknowledged.
+    async fn claim_and_render(&self, named: &RenderId) -> Outcome {
         let store = &self.backends.store;
         loop {
             // Out of rotation, or stopping: another worker claims instead.
@@ -550,7 +550,7 @@ impl RenderHandler {
                     Step::Again => continue,
                 }
             }
-            let wait = match store.next_claim_at(attempt > 1).await {
+            let wait = match store.next_claim_at().await {
                 Ok(None) => return Outcome::Done,
                 Ok(Some(at)) => Duration::from_millis((at - now_ms()).clamp(20, CLAIM_POLL.as_millis() as i64) as u64),
                 Err(e) => return Outcome::Retry(format!("looking for renders: {e}")),

@@ -109,7 +109,7 @@ pub(super) async fn leases(store: &Store) {
     assert_eq!((first.render.id.clone(), first.interrupted, first.render.attempts), (ids[0].clone(), false, 1));
     assert_eq!(first.render.status, RenderStatus::Started);
     assert_eq!(first.render.worker.as_deref(), Some("w1"));
-    assert_eq!(store.next_claim_at(false).await.unwrap(), Some(0), "the second render can be claimed now");
+    assert_eq!(store.next_claim_at().await.unwrap(), Some(0), "the second render can be claimed now");
     let second = store.claim_render("w2", LONG).await.unwrap().unwrap();
     assert_eq!(second.render.id, ids[0], "the interrupted render before the next one");
     assert_eq!((second.interrupted, second.render.attempts), (true, 2));
@@ -119,8 +119,7 @@ pub(super) async fn leases(store: &Store) {
         RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 1 };
     assert!(!store.end_claimed(&first.render, &success).await.unwrap(), "the old attempt ends nothing");
 
-    // A render put back waits for its retry time; a started one counts only for the
-    // tokens that look at leases.
+    // A render put back waits for its retry time.
     store.release_render(&first.render, now_ms()).await.unwrap();
     assert_eq!(store.render(&ids[0]).await.unwrap().status, RenderStatus::Started, "not the old attempt's to put back");
     let retry_at = now_ms() + 1_000;
@@ -129,7 +128,7 @@ pub(super) async fn leases(store: &Store) {
     let third = store.claim_render("w2", LONG).await.unwrap().unwrap();
     assert_eq!(third.render.id, ids[1], "the released render waits");
     assert_eq!(store.claim_render("w2", LONG).await.unwrap(), None);
-    assert_eq!(store.next_claim_at(false).await.unwrap(), Some(retry_at));
+    assert_eq!(store.next_claim_at().await.unwrap(), Some(retry_at), "before the other's lease ends");
     assert!(store.end_claimed(&third.render, &success).await.unwrap());
     assert!(!store.heartbeat_render(&third.render, LONG).await.unwrap(), "ended: no lease");
 
@@ -138,9 +137,8 @@ pub(super) async fn leases(store: &Store) {
     let fourth = store.claim_render("w3", LONG).await.unwrap().unwrap();
     assert_eq!((fourth.render.id.clone(), fourth.interrupted), (ids[0].clone(), false));
     assert_eq!(fourth.render.attempts, 3);
-    // Only a started render left: its lease end, for the tokens that look at leases.
-    assert_eq!(store.next_claim_at(false).await.unwrap(), None);
-    let lease_end = store.next_claim_at(true).await.unwrap().unwrap();
+    // Only a started render left: its lease's end.
+    let lease_end = store.next_claim_at().await.unwrap().unwrap();
     assert!(lease_end > now_ms() + 500_000, "{lease_end}");
 
     // Cancelled renders are never claimed, and their attempt finds its lease gone.
@@ -148,7 +146,7 @@ pub(super) async fn leases(store: &Store) {
     assert_eq!(store.cancel_job(&job).await.unwrap(), 1);
     assert!(!store.heartbeat_render(&fourth.render, LONG).await.unwrap());
     assert_eq!(store.claim_render("w3", LONG).await.unwrap(), None);
-    assert_eq!(store.next_claim_at(true).await.unwrap(), None);
+    assert_eq!(store.next_claim_at().await.unwrap(), None, "nothing open");
 }
 
 /// Workers claiming at once each get another render, and every render is claimed once.

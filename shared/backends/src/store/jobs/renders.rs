@@ -106,15 +106,14 @@ impl Store {
     }
 
     /// When a render may next become claimable with none added: the earliest retry time
-    /// of a `pending` render and, with `leases`, the earliest lease end of a `started`
-    /// one (a claimed render whose worker may have died). `None` when there is none.
+    /// of a `pending` render or lease end of a `started` one (whose worker may die).
+    /// `None` when no render is open.
     #[tracing::instrument(name = "store::next_claim_at", level = "debug", skip_all)]
-    pub async fn next_claim_at(&self, leases: bool) -> Result<Option<i64>> {
+    pub async fn next_claim_at(&self) -> Result<Option<i64>> {
         Ok(sqlx::query_scalar(
-            "SELECT MIN(CASE WHEN status = 'pending' THEN not_before WHEN $1 = 1 THEN COALESCE(lease_until, 0) END) \
+            "SELECT MIN(CASE WHEN status = 'pending' THEN not_before ELSE COALESCE(lease_until, 0) END) \
              FROM renders WHERE status IN ('pending', 'started')",
         )
-        .bind(i64::from(leases))
         .fetch_one(&self.pool)
         .await?)
     }
