@@ -10,10 +10,15 @@ use super::templates::write_template;
 use super::{admin, start_with, stdout_of, BIN};
 
 fn loadtest(token: &str, args: &[&str]) -> Output {
+    loadtest_with(&[("REELFARM_LOADTEST_TOKEN", token)], args)
+}
+
+/// `reelfarm loadtest` with only `env` (and `PATH`) in its environment.
+fn loadtest_with(env: &[(&str, &str)], args: &[&str]) -> Output {
     std::process::Command::new(BIN)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("REELFARM_LOADTEST_TOKEN", token)
+        .envs(env.iter().copied())
         .arg("loadtest")
         .args(args)
         .output()
@@ -176,6 +181,45 @@ fn loadtest_reports_throughput_latencies_failures_and_credits_with_plots() {
     assert_eq!(json["failures_by_key"], serde_json::json!({ "create error.generator_contract_exceeded": 1 }));
     assert_eq!(json["counts"]["videos_succeeded"], 1);
     assert_eq!(json["credits"]["used"], 1);
+
+    // Two accounts, each with its own token (from the environment) and settings: jobs by
+    // weight, queue wait per account, in the report and on the page.
+    let mut tokens = Vec::new();
+    for name in ["bob", "cleo"] {
+        stdout_of(admin(dir.path(), port, &["user", "create", name, "--credits", "3"]));
+        tokens.push(stdout_of(admin(dir.path(), port, &["token", "create", name])));
+        stdout_of(admin(dir.path(), port, &["template", "share", &id, name]));
+    }
+    let scenario = work.path().join("accounts.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "url = \"{}\"\nconcurrency = 1\njobs = 3\n[[templates]]\nid = \"{id}\"\n\
+             [[accounts]]\nname = \"bob\"\ntoken_env = \"BOB_TOKEN\"\nweight = 2\n\
+             [[accounts]]\nname = \"cleo\"\ntoken_env = \"CLEO_TOKEN\"\npriority = \"high\"\n",
+            server.base
+        ),
+    )
+    .unwrap();
+    let out = work.path().join("accounts");
+    let env = [("BOB_TOKEN", tokens[0].as_str()), ("CLEO_TOKEN", tokens[1].as_str())];
+    let run = loadtest_with(&env, &["--scenario", scenario.to_str().unwrap(), "--poll", "-o", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("account bob") && stdout.contains("account cleo"), "{stdout}");
+    let (json, html) = report(&out);
+    let accounts: Vec<_> = json["by_account"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["account"].as_str().unwrap(), a["videos_succeeded"].as_u64(), a["queue_wait_ms"]["count"].as_u64()))
+        .collect();
+    assert_eq!(accounts, [("bob", Some(2), Some(2)), ("cleo", Some(1), Some(1))], "{json}");
+    let senders: Vec<_> = json["videos"].as_array().unwrap().iter().map(|v| v["account"].as_str().unwrap()).collect();
+    assert_eq!(senders.iter().filter(|a| **a == "bob").count(), 2, "{senders:?}");
+    assert_eq!((json["credits"]["before"].as_i64(), json["credits"]["used"].as_i64()), (Some(6), Some(3)));
+    assert!(!serde_json::to_string(&json).unwrap().contains(&tokens[0]), "tokens stay out of the report");
+    assert!(html.contains("By account") && html.contains("<tr><td>bob</td><td>2</td><td>0</td>"), "{html}");
 
     // A template the token cannot see stops the run before any job is sent.
     let run = loadtest(
