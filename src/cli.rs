@@ -194,8 +194,8 @@ pub enum Bench {
     /// account's batch fills two worker slots, against one render time and the batch's
     /// throughput alone.
     Fairness {
-        /// Videos of the batch (account A).
-        #[arg(long, default_value_t = 500)]
+        /// Videos of the batch (account A); enough that 500 still wait at B's first try.
+        #[arg(long, default_value_t = 1000)]
         renders: u32,
         /// Single videos account B sends, one after the other.
         #[arg(long, default_value_t = 20)]
