@@ -9,10 +9,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::{JobCreation, NewJob, NewRender};
+use reelfarm_backends::store::JobCreation;
 use reelfarm_backends::{Blobs, Config, Store};
-use reelfarm_domain::id::{now_ms, JobId, RenderId};
-use reelfarm_domain::quality::Quality;
+use reelfarm_domain::id::{now_ms, JobId};
 use reelfarm_domain::status::RenderStatus;
 use reelfarm_domain::token::random_base62;
 
@@ -40,29 +39,7 @@ pub async fn run(config: &Config, renders: u32) -> anyhow::Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut child = super::serve("all", port, &namespace)?.spawn().context("starting `reelfarm serve all`")?;
     super::wait_for_api(port).await?;
-    let job = NewJob {
-        id: JobId::generate(),
-        user_id: user.id.clone(),
-        template_id: template.id.clone(),
-        template_version: template.version,
-        draft: false,
-        quality: Quality::P480,
-        priority: reelfarm_domain::priority::Priority::Normal,
-        create_render: true,
-        create_project: false,
-        notifications: "[]".into(),
-        renders: (0..renders)
-            .map(|i| NewRender {
-                id: RenderId::generate(),
-                external_id: format!("bench-{i}"),
-                title: String::new(),
-                metadata: "{}".into(),
-                template_variables: "{}".into(),
-                project: None,
-            })
-            .collect(),
-        created_at: now_ms(),
-    };
+    let job = super::batch_job(&user.id, &template, renders);
     let result = match store.create_job(&job, None).await? {
         JobCreation::Created => measure(&store, port, &token, &job.id).await,
         other => Err(anyhow::anyhow!("the bench's job was not created: {other:?}")),

@@ -14,11 +14,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::{JobCreation, NewJob, NewRender};
+use reelfarm_backends::store::JobCreation;
 use reelfarm_backends::{Blobs, Config, Store};
-use reelfarm_domain::id::{now_ms, JobId, RenderId};
-use reelfarm_domain::priority::Priority;
-use reelfarm_domain::quality::Quality;
+use reelfarm_domain::id::{now_ms, JobId};
 use reelfarm_domain::token::random_base62;
 
 use crate::bootstrap::examples::{import_missing, template_id};
@@ -59,29 +57,7 @@ pub async fn run(config: &Config, renders: u32, tries: u32) -> anyhow::Result<()
         children.push(worker.spawn().context("serve worker")?);
     }
     super::wait_for_api(port).await?;
-    let job = NewJob {
-        id: JobId::generate(),
-        user_id: a.id.clone(),
-        template_id: template.id.clone(),
-        template_version: template.version,
-        draft: false,
-        quality: Quality::P480,
-        priority: Priority::Normal,
-        create_render: true,
-        create_project: false,
-        notifications: "[]".into(),
-        renders: (0..renders)
-            .map(|i| NewRender {
-                id: RenderId::generate(),
-                external_id: format!("a-{i}"),
-                title: String::new(),
-                metadata: "{}".into(),
-                template_variables: "{}".into(),
-                project: None,
-            })
-            .collect(),
-        created_at: now_ms(),
-    };
+    let job = super::batch_job(&a.id, &template, renders);
     let probe = Probe { port, token, template: template.id.to_string() };
     let result = match store.create_job(&job, None).await? {
         JobCreation::Created => measure(&store, &job.id, &probe, tries, if distributed { 2 } else { 1 }).await,

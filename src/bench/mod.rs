@@ -12,6 +12,40 @@ pub mod preview;
 pub mod render;
 pub mod upload;
 
+/// A job for `user` of `renders` videos of `template` at 480p, each with the template's own
+/// values, as the cancel and fairness benches write it through the store (the API takes
+/// 100 values a job).
+pub fn batch_job(
+    user: &reelfarm_domain::id::UserId,
+    template: &reelfarm_backends::store::TemplateRecord,
+    renders: u32,
+) -> reelfarm_backends::store::NewJob {
+    use reelfarm_domain::id::{now_ms, JobId, RenderId};
+    reelfarm_backends::store::NewJob {
+        id: JobId::generate(),
+        user_id: user.clone(),
+        template_id: template.id.clone(),
+        template_version: template.version,
+        draft: false,
+        quality: reelfarm_domain::quality::Quality::P480,
+        priority: reelfarm_domain::priority::Priority::Normal,
+        create_render: true,
+        create_project: false,
+        notifications: "[]".into(),
+        renders: (0..renders)
+            .map(|i| reelfarm_backends::store::NewRender {
+                id: RenderId::generate(),
+                external_id: format!("bench-{i}"),
+                title: String::new(),
+                metadata: "{}".into(),
+                template_variables: "{}".into(),
+                project: None,
+            })
+            .collect(),
+        created_at: now_ms(),
+    }
+}
+
 /// Peak and current resident set size of process `pid`, in bytes (Linux `/proc`).
 pub fn rss_of(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
