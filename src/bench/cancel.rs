@@ -10,12 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use reelfarm_backends::store::JobCreation;
-use reelfarm_backends::{Blobs, Config, Store};
+use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::{now_ms, JobId};
 use reelfarm_domain::status::RenderStatus;
-use reelfarm_domain::token::random_base62;
 
-use crate::bootstrap::examples::{import_missing, template_id};
 use crate::stats::Percentiles;
 
 /// The bar of the cancel's answer.
@@ -28,12 +26,7 @@ const AFTER: Duration = Duration::from_secs(5);
 const ROUNDS: usize = 5;
 
 pub async fn run(config: &Config, renders: u32) -> anyhow::Result<()> {
-    let namespace = format!("bench{}", random_base62(8).to_lowercase());
-    let store = Store::connect(&config.database_url).await?;
-    let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
-    println!("importing the example templates (first time only) …");
-    import_missing(&store, &blobs, config.job_timeout).await?;
-    let template = store.template(&template_id("quote-card")).await?;
+    let (namespace, store, template) = super::quote_card(config).await?;
     let user = store.create_user(&format!("bench-{namespace}"), None, i64::from(renders)).await?;
     let token = store.create_token(&user.id, 1).await?.1;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();

@@ -15,11 +15,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use reelfarm_backends::store::JobCreation;
-use reelfarm_backends::{Blobs, Config, Store};
+use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::{now_ms, JobId};
-use reelfarm_domain::token::random_base62;
 
-use crate::bootstrap::examples::{import_missing, template_id};
 use crate::stats::Percentiles;
 
 /// Videos of A's that end before the baseline is measured (processes warm).
@@ -33,12 +31,7 @@ const BAR_WAIT_RENDERS: f64 = 1.0;
 const BAR_THROUGHPUT_DROP: f64 = 0.05;
 
 pub async fn run(config: &Config, renders: u32, tries: u32) -> anyhow::Result<()> {
-    let namespace = format!("bench{}", random_base62(8).to_lowercase());
-    let store = Store::connect(&config.database_url).await?;
-    let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
-    println!("importing the example templates (first time only) …");
-    import_missing(&store, &blobs, config.job_timeout).await?;
-    let template = store.template(&template_id("quote-card")).await?;
+    let (namespace, store, template) = super::quote_card(config).await?;
     let a = store.create_user(&format!("bench-a-{namespace}"), None, i64::from(renders)).await?;
     let b = store.create_user(&format!("bench-b-{namespace}"), None, i64::from(tries)).await?;
     let token = store.create_token(&b.id, 1).await?.1;

@@ -12,6 +12,20 @@ pub mod preview;
 pub mod render;
 pub mod upload;
 
+/// What the cancel and fairness benches start from: a bus namespace of their own, the
+/// configured store, and the quote-card example (imported the first time).
+pub async fn quote_card(
+    config: &reelfarm_backends::Config,
+) -> anyhow::Result<(String, reelfarm_backends::Store, reelfarm_backends::store::TemplateRecord)> {
+    let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
+    let store = reelfarm_backends::Store::connect(&config.database_url).await?;
+    let blobs = reelfarm_backends::Blobs::connect(&config.blob, &config.public_url).await?;
+    println!("importing the example templates (first time only) …");
+    crate::bootstrap::examples::import_missing(&store, &blobs, config.job_timeout).await?;
+    let template = store.template(&crate::bootstrap::examples::template_id("quote-card")).await?;
+    Ok((namespace, store, template))
+}
+
 /// A job for `user` of `renders` videos of `template` at 480p, each with the template's own
 /// values, as the cancel and fairness benches write it through the store (the API takes
 /// 100 values a job).
