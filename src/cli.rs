@@ -201,6 +201,13 @@ pub enum Bench {
         #[arg(long, default_value_t = 20)]
         tries: u32,
     },
+    /// One long video on two workers, split into chunks, against one worker rendering it
+    /// whole: time and CPU.
+    Split {
+        /// Length of the video in seconds.
+        #[arg(long, default_value_t = 120)]
+        seconds: u32,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {

@@ -10,6 +10,7 @@ pub mod fairness;
 pub mod jobs;
 pub mod preview;
 pub mod render;
+pub mod split;
 pub mod upload;
 
 /// What the cancel and fairness benches start from: a bus namespace of their own, the

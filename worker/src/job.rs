@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{RenderOutcome, RenderRecord, StoreError, TemplateRecord};
+use reelfarm_backends::store::{PartKind, RenderOutcome, RenderRecord, StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::id::UserId;
@@ -60,6 +60,7 @@ use crate::rotation::Rotation;
 use crate::tts::Tts;
 
 mod claim;
+mod parts;
 mod preview;
 mod sounds;
 mod template_media;
@@ -82,6 +83,9 @@ pub struct RenderHandler {
     time_limit: Duration,
     media_limits: Limits,
     encoder_threads: u16,
+    /// Renders longer than this are split (zero: never), into chunks this long.
+    split_after: Duration,
+    split_chunk: Duration,
     delivery_limit: u32,
     worker_id: String,
     /// Keys the names of the renders' files (see [`RenderHandler::output_prefix`]).
@@ -115,6 +119,8 @@ impl RenderHandler {
             time_limit: config.job_timeout,
             media_limits: limits,
             encoder_threads: config.encoder_threads,
+            split_after: config.split_after,
+            split_chunk: config.split_chunk,
             delivery_limit: config.delivery_limit,
             worker_id,
             secret: config.secret_key.expose_secret().as_bytes().to_vec(),
@@ -125,7 +131,8 @@ impl RenderHandler {
         })
     }
 
-    async fn run(&self, render: &RenderRecord, stop: &CancellationToken) -> Result<RenderOutcome, Failure> {
+    /// What every attempt at `render` (whole or a part) starts from.
+    async fn prepare(&self, render: &RenderRecord) -> Result<Prepared, Failure> {
         let store = &self.backends.store;
         let job = store.job(&render.job_id).await?;
         let record = store.template_at(&job.template_id, job.template_version).await?;
@@ -133,61 +140,85 @@ impl RenderHandler {
             .map_err(|e| Failure::Transient(format!("template {} document: {e}", record.id)))?;
         let values: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&render.template_variables)
             .map_err(|e| Failure::Transient(format!("render {} values: {e}", render.id)))?;
-        let mut applied = apply_values_with(&template, &values, &self.tts.voices).map_err(|problems| {
+        let mut template = apply_values_with(&template, &values, &self.tts.voices).map_err(|problems| {
             let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
             Failure::Permanent(format!("the values no longer fit the template: {}", lines.join("; ")))
         })?;
-        let output = if job.draft {
+        let settings = if job.draft {
             // As fast as it goes: at most 480p and 15 fps, x264's fastest preset.
-            applied.canvas.fps = applied.canvas.fps.min(DRAFT_FPS);
-            let quality = Quality::of_preview(applied.canvas.width, applied.canvas.height);
+            template.canvas.fps = template.canvas.fps.min(DRAFT_FPS);
+            let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
             RenderSettings { quality, preset: "ultrafast", crf: DRAFT_CRF, ..RenderSettings::default() }
         } else {
             RenderSettings { quality: job.quality, ..RenderSettings::default() }
         };
-        let quality = output.quality;
-
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
+        Ok(Prepared { user_id: job.user_id, record, template, values, settings, dir })
+    }
+
+    /// Renders `render` whole, or, when it is longer than the split threshold, says into
+    /// which parts to split it.
+    async fn run(&self, render: &RenderRecord, stop: &CancellationToken) -> Result<Made, Failure> {
+        let mut p = self.prepare(render).await?;
+        if let Some(parts) = self.parts_of(&p) {
+            return Ok(Made::Split(parts));
+        }
+        let quality = p.settings.quality;
+        let dir = p.dir.path();
         // Speech is synthesised (and paid for) last: a render whose other sources fail
         // (a refused or unreachable address, media that does not decode) costs nothing.
-        let speeches = self.plan_speech(&mut applied, &values, dir.path());
+        let speeches = self.plan_speech(&mut p.template, &p.values, dir);
         let ready = speeches.iter().map(|s| (s.source.clone(), s.file.clone())).collect();
-        let fetched = self.fetch_sources(&applied, &record, quality, dir.path(), ready).await?;
-        self.speak(&speeches, &job.user_id).await?;
-        let (mp4, jpg) = (dir.path().join("video.mp4"), dir.path().join("thumb.jpg"));
-        let output = RenderSettings { stop: stop.clone(), ..output };
-        let output = self.render(&applied, fetched, output, render, &mp4, &jpg).await?;
+        let wanted = render::sources(&p.template);
+        let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, dir, ready).await?;
+        self.speak(&speeches, &p.user_id).await?;
+        let (mp4, jpg) = (dir.join("video.mp4"), dir.join("thumb.jpg"));
+        let settings = RenderSettings { stop: stop.clone(), ..p.settings.clone() };
+        let (out_mp4, out_jpg) = (mp4.clone(), jpg.clone());
+        let output = self
+            .render(&p.template, fetched, settings, Some(render), move |template, resolve, settings, progress| {
+                render::render(template, resolve, settings, &out_mp4, &out_jpg, progress)
+            })
+            .await?;
 
         let prefix = self.output_prefix(render);
         let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
         let blobs = &self.backends.blobs;
         blobs.put_file(&video_key, &mp4, "video/mp4").await?;
         blobs.put_file(&thumb_key, &jpg, "image/jpeg").await?;
-        Ok(RenderOutcome::Success {
+        Ok(Made::Render(RenderOutcome::Success {
             video_key,
             thumb_key,
             width: i64::from(output.width),
             height: i64::from(output.height),
             duration_ms: (output.duration * 1000.0).round() as i64,
-        })
+        }))
     }
 
-    /// Renders on a blocking thread while a task passes its progress to the cache; `output`
-    /// gives the size and encoding, the worker's configuration the rest.
-    async fn render(
+    /// Runs `work` on a blocking thread with the worker's limits, its sources resolved
+    /// from `fetched`; while it runs a task passes its progress to the cache as
+    /// `render`'s (none given: not reported). `output` gives the size and encoding.
+    async fn render<T: Send + 'static>(
         &self,
         template: &Template,
         fetched: Vec<(Source, PathBuf)>,
         output: RenderSettings,
-        render: &RenderRecord,
-        mp4: &Path,
-        jpg: &Path,
-    ) -> Result<render::RenderOutput, Failure> {
+        render: Option<&RenderRecord>,
+        work: impl FnOnce(
+                &Template,
+                &dyn Fn(&Source) -> Option<PathBuf>,
+                &RenderSettings,
+                &dyn Fn(Progress),
+            ) -> Result<T, RenderError>
+            + Send
+            + 'static,
+    ) -> Result<T, Failure> {
         let (progress_tx, mut progress_rx) = watch::channel(0u8);
         let cache = self.backends.cache.clone();
-        let render_id = render.id.clone();
+        let render_id = render.map(|r| r.id.clone());
         // Stops with this render, also when the handler is dropped (the worker is killed).
         let _reporter = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            let Some(render_id) = render_id else { return };
             while progress_rx.changed().await.is_ok() {
                 let percent = *progress_rx.borrow_and_update();
                 if let Err(e) = cache.set_render_progress(&render_id, percent).await {
@@ -203,7 +234,7 @@ impl RenderHandler {
             sounds: Some(Arc::new(sounds::BlobSounds::new(self.backends.blobs.clone(), self.secret.clone()))),
             ..output
         };
-        let (template, mp4, jpg) = (template.clone(), mp4.to_path_buf(), jpg.to_path_buf());
+        let template = template.clone();
         let span = tracing::Span::current();
         let rendered = tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
@@ -212,7 +243,7 @@ impl RenderHandler {
                 let percent = (p.frames_done * 100 / p.frames_total.max(1)).min(100) as u8;
                 progress_tx.send_if_modified(|current| std::mem::replace(current, percent) != percent);
             };
-            render::render(&template, &resolve, &settings, &mp4, &jpg, &progress)
+            work(&template, &resolve, &settings, &progress)
         })
         .await;
         match rendered.map_err(|e| Failure::Transient(format!("render task: {e}")))? {
@@ -273,11 +304,12 @@ impl RenderHandler {
         Ok(())
     }
 
-    /// Fetches every source of `template` into `dir` (but those `ready` already);
+    /// Fetches the sources `wanted` of `template` into `dir` (but those `ready` already);
     /// returns each with its local file.
     async fn fetch_sources(
         &self,
         template: &Template,
+        wanted: Vec<Source>,
         record: &TemplateRecord,
         quality: Quality,
         dir: &Path,
@@ -285,7 +317,7 @@ impl RenderHandler {
     ) -> Result<Vec<(Source, PathBuf)>, Failure> {
         let blobs = &self.backends.blobs;
         let mut fetched = ready;
-        for (i, source) in render::sources(template).into_iter().enumerate() {
+        for (i, source) in wanted.into_iter().enumerate() {
             if fetched.iter().any(|(s, _)| *s == source) {
                 continue;
             }
@@ -338,6 +370,29 @@ impl RenderHandler {
             tracing::warn!(error = %e, "files of a render not removed");
         }
     }
+}
+
+/// What an attempt at a render starts from ([`RenderHandler::prepare`]).
+struct Prepared {
+    user_id: UserId,
+    record: TemplateRecord,
+    /// The template with the render's values applied (a draft's frame rate lowered).
+    template: Template,
+    values: serde_json::Map<String, serde_json::Value>,
+    /// Size and encoding.
+    settings: RenderSettings,
+    /// The attempt's scratch directory.
+    dir: tempfile::TempDir,
+}
+
+/// What a claimed attempt made.
+enum Made {
+    /// The render, whole or joined from its parts.
+    Render(RenderOutcome),
+    /// Nothing yet: the render is to be split into these parts.
+    Split(Vec<(PartKind, i64, i64)>),
+    /// A part of a split render, uploaded.
+    Part,
 }
 
 /// A text-to-speech value of a render, to be synthesised into `file` (the layer's

@@ -44,6 +44,7 @@ const SETTLE: Duration = Duration::from_secs(240);
 fn short() {
     let mut suite = Suite::start();
     suite.phase(Fault::WorkerKilled, 4);
+    suite.phase(Fault::ChunkWorkerKilled, 2);
     suite.phase(Fault::RabbitmqRestarted, 4);
     suite.phase(Fault::PostgresRestarted, 4);
     suite.phase(Fault::NotifierKilled, 3);
@@ -57,6 +58,7 @@ fn full() {
     for _ in 0..3 {
         for fault in [
             Fault::WorkerKilled,
+            Fault::ChunkWorkerKilled,
             Fault::RabbitmqRestarted,
             Fault::PostgresRestarted,
             Fault::NotifierKilled,
@@ -73,6 +75,7 @@ fn full() {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fault {
     WorkerKilled,
+    ChunkWorkerKilled,
     RabbitmqRestarted,
     PostgresRestarted,
     NotifierKilled,
@@ -85,6 +88,7 @@ impl Fault {
     fn name(self) -> &'static str {
         match self {
             Fault::WorkerKilled => "worker killed (SIGKILL) mid-render",
+            Fault::ChunkWorkerKilled => "worker killed (SIGKILL) holding a chunk of a split render",
             Fault::RabbitmqRestarted => "RabbitMQ stopped for 5 s, then started",
             Fault::PostgresRestarted => "PostgreSQL restarted",
             Fault::NotifierKilled => "notifier killed (SIGKILL) during a callback",
@@ -114,7 +118,10 @@ struct Suite {
     api: Process,
     workers: Vec<Process>,
     notifier: Process,
+    /// The template of the phases' jobs (4 s).
     template: String,
+    /// An 8 s template, rendered split.
+    split_template: String,
     callbacks: Arc<Callbacks>,
     /// `http://127.0.0.1:PORT` of the callback receiver.
     receiver: String,
@@ -134,6 +141,9 @@ impl Suite {
                 ("REELFARM_OUTBOUND_ALLOW", "127.0.0.1"),
                 ("REELFARM_RATE_LIMIT", "0"),
                 ("REELFARM_RETRY_DELAY", "200ms"),
+                // The 8 s template is split into 2 s chunks, the 4 s one is not.
+                ("REELFARM_SPLIT_AFTER", "6s"),
+                ("REELFARM_SPLIT_CHUNK", "2s"),
             ])
             .log_to(&logs);
         let services = Services::find();
@@ -144,6 +154,8 @@ impl Suite {
         let notifier = deployment.spawn("notifier");
         let file = fault_template(dir.path());
         let template = deployment.admin(dir.path(), &["template", "import", file.to_str().unwrap(), "--public"]);
+        let long = long_template(dir.path());
+        let split_template = deployment.admin(dir.path(), &["template", "import", long.to_str().unwrap(), "--public"]);
         let callbacks = Arc::new(Callbacks::default());
         let receiver = receive_callbacks(&deployment.runtime, callbacks.clone());
         let config = reelfarm_backends::Config::from_sources(None, deployment.env.clone()).expect("valid settings");
@@ -159,6 +171,7 @@ impl Suite {
             workers,
             notifier,
             template,
+            split_template,
             callbacks,
             receiver,
             blobs,
@@ -177,6 +190,7 @@ impl Suite {
         let started = Instant::now();
         let evidence = match fault {
             Fault::WorkerKilled => self.kill_worker(&mut tenant, jobs),
+            Fault::ChunkWorkerKilled => self.kill_chunk_worker(&mut tenant, jobs),
             Fault::RabbitmqRestarted => self.restart_rabbitmq(&mut tenant, jobs),
             Fault::PostgresRestarted => self.restart_postgres(&mut tenant, jobs),
             Fault::NotifierKilled => self.kill_notifier(&mut tenant, jobs),

@@ -83,8 +83,13 @@ impl Suite {
             self.deployment.sql(&format!("SELECT COALESCE(max(attempts), 0) FROM renders WHERE job_id IN ({ids})"));
         let rendered_again = attempts.parse::<u32>().unwrap_or(0) >= 2;
         let called_again = calls > videos.len();
+        let part_attempts = self.deployment.sql(&format!(
+            "SELECT COALESCE(max(p.attempts), 0) FROM render_parts p JOIN renders r ON r.id = p.render_id \
+             WHERE r.job_id IN ({ids})"
+        ));
         let struck = match fault {
             Fault::WorkerKilled => rendered_again,
+            Fault::ChunkWorkerKilled => part_attempts.parse::<u32>().unwrap_or(0) >= 2,
             Fault::NotifierKilled => called_again,
             Fault::AllAtOnce => rendered_again && called_again,
             _ => true,

@@ -18,6 +18,49 @@ impl Suite {
         format!("render {} was under way on the killed worker", abbreviated(&render))
     }
 
+    /// Jobs of the 8 s template, split into chunks: the worker holding a chunk is killed
+    /// while it renders it; the chunk is rendered again, alone, by a worker.
+    pub(super) fn kill_chunk_worker(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
+        let template = std::mem::replace(&mut self.template, self.split_template.clone());
+        self.create_jobs(tenant, jobs);
+        self.template = template;
+        let ids = tenant.jobs.iter().map(|id| format!("'{id}'")).collect::<Vec<_>>().join(",");
+        let held = format!(
+            "SELECT p.render_id || ' ' || p.part || ' ' || p.worker FROM render_parts p JOIN renders r \
+             ON r.id = p.render_id WHERE r.job_id IN ({ids}) AND p.kind = 'frames' AND p.status = 'started' LIMIT 1"
+        );
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let (index, render, part) = loop {
+            let row = self.deployment.sql(&held);
+            let pid = |p: &crate::deployment::Process| format!("-{}-", p.child.id());
+            if let [render, part, worker] = row.split(' ').collect::<Vec<_>>()[..] {
+                if let Some(index) = self.workers.iter().position(|w| worker.contains(&pid(w))) {
+                    break (index, render.to_string(), part.to_string());
+                }
+            }
+            assert!(Instant::now() < deadline, "no chunk under way within 120 s");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Mid-chunk: a chunk of 2 s at 720p takes longer than this here.
+        std::thread::sleep(Duration::from_millis(300));
+        let killed = &mut self.workers[index];
+        killed.signal("KILL");
+        killed.wait_exit(Duration::from_secs(10));
+        self.workers[index] = self.deployment.spawn("worker");
+        let attempts = format!("SELECT attempts FROM render_parts WHERE render_id = '{render}' AND part = {part}");
+        let done = format!("SELECT status FROM render_parts WHERE render_id = '{render}' AND part = {part}");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.deployment.sql(&done) != "done" {
+            assert!(Instant::now() < deadline, "the killed chunk was not rendered again within 120 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        format!(
+            "chunk {part} of render {} was under way on the killed worker; done on attempt {}",
+            abbreviated(&render),
+            self.deployment.sql(&attempts)
+        )
+    }
+
     pub(super) fn restart_rabbitmq(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
         self.create_jobs(tenant, jobs / 2);
         self.wait_mid_render(tenant);

@@ -18,6 +18,7 @@ mod jobs;
 mod notifications;
 mod previews;
 mod snapshot;
+mod split;
 mod template_edit;
 mod templates;
 mod tts;

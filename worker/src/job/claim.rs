@@ -12,7 +12,7 @@ use reelfarm_domain::status::RenderStatus;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::RenderHandler;
+use super::{Made, RenderHandler};
 use crate::failure::Failure;
 
 /// How often a running render extends its lease (and so finds its job cancelled).
@@ -58,7 +58,7 @@ impl RenderHandler {
                 Step::Again
             }
             Ok(_) | Err(StoreError::NotFound(_)) => {
-                tracing::info!("render claimed again by another worker (this attempt's lease ran out)");
+                tracing::info!("render ended by another part, or claimed again (this attempt's lease ran out)");
                 Step::Again
             }
             Err(e) => Step::Ended(Outcome::Retry(format!("reading the render: {e}"))),
@@ -83,7 +83,9 @@ impl RenderHandler {
                 Err(e) => return Outcome::Retry(format!("claiming a render: {e}")),
             };
             if let Some(claim) = claim {
-                let span = tracing::info_span!("render", render_id = %claim.render.id, attempt = claim.render.attempts);
+                let part = claim.part.as_ref().map_or(-1, |p| p.part);
+                let span =
+                    tracing::info_span!("render", render_id = %claim.render.id, attempt = claim.render.attempts, part);
                 match self.render_claimed(claim).instrument(span).await {
                     Step::Ended(outcome) => return outcome,
                     Step::Again => continue,
@@ -111,18 +113,19 @@ impl RenderHandler {
         }
     }
 
-    /// Renders a claimed render (in its span) while keeping its lease, and records how it
-    /// ended.
+    /// Renders a claimed render or part (in its span) while keeping its lease, and records
+    /// how it ended.
     async fn render_claimed(&self, claim: Claim) -> Step {
         let store = &self.backends.store;
-        let render = claim.render;
-        if claim.interrupted && render.attempts >= i64::from(self.delivery_limit) {
+        let render = &claim.render;
+        let attempts = claim.part.as_ref().map_or(render.attempts, |p| p.attempts);
+        if claim.interrupted && attempts >= i64::from(self.delivery_limit) {
             let error = format!(
                 "the render stopped its worker {} times (crash or kill) and was given up; please contact support",
-                render.attempts - 1
+                attempts - 1
             );
             tracing::error!(%error, "render given up");
-            return match self.fail(&render, &error).await {
+            return match self.fail(render, &error).await {
                 Ok(()) => Step::Ended(Outcome::Abort(error)),
                 Err(retry) => Step::Ended(retry),
             };
@@ -135,38 +138,37 @@ impl RenderHandler {
         let _stop_when_dropped = stop.clone().drop_guard();
         let _lease = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_lease(
             store.clone(),
-            render.clone(),
+            claim.clone(),
             stop.clone(),
         )));
+        let work = async {
+            match &claim.part {
+                Some(part) => self.run_part(render, part, &stop).await,
+                None => self.run(render, &stop).await,
+            }
+        };
         let result = tokio::select! {
-            result = self.run(&render, &stop) => result,
+            result = work => result,
             () = stop.cancelled() => Err(Failure::Transient("cancelled".into())),
         };
         if result.is_err() && stop.is_cancelled() {
-            return self.cancelled(&render).await;
+            return self.cancelled(render).await;
         }
-        let attempts = render.attempts as u32;
+        let attempts = attempts as u32;
         if let Err(Failure::Transient(_)) = &result {
             self.rotation.rendered(false).await;
         }
         // A failure we gave up retrying is dead-lettered too, for the operators to look at.
         let (error, dead_letter) = match result {
-            Ok(outcome) => {
-                return match store.end_claimed(&render, &outcome).await {
-                    Ok(true) => {
-                        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "render finished");
-                        self.rotation.rendered(true).await;
-                        Step::Ended(Outcome::Done)
-                    }
-                    // Ended meanwhile (cancelled with its job), or claimed again.
-                    Ok(false) => self.cancelled(&render).await,
-                    Err(e) => Step::Ended(Outcome::Retry(format!("recording the render: {e}"))),
-                };
-            }
+            Ok(made) => return self.record(&claim, made, started).await,
             Err(Failure::Transient(e) | Failure::Remote(e)) if attempts < self.delivery_limit => {
                 tracing::warn!(error = %e, "render will be retried");
                 let retry_at = now_ms() + self.backends.bus.retry_delay(attempts).as_millis() as i64;
-                if let Err(release) = store.release_render(&render, retry_at).await {
+                let released = match &claim.part {
+                    Some(part) => store.release_part(part, retry_at).await,
+                    None => store.release_render(render, retry_at).await,
+                };
+                if let Err(release) = released {
                     // Its lease runs out instead, and the next attempt takes it for an
                     // interrupted one: only a stricter reading of the same count.
                     tracing::warn!(error = %release, "render not put back to pending");
@@ -182,21 +184,75 @@ impl RenderHandler {
             Err(Failure::Permanent(e)) => (e, false),
         };
         tracing::warn!(%error, "render failed");
-        Step::Ended(match self.fail(&render, &error).await {
+        Step::Ended(match self.fail(render, &error).await {
             Ok(()) if dead_letter => Outcome::Abort(error),
             Ok(()) => Outcome::Done,
             Err(retry) => retry,
         })
     }
+
+    /// Records what the attempt `claim` made: the render's end (whole, or joined from its
+    /// parts), its split into parts, or a part done.
+    async fn record(&self, claim: &Claim, made: Made, started: Instant) -> Step {
+        let store = &self.backends.store;
+        let render = &claim.render;
+        let recorded = match (made, &claim.part) {
+            (Made::Render(outcome), None) => store.end_claimed(render, &outcome).await,
+            (Made::Render(outcome), Some(join)) => {
+                let ended = store.end_joined(join, &outcome).await;
+                if let Ok(true) = ended {
+                    self.remove_parts(render).await;
+                }
+                ended
+            }
+            (Made::Split(parts), _) => {
+                return match store.split_render(render, &parts).await {
+                    Ok(true) => {
+                        tracing::info!(parts = parts.len(), "render split");
+                        Step::Again
+                    }
+                    Ok(false) => self.cancelled(render).await,
+                    Err(e) => Step::Ended(Outcome::Retry(format!("splitting the render: {e}"))),
+                };
+            }
+            (Made::Part, Some(part)) => match store.finish_part(part).await {
+                Ok(Some((done, parts))) => {
+                    // Progress of a split render: its parts done (the join makes 100).
+                    let percent = (done * 100 / parts.max(1)).min(99) as u8;
+                    if let Err(e) = self.backends.cache.set_render_progress(&render.id, percent).await {
+                        tracing::debug!(error = %e, "render progress not recorded");
+                    }
+                    Ok(true)
+                }
+                Ok(None) => Ok(false),
+                Err(e) => Err(e),
+            },
+            (Made::Part, None) => Ok(false),
+        };
+        match recorded {
+            Ok(true) => {
+                tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "render finished");
+                self.rotation.rendered(true).await;
+                Step::Ended(Outcome::Done)
+            }
+            // Ended meanwhile (cancelled with its job), or claimed again.
+            Ok(false) => self.cancelled(render).await,
+            Err(e) => Step::Ended(Outcome::Retry(format!("recording the render: {e}"))),
+        }
+    }
 }
 
-/// Extends the lease of the claimed `render` every [`HEARTBEAT`]; cancels `stop` once the
-/// attempt is no longer the render's (its job was cancelled, or the lease ran out while
-/// the database was away and another worker claimed it).
-async fn keep_lease(store: reelfarm_backends::store::Store, render: RenderRecord, stop: CancellationToken) {
+/// Extends the lease of the claimed render or part every [`HEARTBEAT`]; cancels `stop`
+/// once the attempt is no longer its own (its job was cancelled, another part failed the
+/// render, or the lease ran out while the database was away and another worker claimed it).
+async fn keep_lease(store: reelfarm_backends::store::Store, claim: Claim, stop: CancellationToken) {
     loop {
         tokio::time::sleep(HEARTBEAT).await;
-        match store.heartbeat_render(&render, LEASE).await {
+        let alive = match &claim.part {
+            Some(part) => store.heartbeat_part(part, LEASE).await,
+            None => store.heartbeat_render(&claim.render, LEASE).await,
+        };
+        match alive {
             Ok(true) => {}
             Ok(false) => return stop.cancel(),
             Err(e) => tracing::debug!(error = %e, "lease not extended"),

@@ -118,7 +118,8 @@ impl RenderHandler {
         // A file the work directory's sweep took is fetched again.
         let ready: Vec<(Source, PathBuf)> = fetched.files.iter().filter(|(_, p)| p.exists()).cloned().collect();
         let dir = fetched.dir.as_ref().expect("made above").path().to_path_buf();
-        fetched.files = self.fetch_sources(&applied, &record, call.quality, &dir, ready).await?;
+        fetched.files =
+            self.fetch_sources(&applied, render::sources(&applied), &record, call.quality, &dir, ready).await?;
         let files = fetched.files.clone();
         drop(fetched);
 

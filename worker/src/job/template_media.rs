@@ -38,7 +38,8 @@ impl RenderHandler {
         let (width, height) = (template.canvas.width, template.canvas.height);
         let quality = Quality::of_preview(width, height);
         let dir = tempfile::Builder::new().prefix("template-").tempdir_in(&self.work_dir)?;
-        let fetched = self.fetch_sources(&template, &record, quality, dir.path(), Vec::new()).await?;
+        let fetched =
+            self.fetch_sources(&template, render::sources(&template), &record, quality, dir.path(), Vec::new()).await?;
         let (mp4, jpg) = (dir.path().join("preview.mp4"), dir.path().join("thumb.jpg"));
         let settings = RenderSettings {
             quality,

@@ -33,10 +33,11 @@ impl Muxer {
         matches!(format, "mp4" | "ipod" | "mov" | "webm" | "matroska")
     }
 
-    /// Adds a stream described by an opened encoder; returns its index.
-    pub(crate) fn add_stream<E: AsRef<codec::Context>>(
+    /// Adds a stream described by an opened encoder (or the parameters of a stream read
+    /// elsewhere, whose packets are copied); returns its index.
+    pub(crate) fn add_stream(
         &mut self,
-        encoder: &E,
+        encoder: impl Into<codec::Parameters>,
         time_base: Rational,
         display_matrix: Option<&[u8; 36]>,
     ) -> Result<usize, MediaError> {

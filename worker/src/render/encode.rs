@@ -72,14 +72,14 @@ pub(crate) struct Encoder {
 /// Everything the encoder thread owns.
 struct Encoding {
     video: encoder::Video,
-    audio: AudioEncoder,
+    /// The sound's encoder and stream; none for a part of a split render (issue #18).
+    audio: Option<(AudioEncoder, usize)>,
     muxer: Muxer,
     video_index: usize,
-    audio_index: usize,
     frame: frame::Video,
     next_pts: i64,
     fps: u32,
-    sound: Sound,
+    sound: Option<Sound>,
     /// Next kept packet to write.
     kept_next: usize,
     /// The encoded packets, when they are to be kept.
@@ -88,24 +88,26 @@ struct Encoding {
 
 impl Encoder {
     /// Opens the encoders and the file (errors surface here), then starts the thread.
-    pub(crate) fn start(out: &Output, sound: Sound) -> Result<Encoder, RenderError> {
+    /// Without `sound` the file has no sound stream (a part of a split render).
+    pub(crate) fn start(out: &Output, sound: Option<Sound>) -> Result<Encoder, RenderError> {
         av::init();
         let mut muxer = Muxer::create(out.path, "mp4")?;
         let video = open_x264(out)?;
-        let audio = AudioEncoder::new("aac", SAMPLE_RATE, 2, AUDIO_BITRATE, true)?;
         let video_index = muxer.add_stream(&video, time_base(out.fps), None)?;
-        let audio_index = muxer.add_stream(audio.encoder(), audio.time_base(), None)?;
+        let audio = match sound {
+            Some(_) => Some(sound_stream(&mut muxer)?),
+            None => None,
+        };
         muxer.start()?;
         let encoding = Encoding {
             video,
             audio,
             muxer,
             video_index,
-            audio_index,
             frame: frame::Video::new(Pixel::YUV420P, out.width, out.height),
             next_pts: 0,
             fps: out.fps,
-            recorded: matches!(sound, Sound::Encode { keep: true }).then(Vec::new),
+            recorded: matches!(sound, Some(Sound::Encode { keep: true })).then(Vec::new),
             sound,
             kept_next: 0,
         };
@@ -167,14 +169,15 @@ impl Encoding {
                     self.write_kept(Some(until))?;
                 }
                 Work::Audio(pcm) => {
-                    let (muxer, index, recorded) = (&mut self.muxer, self.audio_index, &mut self.recorded);
-                    self.audio.push(&pcm, &mut |p| record_and_write(muxer, index, recorded, p))?;
+                    let Some((audio, index)) = &mut self.audio else { continue };
+                    let (muxer, recorded) = (&mut self.muxer, &mut self.recorded);
+                    audio.push(&pcm, &mut |p| record_and_write(muxer, *index, recorded, p))?;
                 }
             }
         }
-        if let Sound::Encode { .. } = self.sound {
-            let (muxer, index, recorded) = (&mut self.muxer, self.audio_index, &mut self.recorded);
-            self.audio.finish(&mut |p| record_and_write(muxer, index, recorded, p))?;
+        if let (Some(Sound::Encode { .. }), Some((audio, index))) = (&self.sound, &mut self.audio) {
+            let (muxer, recorded) = (&mut self.muxer, &mut self.recorded);
+            audio.finish(&mut |p| record_and_write(muxer, *index, recorded, p))?;
         }
         self.write_kept(None)?;
         self.video.send_eof().map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
@@ -185,15 +188,8 @@ impl Encoding {
 
     /// Writes the kept sound's packets that start before sample `until` (all with `None`).
     fn write_kept(&mut self, until: Option<i64>) -> Result<(), MediaError> {
-        let Sound::Kept(kept) = &self.sound else { return Ok(()) };
-        while let Some(packet) = kept.packets.get(self.kept_next) {
-            if until.is_some_and(|until| packet.pts().unwrap_or(0) >= until) {
-                break;
-            }
-            self.muxer.write(self.audio_index, packet.clone())?;
-            self.kept_next += 1;
-        }
-        Ok(())
+        let (Some(Sound::Kept(kept)), Some((_, index))) = (&self.sound, &self.audio) else { return Ok(()) };
+        write_kept(&mut self.muxer, *index, kept, &mut self.kept_next, until)
     }
 
     fn encode_video(&mut self, canvas: &Picture) -> Result<(), MediaError> {
@@ -236,6 +232,38 @@ impl Encoding {
     }
 }
 
+/// Adds the sound's stream (AAC 48 kHz stereo) to `muxer`: its encoder, also for kept
+/// packets, which need the stream's parameters.
+pub(crate) fn sound_stream(muxer: &mut Muxer) -> Result<(AudioEncoder, usize), MediaError> {
+    let audio = sound_encoder()?;
+    let index = muxer.add_stream(audio.encoder(), audio.time_base(), None)?;
+    Ok((audio, index))
+}
+
+/// The sound's encoder ([`SOUND_ENCODING`]).
+pub(crate) fn sound_encoder() -> Result<AudioEncoder, MediaError> {
+    AudioEncoder::new("aac", SAMPLE_RATE, 2, AUDIO_BITRATE, true)
+}
+
+/// Writes the packets of `kept` from `next` on that start before sample `until` (all with
+/// `None`) to stream `index`, moving `next` past them.
+pub(crate) fn write_kept(
+    muxer: &mut Muxer,
+    index: usize,
+    kept: &Kept,
+    next: &mut usize,
+    until: Option<i64>,
+) -> Result<(), MediaError> {
+    while let Some(packet) = kept.packets.get(*next) {
+        if until.is_some_and(|until| packet.pts().unwrap_or(0) >= until) {
+            break;
+        }
+        muxer.write(index, packet.clone())?;
+        *next += 1;
+    }
+    Ok(())
+}
+
 /// Writes an encoded sound packet, first keeping a copy when the packets are kept.
 fn record_and_write(
     muxer: &mut Muxer,
@@ -249,7 +277,7 @@ fn record_and_write(
     muxer.write(index, packet)
 }
 
-fn time_base(fps: u32) -> Rational {
+pub(crate) fn time_base(fps: u32) -> Rational {
     Rational(1, i32::try_from(fps).unwrap_or(30))
 }
 

@@ -44,6 +44,7 @@ mod snapshot_cache;
 mod sound;
 mod sound_cache;
 mod source;
+pub mod split;
 mod video;
 
 #[cfg(test)]
@@ -61,7 +62,7 @@ use crate::media::Limits;
 pub use error::RenderError;
 pub use snapshot::snapshot;
 pub use snapshot_cache::{SnapshotCache, KEPT_VIDEOS};
-pub use source::sources;
+pub use source::{seen_sources, sources};
 
 /// Output size: the template's own, or the shorter side set to 480, 720 or 1080 pixels
 /// (every position, size and font size scaled by the same factor).
@@ -155,9 +156,13 @@ pub fn render(
     out_jpg: &Path,
     progress: &dyn Fn(Progress),
 ) -> Result<RenderOutput, RenderError> {
-    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run::render(template, resolve, settings, out_mp4, out_jpg, progress)
-    })) {
+    guarded(out_mp4, || run::render(template, resolve, settings, run::Piece::Whole, out_mp4, out_jpg, progress))
+}
+
+/// Runs `work`, which writes `out`: a panic becomes an error, and on error the partial
+/// `out` is removed.
+fn guarded<T>(out: &Path, work: impl FnOnce() -> Result<T, RenderError>) -> Result<T, RenderError> {
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
         Ok(result) => result,
         Err(panic) => {
             let detail = crate::media::panic_detail(&*panic);
@@ -166,7 +171,7 @@ pub fn render(
         }
     };
     if result.is_err() {
-        let _ = std::fs::remove_file(out_mp4);
+        let _ = std::fs::remove_file(out);
     }
     result
 }

@@ -3,6 +3,7 @@
 //! the encoder thread and mix the sound up to the end of that frame (unless the same sound
 //! was encoded by an earlier render: then its packets are written as they were).
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use reelfarm_domain::template::{Content, Source, Template};
@@ -21,10 +22,21 @@ use crate::media::budget::estimate;
 use crate::media::limits::Deadline;
 use crate::media::{self, Limits, MediaKind};
 
+/// What of a render to make.
+pub(super) enum Piece {
+    /// The whole video with its sound.
+    Whole,
+    /// The frames of `range` alone, without sound: a part of a split render (issue #18).
+    Frames(Range<u64>),
+}
+
+/// Renders `piece` of `template` into `out_mp4`, and the thumbnail into `out_jpg` when its
+/// frame is among the piece's.
 pub(super) fn render(
     template: &Template,
     resolve: &dyn Fn(&Source) -> Option<PathBuf>,
     settings: &RenderSettings,
+    piece: Piece,
     out_mp4: &Path,
     out_jpg: &Path,
     progress: &dyn Fn(Progress),
@@ -32,27 +44,40 @@ pub(super) fn render(
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
     let resolver = Resolver { resolve, kept: None };
-    let (plan, videos) = checked_plan(template, settings.quality, &resolver, &limits)?;
+    let heard = matches!(piece, Piece::Whole);
+    let (plan, videos) = checked_plan_of(template, settings.quality, &resolver, &limits, heard)?;
+    let range = match piece {
+        Piece::Whole => 0..plan.frames,
+        Piece::Frames(range) if range.start < range.end && range.end <= plan.frames => range,
+        Piece::Frames(range) => {
+            return Err(RenderError::Internal(format!("frames {range:?} are not within the {} frames", plan.frames)))
+        }
+    };
     // Held until the render ends (released on drop, panic included).
     let _memory = limits.memory.reserve(estimate::render_here(plan.width, plan.height, &videos), &deadline)?;
-    let specs = track_specs(template, &plan, &resolver)?;
-    let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
-    let sounds = settings.sounds.as_deref();
-    let kept = sound_key.as_ref().and_then(|key| sound_cache::get(key, sounds));
-    let sound_kept = kept.is_some();
-    reelfarm_backends::metrics::render_sound(sound_kept);
-    let (mut mixer, sound) = match kept {
-        Some(kept) => (None, Sound::Kept(kept)),
-        None => (
-            Some(Mixer::new(open_tracks(&specs, &deadline, &limits)?, plan.samples)),
-            Sound::Encode { keep: sound_key.is_some() },
-        ),
+    let (mut mixer, sound, sound_key, sound_kept) = if heard {
+        let specs = track_specs(template, &plan, &resolver)?;
+        let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
+        let kept = sound_key.as_ref().and_then(|key| sound_cache::get(key, settings.sounds.as_deref()));
+        let sound_kept = kept.is_some();
+        reelfarm_backends::metrics::render_sound(sound_kept);
+        match kept {
+            Some(kept) => (None, Some(Sound::Kept(kept)), sound_key, true),
+            None => (
+                Some(Mixer::new(open_tracks(&specs, &deadline, &limits)?, plan.samples)),
+                Some(Sound::Encode { keep: sound_key.is_some() }),
+                sound_key,
+                sound_kept,
+            ),
+        }
+    } else {
+        (None, None, None, false)
     };
     let mut frames = Frames::new(template, &plan, &resolver, &deadline, &limits);
     // Every still is decoded, fitted and converted now, before x264 allocates its frames:
     // the big transient buffers of decoding are gone by then, and a bad picture fails the
-    // render before any encoding. Video decoders start at their layer's first frame.
-    frames.prepare(|_| true)?;
+    // render before any encoding. Video decoders start at the first frame they show.
+    frames.prepare(|i| plan.clips[i].first < range.end && plan.clips[i].end > range.start)?;
     stopped(settings)?;
     let encoder = Encoder::start(
         &Output {
@@ -68,7 +93,7 @@ pub(super) fn render(
     )?;
     let thumb_frame = thumbnail_frame(&plan);
     let mut thumb = None;
-    for n in 0..plan.frames {
+    for n in range.clone() {
         deadline.check()?;
         stopped(settings)?;
         let mut canvas = encoder.recycled().unwrap_or_default();
@@ -86,7 +111,7 @@ pub(super) fn render(
             encoder.finish()?;
             return Err(RenderError::Internal("the encoder stopped early".into()));
         }
-        progress(Progress { frames_done: n + 1, frames_total: plan.frames });
+        progress(Progress { frames_done: n + 1 - range.start, frames_total: range.end - range.start });
     }
     if let Some(mixer) = &mut mixer {
         let rest = mixer.mix_until(plan.samples, &deadline)?;
@@ -97,7 +122,7 @@ pub(super) fn render(
     drop(frames);
     // Only a finished render's sound is kept: one cut short has part of it.
     if let (Some(key), Some(packets)) = (sound_key, encoder.finish()?) {
-        sound_cache::put(key, Kept::new(packets), sounds);
+        sound_cache::put(key, Kept::new(packets), settings.sounds.as_deref());
     }
     if let Some(thumb) = thumb {
         write_thumbnail(&thumb, out_jpg)?;
@@ -105,8 +130,8 @@ pub(super) fn render(
     Ok(RenderOutput {
         width: plan.width,
         height: plan.height,
-        frames: plan.frames,
-        duration: plan.time(plan.frames),
+        frames: range.end - range.start,
+        duration: plan.time(range.end - range.start),
         sound_kept,
     })
 }
@@ -128,11 +153,23 @@ pub(super) fn checked_plan(
     resolver: &Resolver,
     limits: &Limits,
 ) -> Result<(Plan, Vec<(u32, u32)>), RenderError> {
+    checked_plan_of(template, quality, resolver, limits, true)
+}
+
+/// [`checked_plan`]; without `heard`, the sources only heard (sound layers and the
+/// soundtrack) are neither needed nor probed.
+pub(super) fn checked_plan_of(
+    template: &Template,
+    quality: Quality,
+    resolver: &Resolver,
+    limits: &Limits,
+    heard: bool,
+) -> Result<(Plan, Vec<(u32, u32)>), RenderError> {
     template.validate().map_err(|errors| {
         RenderError::Template(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
     })?;
     let plan = Plan::new(template, quality);
-    let videos = check_sources(template, resolver, limits)?;
+    let videos = check_sources(template, resolver, limits, heard)?;
     Ok((plan, videos))
 }
 
@@ -269,13 +306,19 @@ impl<'a> Frames<'a> {
 
 /// Every source is present and readable (probed by the media engine) before any work.
 /// Returns the declared frame size of the source of every video layer showing a video.
-fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> Result<Vec<(u32, u32)>, RenderError> {
+fn check_sources(
+    template: &Template,
+    resolver: &Resolver,
+    limits: &Limits,
+    heard: bool,
+) -> Result<Vec<(u32, u32)>, RenderError> {
     let layers = template
         .clips
         .iter()
         .flat_map(|c| &c.layers)
+        .filter(|l| heard || !matches!(l.content, Content::Sound(_)))
         .filter_map(|l| l.content.source().map(|s| (l.id.as_str(), s, matches!(l.content, Content::Video(_)))));
-    let soundtrack = template.soundtrack.as_ref().map(|s| ("soundtrack", &s.source, false));
+    let soundtrack = template.soundtrack.as_ref().filter(|_| heard).map(|s| ("soundtrack", &s.source, false));
     let mut videos = Vec::new();
     for (who, source, video_layer) in layers.chain(soundtrack) {
         let path = resolver.path(who, source)?;
@@ -289,7 +332,7 @@ fn check_sources(template: &Template, resolver: &Resolver, limits: &Limits) -> R
 
 /// What plays: the sound layers, the unmuted video layers' sound and the soundtrack.
 /// Video sound fades across the transitions at its clip's edges.
-fn track_specs<'a>(
+pub(super) fn track_specs<'a>(
     template: &'a Template,
     plan: &Plan,
     resolver: &Resolver,
@@ -355,7 +398,11 @@ fn track_specs<'a>(
 }
 
 /// The tracks opened for mixing (a silent video has none).
-fn open_tracks(specs: &[TrackSpec], deadline: &Deadline, limits: &Limits) -> Result<Vec<Track>, RenderError> {
+pub(super) fn open_tracks(
+    specs: &[TrackSpec],
+    deadline: &Deadline,
+    limits: &Limits,
+) -> Result<Vec<Track>, RenderError> {
     let mut tracks = Vec::new();
     for spec in specs {
         tracks.extend(Track::open(spec, deadline, limits)?);

@@ -20,14 +20,25 @@ use crate::media::{Limits, MediaError};
 /// Every distinct source the template uses (layers clip by clip, then the soundtrack), in
 /// order of first use.
 pub fn sources(template: &Template) -> Vec<Source> {
+    sources_of(template, true)
+}
+
+/// The distinct sources of what the template shows (no sound layer, no soundtrack): what
+/// the chunks of a split render need.
+pub fn seen_sources(template: &Template) -> Vec<Source> {
+    sources_of(template, false)
+}
+
+fn sources_of(template: &Template, heard: bool) -> Vec<Source> {
     let layers = template.clips.iter().flat_map(|clip| &clip.layers).filter_map(|layer| match &layer.content {
         Content::Image(i) => Some(&i.source),
         Content::Video(v) => Some(&v.source),
-        Content::Sound(s) => Some(&s.source),
+        Content::Sound(s) => Some(&s.source).filter(|_| heard),
         Content::Text(_) | Content::Shape(_) => None,
     });
+    let soundtrack = template.soundtrack.as_ref().filter(|_| heard).map(|s| &s.source);
     let mut out: Vec<Source> = Vec::new();
-    for source in layers.chain(template.soundtrack.as_ref().map(|s| &s.source)) {
+    for source in layers.chain(soundtrack) {
         if !out.contains(source) {
             out.push(source.clone());
         }

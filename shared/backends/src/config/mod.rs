@@ -79,6 +79,8 @@ keys! {
     worker_slots: "jobs one worker runs at once (and its prefetch)";
     encoder_threads = "0": "x264 threads of each render (0: x264 chooses, about 1.5 per core)";
     job_timeout = "2h": "longest a conversion or render may run";
+    split_after = "60s": "a render longer than this is split into chunks that any workers render at once (0: never split)";
+    split_chunk = "10s": "length of the chunks of a split render";
     delivery_limit = "5": "deliveries of a message before it is dead-lettered";
     retry_delay = "2s": "wait before a failed message is tried again (doubles per attempt, at most 5 min)";
     max_image_pixels = "100000000": "largest image (width × height) a conversion accepts";
@@ -175,6 +177,10 @@ pub struct Config {
     pub encoder_threads: u16,
     /// Longest a conversion or a render may run.
     pub job_timeout: Duration,
+    /// Renders longer than this are split into chunks (zero: never).
+    pub split_after: Duration,
+    /// Length of a split render's chunks (at least one frame).
+    pub split_chunk: Duration,
     /// Deliveries of one message before it is dead-lettered.
     pub delivery_limit: u32,
     /// Wait before the second delivery of a message that failed on our side; doubles with
@@ -499,6 +505,11 @@ impl Config {
         })?;
         let encoder_threads = parse(raw, "encoder_threads", parse_int::<u16>)?;
         let job_timeout = parse(raw, "job_timeout", parse_duration)?;
+        let split_after = parse(raw, "split_after", parse_duration)?;
+        let split_chunk = parse(raw, "split_chunk", |s| match parse_duration(s)? {
+            d if d < Duration::from_secs(1) => Err("must be at least 1s".into()),
+            d => Ok(d),
+        })?;
         let delivery_limit = parse(raw, "delivery_limit", |s| {
             let n = parse_int::<u32>(s)?;
             if n == 0 {
@@ -579,6 +590,8 @@ impl Config {
             worker_slots,
             encoder_threads,
             job_timeout,
+            split_after,
+            split_chunk,
             delivery_limit,
             retry_delay,
             max_image_pixels,

@@ -76,6 +76,7 @@ mod cases {
     leases => farm::leases,
     racing_claims => farm::racing_claims,
     workers => farm::workers,
+    split_renders => farm::split_renders,
     deliveries => deliveries::deliveries,
     email_allowance => deliveries::email_allowance,
     housekeeping => housekeeping::housekeeping,

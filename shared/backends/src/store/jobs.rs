@@ -20,12 +20,14 @@ use reelfarm_domain::status::{JobStatus, RenderStatus};
 use crate::store::parse_status;
 
 mod credits;
+mod parts;
 mod renders;
 mod shares;
 mod types;
 
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
+pub use parts::{PartKind, PartRecord};
 pub use renders::{Claim, CANCELLED_ERROR};
 pub use shares::AccountShare;
 pub use types::{

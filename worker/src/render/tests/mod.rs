@@ -8,6 +8,7 @@ mod errors;
 mod golden;
 mod layers;
 mod previews;
+mod split;
 mod timing;
 mod transitions;
 

@@ -207,3 +207,81 @@ pub(super) async fn workers(store: &Store) {
     assert_eq!((back.out_since, back.out_reason), (None, None));
     assert!(!store.worker_seen("host-1-aaaa", t0).await.unwrap());
 }
+
+/// A split render (issue #18): its parts are claimed like renders, in order, counted in
+/// their account's share; a failed part waits alone for its retry; the join is claimable
+/// only once every other part is done, and ends the render; a cancel stops them all.
+pub(super) async fn split_renders(store: &Store) {
+    let template = store.create_template(&new_template("Split", None, true)).await.unwrap();
+    let ivy = store.create_user("ivy", None, 10).await.unwrap();
+    let jon = store.create_user("jon", None, 10).await.unwrap();
+    let long = job_at(store, &ivy.id, &template.id, 1, now_ms() - 10, |_| {}).await;
+    let whole = store.claim_render("w1", LONG).await.unwrap().unwrap();
+    assert_eq!((whole.render.id.clone(), whole.part.clone()), (long[0].clone(), None));
+    let parts =
+        [(PartKind::Sound, 0, 90), (PartKind::Frames, 0, 60), (PartKind::Frames, 60, 90), (PartKind::Join, 0, 90)];
+    let queued = store.outbox_len().await.unwrap();
+    assert!(store.split_render(&whole.render, &parts).await.unwrap());
+    assert!(!store.split_render(&whole.render, &parts).await.unwrap(), "split once");
+    assert!(!store.heartbeat_render(&whole.render, LONG).await.unwrap(), "the render is its parts' now");
+    assert_eq!(store.outbox_len().await.unwrap(), queued + 3, "a token for each part but one");
+
+    // Parts count in their account's share like renders: jon's turn first (ivy was
+    // served last), then the parts in order.
+    let other = job_at(store, &jon.id, &template.id, 1, now_ms(), |_| {}).await;
+    assert_eq!(claim(store).await, other[0], "ivy's parts do not jump jon's turn");
+    let sound = store.claim_render("w1", LONG).await.unwrap().unwrap();
+    assert_eq!(sound.render.id, long[0]);
+    let sound_part = sound.part.clone().unwrap();
+    assert_eq!((sound_part.part, sound_part.kind, sound_part.attempts), (0, PartKind::Sound, 1));
+    let first = store.claim_render("w3", Duration::ZERO).await.unwrap().unwrap().part.unwrap();
+    assert_eq!((first.kind, first.first_frame, first.end_frame), (PartKind::Frames, 0, 60));
+    let second = store.claim_render("w4", LONG).await.unwrap().unwrap();
+    let second_part = second.part.clone().unwrap();
+    assert_eq!(second_part.part, 1, "the chunk whose lease ran out, as interrupted");
+    assert!(second.interrupted);
+    assert!(!store.heartbeat_part(&first, LONG).await.unwrap(), "the old attempt lost it");
+    assert!(store.heartbeat_part(&second_part, LONG).await.unwrap());
+    assert_eq!(store.finish_part(&first).await.unwrap(), None, "nor may it finish it");
+
+    // A failed chunk waits for its retry alone; the join waits for every part.
+    let third = store.claim_render("w5", LONG).await.unwrap().unwrap().part.unwrap();
+    assert_eq!(third.part, 2);
+    store.release_part(&third, now_ms() + 60_000).await.unwrap();
+    assert_eq!(store.claim_render("w5", LONG).await.unwrap(), None, "nothing claimable: the join waits");
+    assert_eq!(store.finish_part(&sound_part).await.unwrap(), Some((1, 4)));
+    assert_eq!(store.finish_part(&second_part).await.unwrap(), Some((2, 4)));
+    sqlx::query("UPDATE render_parts SET not_before = 0 WHERE part = 2").execute(&store.pool).await.unwrap();
+    let retried = store.claim_render("w6", LONG).await.unwrap().unwrap();
+    let retried = retried.part.unwrap();
+    assert_eq!((retried.part, retried.attempts), (2, 2));
+    assert_eq!(store.finish_part(&retried).await.unwrap(), Some((3, 4)));
+    let join = store.claim_render("w6", LONG).await.unwrap().unwrap().part.unwrap();
+    assert_eq!(join.kind, PartKind::Join);
+    assert!(store.finish_part(&join).await.unwrap().is_none(), "a join ends the render instead");
+    let success =
+        RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 3 };
+    assert!(store.end_joined(&join, &success).await.unwrap());
+    assert!(!store.end_joined(&join, &success).await.unwrap(), "once");
+    let ended = store.render(&long[0]).await.unwrap();
+    assert_eq!((ended.status, ended.video_key.as_deref()), (RenderStatus::Success, Some("v")));
+    let parts = store.render_parts(&long[0]).await.unwrap();
+    assert!(parts.iter().all(|p| p.status == "done"), "{parts:?}");
+
+    // A cancel stops the parts of a split render: nothing claimable, no lease.
+    let cancelled = job_at(store, &ivy.id, &template.id, 1, now_ms(), |_| {}).await;
+    let claimed = store.claim_render("w1", LONG).await.unwrap().unwrap();
+    assert_eq!(claimed.render.id, cancelled[0]);
+    assert!(store.split_render(&claimed.render, &parts_of(90)).await.unwrap());
+    let part = store.claim_render("w1", LONG).await.unwrap().unwrap().part.unwrap();
+    store.cancel_job(&claimed.render.job_id).await.unwrap();
+    assert!(!store.heartbeat_part(&part, LONG).await.unwrap());
+    store.end_render(&other[0], &success).await.unwrap();
+    assert_eq!(store.claim_render("w1", LONG).await.unwrap(), None);
+    assert_eq!(store.next_claim_at().await.unwrap(), None, "nothing open");
+}
+
+/// Sound, one chunk, join.
+fn parts_of(frames: i64) -> Vec<(PartKind, i64, i64)> {
+    vec![(PartKind::Sound, 0, frames), (PartKind::Frames, 0, frames), (PartKind::Join, 0, frames)]
+}

@@ -9,7 +9,7 @@ use reelfarm_domain::message::Message;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::status::RenderStatus;
 
-use super::{render_from, CreditAccount, RenderOutcome, RenderRecord, RENDER_COLUMNS};
+use super::{render_from, CreditAccount, PartRecord, RenderOutcome, RenderRecord, RENDER_COLUMNS};
 use sqlx::Row;
 
 use crate::store::{outbox, Dialect, Result, Store, StoreError};
@@ -25,28 +25,30 @@ impl Store {
         render_from(&row)
     }
 
-    /// Claims the render that is next by the scheduler's order for `worker`, for `lease`
-    /// (which [`Self::heartbeat_render`] extends): the render now `started`, its attempt
-    /// counted, and whether an earlier attempt was interrupted. `None` when no render can
-    /// be claimed now.
+    /// Claims the render — or the part of a split render — that is next by the scheduler's
+    /// order for `worker`, for `lease` (which [`Self::heartbeat_render`] or
+    /// [`Self::heartbeat_part`] extends): now `started`, its attempt counted, and whether
+    /// an earlier attempt was interrupted. `None` when nothing can be claimed now.
     ///
     /// The order (issue #18): drafts' renders before all others; then the account with
-    /// the fewest running renders for its weight (`account_shares`, 1 by default), among
-    /// equals the one served longest ago (accounts take turns), then the one waiting
-    /// longest; within the account the highest priority, then the oldest. Claimable are the `pending` renders past their retry time and the
-    /// `started` ones whose lease ran out (their worker died or lost the database).
+    /// the fewest running renders and parts for its weight (`account_shares`, 1 by
+    /// default), among equals the one served longest ago (accounts take turns), then the
+    /// one waiting longest; within the account the highest priority, then the oldest, a
+    /// split render's parts in their order. Claimable are the `pending` renders and parts
+    /// past their retry time and the `started` ones whose lease ran out (their worker died
+    /// or lost the database); a join once every other part of its render is done.
     #[tracing::instrument(name = "store::claim_render", level = "debug", skip_all)]
     pub async fn claim_render(&self, worker: &str, lease: Duration) -> Result<Option<Claim>> {
         let now = now_ms();
         let mut tx = self.begin().await?;
+        let ready = ready("u");
         let accounts = sqlx::query(&format!(
-            "SELECT r.account, MAX(CASE WHEN {READY} THEN r.priority END) AS top, \
-             MIN(CASE WHEN {READY} THEN r.created_at END) AS oldest, \
-             SUM(CASE WHEN r.status = 'started' AND r.lease_until > $1 THEN 1 ELSE 0 END) AS running, \
+            "{UNITS} SELECT u.account, MAX(CASE WHEN {ready} THEN u.priority END) AS top, \
+             MIN(CASE WHEN {ready} THEN u.created_at END) AS oldest, \
+             SUM(CASE WHEN u.status = 'started' AND u.lease_until > $1 THEN 1 ELSE 0 END) AS running, \
              COALESCE(MAX(s.weight), 1) AS weight, COALESCE(MAX(c.claimed_at), 0) AS served \
-             FROM renders r LEFT JOIN account_shares s ON s.account = r.account \
-             LEFT JOIN account_claims c ON c.account = r.account \
-             WHERE r.status IN ('pending', 'started') GROUP BY r.account"
+             FROM units u LEFT JOIN account_shares s ON s.account = u.account \
+             LEFT JOIN account_claims c ON c.account = u.account GROUP BY u.account"
         ))
         .bind(now)
         .fetch_all(&mut *tx)
@@ -64,71 +66,111 @@ impl Store {
             });
         }
         queue.sort_by(Share::order);
-        let lock = match self.dialect {
-            Dialect::Postgres => "FOR UPDATE SKIP LOCKED",
-            Dialect::Sqlite => "",
-        };
         for share in &queue {
-            let picked = sqlx::query(&format!(
-                "SELECT id, status FROM renders r WHERE r.account = $2 AND r.status IN ('pending', 'started') \
-                 AND {READY} ORDER BY r.priority DESC, r.created_at, r.job_id, r.position LIMIT 1 {lock}"
+            // A few candidates: another worker may be taking the first ones right now.
+            let candidates = sqlx::query(&format!(
+                "{UNITS} SELECT u.id, u.part, u.status FROM units u WHERE u.account = $2 AND {ready} \
+                 ORDER BY u.priority DESC, u.created_at, u.job_id, u.position, u.part LIMIT 4"
             ))
             .bind(now)
             .bind(&share.account)
-            .fetch_optional(&mut *tx)
+            .fetch_all(&mut *tx)
             .await?;
-            let Some(picked) = picked else { continue };
-            let (id, was): (String, String) = (picked.try_get("id")?, picked.try_get("status")?);
-            let row = sqlx::query(&format!(
-                "UPDATE renders SET status = 'started', attempts = attempts + 1, worker = $1, started_at = $2, \
-                 lease_until = $3 WHERE id = $4 RETURNING {RENDER_COLUMNS}"
-            ))
-            .bind(worker)
-            .bind(now)
-            .bind(now + lease.as_millis() as i64)
-            .bind(&id)
-            .fetch_one(&mut *tx)
-            .await?;
-            let render = render_from(&row)?;
-            sqlx::query(
-                "INSERT INTO account_claims (account, claimed_at) VALUES ($1, $2) \
-                 ON CONFLICT (account) DO UPDATE SET claimed_at = $2",
-            )
-            .bind(&share.account)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            return Ok(Some(Claim { render, interrupted: was == RenderStatus::Started.as_str() }));
+            for candidate in candidates {
+                let (id, part, was): (String, i64, String) =
+                    (candidate.try_get("id")?, candidate.try_get("part")?, candidate.try_get("status")?);
+                let claim = if part < 0 {
+                    self.claim_whole(&mut tx, &id, worker, now, lease).await?
+                } else {
+                    self.claim_part(&mut tx, &id, part, worker, now, lease).await?
+                };
+                let Some(mut claim) = claim else { continue };
+                claim.interrupted = was == RenderStatus::Started.as_str();
+                sqlx::query(
+                    "INSERT INTO account_claims (account, claimed_at) VALUES ($1, $2) \
+                     ON CONFLICT (account) DO UPDATE SET claimed_at = $2",
+                )
+                .bind(&share.account)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                return Ok(Some(claim));
+            }
         }
         tx.rollback().await?;
         Ok(None)
     }
 
-    /// When a render may next become claimable with none added: the earliest retry time
-    /// of a `pending` render or lease end of a `started` one (whose worker may die).
-    /// `None` when no render is open.
+    /// Takes render `id` for `worker` when it is still claimable and nobody else is
+    /// taking it.
+    async fn claim_whole(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        id: &str,
+        worker: &str,
+        now: i64,
+        lease: Duration,
+    ) -> Result<Option<Claim>> {
+        let lock = self.skip_locked();
+        let free = sqlx::query(&format!(
+            "SELECT r.id FROM renders r WHERE r.id = $2 AND r.parts = 0 AND {} {lock}",
+            ready("r")
+        ))
+        .bind(now)
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if free.is_none() {
+            return Ok(None);
+        }
+        let row = sqlx::query(&format!(
+            "UPDATE renders SET status = 'started', attempts = attempts + 1, worker = $1, started_at = $2, \
+             lease_until = $3 WHERE id = $4 RETURNING {RENDER_COLUMNS}"
+        ))
+        .bind(worker)
+        .bind(now)
+        .bind(now + lease.as_millis() as i64)
+        .bind(id)
+        .fetch_one(&mut **tx)
+        .await?;
+        Ok(Some(Claim { render: render_from(&row)?, interrupted: false, part: None }))
+    }
+
+    /// `FOR UPDATE SKIP LOCKED` where the database has it (SQLite's writers take turns).
+    pub(super) fn skip_locked(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Postgres => "FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// When a render or part may next become claimable with none added: the earliest
+    /// retry time of a `pending` one or lease end of a `started` one (whose worker may
+    /// die). `None` when none is open.
     #[tracing::instrument(name = "store::next_claim_at", level = "debug", skip_all)]
     pub async fn next_claim_at(&self) -> Result<Option<i64>> {
-        Ok(sqlx::query_scalar(
-            "SELECT MIN(CASE WHEN status = 'pending' THEN not_before ELSE COALESCE(lease_until, 0) END) \
-             FROM renders WHERE status IN ('pending', 'started')",
-        )
+        Ok(sqlx::query_scalar(&format!(
+            "{UNITS} SELECT MIN(CASE WHEN u.status = 'pending' THEN u.not_before ELSE COALESCE(u.lease_until, 0) END) \
+             FROM units u"
+        ))
         .fetch_one(&self.pool)
         .await?)
     }
 
     /// Extends the lease of `claimed`'s attempt; `false` when the attempt is no longer the
-    /// render's (it ended, was cancelled, or was claimed again after its lease ran out).
+    /// render's (it ended, was cancelled, was claimed again after its lease ran out, or
+    /// was split into parts).
     #[tracing::instrument(name = "store::heartbeat_render", level = "debug", skip_all)]
     pub async fn heartbeat_render(&self, claimed: &RenderRecord, lease: Duration) -> Result<bool> {
-        let done =
-            sqlx::query("UPDATE renders SET lease_until = $1 WHERE id = $2 AND status = 'started' AND attempts = $3")
-                .bind(now_ms() + lease.as_millis() as i64)
-                .bind(claimed.id.as_str())
-                .bind(claimed.attempts)
-                .execute(&self.pool)
-                .await?;
+        let done = sqlx::query(
+            "UPDATE renders SET lease_until = $1 WHERE id = $2 AND status = 'started' AND attempts = $3 AND parts = 0",
+        )
+        .bind(now_ms() + lease.as_millis() as i64)
+        .bind(claimed.id.as_str())
+        .bind(claimed.attempts)
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -152,21 +194,40 @@ impl Store {
     /// [`Self::end_render`] of the attempt `claimed`: `false` also when the render was
     /// claimed again meanwhile (this attempt's lease ran out), whose attempt then ends it.
     pub async fn end_claimed(&self, claimed: &RenderRecord, outcome: &RenderOutcome) -> Result<bool> {
-        self.end(&claimed.id, Some(claimed.attempts), outcome).await
+        self.end(&claimed.id, Guard::Attempt(claimed.attempts), outcome).await
     }
 
     /// Records how the render ended, unless it ended already (then `false`): refunds the
     /// credit of a failed render, finishes the job when it was its last open render, and
     /// writes the `render_finished.v1` event when the job asked for notifications.
     pub async fn end_render(&self, id: &RenderId, outcome: &RenderOutcome) -> Result<bool> {
-        self.end(id, None, outcome).await
+        self.end(id, Guard::None, outcome).await
     }
 
-    /// Ends render `id`, only its attempt `attempt` when given.
+    /// Ends render `id` as `guard` allows.
     #[tracing::instrument(name = "store::end_render", level = "debug", skip_all)]
-    async fn end(&self, id: &RenderId, attempt: Option<i64>, outcome: &RenderOutcome) -> Result<bool> {
+    pub(super) async fn end(&self, id: &RenderId, guard: Guard<'_>, outcome: &RenderOutcome) -> Result<bool> {
         let now = now_ms();
         let mut tx = self.begin().await?;
+        if let Guard::Join(join) = guard {
+            let done = sqlx::query(
+                "UPDATE render_parts SET status = 'done', lease_until = NULL \
+                 WHERE render_id = $1 AND part = $2 AND status = 'started' AND attempts = $3",
+            )
+            .bind(id.as_str())
+            .bind(join.part)
+            .bind(join.attempts)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                tx.rollback().await?;
+                return Ok(false);
+            }
+        }
+        let attempt = match guard {
+            Guard::Attempt(attempt) => Some(attempt),
+            Guard::None | Guard::Join(_) => None,
+        };
         let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
             RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => (
                 RenderStatus::Success,
@@ -305,18 +366,49 @@ impl Store {
     }
 }
 
-/// Whether render `r` can be claimed at `$1` (Unix ms): pending past its retry time, or
-/// started with its lease run out.
-const READY: &str = "((r.status = 'pending' AND r.not_before <= $1) \
-    OR (r.status = 'started' AND COALESCE(r.lease_until, 0) <= $1))";
+/// Whether the render or part `alias` can be claimed at `$1` (Unix ms): pending past its
+/// retry time, or started with its lease run out.
+pub(super) fn ready(alias: &str) -> String {
+    format!(
+        "(({alias}.status = 'pending' AND {alias}.not_before <= $1) \
+         OR ({alias}.status = 'started' AND COALESCE({alias}.lease_until, 0) <= $1))"
+    )
+}
 
-/// A render claimed by a worker ([`Store::claim_render`]).
+/// What the scheduler hands out, as `units`: the open renders rendered whole (`part` -1)
+/// and the open parts of split renders, each with its render's account and order; a
+/// join only once every other part of its render is done.
+const UNITS: &str = "WITH units AS (\
+    SELECT r.id, CAST(-1 AS BIGINT) AS part, r.account, r.priority, r.created_at, r.job_id, r.position, r.status, \
+    r.not_before, r.lease_until FROM renders r WHERE r.status IN ('pending', 'started') AND r.parts = 0 \
+    UNION ALL \
+    SELECT p.render_id, p.part, r.account, r.priority, r.created_at, r.job_id, r.position, p.status, \
+    p.not_before, p.lease_until FROM render_parts p JOIN renders r ON r.id = p.render_id \
+    WHERE r.status = 'started' AND p.status IN ('pending', 'started') AND (p.kind <> 'join' OR NOT EXISTS \
+    (SELECT 1 FROM render_parts q WHERE q.render_id = p.render_id AND q.kind <> 'join' AND q.status <> 'done')))";
+
+/// Who may end a render.
+#[derive(Clone, Copy)]
+pub(super) enum Guard<'a> {
+    /// Anyone, while it is open.
+    None,
+    /// Its attempt of this number (when it was claimed whole).
+    Attempt(i64),
+    /// The attempt of its join (a split render), which is done with it.
+    Join(&'a PartRecord),
+}
+
+/// A render, or a part of one, claimed by a worker ([`Store::claim_render`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
-    /// As it is now: `started`, by the claiming worker, with this attempt counted.
+    /// As it is now: `started`; when claimed whole, by the claiming worker with this
+    /// attempt counted.
     pub render: RenderRecord,
-    /// An earlier attempt was interrupted (its worker stopped while rendering).
+    /// An earlier attempt (of the part, when one) was interrupted (its worker stopped
+    /// while rendering).
     pub interrupted: bool,
+    /// The part of the split render claimed, with this attempt counted.
+    pub part: Option<PartRecord>,
 }
 
 /// An account with claimable renders, as the scheduler weighs it.

@@ -1,0 +1,249 @@
+//! The parts of a split render (issue #18): a render longer than the split threshold is
+//! split by the worker that claimed it into chunks of frames, its sound and their join.
+//! Parts are claimed through [`Store::claim_render`] like renders (counted in their
+//! account's share), hold a lease their worker extends, go back to `pending` after a
+//! failed attempt and are retried alone; the join, claimable once every other part is
+//! done, ends the render.
+
+use std::time::Duration;
+
+use reelfarm_domain::id::{now_ms, RenderId};
+use reelfarm_domain::message::Message;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::renders::{ready, Claim, Guard};
+use super::{render_from, RenderOutcome, RenderRecord, RENDER_COLUMNS};
+use crate::store::{outbox, Result, Store, StoreError};
+
+const PART_COLUMNS: &str = "render_id, part, kind, first_frame, end_frame, status, attempts, worker";
+
+/// What a part makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartKind {
+    /// The frames [`PartRecord::first_frame`, `end_frame`) as a video-only file.
+    Frames,
+    /// The whole sound.
+    Sound,
+    /// The video from the other parts' files.
+    Join,
+}
+
+impl PartKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartKind::Frames => "frames",
+            PartKind::Sound => "sound",
+            PartKind::Join => "join",
+        }
+    }
+
+    fn parse(s: &str) -> Result<PartKind> {
+        match s {
+            "frames" => Ok(PartKind::Frames),
+            "sound" => Ok(PartKind::Sound),
+            "join" => Ok(PartKind::Join),
+            other => Err(StoreError::Corrupt(format!("unknown part kind {other:?}"))),
+        }
+    }
+}
+
+/// A part of a split render, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartRecord {
+    pub render_id: RenderId,
+    /// Its number within the render (the order they are taken in).
+    pub part: i64,
+    pub kind: PartKind,
+    pub first_frame: i64,
+    pub end_frame: i64,
+    /// `pending`, `started` or `done`.
+    pub status: String,
+    pub attempts: i64,
+    pub worker: Option<String>,
+}
+
+fn part_from(row: &AnyRow) -> Result<PartRecord> {
+    Ok(PartRecord {
+        render_id: RenderId::trusted(row.try_get::<String, _>("render_id")?),
+        part: row.try_get("part")?,
+        kind: PartKind::parse(&row.try_get::<String, _>("kind")?)?,
+        first_frame: row.try_get("first_frame")?,
+        end_frame: row.try_get("end_frame")?,
+        status: row.try_get("status")?,
+        attempts: row.try_get("attempts")?,
+        worker: row.try_get("worker")?,
+    })
+}
+
+impl Store {
+    /// Splits the render `claimed` (its attempt still the render's) into `parts`
+    /// (`(kind, first_frame, end_frame)`, taken in this order) in one transaction: the
+    /// render no longer held by its attempt, the parts `pending`, and one `render.v1`
+    /// token for each part but one in the outbox (the claiming token claims on), so that
+    /// as many workers can take them at once. `false` when the attempt was no longer the
+    /// render's.
+    #[tracing::instrument(name = "store::split_render", level = "debug", skip_all)]
+    pub async fn split_render(&self, claimed: &RenderRecord, parts: &[(PartKind, i64, i64)]) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let split = sqlx::query(
+            "UPDATE renders SET parts = $1, lease_until = NULL \
+             WHERE id = $2 AND status = 'started' AND attempts = $3 AND parts = 0",
+        )
+        .bind(parts.len() as i64)
+        .bind(claimed.id.as_str())
+        .bind(claimed.attempts)
+        .execute(&mut *tx)
+        .await?;
+        if split.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        for (i, (kind, first, end)) in parts.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO render_parts (render_id, part, kind, first_frame, end_frame) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(claimed.id.as_str())
+            .bind(i as i64)
+            .bind(kind.as_str())
+            .bind(*first)
+            .bind(*end)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for _ in 1..parts.len() {
+            let token = crate::trace::envelope(Message::RenderV1 { render_id: claimed.id.clone() });
+            outbox::enqueue(&mut tx, &token).await?;
+        }
+        tx.commit().await?;
+        self.outbox_written();
+        Ok(true)
+    }
+
+    /// The parts of render `id`, in order (none when it was rendered whole).
+    #[tracing::instrument(name = "store::render_parts", level = "debug", skip_all)]
+    pub async fn render_parts(&self, id: &RenderId) -> Result<Vec<PartRecord>> {
+        let rows = sqlx::query(&format!("SELECT {PART_COLUMNS} FROM render_parts WHERE render_id = $1 ORDER BY part"))
+            .bind(id.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(part_from).collect()
+    }
+
+    /// Takes part `part` of render `id` for `worker` when it is still claimable and nobody
+    /// else is taking it (see [`Store::claim_render`]).
+    pub(super) async fn claim_part(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        id: &str,
+        part: i64,
+        worker: &str,
+        now: i64,
+        lease: Duration,
+    ) -> Result<Option<Claim>> {
+        let lock = self.skip_locked();
+        let free = sqlx::query(&format!(
+            "SELECT p.part FROM render_parts p WHERE p.render_id = $2 AND p.part = $3 AND {} {lock}",
+            ready("p")
+        ))
+        .bind(now)
+        .bind(id)
+        .bind(part)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if free.is_none() {
+            return Ok(None);
+        }
+        let row = sqlx::query(&format!(
+            "UPDATE render_parts SET status = 'started', attempts = attempts + 1, worker = $1, lease_until = $2 \
+             WHERE render_id = $3 AND part = $4 RETURNING {PART_COLUMNS}"
+        ))
+        .bind(worker)
+        .bind(now + lease.as_millis() as i64)
+        .bind(id)
+        .bind(part)
+        .fetch_one(&mut **tx)
+        .await?;
+        let part = part_from(&row)?;
+        let render = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
+            .bind(id)
+            .fetch_one(&mut **tx)
+            .await?;
+        Ok(Some(Claim { render: render_from(&render)?, interrupted: false, part: Some(part) }))
+    }
+
+    /// Extends the lease of `claimed`'s attempt; `false` when the attempt is no longer
+    /// the part's, or its render ended (failed by another part, or cancelled).
+    #[tracing::instrument(name = "store::heartbeat_part", level = "debug", skip_all)]
+    pub async fn heartbeat_part(&self, claimed: &PartRecord, lease: Duration) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE render_parts SET lease_until = $1 WHERE render_id = $2 AND part = $3 AND status = 'started' \
+             AND attempts = $4 AND EXISTS (SELECT 1 FROM renders WHERE id = $2 AND status = 'started')",
+        )
+        .bind(now_ms() + lease.as_millis() as i64)
+        .bind(claimed.render_id.as_str())
+        .bind(claimed.part)
+        .bind(claimed.attempts)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Puts `claimed` back to `pending` after its attempt failed and will be retried, not
+    /// before `retry_at` (Unix ms).
+    #[tracing::instrument(name = "store::release_part", level = "debug", skip_all)]
+    pub async fn release_part(&self, claimed: &PartRecord, retry_at: i64) -> Result<()> {
+        sqlx::query(
+            "UPDATE render_parts SET status = 'pending', not_before = $1, lease_until = NULL \
+             WHERE render_id = $2 AND part = $3 AND status = 'started' AND attempts = $4",
+        )
+        .bind(retry_at)
+        .bind(claimed.render_id.as_str())
+        .bind(claimed.part)
+        .bind(claimed.attempts)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records `claimed` (not a join) as done by its attempt; `false` when the attempt
+    /// was no longer the part's or its render ended meanwhile. Returns the parts done
+    /// and the parts of the render (its progress).
+    #[tracing::instrument(name = "store::finish_part", level = "debug", skip_all)]
+    pub async fn finish_part(&self, claimed: &PartRecord) -> Result<Option<(i64, i64)>> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query(
+            "UPDATE render_parts SET status = 'done', lease_until = NULL WHERE render_id = $1 AND part = $2 \
+             AND status = 'started' AND attempts = $3 AND kind <> 'join' \
+             AND EXISTS (SELECT 1 FROM renders WHERE id = $1 AND status = 'started')",
+        )
+        .bind(claimed.render_id.as_str())
+        .bind(claimed.part)
+        .bind(claimed.attempts)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let row = sqlx::query(
+            "SELECT SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END) AS done, COUNT(*) AS parts \
+             FROM render_parts WHERE render_id = $1",
+        )
+        .bind(claimed.render_id.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some((row.try_get::<Option<i64>, _>("done")?.unwrap_or(0), row.try_get("parts")?)))
+    }
+
+    /// Ends the split render of the join `claimed` as [`Self::end_render`] does, the join
+    /// done with it in the same transaction; `false` when the join's attempt was no longer
+    /// the part's or the render had ended.
+    pub async fn end_joined(&self, claimed: &PartRecord, outcome: &RenderOutcome) -> Result<bool> {
+        if claimed.kind != PartKind::Join {
+            return Err(StoreError::Corrupt(format!("part {} of {} is no join", claimed.part, claimed.render_id)));
+        }
+        self.end(&claimed.render_id, Guard::Join(claimed), outcome).await
+    }
+}

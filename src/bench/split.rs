@@ -1,0 +1,193 @@
+//! `reelfarm bench split`: one long video on two workers (issue #18) on the configured
+//! backends. A `--seconds` long 720p template of our own (twelve clips of titles, sliding
+//! shapes and crossfades, no media to fetch) is rendered twice, each worker slot with one
+//! x264 thread: first by one worker rendering it whole (splitting off), the baseline; then
+//! by two workers with the video split into 10 s chunks (embedded: one `serve all` with
+//! two slots; distributed: a `serve all` and a `serve worker` with one each). Each run's
+//! time is the job's creation to the video's end (server times), its CPU the processes'
+//! user + system time meanwhile. Bars: the split render in ≤ 0.6× the whole render's
+//! time, with ≤ 1.1× its CPU.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use reelfarm_backends::store::{JobCreation, NewTemplate};
+use reelfarm_backends::{Config, Store};
+use reelfarm_domain::id::{RenderId, TemplateId, UserId};
+use reelfarm_domain::quality::Quality;
+use serde_json::json;
+
+/// The bars.
+const BAR_TIME: f64 = 0.6;
+const BAR_CPU: f64 = 1.1;
+/// Chunk length of the split run.
+const CHUNK: &str = "10s";
+
+pub async fn run(config: &Config, seconds: u32) -> anyhow::Result<()> {
+    let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
+    let store = Store::connect(&config.database_url).await?;
+    let user = store.create_user(&format!("bench-{namespace}"), None, 2).await?;
+    let template = long_template(&store, seconds).await?;
+    let distributed = config.amqp_url.is_some();
+    println!("a {seconds} s 720p video, one x264 thread per worker slot");
+    let whole = measure(&store, &namespace, &user.id, &template, &[("all", "1")], "0").await?;
+    println!("one worker, whole:   {:>7.1} s, CPU {:>7.1} s", whole.seconds, whole.cpu);
+    let slots: &[(&str, &str)] = if distributed { &[("all", "1"), ("worker", "1")] } else { &[("all", "2")] };
+    let split = measure(&store, &namespace, &user.id, &template, slots, "60s").await?;
+    println!("two workers, split:  {:>7.1} s, CPU {:>7.1} s", split.seconds, split.cpu);
+    let (time, cpu) = (split.seconds / whole.seconds, split.cpu / whole.cpu);
+    println!("time  {time:.2}× the whole render's (bar ≤ {BAR_TIME}×): {}", verdict(time <= BAR_TIME));
+    println!("CPU   {cpu:.2}× the whole render's (bar ≤ {BAR_CPU}×): {}", verdict(cpu <= BAR_CPU));
+    if let Some(url) = &config.amqp_url {
+        reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
+    }
+    Ok(())
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+/// One run's figures.
+struct Run {
+    seconds: f64,
+    cpu: f64,
+}
+
+/// Starts the processes `roles` (role, worker slots) with splitting after `split_after`
+/// (`0`: never), renders one video of `template` at 720p and stops them.
+async fn measure(
+    store: &Store,
+    namespace: &str,
+    user: &UserId,
+    template: &reelfarm_backends::store::TemplateRecord,
+    roles: &[(&str, &str)],
+    split_after: &str,
+) -> anyhow::Result<Run> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut children = Vec::new();
+    for (role, slots) in roles {
+        let mut command = super::serve(role, port, namespace)?;
+        command
+            .env("REELFARM_WORKER_SLOTS", slots)
+            .env("REELFARM_ENCODER_THREADS", "1")
+            .env("REELFARM_SPLIT_AFTER", split_after)
+            .env("REELFARM_SPLIT_CHUNK", CHUNK);
+        if *role == "worker" {
+            let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            command.env("REELFARM_OPS_LISTEN", format!("127.0.0.1:{ops}"));
+        }
+        children.push(command.spawn().with_context(|| format!("serve {role}"))?);
+    }
+    let result = async {
+        super::wait_for_api(port).await?;
+        // Settled after starting up.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let cpu_before = cpu_of(&children);
+        let job = reelfarm_backends::store::NewJob { quality: Quality::P720, ..super::batch_job(user, template, 1) };
+        let render = job.renders[0].id.clone();
+        match store.create_job(&job, None).await? {
+            JobCreation::Created => {}
+            other => bail!("the bench's job was not created: {other:?}"),
+        }
+        let ended = wait_ended(store, &render).await?;
+        Ok(Run { seconds: ended, cpu: cpu_of(&children) - cpu_before })
+    }
+    .await;
+    for child in &mut children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    result
+}
+
+/// Waits for `render` to succeed; its time from creation to end in seconds.
+async fn wait_ended(store: &Store, render: &RenderId) -> anyhow::Result<f64> {
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    loop {
+        let now = store.render(render).await?;
+        if now.status.is_final() {
+            let (Some(finished), reelfarm_domain::status::RenderStatus::Success) = (now.finished_at, now.status) else {
+                bail!("the render ended {:?}: {}", now.status, now.error.unwrap_or_default());
+            };
+            return Ok((finished - now.created_at) as f64 / 1000.0);
+        }
+        if Instant::now() > deadline {
+            bail!("the render did not end within 30 minutes");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// User + system CPU seconds of `children` so far (Linux `/proc`).
+fn cpu_of(children: &[std::process::Child]) -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    children
+        .iter()
+        .filter_map(|c| std::fs::read_to_string(format!("/proc/{}/stat", c.id())).ok())
+        .filter_map(|stat| {
+            // Fields after the command's closing parenthesis; utime and stime are the 14th
+            // and 15th of the line.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?)
+        })
+        .sum::<f64>()
+        / ticks
+}
+
+/// A template of `seconds` at 1280×720, 30 fps: ten-second clips of a title, a sliding
+/// box and a growing badge, crossfading into each other.
+async fn long_template(store: &Store, seconds: u32) -> anyhow::Result<reelfarm_backends::store::TemplateRecord> {
+    let clips = seconds.div_ceil(10).max(1);
+    let clip_seconds = f64::from(seconds) / f64::from(clips);
+    let clips: Vec<_> = (0..clips)
+        .map(|i| {
+            json!({
+                "id": format!("c{i}"),
+                "duration": clip_seconds + if i + 1 < clips { 0.5 } else { 0.0 },
+                "transition": { "kind": "crossfade", "duration": 0.5 },
+                "layers": [
+                    { "id": format!("bg{i}"), "kind": "shape", "x": 0, "y": 0, "width": 1280, "height": 720,
+                      "color": if i % 2 == 0 { "#1f3a5f" } else { "#5f1f3a" } },
+                    { "id": format!("box{i}"), "kind": "shape", "x": 80, "y": 420, "width": 360, "height": 200,
+                      "color": "#e0a030", "animations": [{ "kind": "slide_in", "duration": 2.0, "direction": "left" }] },
+                    { "id": format!("badge{i}"), "kind": "shape", "shape": "rounded_rectangle", "radius": 40,
+                      "x": 820, "y": 360, "width": 320, "height": 320, "color": "#40c0ff",
+                      "animations": [{ "kind": "scale", "from": 0.3, "to": 1.2 }] },
+                    { "id": format!("title{i}"), "kind": "text", "text": format!("Part {} of the long video", i + 1),
+                      "x": 80, "y": 80, "width": 1120, "height": 160,
+                      "font": { "family": "Liberation Sans", "size": 84, "color": "#ffffff" },
+                      "animations": [{ "kind": "fade_in", "duration": 1.0 }] }
+                ]
+            })
+        })
+        .collect();
+    let document = json!({
+        "version": 1, "name": "Split bench",
+        "canvas": { "width": 1280, "height": 720, "fps": 30, "background": "#000000" },
+        "clips": clips,
+    });
+    let id = TemplateId::generate();
+    let new = NewTemplate {
+        blob_prefix: reelfarm_backends::store::template_blob_prefix(&id),
+        id,
+        name: "Split bench".into(),
+        owner_user_id: None,
+        public: true,
+        category: String::new(),
+        tags: Vec::new(),
+        json: document.to_string(),
+        duration_ms: i64::from(seconds) * 1000,
+        quality: Quality::P720,
+        files: Default::default(),
+        thumb_key: None,
+        preview_key: None,
+    };
+    Ok(store.create_template(&new).await?)
+}

@@ -1,0 +1,143 @@
+//! One long render on many workers (issue #18). The worker that claims a render longer
+//! than `split_after` does not render it: it splits it (`Store::split_render`) into its
+//! sound, chunks of `split_chunk` seconds and their join, and each part is then claimed
+//! like a render by whichever worker's token comes next (`render::split` says why the
+//! joined video is the one a single render would make).
+//!
+//! A chunk fetches only what the template shows (no sound sources, no speech), renders
+//! its frames into a video-only MP4 and uploads it beside the render's files
+//! (`{prefix}/parts/`); the chunk holding the thumbnail's frame uploads the thumbnail. The
+//! sound part fetches everything heard, synthesises the speech and writes the encoded
+//! sound (or the fleet's kept one). The join downloads them, copies every packet into the
+//! video, uploads it and ends the render; the parts' files go once it ended.
+
+use std::path::Path;
+
+use reelfarm_backends::store::{PartKind, PartRecord, RenderOutcome, RenderRecord};
+use tokio_util::sync::CancellationToken;
+
+use super::{Made, Prepared, RenderHandler};
+use crate::failure::Failure;
+use crate::render::{self, split, RenderSettings};
+
+impl RenderHandler {
+    /// The parts of the render `p` prepares, when it is longer than the split threshold:
+    /// its sound first (short, and needed by the join), the chunks in order, the join.
+    pub(super) fn parts_of(&self, p: &Prepared) -> Option<Vec<(PartKind, i64, i64)>> {
+        if self.split_after.is_zero() {
+            return None;
+        }
+        let frames = split::frame_count(&p.template, p.settings.quality);
+        let fps = p.template.canvas.fps.max(1);
+        if frames as f64 / f64::from(fps) <= self.split_after.as_secs_f64() {
+            return None;
+        }
+        let end = frames as i64;
+        let chunks = split::chunks(frames, fps, self.split_chunk.as_secs_f64());
+        let chunks = chunks.into_iter().map(|c| (PartKind::Frames, c.start as i64, c.end as i64));
+        Some(std::iter::once((PartKind::Sound, 0, end)).chain(chunks).chain([(PartKind::Join, 0, end)]).collect())
+    }
+
+    /// Makes `part` of the split `render`: uploads a chunk or the sound, or joins them
+    /// into the render's video.
+    pub(super) async fn run_part(
+        &self,
+        render: &RenderRecord,
+        part: &PartRecord,
+        stop: &CancellationToken,
+    ) -> Result<Made, Failure> {
+        let mut p = self.prepare(render).await?;
+        let frames = split::frame_count(&p.template, p.settings.quality) as i64;
+        if part.end_frame > frames || part.first_frame >= part.end_frame {
+            return Err(Failure::Permanent(format!("the render's part {} no longer fits its template", part.part)));
+        }
+        let prefix = self.output_prefix(render);
+        let quality = p.settings.quality;
+        let settings = RenderSettings { stop: stop.clone(), ..p.settings.clone() };
+        let dir = p.dir.path().to_path_buf();
+        let blobs = &self.backends.blobs;
+        match part.kind {
+            PartKind::Frames => {
+                let wanted = render::seen_sources(&p.template);
+                let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, Vec::new()).await?;
+                let (mp4, jpg) = (dir.join("chunk.mp4"), dir.join("thumb.jpg"));
+                let range = part.first_frame as u64..part.end_frame as u64;
+                let (out_mp4, out_jpg) = (mp4.clone(), jpg.clone());
+                self.render(&p.template, fetched, settings, None, move |template, resolve, settings, progress| {
+                    split::render_frames(template, resolve, settings, range, &out_mp4, &out_jpg, progress)
+                })
+                .await?;
+                blobs.put_file(&part_key(&prefix, part), &mp4, "video/mp4").await?;
+                if jpg.exists() {
+                    blobs.put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
+                }
+            }
+            PartKind::Sound => {
+                let speeches = self.plan_speech(&mut p.template, &p.values, &dir);
+                let ready = speeches.iter().map(|s| (s.source.clone(), s.file.clone())).collect();
+                let wanted = render::sources(&p.template);
+                let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, ready).await?;
+                self.speak(&speeches, &p.user_id).await?;
+                let file = dir.join("sound");
+                let out = file.clone();
+                self.render(&p.template, fetched, settings, None, move |template, resolve, settings, _| {
+                    split::render_sound(template, resolve, settings, &out)
+                })
+                .await?;
+                blobs.put_file(&part_key(&prefix, part), &file, "application/octet-stream").await?;
+            }
+            PartKind::Join => return self.join(render, &prefix, p.template.canvas.fps.max(1), &dir).await,
+        }
+        Ok(Made::Part)
+    }
+
+    /// Joins the parts of `render` into its video (in `dir`) and uploads it.
+    async fn join(&self, render: &RenderRecord, prefix: &str, fps: u32, dir: &Path) -> Result<Made, Failure> {
+        let blobs = &self.backends.blobs;
+        let mut chunks = Vec::new();
+        let mut sound = None;
+        for part in self.backends.store.render_parts(&render.id).await? {
+            let file = dir.join(format!("part-{}", part.part));
+            match part.kind {
+                PartKind::Frames => {
+                    blobs.get_to_file(&part_key(prefix, &part), &file).await?;
+                    chunks.push((file, part.first_frame as u64..part.end_frame as u64));
+                }
+                PartKind::Sound => {
+                    blobs.get_to_file(&part_key(prefix, &part), &file).await?;
+                    sound = Some(file);
+                }
+                PartKind::Join => {}
+            }
+        }
+        let sound = sound.ok_or_else(|| Failure::Transient(format!("render {} has no sound part", render.id)))?;
+        let mp4 = dir.join("video.mp4");
+        let out = mp4.clone();
+        let joined = tokio::task::spawn_blocking(move || split::join(&chunks, &sound, fps, &out))
+            .await
+            .map_err(|e| Failure::Transient(format!("join task: {e}")))?
+            .map_err(|e| Failure::Transient(format!("joining the parts: {e}")))?;
+        let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
+        blobs.put_file(&video_key, &mp4, "video/mp4").await?;
+        Ok(Made::Render(RenderOutcome::Success {
+            video_key,
+            thumb_key,
+            width: i64::from(joined.width),
+            height: i64::from(joined.height),
+            duration_ms: (joined.duration * 1000.0).round() as i64,
+        }))
+    }
+
+    /// Removes the parts' files of the joined `render`.
+    pub(super) async fn remove_parts(&self, render: &RenderRecord) {
+        let parts = format!("{}/parts/", self.output_prefix(render));
+        if let Err(e) = self.backends.blobs.delete_prefix(&parts).await {
+            tracing::warn!(error = %e, "files of a split render's parts not removed");
+        }
+    }
+}
+
+/// Where the file of `part` goes, beside the render's files.
+fn part_key(prefix: &str, part: &PartRecord) -> String {
+    format!("{prefix}/parts/{}-{}", part.part, part.kind.as_str())
+}
