@@ -182,10 +182,15 @@ impl RenderHandler {
             .await?;
 
         let prefix = self.output_prefix(render);
+        self.backends.blobs.put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
+        self.upload_video(&prefix, &mp4, &output).await
+    }
+
+    /// Uploads the render's video `mp4` (its thumbnail is there already) under `prefix`:
+    /// the render's successful outcome.
+    async fn upload_video(&self, prefix: &str, mp4: &Path, output: &render::RenderOutput) -> Result<Made, Failure> {
         let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
-        let blobs = &self.backends.blobs;
-        blobs.put_file(&video_key, &mp4, "video/mp4").await?;
-        blobs.put_file(&thumb_key, &jpg, "image/jpeg").await?;
+        self.backends.blobs.put_file(&video_key, mp4, "video/mp4").await?;
         Ok(Made::Render(RenderOutcome::Success {
             video_key,
             thumb_key,

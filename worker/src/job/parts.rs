@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use reelfarm_backends::store::{PartKind, PartRecord, RenderOutcome, RenderRecord};
+use reelfarm_backends::store::{PartKind, PartRecord, RenderRecord};
 use tokio_util::sync::CancellationToken;
 
 use super::{Made, Prepared, RenderHandler};
@@ -117,15 +117,7 @@ impl RenderHandler {
             .await
             .map_err(|e| Failure::Transient(format!("join task: {e}")))?
             .map_err(|e| Failure::Transient(format!("joining the parts: {e}")))?;
-        let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
-        blobs.put_file(&video_key, &mp4, "video/mp4").await?;
-        Ok(Made::Render(RenderOutcome::Success {
-            video_key,
-            thumb_key,
-            width: i64::from(joined.width),
-            height: i64::from(joined.height),
-            duration_ms: (joined.duration * 1000.0).round() as i64,
-        }))
+        self.upload_video(prefix, &mp4, &joined).await
     }
 
     /// Removes the parts' files of the joined `render`.
