@@ -194,8 +194,9 @@ pub enum Bench {
     /// account's batch fills two worker slots, against one render time and the batch's
     /// throughput alone.
     Fairness {
-        /// Videos of the batch (account A); enough that 500 still wait at B's first try.
-        #[arg(long, default_value_t = 1000)]
+        /// Videos of the batch (account A); enough that 500 still wait at B's first try
+        /// and some remain at the end.
+        #[arg(long, default_value_t = 2000)]
         renders: u32,
         /// Single videos account B sends, one after the other.
         #[arg(long, default_value_t = 20)]
@@ -207,6 +208,9 @@ pub enum Bench {
         /// Length of the video in seconds.
         #[arg(long, default_value_t = 120)]
         seconds: u32,
+        /// Runs of each kind (the medians are compared).
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
     },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.

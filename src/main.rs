@@ -78,7 +78,9 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             cli::Command::Bench(cli::Bench::Fairness { renders, tries }) => {
                 bench::fairness::run(&config, renders, tries).await
             }
-            cli::Command::Bench(cli::Bench::Split { seconds }) => bench::split::run(&config, seconds).await,
+            cli::Command::Bench(cli::Bench::Split { seconds, rounds }) => {
+                bench::split::run(&config, seconds, rounds).await
+            }
             cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
         }
     });

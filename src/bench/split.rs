@@ -3,10 +3,13 @@
 //! shapes and crossfades, no media to fetch) is rendered twice, each worker slot with one
 //! x264 thread: first by one worker rendering it whole (splitting off), the baseline; then
 //! by two workers with the video split into 10 s chunks (embedded: one `serve all` with
-//! two slots; distributed: a `serve all` and a `serve worker` with one each). Each run's
-//! time is the job's creation to the video's end (server times), its CPU the processes'
-//! user + system time meanwhile. Bars: the split render in ≤ 0.6× the whole render's
-//! time, with ≤ 1.1× its CPU.
+//! two slots; distributed: a `serve all` and a `serve worker` with one each). That pair of
+//! runs is made twice: with each worker pinned to a core of its own (a one-core machine
+//! each: the whole render on one core, the split one on two), then unpinned (the workers
+//! share every core, and a single render's compositor and x264 threads already use more
+//! than one). Each run's time is the job's creation to the video's end (server times), its
+//! CPU the processes' user + system time meanwhile. Bars: the split render in ≤ 0.6× the
+//! whole render's time, with ≤ 1.1× its CPU.
 
 use std::time::{Duration, Instant};
 
@@ -23,21 +26,36 @@ const BAR_CPU: f64 = 1.1;
 /// Chunk length of the split run.
 const CHUNK: &str = "10s";
 
-pub async fn run(config: &Config, seconds: u32) -> anyhow::Result<()> {
+pub async fn run(config: &Config, seconds: u32, rounds: u32) -> anyhow::Result<()> {
     let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
     let store = Store::connect(&config.database_url).await?;
-    let user = store.create_user(&format!("bench-{namespace}"), None, 2).await?;
+    let user = store.create_user(&format!("bench-{namespace}"), None, i64::from(rounds) * 4).await?;
     let template = long_template(&store, seconds).await?;
     let distributed = config.amqp_url.is_some();
-    println!("a {seconds} s 720p video, one x264 thread per worker slot");
-    let whole = measure(&store, &namespace, &user.id, &template, &[("all", "1")], "0").await?;
-    println!("one worker, whole:   {:>7.1} s, CPU {:>7.1} s", whole.seconds, whole.cpu);
-    let slots: &[(&str, &str)] = if distributed { &[("all", "1"), ("worker", "1")] } else { &[("all", "2")] };
-    let split = measure(&store, &namespace, &user.id, &template, slots, "60s").await?;
-    println!("two workers, split:  {:>7.1} s, CPU {:>7.1} s", split.seconds, split.cpu);
-    let (time, cpu) = (split.seconds / whole.seconds, split.cpu / whole.cpu);
-    println!("time  {time:.2}× the whole render's (bar ≤ {BAR_TIME}×): {}", verdict(time <= BAR_TIME));
-    println!("CPU   {cpu:.2}× the whole render's (bar ≤ {BAR_CPU}×): {}", verdict(cpu <= BAR_CPU));
+    println!("a {seconds} s 720p video, one x264 thread per worker slot; medians of {rounds} rounds");
+    // Each worker a one-core machine (pinned), then the workers sharing this machine's
+    // cores as they come. Whole and split runs alternate, so drift weighs on both.
+    for pinned in [true, false] {
+        let cores = |core: usize| pinned.then_some(core);
+        let one: &[(&str, &str, Option<usize>)] = &[("all", "1", cores(0))];
+        let two: &[(&str, &str, Option<usize>)] =
+            if distributed { &[("all", "1", cores(0)), ("worker", "1", cores(1))] } else { &[("all", "2", None)] };
+        let (mut whole, mut split) = (Vec::new(), Vec::new());
+        for _ in 0..rounds.max(1) {
+            whole.push(measure(&store, &namespace, &user.id, &template, one, "0").await?);
+            split.push(measure(&store, &namespace, &user.id, &template, two, "60s").await?);
+        }
+        let (whole, split) = (Run::median(whole), Run::median(split));
+        println!(
+            "{}:",
+            if pinned { "each worker on one core of its own" } else { "the workers sharing the machine's cores" }
+        );
+        println!("  one worker, whole:   {:>7.1} s, CPU {:>7.1} s", whole.seconds, whole.cpu);
+        println!("  two workers, split:  {:>7.1} s, CPU {:>7.1} s", split.seconds, split.cpu);
+        let (time, cpu) = (split.seconds / whole.seconds, split.cpu / whole.cpu);
+        println!("  time  {time:.2}× the whole render's (bar ≤ {BAR_TIME}×): {}", verdict(time <= BAR_TIME));
+        println!("  CPU   {cpu:.2}× the whole render's (bar ≤ {BAR_CPU}×): {}", verdict(cpu <= BAR_CPU));
+    }
     if let Some(url) = &config.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
@@ -58,20 +76,38 @@ struct Run {
     cpu: f64,
 }
 
-/// Starts the processes `roles` (role, worker slots) with splitting after `split_after`
-/// (`0`: never), renders one video of `template` at 720p and stops them.
+impl Run {
+    /// The median time and the median CPU of `runs`.
+    fn median(runs: Vec<Run>) -> Run {
+        let median = |mut xs: Vec<f64>| {
+            xs.sort_by(f64::total_cmp);
+            xs[xs.len() / 2]
+        };
+        Run {
+            seconds: median(runs.iter().map(|r| r.seconds).collect()),
+            cpu: median(runs.iter().map(|r| r.cpu).collect()),
+        }
+    }
+}
+
+/// Starts the processes `roles` (role, worker slots, the core it is pinned to, if any)
+/// with splitting after `split_after` (`0`: never), renders one video of `template` at
+/// 720p and stops them.
 async fn measure(
     store: &Store,
     namespace: &str,
     user: &UserId,
     template: &reelfarm_backends::store::TemplateRecord,
-    roles: &[(&str, &str)],
+    roles: &[(&str, &str, Option<usize>)],
     split_after: &str,
 ) -> anyhow::Result<Run> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut children = Vec::new();
-    for (role, slots) in roles {
+    for (role, slots, core) in roles {
         let mut command = super::serve(role, port, namespace)?;
+        if let Some(core) = *core {
+            pin(&mut command, core);
+        }
         command
             .env("REELFARM_WORKER_SLOTS", slots)
             .env("REELFARM_ENCODER_THREADS", "1")
@@ -120,6 +156,23 @@ async fn wait_ended(store: &Store, render: &RenderId) -> anyhow::Result<f64> {
             bail!("the render did not end within 30 minutes");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Makes `command`'s process (and every thread it starts) run on CPU `core` only.
+fn pin(command: &mut std::process::Command, core: usize) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only async-signal-safe calls: filling a CPU set on the
+    // stack and sched_setaffinity(2) on the calling process.
+    unsafe {
+        command.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(core, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
