@@ -196,7 +196,7 @@ pub enum Bench {
     Fairness {
         /// Videos of the batch (account A); enough that 500 still wait at B's first try
         /// and some remain at the end.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 3000)]
         renders: u32,
         /// Single videos account B sends, one after the other.
         #[arg(long, default_value_t = 20)]
