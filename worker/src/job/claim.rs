@@ -48,17 +48,18 @@ impl RenderHandler {
     }
 
     /// After the claimed `render` stopped, or finished and found its attempt over: when
-    /// its job was cancelled, removes what it uploaded (another attempt's success writes
-    /// the same keys and keeps them). Either way the token claims again.
+    /// its job was cancelled, or another attempt or part failed it, removes what it
+    /// uploaded (another attempt's success writes the same keys and keeps them). Either
+    /// way the token claims again.
     async fn cancelled(&self, render: &RenderRecord) -> Step {
         match self.backends.store.render(&render.id).await {
-            Ok(now) if now.status == RenderStatus::Cancelled => {
-                tracing::info!("render cancelled with its job");
+            Ok(now) if matches!(now.status, RenderStatus::Cancelled | RenderStatus::Failed) => {
+                tracing::info!(status = now.status.as_str(), "render ended meanwhile");
                 self.remove_outputs(render).await;
                 Step::Again
             }
             Ok(_) | Err(StoreError::NotFound(_)) => {
-                tracing::info!("render ended by another part, or claimed again (this attempt's lease ran out)");
+                tracing::info!("render claimed again (this attempt's lease ran out)");
                 Step::Again
             }
             Err(e) => Step::Ended(Outcome::Retry(format!("reading the render: {e}"))),
