@@ -32,6 +32,7 @@ pub async fn run(store: Store, blobs: Blobs, shutdown: CancellationToken) {
                 idempotency_keys = pruned.idempotency_keys,
                 handled_messages = pruned.handled_messages,
                 studio_sessions = pruned.studio_sessions,
+                render_parts = pruned.render_parts,
                 "housekeeping: pruned expired rows"
             ),
             Err(e) => tracing::warn!(error = %e, "housekeeping: pruning failed; trying again next round"),

@@ -24,6 +24,9 @@ pub struct Pruned {
     pub handled_messages: u64,
     /// Studio working copies untouched for [`STUDIO_RETENTION_MS`].
     pub studio_sessions: u64,
+    /// Parts of split renders that ended more than [`HANDLED_RETENTION_MS`] ago (kept that
+    /// long for operators to see which worker made which part, in how many attempts).
+    pub render_parts: u64,
 }
 
 impl Store {
@@ -47,6 +50,13 @@ impl Store {
                 )
                 .await?,
             studio_sessions: self.prune_studio_sessions(now - STUDIO_RETENTION_MS).await?,
+            render_parts: self
+                .delete_in_batches(
+                    "DELETE FROM render_parts WHERE (render_id, part) IN (SELECT p.render_id, p.part \
+                     FROM render_parts p JOIN renders r ON r.id = p.render_id WHERE r.finished_at < $1 LIMIT $2)",
+                    now - HANDLED_RETENTION_MS,
+                )
+                .await?,
         })
     }
 

@@ -279,6 +279,12 @@ pub(super) async fn split_renders(store: &Store) {
     store.end_render(&other[0], &success).await.unwrap();
     assert_eq!(store.claim_render("w1", LONG).await.unwrap(), None);
     assert_eq!(store.next_claim_at().await.unwrap(), None, "nothing open");
+
+    // The parts of ended renders are kept for a week, then pruned.
+    assert_eq!(store.prune(now_ms()).await.unwrap().render_parts, 0);
+    let week = now_ms() + HANDLED_RETENTION_MS + 60_000;
+    assert_eq!(store.prune(week).await.unwrap().render_parts, 4 + 3);
+    assert!(store.render_parts(&long[0]).await.unwrap().is_empty());
 }
 
 /// Sound, one chunk, join.
