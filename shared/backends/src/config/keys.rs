@@ -1,0 +1,80 @@
+//! Every key the binary accepts — its name, default and meaning — declared once: the
+//! loader reads only these, and the README's table and `deploy/.env.example` are held to
+//! them (`tests/binary/deploy.rs`).
+
+/// One key the binary accepts. A TOML file uses the lower-case name (`listen =
+/// "0.0.0.0:8080"`); the environment uses `REELFARM_` + the upper-case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    /// What it is when not set; `None` when it is then unset, or made from other keys as
+    /// `meaning` says.
+    pub default: Option<&'static str>,
+    pub meaning: &'static str,
+}
+
+/// Declares [`KEYS`]: each key once, with its default and its meaning.
+macro_rules! keys {
+    ($($name:ident $(= $default:literal)?: $meaning:literal;)*) => {
+        /// Every key the binary accepts, with its default and its meaning.
+        pub const KEYS: &[Key] = &[$(Key { name: stringify!($name), default: keys!(@default $($default)?), meaning: $meaning }),*];
+    };
+    (@default $default:literal) => { Some($default) };
+    (@default) => { None };
+}
+
+keys! {
+    listen = "127.0.0.1:8080": "api (and upload) listen address";
+    ops_listen: "address of /healthz, /readyz and /metrics of every role (unset: the api serves them on its own port)";
+    public_url: "base of every address the api hands out";
+    data_dir = "./reelfarm-data": "embedded database, blobs, work files";
+    database_url: "sqlite://FILE or postgres://…";
+    blob_url: "file://DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R";
+    bus_url = "local": "local or amqp://…";
+    redis_url: "redis://… (unset: in-memory cache)";
+    smtp_url: "smtp://host:port (unset: e-mail refused)";
+    smtp_from = "reelfarm <noreply@localhost>": "sender of notification e-mails";
+    email_rate_limit = "100": "notification e-mails each user may send per hour, across notifiers (0: no limit)";
+    google_api_url = "https://www.googleapis.com": "base of the YouTube Data and Google Drive APIs";
+    google_oauth_url = "https://oauth2.googleapis.com/token": "OAuth 2.0 token endpoint of Google accounts";
+    google_auth_url = "https://accounts.google.com/o/oauth2/v2/auth": "OAuth 2.0 consent page of Google accounts, where the console sends users linking YouTube or Google Drive";
+    google_client_id: "OAuth client id the console links YouTube and Google Drive accounts with (unset: no consent flow; accounts are linked through the API)";
+    google_client_secret: "secret of that OAuth client";
+    polly_region: "AWS region of Amazon Polly text-to-speech (unset: Polly disabled)";
+    polly_endpoint: "Amazon Polly endpoint (unset: the region's AWS endpoint)";
+    polly_access_key_id: "access key of Amazon Polly (unset: AWS_ACCESS_KEY_ID)";
+    polly_secret_access_key: "secret key of Amazon Polly (unset: AWS_SECRET_ACCESS_KEY)";
+    google_tts_url = "https://texttospeech.googleapis.com": "base of the Google Cloud Text-to-Speech API";
+    google_tts_api_key: "API key of Google Cloud Text-to-Speech (unset: Google TTS disabled)";
+    outbound_allow = "": "IP addresses or ip:port exempt from the outbound refusal (non-public addresses, public ones off ports 80 and 443)";
+    webhook_retry_schedule = "0s,5s,5m,30m,2h,5h,10h,10h": "delays between callback attempts";
+    namespace = "": "prefix of exchange, queue and cache key names";
+    secret_key: "key of upload signatures and linked-account encryption (unset: generated into the data dir)";
+    upload_url_ttl = "24h": "validity of signed upload addresses";
+    rate_limit = "100": "requests per second per token (0 disables)";
+    rate_limit_burst = "1000": "burst allowance per token";
+    ip_rate_limit = "50": "requests per second per client address to signed uploads and stored files, and failed authentications (0 disables)";
+    ip_rate_limit_burst = "500": "burst allowance per client address";
+    trusted_proxies = "": "addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the peer is the client)";
+    log_format = "text": "text or json";
+    otlp_endpoint: "http:// base address of an OpenTelemetry collector's OTLP/HTTP receiver, e.g. http://127.0.0.1:4318, that spans are exported to (unset: none)";
+    worker_slots: "jobs one worker runs at once (and its prefetch)";
+    encoder_threads = "0": "x264 threads of each render (0: x264 chooses, about 1.5 per core)";
+    job_timeout = "2h": "longest a conversion or render may run";
+    split_after = "60s": "a render longer than this is split into chunks that any workers render at once (0: never split)";
+    split_chunk = "10s": "length of the chunks of a split render";
+    delivery_limit = "5": "deliveries of a message before it is dead-lettered";
+    retry_delay = "2s": "wait before a failed message is tried again (doubles per attempt, at most 5 min)";
+    max_image_pixels = "100000000": "largest image (width × height) a conversion accepts";
+    max_video_pixels = "33177600": "largest video frame (width × height) a conversion or render accepts";
+    max_media_duration = "3h": "longest video or audio a conversion accepts";
+    media_memory: "memory the conversions and renders of one worker process may hold at once, as estimated before decoding, e.g. 4GiB (unset: half the cgroup memory limit, else half the RAM; 0: no budget)";
+    max_upload_bytes = "10GiB": "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)";
+    upload_quota_bytes = "0": "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)";
+    upload_idle_timeout = "60s": "an upload that sends nothing for this long is aborted";
+    upload_deadline = "6h": "longest one upload may take";
+    bootstrap = "auto": "first-run set-up of an owner, its token and the example templates: auto (embedded SQLite only), on or off";
+}
+
+/// The environment prefix of every key.
+pub const ENV_PREFIX: &str = "REELFARM_";
