@@ -60,9 +60,24 @@ pub struct RenderArgs {
     /// Output size: the template's own, or the shorter side in pixels.
     #[arg(long, default_value = "default", value_parser = quality())]
     pub quality: Quality,
-    /// The MP4 to write; the thumbnail goes next to it with the extension `.jpg`.
+    /// The file to write; its extension chooses the format: mp4, webm, gif, mov, or a
+    /// still as jpg or png. The thumbnail goes next to it with the extension `.jpg`
+    /// (`.thumb.jpg` beside a jpg).
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Keep the canvas's transparency (webm, mov, png; the template's background needs
+    /// some).
+    #[arg(long)]
+    pub transparent: bool,
+    /// A still's time in seconds (default: a third of the video).
+    #[arg(long)]
+    pub still_at: Option<f64>,
+    /// A GIF's most frames per second (1 to 50).
+    #[arg(long)]
+    pub fps: Option<u32>,
+    /// A GIF's widest width in pixels.
+    #[arg(long)]
+    pub max_width: Option<u32>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1,5 +1,6 @@
 //! `reelfarm render TEMPLATE.json [--values VALUES.json] [--quality …] -o OUT.mp4`: the
-//! render engine on a template file, no server needed. `file` sources are read next to
+//! render engine on a template file, no server needed; the output's extension chooses
+//! its format (`.webm`, `.gif`, `.mov`, `.jpg`, `.png` too). `file` sources are read next to
 //! the template, `url` sources downloaded into a temporary directory first; `asset`
 //! sources need the API. A progress bar shows frames, speed and time left.
 
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
+use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS};
 use reelfarm_domain::template::values::apply_values;
 use reelfarm_domain::template::{Source, Template};
 use reelfarm_worker::render::{self, Progress, RenderSettings};
@@ -16,6 +18,7 @@ use crate::cli::RenderArgs;
 use crate::sources::{download, local_file};
 
 pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
+    let output = output_of(&args)?;
     let bytes =
         tokio::fs::read(&args.template).await.with_context(|| format!("reading {}", args.template.display()))?;
     let template = Template::from_json(&bytes).map_err(|e| anyhow!("{}: {e}", args.template.display()))?;
@@ -39,9 +42,15 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
         };
         files.push((source, path));
     }
-    let settings = RenderSettings { quality: args.quality, ..RenderSettings::default() };
+    if output.transparent && template.canvas.background.is_opaque() {
+        bail!(
+            "--transparent: the template's background {} is opaque; give it transparency, e.g. #00000000",
+            template.canvas.background
+        );
+    }
+    let settings = RenderSettings { quality: args.quality, output, ..RenderSettings::default() };
     let out = args.output.clone();
-    let thumb = args.output.with_extension("jpg");
+    let thumb = args.output.with_extension(if output.format == Format::Jpg { "thumb.jpg" } else { "jpg" });
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {per_sec}  ETA {eta}")
             .map_err(|e| anyhow!("progress bar: {e}"))?,
@@ -72,6 +81,35 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
     );
     drop(downloads);
     Ok(())
+}
+
+/// The output the arguments ask for: the format by the file's extension, and its
+/// settings (each only where it applies, as a job's `options`).
+fn output_of(args: &RenderArgs) -> anyhow::Result<Output> {
+    let extension = args.output.extension().and_then(|e| e.to_str()).unwrap_or_default().to_ascii_lowercase();
+    let format: Format = match extension.as_str() {
+        "jpeg" => Format::Jpg,
+        other => other.parse().map_err(|e| anyhow!("-o {}: {e}", args.output.display()))?,
+    };
+    if args.transparent && !format.can_be_transparent() {
+        bail!("--transparent: a {format} cannot be transparent; use webm, mov or png");
+    }
+    if args.still_at.is_some() && !format.is_still() {
+        bail!("--still-at applies to a still (jpg or png), not to a {format}");
+    }
+    if (args.fps.is_some() || args.max_width.is_some()) && format != Format::Gif {
+        bail!("--fps and --max-width apply to a gif, not to a {format}");
+    }
+    if args.fps.is_some_and(|fps| !(1..=GIF_MAX_FPS).contains(&fps)) {
+        bail!("--fps must be from 1 to {GIF_MAX_FPS}");
+    }
+    Ok(Output {
+        format,
+        transparent: args.transparent,
+        still_at: args.still_at,
+        fps: args.fps,
+        max_width: args.max_width,
+    })
 }
 
 /// The template with the values file applied: a JSON object from variable id to value,

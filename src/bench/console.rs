@@ -126,6 +126,7 @@ async fn seed_jobs(store: &Store, user: &UserId, template: &TemplateId, n: u32) 
                 create_render: true,
                 create_project: false,
                 notifications: "[]".into(),
+                output: Default::default(),
                 renders: vec![NewRender {
                     id: RenderId::generate(),
                     external_id: format!("bench-{i}"),

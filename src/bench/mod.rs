@@ -47,6 +47,7 @@ pub fn batch_job(
         create_render: true,
         create_project: false,
         notifications: "[]".into(),
+        output: Default::default(),
         renders: (0..renders)
             .map(|i| reelfarm_backends::store::NewRender {
                 id: RenderId::generate(),

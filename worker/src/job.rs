@@ -45,6 +45,7 @@ use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::id::UserId;
 use reelfarm_domain::message::{Envelope, Message};
+use reelfarm_domain::output::Format;
 use reelfarm_domain::template::values::{apply_values_with, speech_values};
 use reelfarm_domain::template::{Content, Source, Template, VariableType};
 use reelfarm_outbound::{FetchLimits, Outbound, OutboundError};
@@ -150,7 +151,7 @@ impl RenderHandler {
             let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
             RenderSettings { quality, preset: "ultrafast", crf: DRAFT_CRF, ..RenderSettings::default() }
         } else {
-            RenderSettings { quality: job.quality, ..RenderSettings::default() }
+            RenderSettings { quality: job.quality, output: job.output, ..RenderSettings::default() }
         };
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
         Ok(Prepared { user_id: job.user_id, record, template, values, settings, dir })
@@ -172,25 +173,32 @@ impl RenderHandler {
         let wanted = render::sources(&p.template);
         let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, dir, ready).await?;
         self.speak(&speeches, &p.user_id).await?;
-        let (mp4, jpg) = (dir.join("video.mp4"), dir.join("thumb.jpg"));
+        let format = p.settings.output.format;
+        let (video, jpg) = (dir.join(format!("video.{format}")), dir.join("thumb.jpg"));
         let settings = RenderSettings { stop: stop.clone(), ..p.settings.clone() };
-        let (out_mp4, out_jpg) = (mp4.clone(), jpg.clone());
+        let (out, out_jpg) = (video.clone(), jpg.clone());
         let output = self
             .render(&p.template, fetched, settings, Some(render), move |template, resolve, settings, progress| {
-                render::render(template, resolve, settings, &out_mp4, &out_jpg, progress)
+                render::render(template, resolve, settings, &out, &out_jpg, progress)
             })
             .await?;
 
         let prefix = self.output_prefix(render);
         self.backends.blobs.put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
-        self.upload_video(&prefix, &mp4, &output).await
+        self.upload_video(&prefix, &video, format, &output).await
     }
 
-    /// Uploads the render's video `mp4` (its thumbnail is there already) under `prefix`:
-    /// the render's successful outcome.
-    async fn upload_video(&self, prefix: &str, mp4: &Path, output: &render::RenderOutput) -> Result<Made, Failure> {
-        let (video_key, thumb_key) = (format!("{prefix}/video.mp4"), format!("{prefix}/thumb.jpg"));
-        self.backends.blobs.put_file(&video_key, mp4, "video/mp4").await?;
+    /// Uploads the render's `video` file of `format` (its thumbnail is there already) under
+    /// `prefix`: the render's successful outcome.
+    async fn upload_video(
+        &self,
+        prefix: &str,
+        video: &Path,
+        format: Format,
+        output: &render::RenderOutput,
+    ) -> Result<Made, Failure> {
+        let (video_key, thumb_key) = (format!("{prefix}/video.{format}"), format!("{prefix}/thumb.jpg"));
+        self.backends.blobs.put_file(&video_key, video, format.content_type()).await?;
         Ok(Made::Render(RenderOutcome::Success {
             video_key,
             thumb_key,

@@ -15,6 +15,7 @@ use crate::services::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
 use crate::services::libraries::MAX_NAME_CHARS;
 use crate::services::template_edit::MAX_VERSION;
 use crate::text;
+use reelfarm_domain::output::{Format, GIF_MAX_FPS};
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 
@@ -165,6 +166,21 @@ fn job_body() -> Value {
             "create_project": flag("Whether a project is made (default false)"),
             "auto_render": flag("Alias of create_render; must agree with it when both are given"),
             "create_moov": flag("Alias of create_project; must agree with it when both are given"),
+            "format": { "type": ["string", "null"], "enum": Format::NAMES.iter().map(|n| json!(n)).chain([Value::Null]).collect::<Vec<_>>(),
+                        "default": "mp4",
+                        "description": "The file made (an addition): mp4 (H.264/AAC), webm (VP9/Opus), gif (no sound), \
+                                        mov (ProRes 4444/AAC), or a still: jpg, png. A format without sound refuses \
+                                        sound values and video-site uploads" },
+            "transparent": { "type": ["boolean", "null"],
+                             "description": "Keep the canvas's alpha: webm, mov and png only; the template's background \
+                                             needs transparency" },
+            "still_at": { "type": ["number", "null"], "minimum": 0,
+                          "description": "jpg and png only: the still's time in seconds, within the video (default a \
+                                          third of it)" },
+            "fps": { "type": ["integer", "null"], "minimum": 1, "maximum": GIF_MAX_FPS,
+                     "description": "gif only: most frames per second (default the template's, at most 50)" },
+            "max_width": { "type": ["integer", "null"], "minimum": 16, "maximum": 4096,
+                           "description": "gif only: widest width in pixels (proportions kept)" },
         },
         // Aliases that contradict their names, or nothing to create, are refused.
         "not": { "anyOf": [

@@ -64,6 +64,7 @@ pub async fn create(
         create_render: true,
         create_project: false,
         notifications: "[]".into(),
+        output: Default::default(),
         renders: vec![NewRender {
             id: RenderId::generate(),
             external_id: String::new(),

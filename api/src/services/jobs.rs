@@ -7,6 +7,7 @@
 //! nothing; with another body it is a 409.
 
 pub(super) mod media;
+mod output;
 pub(crate) mod request;
 
 use std::collections::HashMap;
@@ -74,6 +75,7 @@ pub async fn create(
         create_render: request.create_render,
         create_project: request.create_project,
         notifications: serde_json::to_string(&request.notifications).expect("notifications serialize"),
+        output: request.output,
         renders,
         created_at: now_ms(),
     };
@@ -101,7 +103,7 @@ async fn prepare_renders(
     template: &Arc<Template>,
     request: &Arc<JobRequest>,
 ) -> Result<Vec<NewRender>> {
-    let mut errors = Vec::new();
+    let mut errors = output::check(template, request);
     let mut renders = Vec::with_capacity(request.values.len());
     let mut groups = None;
     let applied_values = apply_all_values(state, template, request).await?;

@@ -122,7 +122,10 @@ impl Google {
         if meta.size == 0 {
             return Err(Failed::permanent("the rendered video is empty"));
         }
-        let content_type = if meta.content_type.starts_with("video/") { meta.content_type } else { "video/mp4".into() };
+        // As stored by the worker (a GIF or a still goes to a drive as what it is); a
+        // store that kept no type had an MP4.
+        let known = ["video/", "image/"].iter().any(|kind| meta.content_type.starts_with(kind));
+        let content_type = if known { meta.content_type } else { "video/mp4".into() };
         Ok(resumable::Source { key: key.to_string(), size: meta.size, content_type })
     }
 }

@@ -9,6 +9,7 @@ pub mod id;
 pub mod integration;
 pub mod message;
 pub mod notification;
+pub mod output;
 pub mod password;
 pub mod preview;
 pub mod priority;

@@ -12,6 +12,7 @@ mod drafts;
 mod email;
 mod email_abuse;
 mod farm;
+mod formats;
 mod foundation;
 mod integrations;
 mod jobs;

@@ -14,6 +14,7 @@
 use std::path::Path;
 
 use reelfarm_backends::store::{PartKind, PartRecord, RenderRecord};
+use reelfarm_domain::output::Format;
 use tokio_util::sync::CancellationToken;
 
 use super::{Made, Prepared, RenderHandler};
@@ -24,7 +25,8 @@ impl RenderHandler {
     /// The parts of the render `p` prepares, when it is longer than the split threshold:
     /// its sound first (short, and needed by the join), the chunks in order, the join.
     pub(super) fn parts_of(&self, p: &Prepared) -> Option<Vec<(PartKind, i64, i64)>> {
-        if self.split_after.is_zero() {
+        // Only MP4s are joined from chunks; other formats render whole.
+        if self.split_after.is_zero() || p.settings.output.format != Format::Mp4 {
             return None;
         }
         let frames = split::frame_count(&p.template, p.settings.quality);
@@ -117,7 +119,7 @@ impl RenderHandler {
             .await
             .map_err(|e| Failure::Transient(format!("join task: {e}")))?
             .map_err(|e| Failure::Transient(format!("joining the parts: {e}")))?;
-        self.upload_video(prefix, &mp4, &joined).await
+        self.upload_video(prefix, &mp4, Format::Mp4, &joined).await
     }
 
     /// Removes the parts' files of the joined `render`.

@@ -1,6 +1,11 @@
 //! Compositing in YUV 4:2:0 at output size: alpha blending of layer pictures onto the
 //! canvas (per plane, chroma with the 2×2-averaged alpha; a layer's opacity only scales
 //! its alpha) and the transitions between two clip canvases.
+//!
+//! A transparent output's canvas has alpha planes of its own (issue #21): layers are then
+//! composited "over" it (the colour weighted by both alphas, the canvas's alpha growing
+//! with what covers it), a path with a division per sample that opaque canvases never
+//! take.
 
 use reelfarm_domain::template::{Direction, Transition};
 
@@ -26,6 +31,9 @@ pub(crate) fn blit(dst: &mut Picture, src: &Picture, x: i64, y: i64, opacity: f6
     let (w, h) = (area.width() as usize, area.height() as usize);
     let luma = Region { sx: sx0, sy: sy0, dx: area.x0 as usize, dy: area.y0 as usize, w, h };
     let alpha = src.has_alpha().then_some(src.a.as_slice());
+    if dst.has_alpha() {
+        return blit_over(dst, src, op, &luma);
+    }
     blend_plane(&mut dst.y, dst.width as usize, &src.y, src.width as usize, alpha, op, &luma);
     // Chroma: the area's origin is even, its end rounds up.
     let (cdx1, cdy1) = (half(area.x1 as u32) as usize, half(area.y1 as u32) as usize);
@@ -38,6 +46,79 @@ pub(crate) fn blit(dst: &mut Picture, src: &Picture, x: i64, y: i64, opacity: f6
     let (dcw, scw) = (dst.chroma_width() as usize, src.chroma_width() as usize);
     blend_plane(&mut dst.u, dcw, &src.u, scw, calpha, op, &chroma);
     blend_plane(&mut dst.v, dcw, &src.v, scw, calpha, op, &chroma);
+}
+
+/// The chroma region of a luma region whose origin is even (its end rounds up), limited
+/// to the source's chroma planes.
+fn chroma_of(luma: &Region, dst: &Picture, src: &Picture) -> Region {
+    let (cdx0, cdy0) = (luma.dx / 2, luma.dy / 2);
+    let cdx1 = (luma.dx + luma.w).div_ceil(2).min(dst.chroma_width() as usize);
+    let cdy1 = (luma.dy + luma.h).div_ceil(2).min(dst.chroma_height() as usize);
+    let (csx0, csy0) = (luma.sx / 2, luma.sy / 2);
+    let w = (cdx1 - cdx0).min(src.chroma_width() as usize - csx0);
+    let h = (cdy1 - cdy0).min(src.chroma_height() as usize - csy0);
+    Region { sx: csx0, sy: csy0, dx: cdx0, dy: cdy0, w, h }
+}
+
+/// [`blit`] onto a canvas with alpha: every plane "over" it, then its alpha planes.
+fn blit_over(dst: &mut Picture, src: &Picture, op: u32, luma: &Region) {
+    let chroma = chroma_of(luma, dst, src);
+    let (alpha, calpha) = (src.has_alpha().then_some(src.a.as_slice()), src.has_alpha().then_some(src.ca.as_slice()));
+    let (w, sw) = (dst.width as usize, src.width as usize);
+    over_plane(&mut dst.y, &dst.a, w, &src.y, sw, alpha, op, luma);
+    over_alpha(&mut dst.a, w, alpha, sw, op, luma);
+    let (cw, scw) = (dst.chroma_width() as usize, src.chroma_width() as usize);
+    over_plane(&mut dst.u, &dst.ca, cw, &src.u, scw, calpha, op, &chroma);
+    over_plane(&mut dst.v, &dst.ca, cw, &src.v, scw, calpha, op, &chroma);
+    over_alpha(&mut dst.ca, cw, calpha, scw, op, &chroma);
+}
+
+/// The weight of a source sample in 0..=256: its alpha (none: opaque) times the opacity.
+#[inline(always)]
+fn weight(alpha: Option<&[u8]>, i: usize, op: u32) -> u32 {
+    let a = alpha.map_or(255, |a| u32::from(a.get(i).copied().unwrap_or(0)));
+    ((a + (a >> 7)) * op) >> 8
+}
+
+/// One colour plane "over" a plane whose straight alpha is `dst_alpha`: the source
+/// weighted by its alpha, the target by its own alpha times what the source leaves.
+#[allow(clippy::too_many_arguments)]
+fn over_plane(
+    dst: &mut [u8],
+    dst_alpha: &[u8],
+    dst_stride: usize,
+    src: &[u8],
+    src_stride: usize,
+    alpha: Option<&[u8]>,
+    op: u32,
+    r: &Region,
+) {
+    for row in 0..r.h {
+        let (s, d) = ((r.sy + row) * src_stride + r.sx, (r.dy + row) * dst_stride + r.dx);
+        for x in 0..r.w {
+            let (Some(c), Some(&sc), Some(&da)) = (dst.get_mut(d + x), src.get(s + x), dst_alpha.get(d + x)) else {
+                continue;
+            };
+            let k = weight(alpha, s + x, op);
+            let (ws, wd) = (k * 255, u32::from(da) * (256 - k));
+            if ws + wd > 0 {
+                *c = ((u32::from(sc) * ws + u32::from(*c) * wd + (ws + wd) / 2) / (ws + wd)) as u8;
+            }
+        }
+    }
+}
+
+/// The target's alpha after a source of `alpha` (none: opaque) at `op` went over it.
+fn over_alpha(dst: &mut [u8], dst_stride: usize, alpha: Option<&[u8]>, src_stride: usize, op: u32, r: &Region) {
+    for row in 0..r.h {
+        let (s, d) = ((r.sy + row) * src_stride + r.sx, (r.dy + row) * dst_stride + r.dx);
+        for x in 0..r.w {
+            if let Some(a) = dst.get_mut(d + x) {
+                let k = weight(alpha, s + x, op);
+                *a = ((k * 255 + u32::from(*a) * (256 - k) + 128) >> 8) as u8;
+            }
+        }
+    }
 }
 
 /// A block of `w` × `h` samples from (sx, sy) of the source to (dx, dy) of the target.
@@ -98,24 +179,72 @@ fn blend(d: u8, s: u8, k: u16) -> u8 {
     ((u16::from(d) * (256 - k) + u16::from(s) * k + 128) >> 8) as u8
 }
 
-/// `out = a·(1 − t) + b·t` on every plane (opaque pictures of one size).
+/// `out = a·(1 − t) + b·t` on every plane (pictures of one size, both opaque or both
+/// with alpha: then each colour is weighted by its alpha as well).
 pub(crate) fn mix(out: &mut Picture, b: &Picture, t: f64) {
     let k = (t.clamp(0.0, 1.0) * 256.0).round() as u32;
-    for (o, s) in [(&mut out.y, &b.y), (&mut out.u, &b.u), (&mut out.v, &b.v)] {
-        for (o, s) in o.iter_mut().zip(s.iter()) {
-            *o = ((u32::from(*o) * (256 - k) + u32::from(*s) * k + 128) >> 8) as u8;
+    if out.has_alpha() && b.has_alpha() {
+        let planes =
+            [(&mut out.y, &b.y, &out.a, &b.a), (&mut out.u, &b.u, &out.ca, &b.ca), (&mut out.v, &b.v, &out.ca, &b.ca)];
+        for (o, s, oa, sa) in planes {
+            for (((o, s), oa), sa) in o.iter_mut().zip(s).zip(oa).zip(sa) {
+                let (wo, ws) = (u32::from(*oa) * (256 - k), u32::from(*sa) * k);
+                if wo + ws > 0 {
+                    *o = ((u32::from(*o) * wo + u32::from(*s) * ws + (wo + ws) / 2) / (wo + ws)) as u8;
+                }
+            }
         }
+        lerp(&mut out.a, &b.a, k);
+        lerp(&mut out.ca, &b.ca, k);
+        return;
+    }
+    for (o, s) in [(&mut out.y, &b.y), (&mut out.u, &b.u), (&mut out.v, &b.v)] {
+        lerp(o, s, k);
     }
 }
 
-/// `out = out·(1 − t) + colour·t` on every plane.
+/// `o = o·(1 − k/256) + s·k/256`, rounded.
+fn lerp(o: &mut [u8], s: &[u8], k: u32) {
+    for (o, s) in o.iter_mut().zip(s) {
+        *o = ((u32::from(*o) * (256 - k) + u32::from(*s) * k + 128) >> 8) as u8;
+    }
+}
+
+/// `out = out·(1 − t) + colour·t` on every plane (with alpha: as [`mix`] with a picture
+/// of the colour).
 pub(crate) fn tint(out: &mut Picture, color: Yuv, t: f64) {
+    if out.has_alpha() {
+        let mut flat = Picture::default();
+        flat.reset(out.width, out.height, true);
+        flat.fill(color);
+        return mix(out, &flat, t);
+    }
     let k = (t.clamp(0.0, 1.0) * 256.0).round() as u32;
     for (plane, c) in [(&mut out.y, color.y), (&mut out.u, color.u), (&mut out.v, color.v)] {
         let c = u32::from(c) * k + 128;
         for o in plane.iter_mut() {
             *o = ((u32::from(*o) * (256 - k) + c) >> 8) as u8;
         }
+    }
+}
+
+/// Makes `rect` of a canvas with alpha fully transparent (what a wipe or a slide then
+/// draws over replaces what was there); nothing on an opaque canvas, which they cover.
+fn clear(out: &mut Picture, rect: IRect) {
+    if !out.has_alpha() {
+        return;
+    }
+    let r = rect.intersect(&IRect::of_size(out.width, out.height)).even_origin();
+    if r.is_empty() {
+        return;
+    }
+    let (w, cw) = (out.width as usize, out.chroma_width() as usize);
+    for y in r.y0 as usize..r.y1 as usize {
+        out.a[y * w + r.x0 as usize..y * w + r.x1 as usize].fill(0);
+    }
+    let (cx0, cx1) = (r.x0 as usize / 2, (r.x1 as usize).div_ceil(2).min(cw));
+    for cy in r.y0 as usize / 2..(r.y1 as usize).div_ceil(2).min(out.chroma_height() as usize) {
+        out.ca[cy * cw + cx0..cy * cw + cx1].fill(0);
     }
 }
 
@@ -159,6 +288,7 @@ pub(crate) fn transition(out: &mut Picture, a: Option<&Picture>, b: &Picture, tr
                 Direction::Up => IRect { y0: h - dy, ..full },
                 Direction::Down => IRect { y1: dy, ..full },
             };
+            clear(out, revealed);
             blit(out, b, 0, 0, 1.0, revealed);
         }
         Transition::Slide { direction, .. } => {
@@ -170,6 +300,7 @@ pub(crate) fn transition(out: &mut Picture, a: Option<&Picture>, b: &Picture, tr
                 Direction::Down => ((0, py), (0, py - h)),
             };
             let full = IRect::of_size(out.width, out.height);
+            clear(out, full);
             if let Some(a) = a {
                 blit(out, a, ax, ay, 1.0, full);
             }
@@ -226,5 +357,40 @@ mod tests {
         let mut out = a.clone();
         transition(&mut out, Some(&a), &b, &Transition::Slide { duration: 1.0, direction: Direction::Left }, 0.25);
         assert_eq!((out.at(5, 0).y, out.at(6, 0).y), (16, 235));
+    }
+
+    fn clear_canvas(y: u8, a: u8) -> Picture {
+        let mut p = Picture::default();
+        p.reset(8, 4, true);
+        p.fill(Yuv { y, u: 128, v: 128, a });
+        p
+    }
+
+    #[test]
+    fn over_a_transparent_canvas_the_layer_keeps_its_colour_and_alpha_grows() {
+        let mut canvas = clear_canvas(16, 0);
+        let mut layer = Picture::default();
+        layer.reset(4, 2, true);
+        layer.fill(Yuv { y: 235, u: 128, v: 128, a: 255 });
+        blit(&mut canvas, &layer, 0, 0, 0.5, IRect::of_size(8, 4));
+        assert_eq!((canvas.at(1, 1).y, canvas.at(1, 1).a), (235, 128), "not darkened by the transparent black");
+        assert_eq!(canvas.at(5, 1).a, 0);
+        blit(&mut canvas, &layer, 0, 0, 0.5, IRect::of_size(8, 4));
+        assert_eq!((canvas.at(1, 1).y, canvas.at(1, 1).a), (235, 192), "1 − ½·½ covered");
+        // Over an opaque pixel of an alpha canvas: the same as on an opaque canvas.
+        let mut opaque = clear_canvas(16, 255);
+        blit(&mut opaque, &layer, 2, 2, 0.5, IRect::of_size(8, 4));
+        assert_eq!((opaque.at(2, 2).y, opaque.at(2, 2).a), (126, 255));
+    }
+
+    #[test]
+    fn a_wipe_on_a_transparent_canvas_reveals_the_transparency_of_the_next_clip() {
+        let mut out = clear_canvas(235, 255);
+        let next = clear_canvas(16, 0);
+        transition(&mut out, None, &next, &Transition::Wipe { duration: 1.0, direction: Direction::Right }, 0.5);
+        assert_eq!((out.at(3, 0).a, out.at(4, 0).a), (0, 255));
+        let mut faded = clear_canvas(235, 255);
+        transition(&mut faded, None, &next, &Transition::Crossfade { duration: 1.0 }, 0.5);
+        assert_eq!((faded.at(0, 0).y, faded.at(0, 0).a), (235, 128));
     }
 }

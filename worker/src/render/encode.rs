@@ -1,7 +1,9 @@
 //! The output: H.264 (libx264, yuv420p, BT.709 tagged, constant frame rate with
-//! pts = frame index in 1/fps) and AAC (48 kHz stereo) muxed into a faststart MP4 on a
+//! pts = frame index in 1/fps) and AAC (48 kHz stereo) muxed into a faststart MP4 — or
+//! (issue #21) VP9 (yuv420p, yuva420p when transparent) and Opus in WebM, or ProRes 4444
+//! (yuv444p10le, yuva444p10le when transparent) and AAC in a QuickTime MOV — on a
 //! thread of its own, fed through a bounded channel so compositing the next frames
-//! overlaps x264's work; canvases come back through a second channel to be reused.
+//! overlaps the encoder's work; canvases come back through a second channel to be reused.
 //! The sound is either encoded from the mixed samples or, when an earlier render made the
 //! same, written from the packets kept then ([`super::sound_cache`]). Plus the JPEG
 //! thumbnail.
@@ -12,10 +14,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use ffmpeg::format::Pixel;
+use ffmpeg::software::scaling;
 use ffmpeg::{codec, color, encoder, ffi, frame, Dictionary, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 use image::codecs::jpeg::JpegEncoder;
 use image::{DynamicImage, ImageEncoder, RgbImage};
+use reelfarm_domain::output::Format;
 
 use super::picture::{half, Picture};
 use super::plan::SAMPLE_RATE;
@@ -31,8 +35,14 @@ use crate::media::MediaError;
 const QUEUE: usize = 3;
 /// AAC bit rate (stereo).
 const AUDIO_BITRATE: usize = 160_000;
+/// Opus bit rate (stereo, WebM).
+const OPUS_BITRATE: usize = 128_000;
+/// VP9's constant quality (libvpx CRF, with no bit-rate target), as for uploads' WebM.
+const VP9_CRF: &str = "32";
 /// What the sound's encoding depends on besides the samples (part of the cache key).
 pub(crate) const SOUND_ENCODING: &str = "aac stereo 160000";
+/// The same for a WebM's Opus.
+const OPUS_ENCODING: &str = "opus stereo 128000";
 /// Long side of the thumbnail.
 const THUMB_SIDE: u32 = 640;
 
@@ -44,8 +54,20 @@ pub(crate) struct Output<'a> {
     pub(crate) fps: u32,
     pub(crate) crf: u8,
     pub(crate) preset: &'a str,
-    /// 0: x264 chooses.
+    /// 0: the encoder chooses.
     pub(crate) threads: u16,
+    /// MP4, WebM or MOV.
+    pub(crate) format: Format,
+    /// With alpha (WebM, MOV; the canvases have alpha planes).
+    pub(crate) transparent: bool,
+}
+
+/// What the sound's encoding for `format` depends on besides the samples.
+pub(crate) fn sound_encoding(format: Format) -> &'static str {
+    match format {
+        Format::Webm => OPUS_ENCODING,
+        _ => SOUND_ENCODING,
+    }
 }
 
 /// Where the sound of the file comes from.
@@ -69,6 +91,13 @@ pub(crate) struct Encoder {
     thread: Option<JoinHandle<Result<Option<Vec<Packet>>, MediaError>>>,
 }
 
+/// A swscale context moved into the encoder thread.
+struct Converter(scaling::Context);
+
+// SAFETY: a swscale context has no thread affinity; it is made before the encoder thread
+// starts, moved into it with the rest of `Encoding`, and used by that thread alone.
+unsafe impl Send for Converter {}
+
 /// Everything the encoder thread owns.
 struct Encoding {
     video: encoder::Video,
@@ -76,7 +105,10 @@ struct Encoding {
     audio: Option<(AudioEncoder, usize)>,
     muxer: Muxer,
     video_index: usize,
+    /// The canvas's planes (yuv420p, yuva420p with alpha).
     frame: frame::Video,
+    /// For an encoder of another pixel format (ProRes): the conversion and its frame.
+    convert: Option<(Converter, frame::Video)>,
     next_pts: i64,
     fps: u32,
     sound: Option<Sound>,
@@ -91,20 +123,50 @@ impl Encoder {
     /// Without `sound` the file has no sound stream (a part of a split render).
     pub(crate) fn start(out: &Output, sound: Option<Sound>) -> Result<Encoder, RenderError> {
         av::init();
-        let mut muxer = Muxer::create(out.path, "mp4")?;
-        let video = open_x264(out)?;
+        let container = match out.format {
+            Format::Mp4 => "mp4",
+            Format::Webm => "webm",
+            Format::Mov => "mov",
+            other => return Err(RenderError::Internal(format!("a {other} is not encoded as a video with sound"))),
+        };
+        let mut muxer = Muxer::create(out.path, container)?;
+        let video = match out.format {
+            Format::Mp4 => open_x264(out)?,
+            Format::Webm => open_vp9(out)?,
+            _ => open_prores(out)?,
+        };
         let video_index = muxer.add_stream(&video, time_base(out.fps), None)?;
+        if out.format == Format::Webm && out.transparent {
+            muxer.tag_stream(video_index, "alpha_mode", "1");
+        }
         let audio = match sound {
-            Some(_) => Some(sound_stream(&mut muxer)?),
+            Some(_) => Some(sound_stream(&mut muxer, out.format)?),
             None => None,
         };
         muxer.start()?;
+        let canvas = if out.transparent { Pixel::YUVA420P } else { Pixel::YUV420P };
+        let convert = if video.format() == canvas {
+            None
+        } else {
+            let scaler = scaling::Context::get(
+                canvas,
+                out.width,
+                out.height,
+                video.format(),
+                out.width,
+                out.height,
+                scaling::Flags::BICUBIC | scaling::Flags::ACCURATE_RND,
+            )
+            .map_err(|e| MediaError::Internal(format!("converting frames for {}: {e}", out.format)))?;
+            Some((Converter(scaler), frame::Video::new(video.format(), out.width, out.height)))
+        };
         let encoding = Encoding {
             video,
             audio,
             muxer,
             video_index,
-            frame: frame::Video::new(Pixel::YUV420P, out.width, out.height),
+            frame: frame::Video::new(canvas, out.width, out.height),
+            convert,
             next_pts: 0,
             fps: out.fps,
             recorded: matches!(sound, Some(Sound::Encode { keep: true })).then(Vec::new),
@@ -193,34 +255,33 @@ impl Encoding {
     }
 
     fn encode_video(&mut self, canvas: &Picture) -> Result<(), MediaError> {
-        // SAFETY: x264 may still reference the previous buffer; this copies it away first.
+        // SAFETY: the encoder may still reference the previous buffer; this copies it away
+        // first.
         if unsafe { ffi::av_frame_make_writable(self.frame.as_mut_ptr()) } < 0 {
             return Err(MediaError::Internal("cannot allocate a video frame".into()));
         }
-        let (w, h) = (canvas.width as usize, canvas.height as usize);
-        let planes = [
-            (&canvas.y, w, h),
-            (&canvas.u, half(canvas.width) as usize, half(canvas.height) as usize),
-            (&canvas.v, half(canvas.width) as usize, half(canvas.height) as usize),
-        ];
-        for (i, (plane, pw, ph)) in planes.into_iter().enumerate() {
-            let stride = self.frame.stride(i);
-            let data = self.frame.data_mut(i);
-            for row in 0..ph {
-                if let (Some(dst), Some(src)) =
-                    (data.get_mut(row * stride..row * stride + pw), plane.get(row * pw..row * pw + pw))
-                {
-                    dst.copy_from_slice(src);
+        fill_frame(&mut self.frame, canvas)?;
+        let frame = match &mut self.convert {
+            Some((scaler, converted)) => {
+                // SAFETY: as above.
+                if unsafe { ffi::av_frame_make_writable(converted.as_mut_ptr()) } < 0 {
+                    return Err(MediaError::Internal("cannot allocate a video frame".into()));
                 }
+                scaler
+                    .0
+                    .run(&self.frame, converted)
+                    .map_err(|e| MediaError::Internal(format!("converting a frame: {e}")))?;
+                &mut *converted
             }
-        }
-        self.frame.set_pts(Some(self.next_pts));
+            None => &mut self.frame,
+        };
+        frame.set_pts(Some(self.next_pts));
         self.next_pts += 1;
-        self.video.send_frame(&self.frame).map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
+        self.video.send_frame(frame).map_err(|e| MediaError::Internal(format!("video encoder: {e}")))?;
         self.drain()
     }
 
-    /// Writes every packet x264 has ready, each lasting one frame.
+    /// Writes every packet the encoder has ready, each lasting one frame.
     fn drain(&mut self) -> Result<(), MediaError> {
         let mut packet = Packet::empty();
         while self.video.receive_packet(&mut packet).is_ok() {
@@ -232,17 +293,43 @@ impl Encoding {
     }
 }
 
-/// Adds the sound's stream (AAC 48 kHz stereo) to `muxer`: its encoder, also for kept
-/// packets, which need the stream's parameters.
-pub(crate) fn sound_stream(muxer: &mut Muxer) -> Result<(AudioEncoder, usize), MediaError> {
-    let audio = sound_encoder()?;
+/// Adds the sound's stream (48 kHz stereo: AAC, Opus in a WebM) to `muxer`: its
+/// encoder, also for kept packets, which need the stream's parameters.
+pub(crate) fn sound_stream(muxer: &mut Muxer, format: Format) -> Result<(AudioEncoder, usize), MediaError> {
+    let audio = sound_encoder(format)?;
     let index = muxer.add_stream(audio.encoder(), audio.time_base(), None)?;
     Ok((audio, index))
 }
 
-/// The sound's encoder ([`SOUND_ENCODING`]).
-pub(crate) fn sound_encoder() -> Result<AudioEncoder, MediaError> {
-    AudioEncoder::new("aac", SAMPLE_RATE, 2, AUDIO_BITRATE, true)
+/// The sound's encoder for `format` ([`sound_encoding`]).
+pub(crate) fn sound_encoder(format: Format) -> Result<AudioEncoder, MediaError> {
+    match format {
+        Format::Webm => AudioEncoder::new("libopus", SAMPLE_RATE, 2, OPUS_BITRATE, true),
+        _ => AudioEncoder::new("aac", SAMPLE_RATE, 2, AUDIO_BITRATE, true),
+    }
+}
+
+/// Copies `canvas`'s planes into `frame` (yuv420p, or yuva420p taking its alpha).
+pub(crate) fn fill_frame(frame: &mut frame::Video, canvas: &Picture) -> Result<(), MediaError> {
+    let (w, h) = (canvas.width as usize, canvas.height as usize);
+    let (cw, ch) = (half(canvas.width) as usize, half(canvas.height) as usize);
+    let alpha = frame.format() == Pixel::YUVA420P;
+    if alpha && !canvas.has_alpha() {
+        return Err(MediaError::Internal("a transparent output needs canvases with alpha".into()));
+    }
+    let planes = [(&canvas.y, w, h), (&canvas.u, cw, ch), (&canvas.v, cw, ch), (&canvas.a, w, h)];
+    for (i, (plane, pw, ph)) in planes.into_iter().enumerate().take(if alpha { 4 } else { 3 }) {
+        let stride = frame.stride(i);
+        let data = frame.data_mut(i);
+        for row in 0..ph {
+            if let (Some(dst), Some(src)) =
+                (data.get_mut(row * stride..row * stride + pw), plane.get(row * pw..row * pw + pw))
+            {
+                dst.copy_from_slice(src);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes the packets of `kept` from `next` on that start before sample `until` (all with
@@ -281,33 +368,67 @@ pub(crate) fn time_base(fps: u32) -> Rational {
     Rational(1, i32::try_from(fps).unwrap_or(30))
 }
 
-/// libx264 at the given preset and CRF, yuv420p, BT.709 limited range.
+/// libx264 at the given preset and CRF, yuv420p.
 fn open_x264(out: &Output) -> Result<encoder::Video, MediaError> {
-    let codec = encoder::find_by_name("libx264")
-        .ok_or_else(|| MediaError::Internal("the libx264 encoder is not available".into()))?;
+    let (codec, ctx) = video_context("libx264", out, Pixel::YUV420P)?;
+    let mut options = Dictionary::new();
+    options.set("preset", out.preset);
+    options.set("crf", &out.crf.to_string());
+    ctx.open_as_with(codec, options).map_err(|e| MediaError::Internal(format!("opening libx264: {e}")))
+}
+
+/// An encoder context of `name` for `out`'s size, `pixel` format and frame rate, tagged
+/// BT.709 limited range, with the container's global header.
+fn video_context(name: &str, out: &Output, pixel: Pixel) -> Result<(ffmpeg::Codec, encoder::video::Video), MediaError> {
+    let codec = encoder::find_by_name(name)
+        .ok_or_else(|| MediaError::Internal(format!("the {name} encoder is not available")))?;
     let mut ctx = codec::context::Context::new_with_codec(codec)
         .encoder()
         .video()
-        .map_err(|e| MediaError::Internal(format!("libx264: {e}")))?;
+        .map_err(|e| MediaError::Internal(format!("{name}: {e}")))?;
     ctx.set_width(out.width);
     ctx.set_height(out.height);
-    ctx.set_format(Pixel::YUV420P);
+    ctx.set_format(pixel);
     ctx.set_time_base(time_base(out.fps));
     ctx.set_frame_rate(Some(Rational(i32::try_from(out.fps).unwrap_or(30), 1)));
     ctx.set_colorspace(color::Space::BT709);
     ctx.set_color_range(color::Range::MPEG);
     ctx.set_flags(codec::Flags::GLOBAL_HEADER);
-    // SAFETY: field writes on an unopened context; 0 threads lets x264 pick.
+    // SAFETY: field writes on an unopened context; 0 threads lets the encoder pick.
     unsafe {
         let raw = ctx.as_mut_ptr();
         (*raw).color_primaries = ffi::AVColorPrimaries::AVCOL_PRI_BT709;
         (*raw).color_trc = ffi::AVColorTransferCharacteristic::AVCOL_TRC_BT709;
         (*raw).thread_count = i32::from(out.threads);
     }
+    Ok((codec, ctx))
+}
+
+/// libvpx-vp9 at constant quality, `good` deadline, cpu-used 4, row multithreading (the
+/// settings of uploads' WebM); yuva420p when transparent.
+fn open_vp9(out: &Output) -> Result<encoder::Video, MediaError> {
+    let pixel = if out.transparent { Pixel::YUVA420P } else { Pixel::YUV420P };
+    let (codec, mut ctx) = video_context("libvpx-vp9", out, pixel)?;
+    ctx.set_bit_rate(0);
     let mut options = Dictionary::new();
-    options.set("preset", out.preset);
-    options.set("crf", &out.crf.to_string());
-    ctx.open_as_with(codec, options).map_err(|e| MediaError::Internal(format!("opening libx264: {e}")))
+    options.set("crf", VP9_CRF);
+    options.set("deadline", "good");
+    options.set("cpu-used", "4");
+    options.set("row-mt", "1");
+    ctx.open_as_with(codec, options).map_err(|e| MediaError::Internal(format!("opening libvpx-vp9: {e}")))
+}
+
+/// prores_ks, profile 4444 (10-bit 4:4:4; with alpha when transparent).
+fn open_prores(out: &Output) -> Result<encoder::Video, MediaError> {
+    let pixel = if out.transparent { Pixel::YUVA444P10LE } else { Pixel::YUV444P10LE };
+    let (codec, ctx) = video_context("prores_ks", out, pixel)?;
+    let mut options = Dictionary::new();
+    options.set("profile", "4444");
+    options.set("vendor", "apl0");
+    if out.transparent {
+        options.set("alpha_bits", "16");
+    }
+    ctx.open_as_with(codec, options).map_err(|e| MediaError::Internal(format!("opening prores_ks: {e}")))
 }
 
 /// Writes `canvas` as a JPEG whose long side is at most 640 pixels.

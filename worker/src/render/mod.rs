@@ -33,12 +33,14 @@ mod draw;
 mod encode;
 mod error;
 mod geom;
+mod gif;
 mod image;
 mod layer;
 mod picture;
 mod plan;
 mod resample;
 mod run;
+mod sink;
 mod snapshot;
 mod snapshot_cache;
 mod sound;
@@ -54,6 +56,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use reelfarm_domain::output::Output;
 use reelfarm_domain::template::{Source, Template};
 use tokio_util::sync::CancellationToken;
 
@@ -72,6 +75,8 @@ pub use reelfarm_domain::quality::Quality;
 #[derive(Debug, Clone)]
 pub struct RenderSettings {
     pub quality: Quality,
+    /// The file made: an MP4 by default; WebM, GIF, MOV or a still (issue #21).
+    pub output: Output,
     /// x264 constant rate factor (default 23).
     pub crf: u8,
     /// x264 preset (default `veryfast`).
@@ -105,6 +110,7 @@ impl Default for RenderSettings {
     fn default() -> Self {
         RenderSettings {
             quality: Quality::Default,
+            output: Output::default(),
             crf: 23,
             preset: "veryfast",
             threads: 0,
@@ -152,11 +158,11 @@ pub fn render(
     template: &Template,
     resolve: &dyn Fn(&Source) -> Option<PathBuf>,
     settings: &RenderSettings,
-    out_mp4: &Path,
+    out: &Path,
     out_jpg: &Path,
     progress: &dyn Fn(Progress),
 ) -> Result<RenderOutput, RenderError> {
-    guarded(out_mp4, || run::render(template, resolve, settings, run::Piece::Whole, out_mp4, out_jpg, progress))
+    guarded(out, || run::render(template, resolve, settings, run::Piece::Whole, out, out_jpg, progress))
 }
 
 /// Runs `work`, which writes `out`: a panic becomes an error, and on error the partial

@@ -6,14 +6,16 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use reelfarm_domain::output::Format;
 use reelfarm_domain::template::{Content, Source, Template};
 
 use super::audio::{Mixer, Track, TrackSpec};
 use super::composite::{needs, transition, Needs};
-use super::encode::{write_thumbnail, Encoder, Output, Sound, SOUND_ENCODING};
+use super::encode::{sound_encoding, write_thumbnail, Sound};
 use super::layer::{prepare, Body, Visual};
 use super::picture::{Picture, Yuv};
 use super::plan::{Plan, Shot};
+use super::sink::{shown_frames, thumbnail_of, Sink};
 use super::sound_cache::{self, Kept};
 use super::source::Resolver;
 use super::video::VideoReader;
@@ -30,21 +32,22 @@ pub(super) enum Piece {
     Frames(Range<u64>),
 }
 
-/// Renders `piece` of `template` into `out_mp4`, and the thumbnail into `out_jpg` when its
-/// frame is among the piece's.
+/// Renders `piece` of `template` into `out` (the format of `settings.output`), and the
+/// thumbnail into `out_jpg` when its frame is among the piece's.
 pub(super) fn render(
     template: &Template,
     resolve: &dyn Fn(&Source) -> Option<PathBuf>,
     settings: &RenderSettings,
     piece: Piece,
-    out_mp4: &Path,
+    out: &Path,
     out_jpg: &Path,
     progress: &dyn Fn(Progress),
 ) -> Result<RenderOutput, RenderError> {
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
     let resolver = Resolver { resolve, kept: None };
-    let heard = matches!(piece, Piece::Whole);
+    let output = settings.output;
+    let heard = matches!(piece, Piece::Whole) && output.format.has_sound();
     let (plan, videos) = checked_plan_of(template, settings.quality, &resolver, &limits, heard)?;
     let range = match piece {
         Piece::Whole => 0..plan.frames,
@@ -53,85 +56,83 @@ pub(super) fn render(
             return Err(RenderError::Internal(format!("frames {range:?} are not within the {} frames", plan.frames)))
         }
     };
+    let shown = shown_frames(&plan, &output, range, thumbnail_frame(&plan));
+    let thumb_frame = thumbnail_of(&output, &shown, thumbnail_frame(&plan));
     // Held until the render ends (released on drop, panic included).
     let _memory = limits.memory.reserve(estimate::render_here(plan.width, plan.height, &videos), &deadline)?;
-    let (mut mixer, sound, sound_key, sound_kept) = if heard {
+    let (mut mixer, sound, sound_key) = if heard {
         let specs = track_specs(template, &plan, &resolver)?;
-        let sound_key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
+        let sound_key = sound_cache::key(&specs, plan.samples, sound_encoding(output.format));
         let kept = sound_key.as_ref().and_then(|key| sound_cache::get(key, settings.sounds.as_deref()));
-        let sound_kept = kept.is_some();
-        reelfarm_backends::metrics::render_sound(sound_kept);
+        reelfarm_backends::metrics::render_sound(kept.is_some());
         match kept {
-            Some(kept) => (None, Some(Sound::Kept(kept)), sound_key, true),
+            Some(kept) => (None, Some(Sound::Kept(kept)), sound_key),
             None => (
                 Some(Mixer::new(open_tracks(&specs, &deadline, &limits)?, plan.samples)),
                 Some(Sound::Encode { keep: sound_key.is_some() }),
                 sound_key,
-                sound_kept,
             ),
         }
     } else {
-        (None, None, None, false)
+        (None, None, None)
     };
+    let sound_kept = matches!(sound, Some(Sound::Kept(_)));
+    let (first, end) = (shown.first().copied().unwrap_or(0), shown.last().map_or(0, |n| n + 1));
     let mut frames = Frames::new(template, &plan, &resolver, &deadline, &limits);
-    // Every still is decoded, fitted and converted now, before x264 allocates its frames:
-    // the big transient buffers of decoding are gone by then, and a bad picture fails the
-    // render before any encoding. Video decoders start at the first frame they show.
-    frames.prepare(|i| plan.clips[i].first < range.end && plan.clips[i].end > range.start)?;
+    // Every still is decoded, fitted and converted now, before the encoder allocates its
+    // frames: the big transient buffers of decoding are gone by then, and a bad picture
+    // fails the render before any encoding. Video decoders start at the first frame they
+    // show.
+    frames.prepare(|i| plan.clips[i].first < end && plan.clips[i].end > first)?;
     stopped(settings)?;
-    let encoder = Encoder::start(
-        &Output {
-            path: out_mp4,
-            width: plan.width,
-            height: plan.height,
-            fps: plan.fps,
-            crf: settings.crf,
-            preset: settings.preset,
-            threads: settings.threads,
-        },
-        sound,
-    )?;
-    let thumb_frame = thumbnail_frame(&plan);
+    let encoding = (settings.crf, settings.preset, settings.threads);
+    let mut sink = Sink::start(out, &plan, &output, encoding, sound)?;
     let mut thumb = None;
-    for n in range.clone() {
+    let total = shown.len() as u64;
+    for (done, &n) in (1..).zip(&shown) {
         deadline.check()?;
         stopped(settings)?;
-        let mut canvas = encoder.recycled().unwrap_or_default();
-        canvas.reset(plan.width, plan.height, false);
+        let mut canvas = sink.recycled().unwrap_or_default();
+        canvas.reset(plan.width, plan.height, output.transparent);
         frames.compose(n, &mut canvas)?;
-        if n == thumb_frame {
+        if Some(n) == thumb_frame {
             thumb = Some(canvas.clone());
         }
         let pcm = match &mut mixer {
             Some(mixer) => Some(mixer.mix_until(plan.sample(plan.time(n + 1)), &deadline)?),
             None => None,
         };
-        if !encoder.video(canvas) || pcm.is_some_and(|pcm| !encoder.audio(pcm)) {
+        if !sink.push(canvas, pcm)? {
             // The encoder stopped: its error says why.
-            encoder.finish()?;
+            sink.finish()?;
             return Err(RenderError::Internal("the encoder stopped early".into()));
         }
-        progress(Progress { frames_done: n + 1 - range.start, frames_total: range.end - range.start });
+        progress(Progress { frames_done: done, frames_total: total });
     }
     if let Some(mixer) = &mut mixer {
         let rest = mixer.mix_until(plan.samples, &deadline)?;
         if !rest[0].is_empty() {
-            encoder.audio(rest);
+            sink.audio(rest);
         }
     }
     drop(frames);
     // Only a finished render's sound is kept: one cut short has part of it.
-    if let (Some(key), Some(packets)) = (sound_key, encoder.finish()?) {
+    if let (Some(key), Some(packets)) = (sound_key, sink.finish()?) {
         sound_cache::put(key, Kept::new(packets), settings.sounds.as_deref());
     }
     if let Some(thumb) = thumb {
         write_thumbnail(&thumb, out_jpg)?;
     }
+    let (frames, fps) = match output.format {
+        f if f.is_still() => (0, plan.fps),
+        Format::Gif => (total, output.fps_of(plan.fps)),
+        _ => (total, plan.fps),
+    };
     Ok(RenderOutput {
         width: plan.width,
         height: plan.height,
-        frames: range.end - range.start,
-        duration: plan.time(range.end - range.start),
+        frames,
+        duration: frames as f64 / f64::from(fps.max(1)),
         sound_kept,
     })
 }
@@ -217,8 +218,8 @@ impl<'a> Frames<'a> {
         }
     }
 
-    /// Draws frame `n` onto `canvas` (sized to the plan, opaque) and releases what the
-    /// frames after it no longer need.
+    /// Draws frame `n` onto `canvas` (sized to the plan; opaque, or with alpha for a
+    /// transparent output) and releases what the frames after it no longer need.
     pub(super) fn compose(&mut self, n: u64, canvas: &mut Picture) -> Result<(), RenderError> {
         match self.plan.shot(n) {
             Shot::Clip(i) => self.draw_clip(i, n, canvas)?,
@@ -238,8 +239,8 @@ impl<'a> Frames<'a> {
                     Needs::Both => {
                         let mut a = std::mem::take(&mut self.scratch_a);
                         let mut b = std::mem::take(&mut self.scratch_b);
-                        a.reset(canvas.width, canvas.height, false);
-                        b.reset(canvas.width, canvas.height, false);
+                        a.reset(canvas.width, canvas.height, canvas.has_alpha());
+                        b.reset(canvas.width, canvas.height, canvas.has_alpha());
                         let slide = matches!(kind, reelfarm_domain::template::Transition::Slide { .. });
                         let result = (|| {
                             self.draw_clip(from, n, if slide { &mut a } else { canvas })?;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use ffmpeg::media::Type;
 use ffmpeg::{Packet, Rational};
 use ffmpeg_next as ffmpeg;
+use reelfarm_domain::output::Format;
 use reelfarm_domain::template::{Source, Template};
 
 use super::audio::Mixer;
@@ -83,7 +84,7 @@ pub fn render_sound(
             return Ok(true);
         }
         let mut mixer = Mixer::new(open_tracks(&specs, &deadline, &limits)?, plan.samples);
-        let mut encoder = sound_encoder()?;
+        let mut encoder = sound_encoder(Format::Mp4)?;
         let mut packets = Vec::new();
         let mut keep = |p: Packet| -> Result<(), MediaError> {
             packets.push(p);
@@ -138,7 +139,7 @@ pub fn join(chunks: &[(PathBuf, Range<u64>)], sound: &Path, fps: u32, out: &Path
                     // SAFETY: reads two fields of the stream's parameters, which outlive this.
                     size = unsafe { ((*parameters.as_ptr()).width as u32, (*parameters.as_ptr()).height as u32) };
                     let video = muxer.add_stream(parameters, frame_base, None)?;
-                    let (_, audio) = sound_stream(&mut muxer)?;
+                    let (_, audio) = sound_stream(&mut muxer, Format::Mp4)?;
                     if audio != video + 1 {
                         return Err(RenderError::Internal("unexpected stream layout".into()));
                     }

@@ -8,6 +8,7 @@
 
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::notification::Notification;
+use reelfarm_domain::output::Output;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use serde_json::{Map, Value};
@@ -32,6 +33,8 @@ pub struct JobRequest {
     pub priority: Priority,
     pub create_render: bool,
     pub create_project: bool,
+    /// `options.format` and its settings.
+    pub output: Output,
     pub values: Vec<ValueRequest>,
     pub notifications: Vec<Notification>,
 }
@@ -63,12 +66,13 @@ pub fn parse(body: &Value) -> Result<JobRequest, Vec<FieldError>> {
             None
         }
     };
-    let Options { quality, priority, create_render, create_project } = options(body.get("options"), &mut errors);
+    let Options { quality, priority, create_render, create_project, output } =
+        options(body.get("options"), &mut errors);
     let values = values(body.get("values"), &mut errors);
     let notifications = notifications(body.get("notifications"), &mut errors);
     cap_emails(&notifications, values.len(), &mut errors);
     if errors.is_empty() {
-        Ok(JobRequest { template_id, quality, priority, create_render, create_project, values, notifications })
+        Ok(JobRequest { template_id, quality, priority, create_render, create_project, output, values, notifications })
     } else {
         Err(errors)
     }
@@ -80,10 +84,12 @@ struct Options {
     priority: Priority,
     create_render: bool,
     create_project: bool,
+    output: Output,
 }
 
 /// `options`: quality (default `default`), priority (default `normal`), create_render
-/// (default true), create_project (default false).
+/// (default true), create_project (default false), the output's format and settings
+/// (default an MP4).
 fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
     let empty = Map::new();
     let options = match value {
@@ -128,7 +134,8 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
             "nothing to create: set create_render or create_project to true",
         ));
     }
-    Options { quality, priority, create_render, create_project }
+    let output = super::output::parse(options, errors);
+    Options { quality, priority, create_render, create_project, output }
 }
 
 /// A boolean option given under its name or its alias (they must agree).

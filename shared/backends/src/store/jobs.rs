@@ -15,6 +15,7 @@ use super::{
 };
 use reelfarm_domain::id::{JobId, ProjectId, TemplateId, UserId};
 use reelfarm_domain::message::{Message, Queue};
+use reelfarm_domain::output::Output;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
 use crate::store::parse_status;
@@ -37,7 +38,7 @@ pub use types::{
 
 const JOB_COLUMNS: &str =
     "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at, \
-    template_version, draft, priority";
+    template_version, draft, priority, output";
 const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
     project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
 const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
@@ -48,9 +49,9 @@ const NEW_RENDER_COLUMNS: &str =
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
 
-/// Binds `$1`–`$14` of a job's insert: its [`JOB_COLUMNS`] (as `record` says; `$12` to
-/// `$14` are the last three, the template version, the draft flag and the priority) and,
-/// as `$11`, the credits it `charges`.
+/// Binds `$1`–`$15` of a job's insert: its [`JOB_COLUMNS`] (as `record` says; `$12` to
+/// `$15` are the last four, the template version, the draft flag, the priority and the
+/// output) and, as `$11`, the credits it `charges`.
 fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, charges: i64) -> AnyQuery<'q> {
     query
         .bind(job.id.as_str())
@@ -67,6 +68,7 @@ fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, cha
         .bind(job.template_version)
         .bind(i64::from(job.draft))
         .bind(job.priority.as_str())
+        .bind(job.output.to_json())
 }
 
 /// Binds the [`NEW_RENDER_COLUMNS`] of `render` (as `stored` by `JobRecord::from_new`).
@@ -131,6 +133,10 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
         priority: {
             let priority: String = row.try_get("priority")?;
             priority.parse().map_err(|e| StoreError::Corrupt(format!("job priority: {e}")))?
+        },
+        output: {
+            let output: String = row.try_get("output")?;
+            Output::from_json(&output).map_err(StoreError::Corrupt)?
         },
         renders: Vec::new(),
     })
@@ -223,7 +229,7 @@ impl Store {
             .await?;
         let sql = format!(
             "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, \
-             $14, CASE WHEN $11 > 0 THEN $15 END)"
+             $14, $15, CASE WHEN $11 > 0 THEN $16 END)"
         );
         bind_job(sqlx::query(&sql), job, &record, charges)
             .bind(&owner)
@@ -268,8 +274,8 @@ impl Store {
     async fn create_job_in_one_statement(&self, job: &NewJob) -> Result<JobCreation> {
         let record = JobRecord::from_new(job);
         let charges = job.charges();
-        // $1–$14: the job; then the rows, numbered on.
-        let mut next = 15;
+        // $1–$15: the job; then the rows, numbered on.
+        let mut next = 16;
         let mut placeholders = |n: usize| {
             let list: Vec<String> = (next..next + n).map(|i| format!("${i}")).collect();
             next += n;
@@ -289,7 +295,7 @@ impl Store {
                 WHERE id = substr((SELECT a FROM account), 7) AND (SELECT a FROM account) LIKE 'group:%' \
                 AND credits >= $11 RETURNING 1), \
              job AS (INSERT INTO jobs ({JOB_COLUMNS}, credit_account) \
-                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, (SELECT a FROM account) \
+                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, $15, (SELECT a FROM account) \
                 WHERE $11 = 0 OR EXISTS (SELECT 1 FROM debit_user) OR EXISTS (SELECT 1 FROM debit_group) \
                 RETURNING id), \
              renders AS (INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \

@@ -5,6 +5,7 @@
 
 mod audio;
 mod errors;
+mod formats;
 mod golden;
 mod layers;
 mod previews;
@@ -61,6 +62,20 @@ impl Scratch {
 
     pub(super) fn render_template(&self, template: &Template, quality: Quality) -> Result<Rendered, RenderError> {
         self.render_within(template, quality, Limits::default())
+    }
+
+    /// Renders `template` (JSON) into `output`'s format (the file is `Rendered::mp4`).
+    pub(super) fn render_as(&self, template: Value, output: reelfarm_domain::output::Output) -> Rendered {
+        let template = Template::from_json(serde_json::to_vec(&template).expect("json"))
+            .unwrap_or_else(|e| panic!("template refused: {e}"));
+        let (file, jpg) = (self.path(&format!("out.{}", output.format)), self.path("thumb.jpg"));
+        let resolve = |source: &Source| match source {
+            Source::File { file } => Some(self.path(file)),
+            _ => None,
+        };
+        let settings = RenderSettings { output, preset: "ultrafast", crf: 18, ..RenderSettings::default() };
+        let rendered = render(&template, &resolve, &settings, &file, &jpg, &|_| {}).expect("render");
+        Rendered { output: rendered, mp4: file, jpg }
     }
 
     /// Renders `template` with sources held to `limits`.

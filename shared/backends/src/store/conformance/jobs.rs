@@ -3,6 +3,7 @@
 //! the renders, refunds, idempotency keys. PostgreSQL writes a job in one statement
 //! unless an idempotency key is given; both ways run here.
 
+use reelfarm_domain::output::{Format, Output};
 use std::time::Duration;
 
 use super::super::*;
@@ -29,6 +30,7 @@ pub(super) fn new_job(
         create_render,
         create_project,
         notifications: "[]".into(),
+        output: Default::default(),
         renders: (0..renders)
             .map(|i| NewRender {
                 id: RenderId::generate(),
@@ -47,8 +49,10 @@ pub(super) async fn jobs(store: &Store) {
     let template = store.create_template(&new_template("Jobs", None, true)).await.unwrap();
     let hana = store.create_user("hana", None, 3).await.unwrap();
 
-    // Two renders: two credits, the job as `from_new` says, one outbox row per render.
-    let two = new_job(&hana.id, &template.id, 2, true, false);
+    // Two renders: two credits, the job as `from_new` says (its output too), one outbox
+    // row per render.
+    let output = Output { format: Format::Webm, transparent: true, ..Output::default() };
+    let two = NewJob { output, ..new_job(&hana.id, &template.id, 2, true, false) };
     assert_eq!(store.create_job(&two, None).await.unwrap(), JobCreation::Created);
     assert_eq!(store.available_credits(&hana.id).await.unwrap(), 1);
     let stored = store.job(&two.id).await.unwrap();

@@ -1,6 +1,7 @@
 //! The records of jobs, renders and projects, and what creating a job takes.
 
 use reelfarm_domain::id::{JobId, ProjectId, RenderId, TemplateId, UserId};
+use reelfarm_domain::output::Output;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
@@ -27,6 +28,8 @@ pub struct NewJob {
     pub create_project: bool,
     /// JSON array of the validated notifications.
     pub notifications: String,
+    /// What each render makes (format and its settings).
+    pub output: Output,
     pub renders: Vec<NewRender>,
     /// Unix milliseconds.
     pub created_at: i64,
@@ -109,6 +112,7 @@ pub struct JobRecord {
     pub template_version: Option<i64>,
     /// See [`NewJob::draft`].
     pub draft: bool,
+    pub output: Output,
     pub renders: Vec<RenderRecord>,
 }
 
@@ -164,6 +168,7 @@ impl JobRecord {
             finished_at,
             template_version: Some(job.template_version),
             draft: job.draft,
+            output: job.output,
             renders,
         }
     }

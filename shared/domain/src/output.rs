@@ -1,0 +1,166 @@
+//! What a render makes (issue #21): the file's format — an MP4 by default, a WebM, an
+//! animated GIF, a ProRes MOV, or a single still as JPEG or PNG — whether it keeps the
+//! canvas's transparency, the time of a still and a GIF's caps. A job's `options` give it
+//! (`format`, `transparent`, `still_at`, `fps`, `max_width`); it is stored with the job as
+//! the JSON of [`Output`].
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The highest frame rate of a GIF: its frame delays are hundredths of a second, and
+/// browsers slow down delays under 2/100 s.
+pub const GIF_MAX_FPS: u32 = 50;
+
+/// The file a render makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// H.264 and AAC in a faststart MP4.
+    #[default]
+    Mp4,
+    /// VP9 and Opus in WebM; VP9 with alpha when transparent.
+    Webm,
+    /// An animated GIF with a palette made for the video, dithered; no sound.
+    Gif,
+    /// ProRes 4444 (with alpha when transparent) and AAC in QuickTime.
+    Mov,
+    /// One frame as a JPEG.
+    Jpg,
+    /// One frame as a PNG (with alpha when transparent).
+    Png,
+}
+
+impl Format {
+    pub const ALL: [Format; 6] = [Format::Mp4, Format::Webm, Format::Gif, Format::Mov, Format::Jpg, Format::Png];
+    /// The API's names, in the same order; also the files' extensions.
+    pub const NAMES: [&'static str; 6] = ["mp4", "webm", "gif", "mov", "jpg", "png"];
+
+    pub fn as_str(self) -> &'static str {
+        Format::NAMES[self as usize]
+    }
+
+    /// The file's media type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Mp4 => "video/mp4",
+            Format::Webm => "video/webm",
+            Format::Gif => "image/gif",
+            Format::Mov => "video/quicktime",
+            Format::Jpg => "image/jpeg",
+            Format::Png => "image/png",
+        }
+    }
+
+    /// A single frame rather than a video.
+    pub fn is_still(self) -> bool {
+        matches!(self, Format::Jpg | Format::Png)
+    }
+
+    /// The file carries the video's sound.
+    pub fn has_sound(self) -> bool {
+        matches!(self, Format::Mp4 | Format::Webm | Format::Mov)
+    }
+
+    /// The file can keep an alpha channel.
+    pub fn can_be_transparent(self) -> bool {
+        matches!(self, Format::Webm | Format::Mov | Format::Png)
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| format!("{s:?} is not a format; use one of {}", Format::NAMES.join(", ")))
+    }
+}
+
+/// What a render makes. The default is an MP4 of the whole video.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    #[serde(default)]
+    pub format: Format,
+    /// Keep the canvas's alpha (WebM, MOV, PNG; the template's background must have some
+    /// transparency).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transparent: bool,
+    /// A still's time in seconds from the start (default: the thumbnail's frame, a third
+    /// of the video).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub still_at: Option<f64>,
+    /// A GIF's most frames per second (1 to [`GIF_MAX_FPS`]; default the canvas's, at
+    /// most [`GIF_MAX_FPS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fps: Option<u32>,
+    /// A GIF's widest width in pixels (scaled down keeping its proportions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_width: Option<u32>,
+}
+
+impl Output {
+    /// The stored form (JSON).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("an output serialises")
+    }
+
+    /// Reads the stored form; an empty object is the default output.
+    pub fn from_json(json: &str) -> Result<Output, String> {
+        serde_json::from_str(json).map_err(|e| format!("output {json:?}: {e}"))
+    }
+
+    /// The frame rate of the file for a canvas of `fps` (a GIF's cap applied).
+    pub fn fps_of(&self, fps: u32) -> u32 {
+        match self.format {
+            Format::Gif => fps.min(self.fps.unwrap_or(GIF_MAX_FPS)).min(GIF_MAX_FPS).max(1),
+            _ => fps,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_serialise_alike() {
+        for format in Format::ALL {
+            assert_eq!(format.as_str().parse::<Format>(), Ok(format));
+            assert_eq!(serde_json::to_string(&format).unwrap(), format!("\"{format}\""));
+        }
+        assert_eq!(
+            "avi".parse::<Format>().unwrap_err(),
+            "\"avi\" is not a format; use one of mp4, webm, gif, mov, jpg, png"
+        );
+    }
+
+    #[test]
+    fn the_stored_form_round_trips_and_defaults_to_mp4() {
+        assert_eq!(Output::from_json("{}").unwrap(), Output::default());
+        assert_eq!(Output::default().to_json(), r#"{"format":"mp4"}"#);
+        let gif = Output { format: Format::Gif, fps: Some(12), max_width: Some(320), ..Output::default() };
+        assert_eq!(Output::from_json(&gif.to_json()).unwrap(), gif);
+        let png = Output { format: Format::Png, transparent: true, still_at: Some(1.5), ..Output::default() };
+        assert_eq!(png.to_json(), r#"{"format":"png","transparent":true,"still_at":1.5}"#);
+        assert!(Output::from_json(r#"{"format":"avi"}"#).is_err());
+    }
+
+    #[test]
+    fn a_gif_is_capped_at_its_fps_and_at_most_50() {
+        let gif = Output { format: Format::Gif, ..Output::default() };
+        assert_eq!((gif.fps_of(30), gif.fps_of(60)), (30, 50));
+        assert_eq!(Output { fps: Some(10), ..gif }.fps_of(30), 10);
+        assert_eq!(Output { fps: Some(10), ..Output::default() }.fps_of(30), 30, "only a GIF is capped");
+    }
+}
