@@ -123,7 +123,7 @@ impl Output {
     /// The frame rate of the file for a canvas of `fps` (a GIF's cap applied).
     pub fn fps_of(&self, fps: u32) -> u32 {
         match self.format {
-            Format::Gif => fps.min(self.fps.unwrap_or(GIF_MAX_FPS)).min(GIF_MAX_FPS).max(1),
+            Format::Gif => fps.min(self.fps.unwrap_or(GIF_MAX_FPS)).clamp(1, GIF_MAX_FPS),
             _ => fps,
         }
     }

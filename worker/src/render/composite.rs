@@ -100,12 +100,16 @@ fn over_plane(
                 continue;
             };
             let k = weight(alpha, s + x, op);
-            let (ws, wd) = (k * 255, u32::from(da) * (256 - k));
-            if ws + wd > 0 {
-                *c = ((u32::from(sc) * ws + u32::from(*c) * wd + (ws + wd) / 2) / (ws + wd)) as u8;
-            }
+            *c = weighted(sc, k * 255, *c, u32::from(da) * (256 - k));
         }
     }
+}
+
+/// `(s·ws + d·wd) / (ws + wd)`, rounded: colours weighted by their alphas; `d` when
+/// neither has any weight.
+#[inline(always)]
+fn weighted(s: u8, ws: u32, d: u8, wd: u32) -> u8 {
+    (u32::from(s) * ws + u32::from(d) * wd + (ws + wd) / 2).checked_div(ws + wd).map_or(d, |c| c as u8)
 }
 
 /// The target's alpha after a source of `alpha` (none: opaque) at `op` went over it.
@@ -188,10 +192,7 @@ pub(crate) fn mix(out: &mut Picture, b: &Picture, t: f64) {
             [(&mut out.y, &b.y, &out.a, &b.a), (&mut out.u, &b.u, &out.ca, &b.ca), (&mut out.v, &b.v, &out.ca, &b.ca)];
         for (o, s, oa, sa) in planes {
             for (((o, s), oa), sa) in o.iter_mut().zip(s).zip(oa).zip(sa) {
-                let (wo, ws) = (u32::from(*oa) * (256 - k), u32::from(*sa) * k);
-                if wo + ws > 0 {
-                    *o = ((u32::from(*o) * wo + u32::from(*s) * ws + (wo + ws) / 2) / (wo + ws)) as u8;
-                }
+                *o = weighted(*s, u32::from(*sa) * k, *o, u32::from(*oa) * (256 - k));
             }
         }
         lerp(&mut out.a, &b.a, k);

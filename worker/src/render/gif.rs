@@ -67,8 +67,8 @@ impl GifEncoder {
         .map_err(failed("the GIF's scaler"))?;
         // SAFETY: a live context; the coefficient tables are static in libswscale.
         unsafe {
-            let bt709 = ffi::sws_getCoefficients(ffi::SWS_CS_ITU709 as i32);
-            let full = ffi::sws_getCoefficients(ffi::SWS_CS_DEFAULT as i32);
+            let bt709 = ffi::sws_getCoefficients(ffi::SWS_CS_ITU709);
+            let full = ffi::sws_getCoefficients(ffi::SWS_CS_DEFAULT);
             ffi::sws_setColorspaceDetails(scaler.as_mut_ptr(), bt709, 0, full, 1, 0, 1 << 16, 1 << 16);
         }
         let palettegen = graph(&[("in", width, height)], fps, PALETTEGEN)?;
