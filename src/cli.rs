@@ -149,6 +149,13 @@ pub enum Bench {
         #[arg(long, default_value_t = 1)]
         rounds: u32,
     },
+    /// WebM and GIF outputs of the render bench's reference composition against the
+    /// ffmpeg CLI composing and encoding the same.
+    Formats {
+        /// Runs of each side; the best is reported.
+        #[arg(long, default_value_t = 1)]
+        rounds: u32,
+    },
     /// The render engine against the hand-written ffmpeg CLI filtergraph making the same
     /// reference composition.
     Render {

@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod console;
 pub mod convert;
 pub mod fairness;
+pub mod formats;
 pub mod jobs;
 pub mod preview;
 pub mod render;

@@ -28,7 +28,7 @@ const RATIO_BAR: f64 = 1.1;
 /// Memory bar of our render at 1080p.
 const RSS_BAR: u64 = 400 * 1024 * 1024;
 
-const TEMPLATE: &str = r##"{"version":1,"name":"reference","canvas":{"width":1920,"height":1080,"fps":30,"background":"#000000"},
+pub(super) const TEMPLATE: &str = r##"{"version":1,"name":"reference","canvas":{"width":1920,"height":1080,"fps":30,"background":"#000000"},
  "clips":[
   {"id":"intro","duration":5.25,"transition":{"kind":"crossfade","duration":0.5},"layers":[
    {"id":"bg","kind":"video","source":{"file":"bg.mp4"},"x":0,"y":0,"width":1920,"height":1080},
@@ -57,7 +57,7 @@ fn ffmpeg(args: &[&str]) -> anyhow::Result<()> {
 
 /// The inputs: a 12 s 1080p H.264 video, a 260×260 PNG logo with alpha, a 3000×2000 JPEG
 /// photo and a 12 s AAC bed.
-fn inputs(dir: &Path) -> anyhow::Result<()> {
+pub(super) fn inputs(dir: &Path) -> anyhow::Result<()> {
     let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
     ffmpeg(&[
         "-f",
@@ -105,8 +105,45 @@ fn inputs(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The ffmpeg CLI arguments for the same composition at `height` (1080, 720 or 480).
-fn baseline_args(dir: &Path, height: u32, out: &Path) -> Vec<String> {
+/// The encoding of the render bench's output: libx264 veryfast CRF 23 and AAC in a
+/// faststart MP4.
+const MP4: Encoding = Encoding {
+    tail: "",
+    video: "[v]",
+    audio: true,
+    args: &[
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+        "-crf",
+        "23",
+        "-pix_fmt",
+        "yuv420p",
+        "-c:a",
+        "aac",
+        "-b:a",
+        "160k",
+        "-movflags",
+        "+faststart",
+    ],
+};
+
+/// How the CLI baseline encodes the composed video `[v]` and sound `[aout]`.
+pub(super) struct Encoding {
+    /// Filters appended to the graph after `[v]` (e.g. a GIF's palette passes).
+    pub(super) tail: &'static str,
+    /// The label of the video mapped to the output.
+    pub(super) video: &'static str,
+    /// Whether the sound is mapped.
+    pub(super) audio: bool,
+    /// The encoders' arguments.
+    pub(super) args: &'static [&'static str],
+}
+
+/// The ffmpeg CLI arguments for the same composition at `height` (1080, 720 or 480),
+/// encoded as `encoding` says into `out`.
+pub(super) fn baseline_args(dir: &Path, height: u32, out: &Path, encoding: &Encoding) -> Vec<String> {
     let fonts = Path::new(env!("CARGO_MANIFEST_DIR")).join("fonts");
     let regular = fonts.join("LiberationSans-Regular.ttf").display().to_string();
     let bold = fonts.join("LiberationSans-Bold.ttf").display().to_string();
@@ -122,7 +159,8 @@ fn baseline_args(dir: &Path, height: u32, out: &Path) -> Vec<String> {
          [2:v]scale={w}:{ph},crop={w}:{h},zoompan=z='1+0.25*on/158':x='0.1*iw*on/158':y='0.1*ih*on/158':d=158:s={w}x{h}:fps=30,\
          drawtext=fontfile={regular}:text='A photo with a slow Ken Burns':fontsize={f2}:fontcolor=white:x={cx}:y={cy},format=yuv420p,trim=end_frame=158[b];\
          [a][b]xfade=transition=fade:duration=0.5:offset=4.75[v];\
-         [3:a]atrim=0:10,afade=t=out:st=9:d=1[aout]",
+         [3:a]atrim=0:10,afade=t=out:st=9:d=1[aout]{tail}",
+        tail = encoding.tail,
         l = px(260.0),
         f1 = px(110.0),
         y1 = px(320.0),
@@ -159,29 +197,13 @@ fn baseline_args(dir: &Path, height: u32, out: &Path) -> Vec<String> {
         "-filter_complex",
         &graph,
         "-map",
-        "[v]",
-        "-map",
-        "[aout]",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "veryfast",
-        "-crf",
-        "23",
-        "-pix_fmt",
-        "yuv420p",
-        "-c:a",
-        "aac",
-        "-b:a",
-        "160k",
-        "-t",
-        "10",
-        "-movflags",
-        "+faststart",
-        &out.to_string_lossy(),
+        encoding.video,
     ]
     .iter()
+    .chain(if encoding.audio { &["-map", "[aout]"][..] } else { &[] })
+    .chain(encoding.args)
     .map(|a| a.to_string())
+    .chain(["-t".into(), "10".into(), out.to_string_lossy().into_owned()])
     .collect()
 }
 
@@ -189,7 +211,7 @@ fn baseline_args(dir: &Path, height: u32, out: &Path) -> Vec<String> {
 /// the last `VmHWM` read from `/proc` every 10 ms while it runs (`VmHWM` belongs to the
 /// exec'd program alone; `wait4`'s `ru_maxrss` would include this process's memory at
 /// fork time).
-fn wait_peak(mut child: Child, started: Instant, what: &str) -> anyhow::Result<(Duration, u64)> {
+pub(super) fn wait_peak(mut child: Child, started: Instant, what: &str) -> anyhow::Result<(Duration, u64)> {
     let pid = child.id();
     let mut peak = 0;
     let status = loop {
@@ -209,7 +231,7 @@ fn wait_peak(mut child: Child, started: Instant, what: &str) -> anyhow::Result<(
 }
 
 fn cli(dir: &Path, height: u32) -> anyhow::Result<(Duration, u64)> {
-    let args = baseline_args(dir, height, &dir.join(format!("cli-{height}.mp4")));
+    let args = baseline_args(dir, height, &dir.join(format!("cli-{height}.mp4")), &MP4);
     let started = Instant::now();
     let child = Command::new("ffmpeg").args(&args).stdout(Stdio::null()).spawn().context("starting ffmpeg")?;
     wait_peak(child, started, "the ffmpeg baseline")
@@ -251,7 +273,11 @@ fn ours_child(dir: &Path, height: u32) -> anyhow::Result<u64> {
     Ok(wait_peak(child, started, "`reelfarm render`")?.1)
 }
 
-fn best<T>(rounds: u32, mut run: impl FnMut() -> anyhow::Result<T>, key: impl Fn(&T) -> u128) -> anyhow::Result<T> {
+pub(super) fn best<T>(
+    rounds: u32,
+    mut run: impl FnMut() -> anyhow::Result<T>,
+    key: impl Fn(&T) -> u128,
+) -> anyhow::Result<T> {
     let mut best: Option<T> = None;
     for _ in 0..rounds.max(1) {
         let r = run()?;

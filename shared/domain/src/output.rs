@@ -9,9 +9,15 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::quality::Quality;
+
 /// The highest frame rate of a GIF: its frame delays are hundredths of a second, and
 /// browsers slow down delays under 2/100 s.
 pub const GIF_MAX_FPS: u32 = 50;
+
+/// Most bytes of raw frames (BGRA at the GIF's size) a GIF may have: what its palette's
+/// two passes spool to the worker's disk. 10 s of 1080p at 15 fps is 1.2 GB.
+pub const GIF_MAX_FRAME_BYTES: u64 = 2 << 30;
 
 /// The file a render makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -110,6 +116,22 @@ pub struct Output {
 }
 
 impl Output {
+    /// The bytes of a GIF's raw frames for a canvas of `width` × `height` at `fps` lasting
+    /// `duration` seconds, rendered at `quality` (0 for other formats).
+    pub fn gif_frame_bytes(&self, (width, height, fps): (u32, u32, u32), duration: f64, quality: Quality) -> u64 {
+        if self.format != Format::Gif {
+            return 0;
+        }
+        let scale = quality.short_side().map_or(1.0, |side| f64::from(side) / f64::from(width.min(height).max(1)));
+        let (w, h) = (f64::from(width) * scale, f64::from(height) * scale);
+        let (w, h) = match self.max_width {
+            Some(max) if f64::from(max) < w => (f64::from(max), h * f64::from(max) / w),
+            _ => (w, h),
+        };
+        let frames = (duration * f64::from(self.fps_of(fps))).round();
+        (frames * w.round() * h.round() * 4.0) as u64
+    }
+
     /// The stored form (JSON).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("an output serialises")
@@ -154,6 +176,17 @@ mod tests {
         let png = Output { format: Format::Png, transparent: true, still_at: Some(1.5), ..Output::default() };
         assert_eq!(png.to_json(), r#"{"format":"png","transparent":true,"still_at":1.5}"#);
         assert!(Output::from_json(r#"{"format":"avi"}"#).is_err());
+    }
+
+    #[test]
+    fn a_gifs_raw_frames_follow_its_size_rate_and_caps() {
+        let gif = Output { format: Format::Gif, fps: Some(15), ..Output::default() };
+        let full_hd = (1920, 1080, 30);
+        assert_eq!(gif.gif_frame_bytes(full_hd, 10.0, Quality::Default), 150 * 1920 * 1080 * 4);
+        assert_eq!(gif.gif_frame_bytes(full_hd, 10.0, Quality::P480), 150 * 853 * 480 * 4);
+        let narrow = Output { max_width: Some(480), ..gif };
+        assert_eq!(narrow.gif_frame_bytes(full_hd, 10.0, Quality::Default), 150 * 480 * 270 * 4);
+        assert_eq!(Output::default().gif_frame_bytes(full_hd, 10.0, Quality::Default), 0);
     }
 
     #[test]

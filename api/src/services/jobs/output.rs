@@ -4,7 +4,7 @@
 //! apply to is refused rather than ignored.
 
 use reelfarm_domain::notification::Notification;
-use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS};
+use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS, GIF_MAX_FRAME_BYTES};
 use reelfarm_domain::template::{Template, VariableType};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -87,6 +87,17 @@ pub(super) fn check(template: &Template, request: &JobRequest) -> Vec<FieldError
     if let Some(at) = output.still_at.filter(|at| *at >= duration) {
         let message = format!("{at} s is not within the video, which lasts {duration} s");
         errors.push(FieldError::new("options.still_at", "error.invalid", message));
+    }
+    let canvas = (template.canvas.width, template.canvas.height, template.canvas.fps);
+    let bytes = output.gif_frame_bytes(canvas, duration, request.quality);
+    if bytes > GIF_MAX_FRAME_BYTES {
+        let message = format!(
+            "this gif would have {} MB of frames (at most {} MB): lower options.fps, options.max_width or \
+             options.quality, or make a webm",
+            bytes / 1_000_000,
+            GIF_MAX_FRAME_BYTES / 1_000_000
+        );
+        errors.push(FieldError::new("options.format", "error.invalid", message));
     }
     let background = template.canvas.background;
     if output.transparent && background.is_opaque() {
@@ -181,5 +192,28 @@ mod tests {
         for (options, expected) in cases {
             assert_eq!(parsed(options.clone()), Err(vec![expected.to_string()]), "{options}");
         }
+    }
+
+    #[test]
+    fn a_gif_too_big_for_the_workers_disk_is_refused_naming_the_format() {
+        let template = Template::from_json(
+            br##"{"version": 1, "name": "long", "canvas": {"width": 1920, "height": 1080, "fps": 30},
+                 "clips": [{"id": "a", "duration": 60, "layers": []}]}"##,
+        )
+        .unwrap();
+        let request = |options: Value| {
+            let body = json!({ "template_id": "x", "options": options, "values": [{}] });
+            super::super::request::parse(&body).unwrap()
+        };
+        let refused = check(&template, &request(json!({ "format": "gif" })));
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].field, "options.format");
+        assert!(
+            refused[0].message.starts_with("this gif would have 14929 MB of frames (at most 2147 MB)"),
+            "{}",
+            refused[0].message
+        );
+        assert!(check(&template, &request(json!({ "format": "gif", "fps": 10, "max_width": 480 }))).is_empty());
+        assert!(check(&template, &request(json!({ "format": "webm" }))).is_empty());
     }
 }
