@@ -93,8 +93,7 @@ fn over_plane(
     op: u32,
     r: &Region,
 ) {
-    for row in 0..r.h {
-        let (s, d) = ((r.sy + row) * src_stride + r.sx, (r.dy + row) * dst_stride + r.dx);
+    for (s, d) in r.rows(src_stride, dst_stride) {
         for x in 0..r.w {
             let (Some(c), Some(&sc), Some(&da)) = (dst.get_mut(d + x), src.get(s + x), dst_alpha.get(d + x)) else {
                 continue;
@@ -114,8 +113,7 @@ fn weighted(s: u8, ws: u32, d: u8, wd: u32) -> u8 {
 
 /// The target's alpha after a source of `alpha` (none: opaque) at `op` went over it.
 fn over_alpha(dst: &mut [u8], dst_stride: usize, alpha: Option<&[u8]>, src_stride: usize, op: u32, r: &Region) {
-    for row in 0..r.h {
-        let (s, d) = ((r.sy + row) * src_stride + r.sx, (r.dy + row) * dst_stride + r.dx);
+    for (s, d) in r.rows(src_stride, dst_stride) {
         for x in 0..r.w {
             if let Some(a) = dst.get_mut(d + x) {
                 let k = weight(alpha, s + x, op);
@@ -133,6 +131,13 @@ struct Region {
     dy: usize,
     w: usize,
     h: usize,
+}
+
+impl Region {
+    /// The index of each row's first sample in the source and in the target.
+    fn rows(&self, src_stride: usize, dst_stride: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.h).map(move |row| ((self.sy + row) * src_stride + self.sx, (self.dy + row) * dst_stride + self.dx))
+    }
 }
 
 /// Blends one plane. `op` is the opacity weight, 1..=256. The arithmetic is 16-bit and

@@ -3,8 +3,10 @@
 //! [`render`] turns a validated [`Template`] (job values already applied, see
 //! `reelfarm_domain::template::values`) and local copies of its sources into an MP4
 //! (H.264 yuv420p + AAC 48 kHz stereo, faststart, constant frame rate, exactly
-//! `round(duration × fps)` frames and as many seconds of sound) and a JPEG thumbnail.
-//! Everything runs in process through libav* (no ffmpeg CLI).
+//! `round(duration × fps)` frames and as many seconds of sound) and a JPEG thumbnail —
+//! or, as `RenderSettings::output` says, a WebM, a GIF, a ProRes MOV or a still
+//! ([`sink`]), with the canvas's alpha where asked. Everything runs in process through
+//! libav* (no ffmpeg CLI).
 //!
 //! How (see the submodules): the timeline is resolved first ([`plan`]); each clip's
 //! layers are prepared when the clip begins — text (the cosmic-text rasteriser in
@@ -135,7 +137,7 @@ pub struct RenderOutput {
     /// Output size in pixels.
     pub width: u32,
     pub height: u32,
-    /// Number of video frames.
+    /// Number of video frames (a GIF's at its own rate; 0 for a still).
     pub frames: u64,
     /// Seconds (frames / fps).
     pub duration: f64,
