@@ -4,6 +4,7 @@
 //! no HTTP: the test script checks that with `cargo tree`.
 
 pub mod asset;
+pub mod captions;
 pub mod html;
 pub mod id;
 pub mod integration;
