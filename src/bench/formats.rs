@@ -47,9 +47,9 @@ const WEBM: Encoding = Encoding {
 
 /// The GIF's palette passes as the CLI is used for them: the composed video split, one
 /// branch counted into a palette, the other mapped with it (the settings of
-/// `render::gif`).
+/// `render::gif`); the composed sound goes nowhere.
 const GIF: Encoding = Encoding {
-    tail: ";[v]split[g1][g2];[g1]palettegen=stats_mode=full:reserve_transparent=0[pal];\
+    tail: ";[aout]anullsink;[v]split[g1][g2];[g1]palettegen=stats_mode=full:reserve_transparent=0[pal];\
            [g2][pal]paletteuse=dither=sierra2_4a[gif]",
     video: "[gif]",
     audio: false,

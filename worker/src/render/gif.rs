@@ -5,11 +5,13 @@
 //! Two passes without composing twice: while frames arrive, each is converted to BGRA at
 //! the GIF's size, counted into the palette's statistics and spooled raw to a file beside
 //! the output (memory stays at a frame however long the video); at the end the palette
-//! is made and the spooled frames are read back, mapped and encoded.
+//! is made and the spooled frames are read back and mapped on one thread while this one
+//! encodes them.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use ffmpeg::format::Pixel;
 use ffmpeg::software::scaling;
@@ -27,6 +29,8 @@ use crate::media::MediaError;
 pub(crate) const PALETTEGEN: &str = "palettegen=stats_mode=full:reserve_transparent=0";
 /// The mapping: Sierra-2-4A error diffusion, the filter's default dither.
 pub(crate) const PALETTEUSE: &str = "paletteuse=dither=sierra2_4a";
+/// Mapped frames in flight between the mapping thread and the encoder.
+const QUEUE: usize = 4;
 
 /// Writes a GIF of the canvases pushed to it.
 pub(crate) struct GifEncoder {
@@ -62,7 +66,7 @@ impl GifEncoder {
             Pixel::BGRA,
             width,
             height,
-            scaling::Flags::BICUBIC | scaling::Flags::ACCURATE_RND | scaling::Flags::FULL_CHR_H_INT,
+            scaling::Flags::BICUBIC,
         )
         .map_err(failed("the GIF's scaler"))?;
         // SAFETY: a live context; the coefficient tables are static in libswscale.
@@ -110,43 +114,76 @@ impl GifEncoder {
         if !pull(&mut self.palettegen, &mut palette) {
             return Err(RenderError::Internal("palettegen made no palette".into()));
         }
-        let result = self.encode(&palette);
+        let result = self.encode(palette);
         let _ = std::fs::remove_file(&self.spool_path);
         result
     }
 
-    fn encode(&mut self, palette: &frame::Video) -> Result<(), RenderError> {
-        let sources = [("in", self.width, self.height), ("pal", palette.width(), palette.height())];
-        let mut mapping = graph(&sources, self.fps, PALETTEUSE)?;
-        add(&mut mapping, "pal", Some(palette), "using the palette")?;
-        add(&mut mapping, "pal", None, "using the palette")?;
+    /// Maps the spooled frames to `palette` on a thread of its own while this one encodes
+    /// and writes what it mapped (the two halves of the second pass overlap).
+    fn encode(&mut self, palette: frame::Video) -> Result<(), RenderError> {
         let mut encoder = open_gif(self.width, self.height, self.fps)?;
         let mut muxer = Muxer::create(&self.path, "gif")?;
         let index = muxer.add_stream(&encoder, time_base(self.fps), None)?;
         muxer.start()?;
-        let mut spool = BufReader::new(File::open(&self.spool_path)?);
-        let row = self.width as usize * 4;
-        let mut mapped = frame::Video::empty();
-        for n in 0..self.frames {
-            let mut bgra = frame::Video::new(Pixel::BGRA, self.width, self.height);
-            let stride = bgra.stride(0);
-            for line in bgra.data_mut(0).chunks_mut(stride).take(self.height as usize) {
-                spool.read_exact(&mut line[..row])?;
-            }
-            bgra.set_pts(Some(n));
-            add(&mut mapping, "in", Some(&bgra), "mapping a GIF frame")?;
-            while pull(&mut mapping, &mut mapped) {
+        let (size, fps, frames, spool) = ((self.width, self.height), self.fps, self.frames, self.spool_path.clone());
+        std::thread::scope(|scope| {
+            let (mapped_tx, mapped_rx) = mpsc::sync_channel::<frame::Video>(QUEUE);
+            let mapper = std::thread::Builder::new()
+                .name("render-gif-map".into())
+                .spawn_scoped(scope, move || map_frames(&spool, size, fps, frames, palette, &mapped_tx))
+                .map_err(RenderError::Io)?;
+            for mapped in mapped_rx {
                 encode_frame(&mut encoder, Some(&mapped), &mut muxer, index)?;
             }
-        }
-        add(&mut mapping, "in", None, "mapping the last GIF frames")?;
-        while pull(&mut mapping, &mut mapped) {
-            encode_frame(&mut encoder, Some(&mapped), &mut muxer, index)?;
-        }
+            mapper.join().map_err(|_| RenderError::Internal("the GIF's mapping thread crashed".into()))?
+        })?;
         encode_frame(&mut encoder, None, &mut muxer, index)?;
         muxer.finish()?;
         Ok(())
     }
+}
+
+/// Reads the `frames` spooled BGRA frames of `size` back, maps them to `palette` and
+/// sends the palette frames to `out` (stops early when it is gone).
+fn map_frames(
+    spool: &Path,
+    (width, height): (u32, u32),
+    fps: u32,
+    frames: i64,
+    palette: frame::Video,
+    out: &mpsc::SyncSender<frame::Video>,
+) -> Result<(), RenderError> {
+    let sources = [("in", width, height), ("pal", palette.width(), palette.height())];
+    let mut mapping = graph(&sources, fps, PALETTEUSE)?;
+    add(&mut mapping, "pal", Some(&palette), "using the palette")?;
+    add(&mut mapping, "pal", None, "using the palette")?;
+    let mut spool = BufReader::new(File::open(spool)?);
+    let row = width as usize * 4;
+    let send_mapped = |mapping: &mut filter::Graph| {
+        let mut mapped = frame::Video::empty();
+        while pull(mapping, &mut mapped) {
+            if out.send(std::mem::replace(&mut mapped, frame::Video::empty())).is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    for n in 0..frames {
+        let mut bgra = frame::Video::new(Pixel::BGRA, width, height);
+        let stride = bgra.stride(0);
+        for line in bgra.data_mut(0).chunks_mut(stride).take(height as usize) {
+            spool.read_exact(&mut line[..row])?;
+        }
+        bgra.set_pts(Some(n));
+        add(&mut mapping, "in", Some(&bgra), "mapping a GIF frame")?;
+        if !send_mapped(&mut mapping) {
+            return Ok(());
+        }
+    }
+    add(&mut mapping, "in", None, "mapping the last GIF frames")?;
+    send_mapped(&mut mapping);
+    Ok(())
 }
 
 /// A filter graph from buffer sources (name, size; BGRA, `fps` time base) through `spec`
