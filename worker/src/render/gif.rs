@@ -106,22 +106,25 @@ impl GifEncoder {
         add(&mut self.palettegen, "in", Some(&bgra), "counting colours")
     }
 
-    /// Makes the palette, maps every spooled frame to it and writes the GIF.
-    pub(crate) fn finish(mut self) -> Result<(), RenderError> {
+    /// Makes the palette, maps every spooled frame to it and writes the GIF; `go_on` is
+    /// asked before each frame is written (a cancelled or overdue render stops there).
+    pub(crate) fn finish(mut self, go_on: &dyn Fn() -> Result<(), RenderError>) -> Result<(), RenderError> {
         self.spool.flush()?;
         add(&mut self.palettegen, "in", None, "making the palette")?;
         let mut palette = frame::Video::empty();
         if !pull(&mut self.palettegen, &mut palette) {
             return Err(RenderError::Internal("palettegen made no palette".into()));
         }
-        let result = self.encode(palette);
-        let _ = std::fs::remove_file(&self.spool_path);
-        result
+        self.encode(palette, go_on)
     }
 
     /// Maps the spooled frames to `palette` on a thread of its own while this one encodes
     /// and writes what it mapped (the two halves of the second pass overlap).
-    fn encode(&mut self, palette: frame::Video) -> Result<(), RenderError> {
+    fn encode(
+        &mut self,
+        palette: frame::Video,
+        go_on: &dyn Fn() -> Result<(), RenderError>,
+    ) -> Result<(), RenderError> {
         let mut encoder = open_gif(self.width, self.height, self.fps)?;
         let mut muxer = Muxer::create(&self.path, "gif")?;
         let index = muxer.add_stream(&encoder, time_base(self.fps), None)?;
@@ -134,6 +137,8 @@ impl GifEncoder {
                 .spawn_scoped(scope, move || map_frames(&spool, size, fps, frames, palette, &mapped_tx))
                 .map_err(RenderError::Io)?;
             for mapped in mapped_rx {
+                // Leaving drops the receiver: the mapping thread stops at its next frame.
+                go_on()?;
                 encode_frame(&mut encoder, Some(&mapped), &mut muxer, index)?;
             }
             mapper.join().map_err(|_| RenderError::Internal("the GIF's mapping thread crashed".into()))?
@@ -141,6 +146,13 @@ impl GifEncoder {
         encode_frame(&mut encoder, None, &mut muxer, index)?;
         muxer.finish()?;
         Ok(())
+    }
+}
+
+impl Drop for GifEncoder {
+    /// The spooled frames go with the encoder, finished or not.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.spool_path);
     }
 }
 

@@ -104,7 +104,7 @@ pub(super) fn render(
         };
         if !sink.push(canvas, pcm)? {
             // The encoder stopped: its error says why.
-            sink.finish()?;
+            sink.finish(&|| Ok(()))?;
             return Err(RenderError::Internal("the encoder stopped early".into()));
         }
         progress(Progress { frames_done: done, frames_total: total });
@@ -116,8 +116,13 @@ pub(super) fn render(
         }
     }
     drop(frames);
+    // What is left after the last frame (a GIF's second pass) still stops in time.
+    let go_on = || {
+        deadline.check()?;
+        stopped(settings)
+    };
     // Only a finished render's sound is kept: one cut short has part of it.
-    if let (Some(key), Some(packets)) = (sound_key, sink.finish()?) {
+    if let (Some(key), Some(packets)) = (sound_key, sink.finish(&go_on)?) {
         sound_cache::put(key, Kept::new(packets), settings.sounds.as_deref());
     }
     if let Some(thumb) = thumb {

@@ -139,11 +139,15 @@ impl Sink {
         }
     }
 
-    /// Finishes the file; returns the sound's packets when they were to be kept.
-    pub(crate) fn finish(self) -> Result<Option<Vec<Packet>>, RenderError> {
+    /// Finishes the file (calling `go_on` between frames of work still to do, which stops
+    /// it with its error); returns the sound's packets when they were to be kept.
+    pub(crate) fn finish(
+        self,
+        go_on: &dyn Fn() -> Result<(), RenderError>,
+    ) -> Result<Option<Vec<Packet>>, RenderError> {
         match self {
             Sink::Video(encoder) => encoder.finish(),
-            Sink::Gif(gif) => gif.finish().map(|()| None),
+            Sink::Gif(gif) => gif.finish(go_on).map(|()| None),
             Sink::Still { canvas, format, transparent, path } => {
                 let canvas = canvas.ok_or_else(|| RenderError::Internal("no frame for the still".into()))?;
                 write_still(&canvas, format, transparent, &path)?;

@@ -266,3 +266,21 @@ fn every_example_template_renders_in_every_format() {
         }
     }
 }
+
+#[test]
+fn a_gif_told_to_stop_during_its_second_pass_stops_and_leaves_no_spool() {
+    use crate::render::gif::GifEncoder;
+    use crate::render::picture::{Picture, Yuv};
+    let scratch = Scratch::new();
+    let path = scratch.path("stopped.gif");
+    let mut gif = GifEncoder::start(&path, (64, 32), 64, 32, 10).expect("start");
+    let mut canvas = Picture::default();
+    canvas.reset(64, 32, false);
+    for y in [16u8, 128, 235] {
+        canvas.fill(Yuv { y, u: 128, v: 128, a: 255 });
+        gif.push(&canvas).expect("push");
+    }
+    let stopped = gif.finish(&|| Err(RenderError::Cancelled));
+    assert!(matches!(stopped, Err(RenderError::Cancelled)), "{stopped:?}");
+    assert!(!path.with_extension("frames").exists(), "the spooled frames are removed");
+}
