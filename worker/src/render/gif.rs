@@ -107,8 +107,9 @@ impl GifEncoder {
     }
 
     /// Makes the palette, maps every spooled frame to it and writes the GIF; `go_on` is
-    /// asked before each frame is written (a cancelled or overdue render stops there).
-    pub(crate) fn finish(mut self, go_on: &dyn Fn() -> Result<(), RenderError>) -> Result<(), RenderError> {
+    /// told the frames written after each one (a cancelled or overdue render stops
+    /// there).
+    pub(crate) fn finish(mut self, go_on: &dyn Fn(u64) -> Result<(), RenderError>) -> Result<(), RenderError> {
         self.spool.flush()?;
         add(&mut self.palettegen, "in", None, "making the palette")?;
         let mut palette = frame::Video::empty();
@@ -123,7 +124,7 @@ impl GifEncoder {
     fn encode(
         &mut self,
         palette: frame::Video,
-        go_on: &dyn Fn() -> Result<(), RenderError>,
+        go_on: &dyn Fn(u64) -> Result<(), RenderError>,
     ) -> Result<(), RenderError> {
         let mut encoder = open_gif(self.width, self.height, self.fps)?;
         let mut muxer = Muxer::create(&self.path, "gif")?;
@@ -136,10 +137,10 @@ impl GifEncoder {
                 .name("render-gif-map".into())
                 .spawn_scoped(scope, move || map_frames(&spool, size, fps, frames, palette, &mapped_tx))
                 .map_err(RenderError::Io)?;
-            for mapped in mapped_rx {
-                // Leaving drops the receiver: the mapping thread stops at its next frame.
-                go_on()?;
+            for (written, mapped) in (1..).zip(mapped_rx) {
                 encode_frame(&mut encoder, Some(&mapped), &mut muxer, index)?;
+                // Leaving drops the receiver: the mapping thread stops at its next frame.
+                go_on(written)?;
             }
             mapper.join().map_err(|_| RenderError::Internal("the GIF's mapping thread crashed".into()))?
         })?;

@@ -89,6 +89,8 @@ pub(super) fn render(
     let mut sink = Sink::start(out, &plan, &output, encoding, sound)?;
     let mut thumb = None;
     let total = shown.len() as u64;
+    // A GIF maps every frame again after the last one is drawn: half of its progress.
+    let passes = if output.format == Format::Gif { 2 } else { 1 };
     for (done, &n) in (1..).zip(&shown) {
         deadline.check()?;
         stopped(settings)?;
@@ -104,10 +106,10 @@ pub(super) fn render(
         };
         if !sink.push(canvas, pcm)? {
             // The encoder stopped: its error says why.
-            sink.finish(&|| Ok(()))?;
+            sink.finish(&|_| Ok(()))?;
             return Err(RenderError::Internal("the encoder stopped early".into()));
         }
-        progress(Progress { frames_done: done, frames_total: total });
+        progress(Progress { frames_done: done, frames_total: total * passes });
     }
     if let Some(mixer) = &mut mixer {
         let rest = mixer.mix_until(plan.samples, &deadline)?;
@@ -117,9 +119,11 @@ pub(super) fn render(
     }
     drop(frames);
     // What is left after the last frame (a GIF's second pass) still stops in time.
-    let go_on = || {
+    let go_on = |written: u64| {
         deadline.check()?;
-        stopped(settings)
+        stopped(settings)?;
+        progress(Progress { frames_done: total + written, frames_total: total * passes });
+        Ok(())
     };
     // Only a finished render's sound is kept: one cut short has part of it.
     if let (Some(key), Some(packets)) = (sound_key, sink.finish(&go_on)?) {

@@ -139,11 +139,12 @@ impl Sink {
         }
     }
 
-    /// Finishes the file (calling `go_on` between frames of work still to do, which stops
-    /// it with its error); returns the sound's packets when they were to be kept.
+    /// Finishes the file (calling `go_on` with the frames written so far between frames of
+    /// work still to do, which stops it with its error); returns the sound's packets when
+    /// they were to be kept.
     pub(crate) fn finish(
         self,
-        go_on: &dyn Fn() -> Result<(), RenderError>,
+        go_on: &dyn Fn(u64) -> Result<(), RenderError>,
     ) -> Result<Option<Vec<Packet>>, RenderError> {
         match self {
             Sink::Video(encoder) => encoder.finish(),

@@ -280,7 +280,26 @@ fn a_gif_told_to_stop_during_its_second_pass_stops_and_leaves_no_spool() {
         canvas.fill(Yuv { y, u: 128, v: 128, a: 255 });
         gif.push(&canvas).expect("push");
     }
-    let stopped = gif.finish(&|| Err(RenderError::Cancelled));
+    let stopped = gif.finish(&|written| if written < 2 { Ok(()) } else { Err(RenderError::Cancelled) });
     assert!(matches!(stopped, Err(RenderError::Cancelled)), "{stopped:?}");
     assert!(!path.with_extension("frames").exists(), "the spooled frames are removed");
+}
+
+#[test]
+fn a_gifs_progress_counts_its_second_pass() {
+    let scratch = Scratch::new();
+    let template = Template::from_json(serde_json::to_vec(&two_boxes(&scratch, "#000000")).unwrap()).unwrap();
+    let resolve = |source: &Source| match source {
+        Source::File { file } => Some(scratch.path(file)),
+        _ => None,
+    };
+    let output = Output { format: Format::Gif, ..Output::default() };
+    let settings = RenderSettings { output, ..RenderSettings::default() };
+    let seen = std::sync::Mutex::new(Vec::new());
+    let record = |p: super::super::Progress| seen.lock().unwrap().push((p.frames_done, p.frames_total));
+    render(&template, &resolve, &settings, &scratch.path("p.gif"), &scratch.path("p.jpg"), &record).expect("render");
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.iter().all(|(_, total)| *total == 40), "20 frames drawn, then 20 mapped: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "rising: {seen:?}");
+    assert_eq!((seen[19].0, seen.last().unwrap().0), (20, 40), "half when drawn, all when written");
 }
