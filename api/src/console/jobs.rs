@@ -85,6 +85,8 @@ pub async fn jobs_page(state: web::Data<AppState>, visitor: SignedIn, query: web
 /// the values it was asked with.
 struct VideoCard {
     job_id: String,
+    /// The job's output format: what shows the file (a player, a picture, a link).
+    format: String,
     index: usize,
     video: VideoJson,
     values: String,
@@ -162,12 +164,18 @@ async fn job_of(state: &AppState, visitor: &SignedIn, id: &str) -> Result<(JobJs
 
 /// The cards of `job`'s videos (taken out of it).
 fn cards(job: &mut JobJson, values: Vec<String>) -> Vec<VideoCard> {
-    let job_id = job.id.clone();
+    let (job_id, format) = (job.id.clone(), job.format.clone());
     std::mem::take(&mut job.videos)
         .into_iter()
         .zip(values)
         .enumerate()
-        .map(|(index, (video, values))| VideoCard { job_id: job_id.clone(), index, video, values })
+        .map(|(index, (video, values))| VideoCard {
+            job_id: job_id.clone(),
+            format: format.clone(),
+            index,
+            video,
+            values,
+        })
         .collect()
 }
 
@@ -224,4 +232,45 @@ pub async fn redeliver(
     let id = ids::in_path::<DeliveryId>(&path.1)?;
     services::notifications::redeliver(&state, &visitor.caller(), &job_id, &id).await?;
     Ok(see_other(&format!("/console/jobs/{job_id}#deliveries")))
+}
+
+#[cfg(test)]
+mod tests {
+    use askama::Template;
+
+    use super::*;
+
+    fn card(format: &str) -> String {
+        let video = VideoJson {
+            id: "r".into(),
+            template_id: "t".into(),
+            external_id: String::new(),
+            status: "success".into(),
+            url: format!("https://files.test/video.{format}"),
+            error: String::new(),
+            title: "Ad".into(),
+            thumbnail: "https://files.test/thumb.jpg".into(),
+            progress: 100,
+            project_id: None,
+            moov_id: None,
+            metadata: serde_json::json!({}),
+            created_at: String::new(),
+            started_at: None,
+            finished_at: None,
+        };
+        let card = VideoCard { job_id: "j".into(), format: format.into(), index: 0, video, values: "{}".into() };
+        VideoFragment { card, job_status: None }.render().unwrap()
+    }
+
+    #[test]
+    fn each_format_is_shown_as_a_browser_can_show_it() {
+        let webm = card("webm");
+        assert!(webm.contains(r#"<video class="player""#) && webm.contains("Download WEBM"), "{webm}");
+        let gif = card("gif");
+        assert!(gif.contains(r#"<img class="player" src="https://files.test/video.gif""#), "{gif}");
+        assert!(!gif.contains("<video"), "{gif}");
+        let mov = card("mov");
+        assert!(mov.contains(r#"src="https://files.test/thumb.jpg""#) && mov.contains("Download MOV"), "{mov}");
+        assert!(!mov.contains("<video"), "{mov}");
+    }
 }

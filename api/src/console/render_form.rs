@@ -62,10 +62,14 @@ pub fn job_body(template_id: &str, variables: &[(String, VariableType)], form: &
         "options": {
             "quality": form.get("quality").unwrap_or("default"),
             "priority": form.get("priority").unwrap_or("normal"),
+            "format": form.get("format").unwrap_or("mp4"),
             "create_render": true,
         },
         "values": [element],
     });
+    if form.get("transparent").is_some() {
+        body["options"]["transparent"] = json!(true);
+    }
     if let Some(url) = form.get("callback") {
         body["notifications"] = json!([{ "type": "callback", "payload": { "url": url } }]);
     }
@@ -104,7 +108,9 @@ pub fn problems_of(errors: &[FieldError]) -> Problems {
             rest.split('.').next().unwrap_or_default()
         } else if let Some(rest) = field.strip_prefix("values[0].") {
             rest
-        } else if let Some(option @ ("quality" | "priority")) = field.strip_prefix("options.") {
+        } else if let Some(option @ ("quality" | "priority" | "format" | "transparent")) =
+            field.strip_prefix("options.")
+        {
             option
         } else if field.starts_with("notifications") {
             "callback"
@@ -141,9 +147,17 @@ mod tests {
         let body = job_body("t", &variables(), &form(&[("quality", "720p"), ("text.x", "")])).unwrap();
         assert_eq!(
             body,
-            json!({"template_id": "t", "options": {"quality": "720p", "priority": "normal", "create_render": true},
+            json!({"template_id": "t", "options": {"quality": "720p", "priority": "normal", "format": "mp4", "create_render": true},
                    "values": [{"template_variables": {}}]})
         );
+    }
+
+    #[test]
+    fn the_format_and_transparency_go_into_the_options() {
+        let body = job_body("t", &variables(), &form(&[("format", "webm"), ("transparent", "1")])).unwrap();
+        assert_eq!((&body["options"]["format"], &body["options"]["transparent"]), (&json!("webm"), &json!(true)));
+        let errors = [FieldError::new("options.transparent", "error.invalid", "opaque background")];
+        assert_eq!(problems_of(&errors)["transparent"], "opaque background");
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub struct JobJson {
     pub quality: String,
     /// `low`, `normal` or `high` (an addition): as asked, lowered to the account's cap.
     pub priority: String,
+    /// The file each video is (an addition): `mp4`, `webm`, `gif`, `mov`, `jpg` or `png`.
+    pub format: String,
+    /// Whether the videos keep the canvas's transparency (an addition).
+    pub transparent: bool,
     pub created_at: String,
     /// A draft (an addition): a free low-resolution render, deleted after a day.
     pub draft: bool,
@@ -53,7 +57,8 @@ pub struct VideoJson {
     pub external_id: String,
     /// `pending`, `started`, `success`, `failed`, or `cancelled` with its job.
     pub status: String,
-    /// Absolute address of the MP4 once `success`; empty before.
+    /// Absolute address of the file (an MP4 unless the job's `format` says otherwise) once
+    /// `success`; empty before.
     pub url: String,
     /// Why the video failed or was cancelled; empty otherwise.
     pub error: String,
@@ -136,6 +141,8 @@ impl JobJson {
             videos,
             quality: job.quality.as_str().to_string(),
             priority: job.priority.as_str().to_string(),
+            format: job.output.format.as_str().to_string(),
+            transparent: job.output.transparent,
             created_at: iso8601(job.created_at),
             draft: job.draft,
         }
