@@ -172,10 +172,10 @@ impl RenderHandler {
         let ready = speeches.iter().map(|s| (s.source.clone(), s.file.clone())).collect();
         let wanted = render::sources(&p.template);
         let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, dir, ready).await?;
-        self.speak(&speeches, &p.user_id).await?;
+        let speech = self.speak(&speeches, &p.user_id).await?;
         let format = p.settings.output.format;
         let (video, jpg) = (dir.join(format!("video.{format}")), dir.join("thumb.jpg"));
-        let settings = RenderSettings { stop: stop.clone(), ..p.settings.clone() };
+        let settings = RenderSettings { stop: stop.clone(), speech, ..p.settings.clone() };
         let (out, out_jpg) = (video.clone(), jpg.clone());
         let output = self
             .render(&p.template, fetched, settings, Some(render), move |template, resolve, settings, progress| {
@@ -188,8 +188,9 @@ impl RenderHandler {
         self.upload_video(&prefix, &video, format, &output).await
     }
 
-    /// Uploads the render's `video` file of `format` (its thumbnail is there already) under
-    /// `prefix`: the render's successful outcome.
+    /// Uploads the render's `video` file of `format` (its thumbnail is there already) and
+    /// its captions as a WebVTT sidecar when it has captions layers, under `prefix`: the
+    /// render's successful outcome.
     async fn upload_video(
         &self,
         prefix: &str,
@@ -197,14 +198,25 @@ impl RenderHandler {
         format: Format,
         output: &render::RenderOutput,
     ) -> Result<Made, Failure> {
+        let blobs = &self.backends.blobs;
         let (video_key, thumb_key) = (format!("{prefix}/video.{format}"), format!("{prefix}/thumb.jpg"));
-        self.backends.blobs.put_file(&video_key, video, format.content_type()).await?;
+        blobs.put_file(&video_key, video, format.content_type()).await?;
+        let captions_key = match &output.captions {
+            Some(cues) => {
+                let key = format!("{prefix}/captions.vtt");
+                let vtt = reelfarm_domain::captions::to_vtt(cues).into_bytes();
+                blobs.put(&key, Box::pin(std::io::Cursor::new(vtt)), "text/vtt; charset=utf-8").await?;
+                Some(key)
+            }
+            None => None,
+        };
         Ok(Made::Render(RenderOutcome::Success {
             video_key,
             thumb_key,
             width: i64::from(output.width),
             height: i64::from(output.height),
             duration_ms: (output.duration * 1000.0).round() as i64,
+            captions_key,
         }))
     }
 
@@ -295,16 +307,20 @@ impl RenderHandler {
             sound.source = source.clone();
             sound.trim_start = 0.0;
             sound.loop_ = false;
-            planned.push(PlannedSpeech { speech, slot, source, file: dir.join(format!("speech-{i}.wav")) });
+            let file = dir.join(format!("speech-{i}.wav"));
+            planned.push(PlannedSpeech { layer_id, speech, slot, source, file });
         }
         planned
     }
 
     /// Makes the planned speech files, counting the characters sent to paid providers
-    /// (a cached speech sends none) against `user_id`.
-    async fn speak(&self, planned: &[PlannedSpeech], user_id: &UserId) -> Result<(), Failure> {
+    /// (a cached speech sends none) against `user_id`; returns the cues of each speech
+    /// by its sound layer.
+    async fn speak(&self, planned: &[PlannedSpeech], user_id: &UserId) -> Result<render::SpeechCues, Failure> {
+        let mut cues = Vec::with_capacity(planned.len());
         for p in planned {
-            let synthesised = self.tts.prepare(&p.speech, p.slot, &p.file).await?;
+            let (synthesised, spoken) = self.tts.prepare(&p.speech, p.slot, &p.file).await?;
+            cues.push((p.layer_id.clone(), spoken));
             let provider = p.speech.provider;
             if synthesised && provider != reelfarm_domain::tts::Provider::Espeak {
                 let characters = p.speech.text.chars().count() as u64;
@@ -314,7 +330,7 @@ impl RenderHandler {
                 }
             }
         }
-        Ok(())
+        Ok(cues)
     }
 
     /// Fetches the sources `wanted` of `template` into `dir` (but those `ready` already);
@@ -411,6 +427,8 @@ enum Made {
 /// A text-to-speech value of a render, to be synthesised into `file` (the layer's
 /// `source`) once every other source is in.
 struct PlannedSpeech {
+    /// The sound layer it is spoken on.
+    layer_id: String,
     speech: reelfarm_domain::tts::Speech,
     /// Seconds of the layer's slot.
     slot: f64,
@@ -460,6 +478,7 @@ fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
     }
     let Some(kind) = infer::get(&head) else { return Ok(()) };
     let ok = match kind.matcher_type() {
+        _ if media == VariableType::Captions => false,
         infer::MatcherType::Image => media == VariableType::Image,
         infer::MatcherType::Video => matches!(media, VariableType::Video | VariableType::Sound),
         infer::MatcherType::Audio => media == VariableType::Sound,
@@ -472,6 +491,7 @@ fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
             VariableType::Image => "an image",
             VariableType::Video => "a video",
             VariableType::Sound | VariableType::Text => "a sound file",
+            VariableType::Captions => "an SRT or WebVTT file",
         };
         Err(format!("is {} ({}), not {wanted}", kind.mime_type(), kind.extension()))
     }

@@ -250,6 +250,7 @@ mod tests {
             error: String::new(),
             title: "Ad".into(),
             thumbnail: "https://files.test/thumb.jpg".into(),
+            captions_url: Some("https://files.test/captions.vtt".into()),
             progress: 100,
             project_id: None,
             moov_id: None,
@@ -266,6 +267,7 @@ mod tests {
     fn each_format_is_shown_as_a_browser_can_show_it() {
         let webm = card("webm");
         assert!(webm.contains(r#"<video class="player""#) && webm.contains("Download WEBM"), "{webm}");
+        assert!(webm.contains(r#"<a href="https://files.test/captions.vtt">Captions (WebVTT)</a>"#), "{webm}");
         let gif = card("gif");
         assert!(gif.contains(r#"<img class="player" src="https://files.test/video.gif""#), "{gif}");
         assert!(!gif.contains("<video"), "{gif}");

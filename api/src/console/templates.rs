@@ -236,7 +236,7 @@ async fn template_form(
 /// The caller's library files a variable of type `kind` may take.
 async fn choices(state: &AppState, caller: &Caller, kind: VariableType) -> Result<Vec<Choice>, ConsoleError> {
     let kinds: &[AssetKind] = match kind {
-        VariableType::Text => return Ok(Vec::new()),
+        VariableType::Text | VariableType::Captions => return Ok(Vec::new()),
         VariableType::Image => &[AssetKind::Sprite, AssetKind::Svg],
         VariableType::Video => &[AssetKind::Video],
         VariableType::Sound => &[AssetKind::Sound],

@@ -66,6 +66,9 @@ pub struct VideoJson {
     pub title: String,
     /// Absolute address of a JPEG still once `success`; empty before.
     pub thumbnail: String,
+    /// Address of the video's captions as WebVTT when its template has captions layers;
+    /// null otherwise (an addition, issue #21).
+    pub captions_url: Option<String>,
     /// Percent of the frames rendered (an addition).
     pub progress: u8,
     /// The project created for this video (`create_project`), else null.
@@ -121,6 +124,7 @@ impl JobJson {
                 error: r.error.clone().unwrap_or_default(),
                 title: r.title.clone(),
                 thumbnail: address(&r.thumb_key),
+                captions_url: r.captions_key.as_deref().map(|k| blobs.public_url(k)),
                 progress: match r.status {
                     RenderStatus::Success => 100,
                     RenderStatus::Pending | RenderStatus::Failed | RenderStatus::Cancelled => 0,

@@ -14,12 +14,14 @@ pub const MAX_CUES: usize = 10_000;
 pub const MAX_CUE_CHARS: usize = 1_000;
 
 /// One caption: its text from `start` to `end` seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cue {
+    /// When the cue appears, in seconds (≥ 0).
     pub start: f64,
+    /// When it disappears, in seconds (after `start`).
     pub end: f64,
-    /// Plain text; lines separated by `\n`.
+    /// Plain text (no markup); lines separated by `\n`.
     pub text: String,
 }
 

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use reelfarm_backends::store::{PartKind, PartRecord, RenderRecord};
 use reelfarm_domain::output::Format;
+use reelfarm_domain::template::Content;
 use tokio_util::sync::CancellationToken;
 
 use super::{Made, Prepared, RenderHandler};
@@ -25,8 +26,12 @@ impl RenderHandler {
     /// The parts of the render `p` prepares, when it is longer than the split threshold:
     /// its sound first (short, and needed by the join), the chunks in order, the join.
     pub(super) fn parts_of(&self, p: &Prepared) -> Option<Vec<(PartKind, i64, i64)>> {
-        // Only MP4s are joined from chunks; other formats render whole.
-        if self.split_after.is_zero() || p.settings.output.format != Format::Mp4 {
+        // Only MP4s are joined from chunks; other formats render whole, as do videos with
+        // captions (their voice-over's cues come from the speech, which only the sound
+        // part makes).
+        let captioned =
+            p.template.clips.iter().flat_map(|c| &c.layers).any(|l| matches!(l.content, Content::Captions(_)));
+        if self.split_after.is_zero() || p.settings.output.format != Format::Mp4 || captioned {
             return None;
         }
         let frames = split::frame_count(&p.template, p.settings.quality);

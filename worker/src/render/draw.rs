@@ -47,6 +47,19 @@ impl Visual {
                     blit(canvas, &self.scratch.pic, self.scratch.x, self.scratch.y, opacity, clip);
                 }
             }
+            Body::Captions(captions) => {
+                if let Some((pic, x, y)) = captions.at(n)? {
+                    if still && mover.visual_rotation == 0.0 {
+                        blit(canvas, pic, self.bx + x + dx, self.by + y + dy, opacity, clip);
+                    } else {
+                        let land = RectF::new(x as f64, y as f64, f64::from(pic.width), f64::from(pic.height));
+                        let whole = RectF::new(0.0, 0.0, f64::from(pic.width), f64::from(pic.height));
+                        if mover.place(pic, whole, None, land, &mut self.scratch) {
+                            blit(canvas, &self.scratch.pic, self.scratch.x, self.scratch.y, opacity, clip);
+                        }
+                    }
+                }
+            }
             Body::KenBurns { pic, land } => {
                 let full = Rect { x: 0.0, y: 0.0, width: 1.0, height: 1.0 };
                 let w = m.window.unwrap_or(full);

@@ -8,6 +8,7 @@ use reelfarm_domain::template::rich::RichText;
 use reelfarm_domain::template::{Animation, Content, Layer, ShapeKind, ShapeLayer, TextLayer};
 
 use super::anim;
+use super::captions::CaptionsBody;
 use super::geom::{round_even, Affine, IRect, RectF};
 use super::image::{fitted, fitting, ken_burns_source, Fitting, Still};
 use super::picture::Picture;
@@ -58,6 +59,8 @@ pub(crate) enum Body {
         land: RectF,
     },
     Video(Box<VideoBody>),
+    /// Captions: a look per page (and per highlighted word), rasterised as it shows.
+    Captions(Box<CaptionsBody>),
     /// Nothing left to draw (a finished layer's memory is released).
     Done,
 }
@@ -167,6 +170,7 @@ pub(crate) fn prepare(
                 )?,
             }
         }
+        Content::Captions(captions) => Body::Captions(Box::new(CaptionsBody::new(captions, &span, plan, bw, bh))),
         Content::Sound(_) => return Ok(None),
     };
     let rest = visual.rest();
@@ -238,12 +242,16 @@ fn text_picture(id: &str, text: &TextLayer, bw: u32, bh: u32, scale: f64) -> Res
         RichText::parse(&text.text).map_err(|e| RenderError::layer(id, format!("text is not valid markup {e}")))?;
     let rgba =
         render_text(&rich, &TextStyle::of(text), bw, bh, scale).map_err(|e| RenderError::layer(id, e.to_string()))?;
-    let pic = Picture::from_rgba(rgba.width, rgba.height, &rgba.data);
-    Ok(match pic.ink_bounds() {
+    Ok(ink_cropped(Picture::from_rgba(rgba.width, rgba.height, &rgba.data)))
+}
+
+/// `pic` cut to its ink (what is not fully transparent), with the ink's offset in it.
+pub(crate) fn ink_cropped(pic: Picture) -> (Picture, i64, i64) {
+    match pic.ink_bounds() {
         Some((x, y, w, h)) if (w, h) != (pic.width, pic.height) => (pic.crop(x, y, w, h), i64::from(x), i64::from(y)),
         Some(_) => (pic, 0, 0),
         None => (Picture::default(), 0, 0),
-    })
+    }
 }
 
 /// A shape filling its box: rectangle, or rounded with anti-aliased corners.

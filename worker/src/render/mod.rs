@@ -30,6 +30,7 @@ pub mod text;
 
 mod anim;
 mod audio;
+mod captions;
 mod composite;
 mod draw;
 mod encode;
@@ -64,6 +65,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::media::Limits;
 
+pub use captions::SpeechCues;
 pub use error::RenderError;
 pub use snapshot::snapshot;
 pub use snapshot_cache::{SnapshotCache, KEPT_VIDEOS};
@@ -96,6 +98,9 @@ pub struct RenderSettings {
     /// Where encoded sounds are shared beyond this process (none: the process keeps its
     /// own only).
     pub sounds: Option<Arc<dyn SoundStore>>,
+    /// The cues of the text-to-speech values, by sound layer: what captions layers
+    /// following a voice-over show (issue #21).
+    pub speech: SpeechCues,
 }
 
 /// Encoded sounds shared by every process rendering (the worker's blob store): a render
@@ -120,6 +125,7 @@ impl Default for RenderSettings {
             limits: Limits::default(),
             stop: CancellationToken::new(),
             sounds: None,
+            speech: Vec::new(),
         }
     }
 }
@@ -144,6 +150,9 @@ pub struct RenderOutput {
     /// The sound was written from the packets of an earlier render of the same sound
     /// instead of being mixed and encoded.
     pub sound_kept: bool,
+    /// The captions of the video (output timeline, by start) when it has captions layers:
+    /// what its WebVTT sidecar holds.
+    pub captions: Option<Vec<reelfarm_domain::captions::Cue>>,
 }
 
 /// Forgets the sound kept from earlier renders of this process, so that the next render

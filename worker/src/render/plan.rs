@@ -161,7 +161,7 @@ impl Plan {
 }
 
 /// The first frame whose time is at or after `t`.
-fn frame_at_or_after(t: f64, fps: u32) -> u64 {
+pub(crate) fn frame_at_or_after(t: f64, fps: u32) -> u64 {
     (t * f64::from(fps) - EPSILON).ceil().max(0.0) as u64
 }
 

@@ -10,6 +10,7 @@ use reelfarm_domain::output::Format;
 use reelfarm_domain::template::{Content, Source, Template};
 
 use super::audio::{Mixer, Track, TrackSpec};
+use super::captions;
 use super::composite::{needs, transition, Needs};
 use super::encode::{sound_encoding, write_thumbnail, Sound};
 use super::layer::{prepare, Body, Visual};
@@ -46,6 +47,8 @@ pub(super) fn render(
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
     let resolver = Resolver { resolve, kept: None };
+    let (template, captions) = captions::resolve(template, &resolver, &settings.speech)?;
+    let template = template.as_ref();
     let output = settings.output;
     let heard = matches!(piece, Piece::Whole) && output.format.has_sound();
     let (plan, videos) = checked_plan_of(template, settings.quality, &resolver, &limits, heard)?;
@@ -143,6 +146,7 @@ pub(super) fn render(
         frames,
         duration: frames as f64 / f64::from(fps.max(1)),
         sound_kept,
+        captions,
     })
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use image::RgbImage;
 use reelfarm_domain::template::{Source, Template};
 
+use super::captions;
 use super::picture::Picture;
 use super::plan::{Plan, Shot};
 use super::run::{checked_plan, Frames};
@@ -47,6 +48,8 @@ pub fn snapshot(
 fn frame_at(template: &Template, resolver: &Resolver, quality: Quality, at: f64) -> Result<RgbImage, RenderError> {
     let limits = Limits { time_limit: TIME_LIMIT, ..Limits::default() };
     let deadline = Deadline::after(TIME_LIMIT);
+    let (template, _) = captions::resolve(template, resolver, &[])?;
+    let template = template.as_ref();
     let (plan, _) = checked_plan(template, quality, resolver, &limits)?;
     let n = frame_index(&plan, at);
     let shown = match plan.shot(n) {

@@ -181,6 +181,8 @@ pub fn join(chunks: &[(PathBuf, Range<u64>)], sound: &Path, fps: u32, out: &Path
             frames,
             duration: frames as f64 / f64::from(fps.max(1)),
             sound_kept: false,
+            // Renders with captions are not split.
+            captions: None,
         })
     })
 }

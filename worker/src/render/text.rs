@@ -136,3 +136,17 @@ pub fn render_text(text: &RichText, style: &TextStyle, width: u32, height: u32, 
     });
     Ok(image)
 }
+
+/// The extent of `text` laid out in lines at most `width` pixels wide (`style`'s size at
+/// `scale`, wrapped as a multiline text at a fixed size): its widest line and the sum of
+/// its line heights, in pixels. Nothing is rasterised.
+pub fn measure(text: &RichText, style: &TextStyle, width: f32, scale: f64) -> (f32, f32) {
+    if text.visible_len() == 0 || !fonts::has_family(&style.family) {
+        return (0.0, 0.0);
+    }
+    let style = TextStyle { multiline: true, shrink_to_fit: false, ..style.clone() };
+    fonts::with_fonts(|font_system, _| {
+        let block = layout::Block::fit(font_system, text, &style, (style.size * scale) as f32, width, f32::MAX);
+        (block.width, block.height)
+    })
+}

@@ -60,20 +60,31 @@ pub(crate) fn decode(path: &Path, deadline: &Deadline) -> Result<Vec<f32>, Media
     Ok(mono)
 }
 
-/// `samples` without the silence at its edges beyond [`EDGE_SILENCE`].
-pub(crate) fn trim_edges(samples: &[f32]) -> &[f32] {
-    let keep = (EDGE_SILENCE * f64::from(RATE)) as usize;
-    let Some(first) = samples.iter().position(|s| s.abs() > SILENCE) else { return &[] };
+/// The samples [first, end) of `samples` between its first and last sound (above
+/// [`SILENCE`]); `None` when it is silent.
+fn voiced(samples: &[f32]) -> Option<(usize, usize)> {
+    let first = samples.iter().position(|s| s.abs() > SILENCE)?;
     let last = samples.iter().rposition(|s| s.abs() > SILENCE).unwrap_or(first);
-    &samples[first.saturating_sub(keep)..(last + 1 + keep).min(samples.len())]
+    Some((first, last + 1))
 }
 
-/// Joins the pieces of one text, each trimmed to a short pause at its edges.
-pub(crate) fn join(pieces: &[Vec<f32>]) -> Vec<f32> {
-    if let [one] = pieces {
-        return trim_edges(one).to_vec();
+/// Joins the pieces of one text, each trimmed to a short pause ([`EDGE_SILENCE`]) at its
+/// edges, and says where the voice of each piece is in the result (samples [first, end);
+/// `None` for a silent piece, which is left out).
+pub(crate) fn join(pieces: &[Vec<f32>]) -> (Vec<f32>, Vec<Option<(usize, usize)>>) {
+    let keep = (EDGE_SILENCE * f64::from(RATE)) as usize;
+    let mut joined = Vec::new();
+    let mut spans = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        let Some((first, end)) = voiced(piece) else {
+            spans.push(None);
+            continue;
+        };
+        let (from, to) = (first.saturating_sub(keep), (end + keep).min(piece.len()));
+        spans.push(Some((joined.len() + first - from, joined.len() + end - from)));
+        joined.extend_from_slice(&piece[from..to]);
     }
-    pieces.iter().flat_map(|p| trim_edges(p).iter().copied()).collect()
+    (joined, spans)
 }
 
 /// Scales `samples` to [`TARGET_RMS`] over its voiced 50 ms blocks, the peak at most
@@ -170,9 +181,14 @@ mod tests {
         let mut a = vec![0.0; RATE as usize];
         a.extend(tone(0.5, 0.5));
         a.extend(vec![0.0; RATE as usize]);
-        let joined = join(&[a.clone(), a]);
+        let (joined, spans) = join(&[a.clone(), vec![0.0; 100], a]);
         let seconds = joined.len() as f64 / f64::from(RATE);
         assert!((seconds - 1.4).abs() < 0.01, "{seconds}");
+        // Each voice starts after the pause kept before it and lasts its 0.5 s.
+        let keep = (EDGE_SILENCE * f64::from(RATE)) as usize;
+        let (v0, v1) = voiced(&tone(0.5, 0.5)).unwrap();
+        let piece = v1 - v0 + 2 * keep;
+        assert_eq!(spans, vec![Some((keep, keep + v1 - v0)), None, Some((piece + keep, piece + keep + v1 - v0))]);
     }
 
     #[test]

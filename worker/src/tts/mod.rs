@@ -21,9 +21,11 @@ use async_trait::async_trait;
 use prometheus::IntCounterVec;
 use reelfarm_backends::blob::BlobError;
 use reelfarm_backends::{Blobs, Config};
-use reelfarm_domain::tts::{split_text, Provider, Speech};
+use reelfarm_domain::captions::Cue;
+use reelfarm_domain::tts::{speech_pieces, Provider, Speech};
 use reelfarm_tts::Voices;
 use secrecy::ExposeSecret;
+use tokio::io::AsyncReadExt;
 
 use crate::failure::Failure;
 use crate::media::limits::Deadline;
@@ -118,23 +120,33 @@ impl Tts {
     }
 
     /// The speech of `speech` fitted to a slot of `slot` seconds, as the WAV file `out`
-    /// (work files `out` + suffixes beside it). `true` when it was synthesised (sent to
-    /// the provider), `false` when the cache had it.
-    pub(crate) async fn prepare(&self, speech: &Speech, slot: f64, out: &Path) -> Result<bool, Failure> {
+    /// (work files `out` + suffixes beside it), with its cues (a sentence each, times from
+    /// the speech's start; the slot does not cut them). `true` when it was synthesised
+    /// (sent to the provider), `false` when the cache had it.
+    pub(crate) async fn prepare(&self, speech: &Speech, slot: f64, out: &Path) -> Result<(bool, Vec<Cue>), Failure> {
         let full = out.with_extension("speech.wav");
         let key = speech.cache_key(&self.cache_secret);
-        let synthesised = match self.blobs.get_to_file(&key, &full).await {
-            Ok(_) => {
-                CACHE.with_label_values(&["hit"]).inc();
-                false
-            }
-            Err(BlobError::NotFound(_)) => {
-                CACHE.with_label_values(&["miss"]).inc();
-                self.synthesize(speech, &full).await?;
+        let cues_key = key.replace(".wav", ".cues.json");
+        // Speech cached before it had cues is synthesised again.
+        let cached = match self.cached_cues(&cues_key).await? {
+            Some(cues) => match self.blobs.get_to_file(&key, &full).await {
+                Ok(_) => Some(cues),
+                Err(BlobError::NotFound(_)) => None,
+                Err(e) => return Err(e.into()),
+            },
+            None => None,
+        };
+        CACHE.with_label_values(&[if cached.is_some() { "hit" } else { "miss" }]).inc();
+        let synthesised = cached.is_none();
+        let cues = match cached {
+            Some(cues) => cues,
+            None => {
+                let cues = self.synthesize(speech, &full).await?;
                 self.blobs.put_file(&key, &full, "audio/wav").await?;
-                true
+                let json = serde_json::to_vec(&cues).map_err(|e| Failure::Transient(format!("speech cues: {e}")))?;
+                self.blobs.put(&cues_key, Box::pin(std::io::Cursor::new(json)), "application/json").await?;
+                cues
             }
-            Err(e) => return Err(e.into()),
         };
         let (full, out, limit) = (full.clone(), out.to_path_buf(), self.time_limit);
         let span = tracing::Span::current();
@@ -149,13 +161,27 @@ impl Tts {
         })
         .await
         .map_err(|e| Failure::Transient(format!("speech task: {e}")))??;
-        Ok(synthesised)
+        Ok((synthesised, cues))
     }
 
-    /// Synthesises every piece of the text and writes the joined, normalised speech.
-    async fn synthesize(&self, speech: &Speech, full: &Path) -> Result<(), Failure> {
+    /// The cues kept beside a cached speech, if any.
+    async fn cached_cues(&self, key: &str) -> Result<Option<Vec<Cue>>, Failure> {
+        let mut read = match self.blobs.get(key, None).await {
+            Ok(read) => read,
+            Err(BlobError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let mut bytes = Vec::new();
+        read.body.read_to_end(&mut bytes).await.map_err(|e| Failure::Transient(format!("speech cues: {e}")))?;
+        // Unreadable cues are made again.
+        Ok(serde_json::from_slice(&bytes).ok())
+    }
+
+    /// Synthesises every piece of the text (a sentence each) and writes the joined,
+    /// normalised speech; returns the cue of each piece.
+    async fn synthesize(&self, speech: &Speech, full: &Path) -> Result<Vec<Cue>, Failure> {
         let provider = self.provider(speech.provider)?;
-        let pieces = split_text(&speech.text, speech.provider.request_limit());
+        let pieces = speech_pieces(&speech.text, speech.provider.request_limit());
         let mut files: Vec<PathBuf> = Vec::with_capacity(pieces.len());
         for (i, piece) in pieces.iter().enumerate() {
             let file = full.with_extension(format!("piece-{i}.wav"));
@@ -178,12 +204,17 @@ impl Tts {
                 decoded.push(samples);
                 let _ = std::fs::remove_file(file);
             }
-            let mut joined = audio::join(&decoded);
+            let (mut joined, spans) = audio::join(&decoded);
             if joined.is_empty() {
                 return Err(Failure::Permanent("text-to-speech: the provider returned silence".into()));
             }
             audio::normalise(&mut joined);
-            audio::write_wav(&full, &joined).map_err(Failure::from)
+            audio::write_wav(&full, &joined)?;
+            let seconds = |sample: usize| sample as f64 / f64::from(audio::RATE);
+            let cues = pieces.into_iter().zip(spans).filter_map(|(text, span)| {
+                span.map(|(first, end)| Cue { start: seconds(first), end: seconds(end), text })
+            });
+            Ok(cues.collect())
         })
         .await
         .map_err(|e| Failure::Transient(format!("speech task: {e}")))?

@@ -18,6 +18,7 @@ use crate::state::AppState;
 const IMAGE_TYPES: &[&str] = &["gif", "jpeg", "jpg", "png", "svg", "webp", "heic"];
 const VIDEO_TYPES: &[&str] = &["mp4", "mkv", "flv", "wmv", "m4v", "mpeg", "avi", "webm", "mov", "3gp"];
 const SOUND_TYPES: &[&str] = &["flac", "m4a", "mp3", "wav", "ogg", "wma", "aiff", "opus"];
+const CAPTIONS_TYPES: &[&str] = &["srt", "vtt", "txt"];
 /// Extensions of pages that serve files: they say nothing about the file's type, which is
 /// sniffed when the file is fetched.
 const SCRIPT_TYPES: &[&str] = &["php", "asp", "aspx", "jsp", "cgi"];
@@ -28,6 +29,7 @@ fn file_types(media: VariableType) -> &'static [&'static str] {
         VariableType::Image => IMAGE_TYPES,
         VariableType::Video => VIDEO_TYPES,
         VariableType::Sound | VariableType::Text => SOUND_TYPES,
+        VariableType::Captions => CAPTIONS_TYPES,
     }
 }
 
@@ -38,7 +40,7 @@ fn takes(media: VariableType, kind: AssetKind) -> bool {
         VariableType::Image => matches!(kind, AssetKind::Sprite | AssetKind::Svg),
         VariableType::Video => kind == AssetKind::Video,
         VariableType::Sound => matches!(kind, AssetKind::Sound | AssetKind::Video),
-        VariableType::Text => false,
+        VariableType::Text | VariableType::Captions => false,
     }
 }
 
@@ -62,6 +64,8 @@ pub(super) async fn check_media(
         let lower = text.to_ascii_lowercase();
         let problem = if lower.starts_with("http://") || lower.starts_with("https://") {
             refused_address(state, text).or_else(|| url_file_type(text, media))
+        } else if media == VariableType::Captions {
+            continue; // not an address: applying the values says what a captions value is
         } else {
             if groups.is_none() {
                 *groups = Some(caller.group_ids(state).await?);

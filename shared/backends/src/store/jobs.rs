@@ -40,7 +40,8 @@ const JOB_COLUMNS: &str =
     "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at, \
     template_version, draft, priority, output";
 const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
-    project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at";
+    project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at, \
+    captions_key";
 const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
 /// The columns of a new render row, in the order [`bind_render`] binds them.
 const NEW_RENDER_COLUMNS: &str =
@@ -159,6 +160,7 @@ fn render_from(row: &AnyRow) -> Result<RenderRecord> {
         width: row.try_get("width")?,
         height: row.try_get("height")?,
         duration_ms: row.try_get("duration_ms")?,
+        captions_key: row.try_get("captions_key")?,
         attempts: row.try_get("attempts")?,
         worker: row.try_get("worker")?,
         created_at: row.try_get("created_at")?,

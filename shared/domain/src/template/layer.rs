@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::color::Color;
 use super::types::{one, yes, Animation, Source};
+use crate::captions::Cue;
 
 /// A timed element of a clip. Layers are drawn in order, the first at the bottom.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -75,6 +76,8 @@ pub enum Content {
     Sound(SoundLayer),
     /// A filled rectangle.
     Shape(ShapeLayer),
+    /// Captions: timed text from a voice-over, a subtitle file or inline cues.
+    Captions(CaptionsLayer),
 }
 
 impl Content {
@@ -86,6 +89,7 @@ impl Content {
             Content::Video(_) => "video",
             Content::Sound(_) => "sound",
             Content::Shape(_) => "shape",
+            Content::Captions(_) => "captions",
         }
     }
 
@@ -96,6 +100,7 @@ impl Content {
             Content::Image(i) => Some(&i.frame),
             Content::Video(v) => Some(&v.frame),
             Content::Shape(s) => Some(&s.frame),
+            Content::Captions(c) => Some(&c.frame),
             Content::Sound(_) => None,
         }
     }
@@ -106,6 +111,7 @@ impl Content {
             Content::Image(i) => Some(&i.source),
             Content::Video(v) => Some(&v.source),
             Content::Sound(s) => Some(&s.source),
+            Content::Captions(c) => c.source.as_ref(),
             Content::Text(_) | Content::Shape(_) => None,
         }
     }
@@ -318,6 +324,79 @@ pub enum ShapeKind {
     Rectangle,
     /// Fills the box with corners rounded by `radius`.
     RoundedRectangle,
+}
+
+/// A captions layer: cues laid out in the box a page at a time (at most `max_lines`
+/// lines), the word being spoken optionally highlighted. The cues come from exactly one
+/// of `speech`, `source` or `cues`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CaptionsLayer {
+    /// The box the captions are laid out in.
+    #[serde(flatten)]
+    pub frame: Frame,
+    /// Id of a sound layer: the captions show the text of the text-to-speech value a job
+    /// gives it, timed by the synthesis (nothing when the layer plays a recording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speech: Option<String>,
+    /// A SubRip (`.srt`) or WebVTT (`.vtt`) file; its times count from the layer's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// Cues given inline; times in seconds from the layer's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cues: Option<Vec<Cue>>,
+    /// Typeface, size and colour.
+    pub font: Font,
+    /// Horizontal alignment in the box (default center).
+    #[serde(default = "center")]
+    pub align: Align,
+    /// Vertical alignment in the box (default bottom).
+    #[serde(default = "bottom")]
+    pub vertical_align: VAlign,
+    /// Distance between baselines as a multiple of the font size (default 1.2, > 0).
+    #[serde(default = "one_point_two")]
+    pub line_height: f64,
+    /// Most lines shown at once (default 2, 1 to 10); a longer cue is shown in pages.
+    #[serde(default = "two")]
+    #[schemars(range(min = 1, max = 10))]
+    pub max_lines: u32,
+    /// Most words on one line (default: as many as fit the box's width).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub words_per_line: Option<u32>,
+    /// Colour of the word being spoken (default: no highlight).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highlight: Option<Color>,
+    /// Colour of a box drawn behind the text (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<Color>,
+    /// Space between the text and the edge of its background box, in pixels (default
+    /// a quarter of the font size, ≥ 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub padding: Option<f64>,
+}
+
+impl CaptionsLayer {
+    /// The padding of the background box in canvas pixels.
+    pub fn padding(&self) -> f64 {
+        self.padding.unwrap_or(self.font.size / 4.0)
+    }
+}
+
+/// Most lines a captions page may have.
+pub const CAPTIONS_MAX_LINES: u32 = 10;
+/// Most words a captions line may be given.
+pub const CAPTIONS_MAX_WORDS_PER_LINE: u32 = 100;
+
+pub(crate) fn two() -> u32 {
+    2
+}
+
+pub(crate) fn center() -> Align {
+    Align::Center
+}
+
+pub(crate) fn bottom() -> VAlign {
+    VAlign::Bottom
 }
 
 pub(crate) fn one_point_two() -> f64 {

@@ -12,10 +12,11 @@ use serde::{Deserialize, Deserializer};
 use super::color::Color;
 use super::error::{TemplateError, ValidationError};
 use super::layer::{
-    Align, Content, Fit, Font, Frame, ImageLayer, Layer, ShapeKind, ShapeLayer, SoundLayer, TextFit, TextLayer, VAlign,
-    Variable, VideoLayer,
+    Align, CaptionsLayer, Content, Fit, Font, Frame, ImageLayer, Layer, ShapeKind, ShapeLayer, SoundLayer, TextFit,
+    TextLayer, VAlign, Variable, VideoLayer,
 };
 use super::types::{Animation, Source, Template, VERSION};
+use crate::captions::Cue;
 
 impl Template {
     /// Reads a template: JSON syntax, then its shape (types, required and unknown fields,
@@ -74,6 +75,7 @@ enum Kind {
     Video,
     Sound,
     Shape,
+    Captions,
 }
 
 /// `fit` of every kind: text takes fixed|shrink, image and video cover|contain|fill.
@@ -125,6 +127,13 @@ struct LayerRepr {
     shape: Option<ShapeKind>,
     color: Option<Color>,
     radius: Option<f64>,
+    speech: Option<String>,
+    cues: Option<Vec<Cue>>,
+    max_lines: Option<u32>,
+    words_per_line: Option<u32>,
+    highlight: Option<Color>,
+    background: Option<Color>,
+    padding: Option<f64>,
 }
 
 const FRAME: &[&str] = &["x", "y", "width", "height", "opacity", "rotation"];
@@ -137,6 +146,7 @@ impl Kind {
             Kind::Video => "video",
             Kind::Sound => "sound",
             Kind::Shape => "shape",
+            Kind::Captions => "captions",
         }
     }
 
@@ -147,6 +157,7 @@ impl Kind {
             Kind::Video => "a video",
             Kind::Sound => "a sound",
             Kind::Shape => "a shape",
+            Kind::Captions => "a captions",
         }
     }
 
@@ -168,6 +179,20 @@ impl Kind {
             Kind::Video => &["source", "fit", "trim_start", "loop", "volume", "mute"],
             Kind::Sound => &["source", "volume", "trim_start", "loop", "fade_in", "fade_out"],
             Kind::Shape => &["shape", "color", "radius"],
+            Kind::Captions => &[
+                "speech",
+                "source",
+                "cues",
+                "font",
+                "align",
+                "vertical_align",
+                "line_height",
+                "max_lines",
+                "words_per_line",
+                "highlight",
+                "background",
+                "padding",
+            ],
         }
     }
 }
@@ -201,6 +226,13 @@ impl LayerRepr {
             ("shape", self.shape.is_some()),
             ("color", self.color.is_some()),
             ("radius", self.radius.is_some()),
+            ("speech", self.speech.is_some()),
+            ("cues", self.cues.is_some()),
+            ("max_lines", self.max_lines.is_some()),
+            ("words_per_line", self.words_per_line.is_some()),
+            ("highlight", self.highlight.is_some()),
+            ("background", self.background.is_some()),
+            ("padding", self.padding.is_some()),
         ];
         fields.into_iter().filter(|(_, present)| *present).map(|(name, _)| name).collect()
     }
@@ -288,6 +320,30 @@ impl LayerRepr {
                 color: self.color.ok_or_else(|| need("color"))?,
                 radius: self.radius.unwrap_or(0.0),
             }),
+            Kind::Captions => {
+                let given = [self.speech.is_some(), self.source.is_some(), self.cues.is_some()];
+                if given.iter().filter(|g| **g).count() != 1 {
+                    return Err(format!(
+                        "{who}: a captions layer takes its cues from exactly one of `speech` (a sound layer's id), \
+                         `source` (an SRT or WebVTT file) or `cues`"
+                    ));
+                }
+                Content::Captions(CaptionsLayer {
+                    frame: frame()?,
+                    speech: self.speech,
+                    source: self.source,
+                    cues: self.cues,
+                    font: self.font.ok_or_else(|| need("font"))?,
+                    align: self.align.unwrap_or_else(super::layer::center),
+                    vertical_align: self.vertical_align.unwrap_or_else(super::layer::bottom),
+                    line_height: self.line_height.unwrap_or_else(super::layer::one_point_two),
+                    max_lines: self.max_lines.unwrap_or_else(super::layer::two),
+                    words_per_line: self.words_per_line,
+                    highlight: self.highlight,
+                    background: self.background,
+                    padding: self.padding,
+                })
+            }
         };
         Ok(Layer {
             id: self.id,

@@ -13,7 +13,10 @@
 //! - sound: as image, or a text-to-speech object `{"type": "tts", "value", "identifier"}`
 //!   (checked by [`crate::tts::Speech`]; the layer keeps its placeholder source in the
 //!   applied template and the worker replaces it with the synthesised speech, see
-//!   [`speech_values`]).
+//!   [`speech_values`]);
+//! - captions: a string that is an `http(s)://` address of an SRT or WebVTT file (fetched
+//!   at render time), `{"type": "captions", "value": "<SRT or WebVTT text>"}` (read now:
+//!   an error names the line) or an array of cues `[{"start", "end", "text"}]`.
 //!
 //! Every problem is reported at once, each naming its variable.
 
@@ -23,7 +26,12 @@ use uuid::Uuid;
 
 use super::layer::{Content, Layer, TextLayer};
 use super::types::{Source, Template};
+use super::validate::check_cues;
 use super::variables::{check_value, check_value_size};
+use crate::captions::Cue;
+
+/// Longest SRT or WebVTT text a captions value may have.
+pub const CAPTIONS_MAX_BYTES: usize = 1024 * 1024;
 use crate::tts::{is_speech, Speech};
 use crate::tts::{Catalog, Unchecked};
 
@@ -109,9 +117,48 @@ fn apply(layer: &mut Layer, value: &Value, catalog: &dyn Catalog) -> Result<(), 
             }
             sound.source = media_source(value, "sound").map_err(|p| format!("{who}: {p}"))?;
         }
+        Content::Captions(captions) => {
+            let (source, cues) = captions_value(value).map_err(|p| format!("{who}: {p}"))?;
+            (captions.source, captions.cues, captions.speech) = (source, cues, None);
+        }
         Content::Shape(_) => return Err(format!("{who}: a shape layer cannot take a value")),
     }
     Ok(())
+}
+
+/// The cues of a captions value: the address of a file, or cues (from an SRT or WebVTT
+/// text, or given one by one).
+fn captions_value(value: &Value) -> Result<(Option<Source>, Option<Vec<Cue>>), String> {
+    const FORMS: &str = "an http(s) address of an SRT or WebVTT file, {\"type\": \"captions\", \"value\": \
+                         \"<SRT or WebVTT text>\"} or an array of {\"start\", \"end\", \"text\"} cues";
+    match value {
+        Value::String(_) => match media_source(value, "captions file")? {
+            url @ Source::Url { .. } => Ok((Some(url), None)),
+            _ => Err(format!("expected {FORMS}")),
+        },
+        Value::Object(object) => {
+            if object.get("type").and_then(Value::as_str) != Some("captions") {
+                return Err(format!("expected {FORMS}"));
+            }
+            if let Some(extra) = object.keys().find(|k| !matches!(k.as_str(), "type" | "value")) {
+                return Err(format!("unknown field {extra:?} in a captions value"));
+            }
+            let Some(Value::String(text)) = object.get("value") else {
+                return Err("a captions value needs \"value\": the text of an SRT or WebVTT file".into());
+            };
+            if text.len() > CAPTIONS_MAX_BYTES {
+                return Err(format!("the captions text is longer than {CAPTIONS_MAX_BYTES} bytes"));
+            }
+            let cues = crate::captions::parse(text).map_err(|e| format!("the captions text, {e}"))?;
+            Ok((None, Some(cues)))
+        }
+        Value::Array(_) => {
+            let cues: Vec<Cue> = serde_json::from_value(value.clone()).map_err(|e| format!("expected {FORMS}: {e}"))?;
+            check_cues(&cues).map_err(|(_, problem)| problem)?;
+            Ok((None, Some(cues)))
+        }
+        _ => Err(format!("expected {FORMS}")),
+    }
 }
 
 /// The text-to-speech values among `values`, by the id of the sound layer they replace

@@ -34,7 +34,7 @@ pub struct TemplateVariable {
     pub name: String,
     /// Ordering hint.
     pub weight: f64,
-    /// `text`, `image`, `video` or `sound`.
+    /// `text`, `image`, `video`, `sound` or `captions`.
     #[serde(rename = "type")]
     pub kind: VariableType,
     /// What a value must satisfy; depends on the type.
@@ -53,16 +53,18 @@ pub enum VariableType {
     Image,
     Video,
     Sound,
+    Captions,
 }
 
 impl VariableType {
-    /// The type's name in the API: `text`, `image`, `video`, `sound`.
+    /// The type's name in the API: `text`, `image`, `video`, `sound`, `captions`.
     pub fn as_str(self) -> &'static str {
         match self {
             VariableType::Text => "text",
             VariableType::Image => "image",
             VariableType::Video => "video",
             VariableType::Sound => "sound",
+            VariableType::Captions => "captions",
         }
     }
 }
@@ -75,6 +77,7 @@ impl Content {
             Content::Image(_) => Some(VariableType::Image),
             Content::Video(_) => Some(VariableType::Video),
             Content::Sound(_) => Some(VariableType::Sound),
+            Content::Captions(_) => Some(VariableType::Captions),
             Content::Shape(_) => None,
         }
     }
@@ -90,7 +93,7 @@ pub enum Requirements {
     Video { width: u32, height: u32, duration: f64 },
     /// The layer's box in pixels (the image covers it).
     Image { width: u32, height: u32 },
-    /// How long the layer plays, in seconds.
+    /// How long the layer plays (sound) or shows (captions), in seconds.
     Sound { duration: f64 },
 }
 
@@ -195,6 +198,15 @@ fn describe(
             address(&video.source),
         ),
         Content::Sound(sound) => (VariableType::Sound, Requirements::Sound { duration }, address(&sound.source)),
+        Content::Captions(captions) => (
+            VariableType::Captions,
+            Requirements::Sound { duration },
+            match (&captions.source, &captions.cues) {
+                (Some(source), _) => address(source),
+                (None, Some(cues)) => crate::captions::to_vtt(cues),
+                (None, None) => String::new(),
+            },
+        ),
         Content::Shape(_) => return None,
     })
 }

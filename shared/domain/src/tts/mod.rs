@@ -12,7 +12,7 @@ mod split;
 
 use serde_json::Value;
 
-pub use split::split_text;
+pub use split::{speech_pieces, split_text, MAX_SPEECH_PIECES};
 
 /// A speech provider, named by the identifier's first segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

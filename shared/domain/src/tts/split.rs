@@ -28,6 +28,23 @@ pub fn split_text(text: &str, limit: usize) -> Vec<String> {
     pieces
 }
 
+/// Most pieces [`speech_pieces`] makes of a long text.
+pub const MAX_SPEECH_PIECES: usize = 50;
+
+/// The pieces a text is synthesised in: one per sentence (each within `limit`
+/// characters), so that the synthesis times every sentence, the captions' cues; a text
+/// of more than [`MAX_SPEECH_PIECES`] sentences is packed into about that many pieces of
+/// whole sentences.
+pub fn speech_pieces(text: &str, limit: usize) -> Vec<String> {
+    let limit = limit.max(1);
+    let pieces: Vec<String> = sentences(text).iter().flat_map(|s| fit(s, limit)).collect();
+    if pieces.len() <= MAX_SPEECH_PIECES {
+        return pieces;
+    }
+    let total: usize = pieces.iter().map(|p| p.chars().count() + 1).sum();
+    split_text(text, (2 * total).div_ceil(MAX_SPEECH_PIECES).min(limit))
+}
+
 /// The sentences of `text`, whitespace collapsed.
 fn sentences(text: &str) -> Vec<String> {
     let text = text.replace('。', "。 ").replace('！', "！ ").replace('？', "？ ");

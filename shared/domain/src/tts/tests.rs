@@ -100,3 +100,15 @@ fn long_texts_split_at_sentences_within_the_limit() {
     // CJK text has no spaces: it is still split at its sentence ends.
     assert_eq!(split_text("今日は晴れです。明日は雨です！本当？", 8), ["今日は晴れです。", "明日は雨です！", "本当？"]);
 }
+
+#[test]
+fn speech_is_synthesised_a_sentence_at_a_time_in_at_most_about_fifty_pieces() {
+    let text = "One two three. Four five! Six seven eight nine? Ten.";
+    assert_eq!(speech_pieces(text, 100), ["One two three.", "Four five!", "Six seven eight nine?", "Ten."]);
+    assert_eq!(speech_pieces(text, 12), ["One two", "three.", "Four five!", "Six seven", "eight nine?", "Ten."]);
+    let long = "A short sentence here. ".repeat(400);
+    let pieces = speech_pieces(&long, 3000);
+    assert!(pieces.len() <= MAX_SPEECH_PIECES + 1, "{}", pieces.len());
+    assert!(pieces.iter().all(|p| p.ends_with('.')), "pieces of whole sentences");
+    assert_eq!(pieces.join(" "), long.trim());
+}

@@ -115,8 +115,14 @@ pub(super) async fn leases(store: &Store) {
     assert_eq!((second.interrupted, second.render.attempts), (true, 2));
     assert!(!store.heartbeat_render(&first.render, LONG).await.unwrap());
     assert!(store.heartbeat_render(&second.render, LONG).await.unwrap());
-    let success =
-        RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 1 };
+    let success = RenderOutcome::Success {
+        video_key: "v".into(),
+        thumb_key: "t".into(),
+        width: 2,
+        height: 2,
+        duration_ms: 1,
+        captions_key: None,
+    };
     assert!(!store.end_claimed(&first.render, &success).await.unwrap(), "the old attempt ends nothing");
 
     // A render put back waits for its retry time.
@@ -259,8 +265,14 @@ pub(super) async fn split_renders(store: &Store) {
     let join = store.claim_render("w6", LONG).await.unwrap().unwrap().part.unwrap();
     assert_eq!(join.kind, PartKind::Join);
     assert!(store.finish_part(&join).await.unwrap().is_none(), "a join ends the render instead");
-    let success =
-        RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 3 };
+    let success = RenderOutcome::Success {
+        video_key: "v".into(),
+        thumb_key: "t".into(),
+        width: 2,
+        height: 2,
+        duration_ms: 3,
+        captions_key: None,
+    };
     assert!(store.end_joined(&join, &success).await.unwrap());
     assert!(!store.end_joined(&join, &success).await.unwrap(), "once");
     let ended = store.render(&long[0]).await.unwrap();

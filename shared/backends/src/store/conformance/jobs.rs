@@ -134,6 +134,7 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
         width: 2,
         height: 2,
         duration_ms: 1,
+        captions_key: (i % 2 == 0).then(|| format!("c{i}")),
     };
     let endings = jobs.iter().flat_map(|j| &j.renders).enumerate().map(|(i, r)| {
         let outcome = if i % 3 == 2 { RenderOutcome::Failed { error: "broken".into() } } else { success(i) };
@@ -142,6 +143,13 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
     assert!(futures::future::join_all(endings).await.into_iter().all(|ended| ended));
     for job in &jobs {
         assert_eq!(store.job(&job.id).await.unwrap().status, JobStatus::Finished, "job {}", job.id);
+    }
+    // Each render's files as it ended: a caption sidecar on every other success.
+    let ended = jobs.iter().flat_map(|j| &j.renders).enumerate().take(4);
+    for (i, render) in ended {
+        let stored = store.render(&render.id).await.unwrap();
+        let sidecar = (i % 3 != 2 && i % 2 == 0).then(|| format!("c{i}"));
+        assert_eq!(stored.captions_key, sidecar, "render {i}");
     }
     assert_eq!(store.available_credits(&lena.id).await.unwrap(), 20, "one refund per failed render");
 
@@ -171,8 +179,14 @@ pub(super) async fn cancel(store: &Store) {
         NewJob { notifications: r#"[{"type":"callback"}]"#.into(), ..new_job(&mia.id, &template.id, 4, true, false) };
     assert_eq!(store.create_job(&job, None).await.unwrap(), JobCreation::Created);
     let ids: Vec<&RenderId> = job.renders.iter().map(|r| &r.id).collect();
-    let success =
-        RenderOutcome::Success { video_key: "v".into(), thumb_key: "t".into(), width: 2, height: 2, duration_ms: 1 };
+    let success = RenderOutcome::Success {
+        video_key: "v".into(),
+        thumb_key: "t".into(),
+        width: 2,
+        height: 2,
+        duration_ms: 1,
+        captions_key: None,
+    };
     assert!(store.end_render(ids[0], &success).await.unwrap());
     let claimed = store.claim_render("w1", Duration::from_secs(60)).await.unwrap().unwrap();
     assert_eq!(&claimed.render.id, ids[1]);

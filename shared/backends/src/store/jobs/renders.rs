@@ -228,8 +228,8 @@ impl Store {
             Guard::Attempt(attempt) => Some(attempt),
             Guard::None | Guard::Join(_) => None,
         };
-        let (status, error, video_key, thumb_key, width, height, duration_ms) = match outcome {
-            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms } => (
+        let (status, error, video_key, thumb_key, width, height, duration_ms, captions_key) = match outcome {
+            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms, captions_key } => (
                 RenderStatus::Success,
                 None,
                 Some(video_key),
@@ -237,13 +237,14 @@ impl Store {
                 Some(*width),
                 Some(*height),
                 Some(*duration_ms),
+                captions_key.as_ref(),
             ),
-            RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None),
+            RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None, None),
         };
         let job_id: Option<String> = sqlx::query_scalar(
             "UPDATE renders SET status = $1, error = $2, video_key = $3, thumb_key = $4, width = $5, height = $6, \
-             duration_ms = $7, finished_at = $8, lease_until = NULL WHERE id = $9 AND status IN ('pending', 'started') \
-             AND ($10 = -1 OR attempts = $10) RETURNING job_id",
+             duration_ms = $7, finished_at = $8, lease_until = NULL, captions_key = $11 WHERE id = $9 \
+             AND status IN ('pending', 'started') AND ($10 = -1 OR attempts = $10) RETURNING job_id",
         )
         .bind(status.as_str())
         .bind(error)
@@ -255,6 +256,7 @@ impl Store {
         .bind(now)
         .bind(id.as_str())
         .bind(attempt.unwrap_or(-1))
+        .bind(captions_key)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(job_id) = job_id else {

@@ -147,6 +147,7 @@ impl JobRecord {
                 width: None,
                 height: None,
                 duration_ms: None,
+                captions_key: None,
                 attempts: 0,
                 worker: None,
                 created_at: job.created_at,
@@ -192,6 +193,8 @@ pub struct RenderRecord {
     pub width: Option<i64>,
     pub height: Option<i64>,
     pub duration_ms: Option<i64>,
+    /// The WebVTT sidecar of a video with captions.
+    pub captions_key: Option<String>,
     pub attempts: i64,
     pub worker: Option<String>,
     pub created_at: i64,
@@ -215,6 +218,16 @@ pub struct ProjectRecord {
 /// How a render ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RenderOutcome {
-    Success { video_key: String, thumb_key: String, width: i64, height: i64, duration_ms: i64 },
-    Failed { error: String },
+    Success {
+        video_key: String,
+        thumb_key: String,
+        width: i64,
+        height: i64,
+        duration_ms: i64,
+        /// The WebVTT sidecar, when the video has captions.
+        captions_key: Option<String>,
+    },
+    Failed {
+        error: String,
+    },
 }

@@ -19,8 +19,8 @@ use crate::template::fonts::FAMILIES;
 use crate::template::rich::{self, Paragraph, Run};
 use crate::template::values::apply_values;
 use crate::template::{
-    json_schema, Animation, Canvas, Clip, Content, Font, Frame, ImageLayer, Layer, ShapeKind, ShapeLayer, SoundLayer,
-    Soundtrack, Source, Template, TextLayer, Transition, Variable, VariableType, VideoLayer,
+    json_schema, Animation, Canvas, CaptionsLayer, Clip, Content, Font, Frame, ImageLayer, Layer, ShapeKind,
+    ShapeLayer, SoundLayer, Soundtrack, Source, Template, TextLayer, Transition, Variable, VariableType, VideoLayer,
 };
 
 /// Canvas sizes the examples may use: 16:9 (full HD, or 720p), 9:16 and 1:1.
@@ -154,7 +154,8 @@ fn example_values_apply_to_their_templates_with_addresses_not_files() {
         let values: Map<String, Value> = serde_json::from_slice(&std::fs::read(&path).unwrap())
             .unwrap_or_else(|e| panic!("{shown}: not a JSON object: {e}"));
         let applied = apply_values(template, &values).unwrap_or_else(|errors| panic!("{shown}: {errors:#?}"));
-        for (key, _) in values.iter().filter(|(_, value)| !value.is_null()) {
+        // Speech keeps the placeholder in the applied template: the worker replaces it.
+        for (key, _) in values.iter().filter(|(_, value)| !value.is_null() && !crate::tts::is_speech(value)) {
             let (_, layer) = applied.variable_layer(key.parse().unwrap()).unwrap();
             if let Some(source @ (Source::Asset { .. } | Source::File { .. })) = layer.content.source() {
                 panic!("{shown}: {key} becomes {source:?}; give media values as https addresses");
@@ -203,6 +204,8 @@ enum Part {
     Markup,
     VariableType,
     TextVariable,
+    /// Where a captions layer's cues come from.
+    CaptionsCues,
     AspectRatio,
     /// A field set to something other than its default.
     Setting,
@@ -249,12 +252,16 @@ fn allowed(schema: &Value, definition: &str) -> BTreeSet<String> {
 
 /// Every variable type (not in the schema: it is derived). `variable_type` stops
 /// compiling when one is added; add it here too.
-const VARIABLE_TYPES: [VariableType; 4] =
-    [VariableType::Text, VariableType::Image, VariableType::Video, VariableType::Sound];
+const VARIABLE_TYPES: [VariableType; 5] =
+    [VariableType::Text, VariableType::Image, VariableType::Video, VariableType::Sound, VariableType::Captions];
 
 fn variable_type(t: VariableType) -> VariableType {
     match t {
-        VariableType::Text | VariableType::Image | VariableType::Video | VariableType::Sound => t,
+        VariableType::Text
+        | VariableType::Image
+        | VariableType::Video
+        | VariableType::Sound
+        | VariableType::Captions => t,
     }
 }
 
@@ -366,6 +373,7 @@ impl Coverage {
                 self.see(Part::Shape, word(shape));
                 self.setting("corner radius", *shape == ShapeKind::RoundedRectangle && *radius > 0.0);
             }
+            Content::Captions(captions) => self.captions(captions),
         }
     }
 
@@ -392,6 +400,36 @@ impl Coverage {
             }
         };
         self.see(Part::Easing, word(easing));
+    }
+
+    fn captions(&mut self, layer: &CaptionsLayer) {
+        let CaptionsLayer {
+            frame,
+            speech,
+            source,
+            cues,
+            font,
+            align,
+            vertical_align,
+            line_height: _,
+            max_lines,
+            words_per_line,
+            highlight,
+            background,
+            padding,
+        } = layer;
+        self.frame(frame);
+        self.check(Part::CaptionsCues, "speech", speech.is_some());
+        self.check(Part::CaptionsCues, "source", source.is_some());
+        self.check(Part::CaptionsCues, "cues", cues.is_some());
+        self.see(Part::Font, font.family.as_str());
+        self.see(Part::Align, word(align));
+        self.see(Part::VerticalAlign, word(vertical_align));
+        self.setting("captions max_lines", *max_lines != 2);
+        self.setting("captions words_per_line", words_per_line.is_some());
+        self.setting("captions highlight", highlight.is_some());
+        self.setting("captions background", background.is_some());
+        self.setting("captions padding", padding.is_some());
     }
 
     fn text(&mut self, layer: &TextLayer, is_variable: bool) {

@@ -1,10 +1,13 @@
 //! Rules of one layer: timing, box, kind-specific settings, variable and animations.
 
 use super::super::fonts;
-use super::super::layer::{Content, Frame, Layer, TextLayer};
-use super::super::types::{Animation, Clip, Rect};
+use super::super::layer::{
+    CaptionsLayer, Content, Font, Frame, Layer, TextLayer, CAPTIONS_MAX_LINES, CAPTIONS_MAX_WORDS_PER_LINE,
+};
+use super::super::types::{Animation, Clip, Rect, Source};
 use super::super::variables::check_text;
 use super::{clip_label, is_positive, Check};
+use crate::captions::{Cue, MAX_CUES, MAX_CUE_CHARS};
 
 impl Check {
     /// `path` is the layer's JSON path, e.g. `clips[0].layers[2]`.
@@ -45,6 +48,7 @@ impl Check {
                     );
                 }
             }
+            Content::Captions(captions) => self.captions(path, &who, captions),
             Content::Shape(shape) => {
                 self.non_negative(format!("{path}.radius"), &who, "radius", shape.radius);
                 if layer.variable.is_some() {
@@ -113,15 +117,52 @@ impl Check {
         }
     }
 
-    fn text(&mut self, path: &str, who: &str, text: &TextLayer) {
-        if fonts::find(&text.font.family).is_none() {
+    fn font(&mut self, path: &str, who: &str, font: &Font, line_height: f64) {
+        if fonts::find(&font.family).is_none() {
             self.error(
                 format!("{path}.font.family"),
-                format!("{who}: {}", fonts::unknown_family_message(&text.font.family)),
+                format!("{who}: {}", fonts::unknown_family_message(&font.family)),
             );
         }
-        self.positive(format!("{path}.font.size"), who, "font size", text.font.size);
-        self.positive(format!("{path}.line_height"), who, "line_height", text.line_height);
+        self.positive(format!("{path}.font.size"), who, "font size", font.size);
+        self.positive(format!("{path}.line_height"), who, "line_height", line_height);
+    }
+
+    fn captions(&mut self, path: &str, who: &str, captions: &CaptionsLayer) {
+        self.font(path, who, &captions.font, captions.line_height);
+        match &captions.source {
+            Some(Source::Asset { .. }) => self.error(
+                format!("{path}.source.asset"),
+                format!("{who}: a captions file is given by `url` or `file`, not as a library asset"),
+            ),
+            Some(source) => self.source(&format!("{path}.source"), who, source),
+            None => {}
+        }
+        if let Some(cues) = &captions.cues {
+            if let Err((k, problem)) = check_cues(cues) {
+                let at = k.map(|k| format!("{path}.cues[{k}]")).unwrap_or_else(|| format!("{path}.cues"));
+                self.error(at, format!("{who}: {problem}"));
+            }
+        }
+        if !(1..=CAPTIONS_MAX_LINES).contains(&captions.max_lines) {
+            self.error(
+                format!("{path}.max_lines"),
+                format!("{who}: max_lines must be from 1 to {CAPTIONS_MAX_LINES}, got {}", captions.max_lines),
+            );
+        }
+        if let Some(words) = captions.words_per_line.filter(|w| !(1..=CAPTIONS_MAX_WORDS_PER_LINE).contains(w)) {
+            self.error(
+                format!("{path}.words_per_line"),
+                format!("{who}: words_per_line must be from 1 to {CAPTIONS_MAX_WORDS_PER_LINE}, got {words}"),
+            );
+        }
+        if let Some(padding) = captions.padding {
+            self.non_negative(format!("{path}.padding"), who, "padding", padding);
+        }
+    }
+
+    fn text(&mut self, path: &str, who: &str, text: &TextLayer) {
+        self.font(path, who, &text.font, text.line_height);
         if text.maximum_length == 0 {
             self.error(format!("{path}.maximum_length"), format!("{who}: maximum_length must be at least 1"));
         } else if text.minimum_length > text.maximum_length {
@@ -195,4 +236,27 @@ impl Check {
             );
         }
     }
+}
+
+/// Inline cues: at most [`MAX_CUES`], each from a time ≥ 0 to a later one with text of at
+/// most [`MAX_CUE_CHARS`] characters. The error gives the index of the cue at fault.
+pub(crate) fn check_cues(cues: &[Cue]) -> Result<(), (Option<usize>, String)> {
+    if cues.len() > MAX_CUES {
+        return Err((None, format!("{} cues; at most {MAX_CUES}", cues.len())));
+    }
+    for (k, cue) in cues.iter().enumerate() {
+        let problem = if !(cue.start >= 0.0 && cue.start.is_finite()) {
+            format!("cue {k} starts at {}; a start is 0 or more seconds", cue.start)
+        } else if !(cue.end > cue.start && cue.end.is_finite()) {
+            format!("cue {k} ends at {} s, not after its start ({} s)", cue.end, cue.start)
+        } else if cue.text.trim().is_empty() {
+            format!("cue {k} has no text")
+        } else if cue.text.chars().count() > MAX_CUE_CHARS {
+            format!("cue {k} has more than {MAX_CUE_CHARS} characters")
+        } else {
+            continue;
+        };
+        return Err((Some(k), problem));
+    }
+    Ok(())
 }

@@ -7,9 +7,12 @@ use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 use super::error::ValidationError;
+use super::layer::{CaptionsLayer, Content};
 use super::types::{Canvas, Clip, Soundtrack, Source, Template, Transition, VERSION};
 
 mod layer;
+
+pub(crate) use layer::check_cues;
 
 impl Template {
     /// Checks every rule of the format (docs/templates.md); `Err` lists all violations.
@@ -83,6 +86,26 @@ impl Check {
         }
         if let Some(soundtrack) = &t.soundtrack {
             self.soundtrack(soundtrack, t.duration());
+        }
+        self.speech_references(t);
+    }
+
+    /// The `speech` of every captions layer names a sound layer of the template.
+    fn speech_references(&mut self, t: &Template) {
+        let layers = || t.clips.iter().enumerate().flat_map(|(i, c)| c.layers.iter().enumerate().map(move |l| (i, l)));
+        for (i, (j, layer)) in layers() {
+            let Content::Captions(CaptionsLayer { speech: Some(speech), .. }) = &layer.content else { continue };
+            let target = layers().map(|(_, (_, l))| l).find(|l| &l.id == speech);
+            if !matches!(target.map(|l| &l.content), Some(Content::Sound(_))) {
+                let what = match target {
+                    Some(l) => format!("layer {speech:?} is a {} layer", l.content.kind_name()),
+                    None => format!("the template has no layer {speech:?}"),
+                };
+                self.error(
+                    format!("clips[{i}].layers[{j}].speech"),
+                    format!("layer {:?}: speech names the sound layer whose voice-over is captioned; {what}", layer.id),
+                );
+            }
         }
     }
 
