@@ -3,6 +3,7 @@
 
 mod assets;
 mod cancel;
+mod captions;
 mod console;
 mod console_accounts;
 mod console_admin;

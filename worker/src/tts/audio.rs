@@ -17,8 +17,9 @@ use crate::media::MediaError;
 
 /// Sample rate of prepared speech (the renderer's own rate).
 pub(crate) const RATE: u32 = 48_000;
-/// Silence kept at each edge of a piece when pieces are joined.
-const EDGE_SILENCE: f64 = 0.1;
+/// Silence at each edge of a piece when pieces are joined (a sentence each): their
+/// pauses are twice this.
+const EDGE_SILENCE: f64 = 0.15;
 /// Below this level (−50 dBFS) a sample counts as silence.
 const SILENCE: f32 = 0.003_16;
 /// Target level of the normalised speech: −18 dBFS RMS over its voiced 50 ms blocks
@@ -68,9 +69,9 @@ fn voiced(samples: &[f32]) -> Option<(usize, usize)> {
     Some((first, last + 1))
 }
 
-/// Joins the pieces of one text, each trimmed to a short pause ([`EDGE_SILENCE`]) at its
-/// edges, and says where the voice of each piece is in the result (samples [first, end);
-/// `None` for a silent piece, which is left out).
+/// Joins the pieces of one text, each with [`EDGE_SILENCE`] at its edges (trimmed or
+/// padded), and says where the voice of each piece is in the result (samples [first,
+/// end); `None` for a silent piece, which is left out).
 pub(crate) fn join(pieces: &[Vec<f32>]) -> (Vec<f32>, Vec<Option<(usize, usize)>>) {
     let keep = (EDGE_SILENCE * f64::from(RATE)) as usize;
     let mut joined = Vec::new();
@@ -81,8 +82,10 @@ pub(crate) fn join(pieces: &[Vec<f32>]) -> (Vec<f32>, Vec<Option<(usize, usize)>
             continue;
         };
         let (from, to) = (first.saturating_sub(keep), (end + keep).min(piece.len()));
+        joined.resize(joined.len() + keep - (first - from), 0.0);
         spans.push(Some((joined.len() + first - from, joined.len() + end - from)));
         joined.extend_from_slice(&piece[from..to]);
+        joined.resize(joined.len() + keep - (to - end), 0.0);
     }
     (joined, spans)
 }
@@ -183,12 +186,16 @@ mod tests {
         a.extend(vec![0.0; RATE as usize]);
         let (joined, spans) = join(&[a.clone(), vec![0.0; 100], a]);
         let seconds = joined.len() as f64 / f64::from(RATE);
-        assert!((seconds - 1.4).abs() < 0.01, "{seconds}");
+        assert!((seconds - (1.0 + 4.0 * EDGE_SILENCE)).abs() < 0.01, "{seconds}");
         // Each voice starts after the pause kept before it and lasts its 0.5 s.
         let keep = (EDGE_SILENCE * f64::from(RATE)) as usize;
         let (v0, v1) = voiced(&tone(0.5, 0.5)).unwrap();
         let piece = v1 - v0 + 2 * keep;
         assert_eq!(spans, vec![Some((keep, keep + v1 - v0)), None, Some((piece + keep, piece + keep + v1 - v0))]);
+        // A piece voiced from its first sample gets its pause all the same.
+        let (padded, spans) = join(&[tone(0.5, 0.5)]);
+        assert_eq!(spans, vec![Some((keep, keep + v1 - v0))]);
+        assert_eq!(padded.len(), 2 * keep + v1 - v0);
     }
 
     #[test]
