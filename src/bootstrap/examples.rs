@@ -31,7 +31,7 @@ macro_rules! media {
     };
 }
 
-/// The six examples, the one the README renders first.
+/// The seven examples, the one the README renders first.
 pub const EXAMPLES: &[Example] = &[
     example!("quote-card"),
     example!("product-promo"),
@@ -39,6 +39,7 @@ pub const EXAMPLES: &[Example] = &[
     example!("news-lower-third"),
     example!("real-estate-listing"),
     example!("podcast-audiogram"),
+    example!("explainer-captions"),
 ];
 
 /// Their `file` sources, all under `media/`.
@@ -49,6 +50,7 @@ const MEDIA: &[(&str, &[u8])] = &[
     media!("photo1.jpg"),
     media!("photo2.jpg"),
     media!("photo3.jpg"),
+    media!("subtitles.srt"),
     media!("voice.mp3"),
 ];
 

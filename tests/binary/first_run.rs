@@ -114,10 +114,10 @@ fn the_first_run_sets_up_an_owner_a_private_token_file_and_the_examples_and_a_re
     });
     assert_eq!((owner.name.as_str(), owner.operator), ("owner", true));
 
-    // The six examples, public, under their stable ids.
+    // The examples, public, under their stable ids.
     let mut stable: Vec<String> = EXAMPLES.iter().map(|e| template_id(e.stem).into()).collect();
     stable.sort();
-    assert_eq!(listed_examples(&server, &token), (6, stable.clone()));
+    assert_eq!(listed_examples(&server, &token), (EXAMPLES.len(), stable.clone()));
 
     // The printed request renders a playable video.
     let body = printed.split("-d '").nth(1).and_then(|rest| rest.split('\'').next()).expect("a curl line with a body");
@@ -163,7 +163,7 @@ fn the_first_run_sets_up_an_owner_a_private_token_file_and_the_examples_and_a_re
     assert_eq!(mode_of(&token_file), 0o600, "and private again");
     let credits = json_of(request(&server.base, "GET", "/generator/v1/users/me/credits", Some(&token), None, b""), 200);
     assert_eq!(credits["credits"], 99, "the same owner, charged for the first job: {credits}");
-    assert_eq!(listed_examples(&server, &token), (6, stable));
+    assert_eq!(listed_examples(&server, &token), (EXAMPLES.len(), stable));
     let port: u16 = server.base.rsplit(':').next().unwrap().parse().unwrap();
     let out = admin(dir.path(), port, &["user", "create", "owner"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("exists already"), "{out:?}");

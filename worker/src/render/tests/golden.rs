@@ -111,6 +111,11 @@ fn check(name: &str) {
 }
 
 #[test]
+fn golden_explainer_captions() {
+    check("explainer-captions");
+}
+
+#[test]
 fn golden_news_lower_third() {
     check("news-lower-third");
 }
@@ -153,8 +158,15 @@ fn golden_covers_every_example_and_nothing_else() {
         names.sort();
         names
     };
-    let tested =
-        ["news-lower-third", "podcast-audiogram", "product-promo", "quote-card", "real-estate-listing", "social-story"];
+    let tested = [
+        "explainer-captions",
+        "news-lower-third",
+        "podcast-audiogram",
+        "product-promo",
+        "quote-card",
+        "real-estate-listing",
+        "social-story",
+    ];
     assert_eq!(stems(&examples_dir(), "json"), tested, "add a golden test for the new example");
     if !writing() {
         assert_eq!(stems(&golden_dir(), "png"), tested, "a golden PNG without its example");

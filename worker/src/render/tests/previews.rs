@@ -57,6 +57,11 @@ fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl 
 }
 
 #[test]
+fn preview_of_explainer_captions_is_its_render() {
+    check("explainer-captions");
+}
+
+#[test]
 fn preview_of_news_lower_third_is_its_render() {
     check("news-lower-third");
 }
