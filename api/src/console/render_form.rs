@@ -86,6 +86,14 @@ fn value_of(id: &str, kind: VariableType, form: &Fields) -> Result<Option<Value>
             None => json!(text),
         }));
     }
+    if kind == VariableType::Captions {
+        return match (form.raw(&format!("captions.{id}")), field("url")) {
+            (None, None) => Ok(None),
+            (Some(text), None) => Ok(Some(json!({ "type": "captions", "value": text }))),
+            (None, Some(url)) => Ok(Some(json!(url))),
+            (Some(_), Some(_)) => Err("Give one source: subtitles or the address of a subtitles file"),
+        };
+    }
     let speech = (kind == VariableType::Sound).then(|| field("tts")).flatten();
     match (field("asset"), field("url"), speech) {
         (None, None, None) => Ok(None),
@@ -195,6 +203,20 @@ mod tests {
         assert_eq!(problems.len(), 2);
         assert!(problems[IMAGE].contains("one source"));
         assert!(problems[SOUND].contains("voice"));
+    }
+
+    #[test]
+    fn subtitles_are_sent_as_a_captions_value_and_an_address_as_it_is() {
+        const CAPTIONS: &str = "5d1d9a6e-0000-4000-8000-000000000004";
+        let variables = [(CAPTIONS.to_string(), VariableType::Captions)];
+        let (text, url) = (format!("captions.{CAPTIONS}"), format!("url.{CAPTIONS}"));
+        let srt = "1\n00:00:01,000 --> 00:00:02,000\nHi\n";
+        let body = job_body("t", &variables, &form(&[(&text, srt)])).unwrap();
+        assert_eq!(body["values"][0]["template_variables"][CAPTIONS], json!({"type": "captions", "value": srt}));
+        let body = job_body("t", &variables, &form(&[(&url, "https://s.test/a.vtt")])).unwrap();
+        assert_eq!(body["values"][0]["template_variables"][CAPTIONS], json!("https://s.test/a.vtt"));
+        let problems = job_body("t", &variables, &form(&[(&text, srt), (&url, "https://s.test/a.vtt")])).unwrap_err();
+        assert!(problems[CAPTIONS].contains("one source"), "{problems:?}");
     }
 
     #[test]

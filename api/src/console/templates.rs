@@ -111,6 +111,8 @@ struct VariableInput {
     url: String,
     tts: String,
     voice: String,
+    /// Captions: the SRT or WebVTT text given.
+    captions: String,
 }
 
 /// A voice the speech inputs offer.
@@ -249,7 +251,10 @@ async fn choices(state: &AppState, caller: &Caller, kind: VariableType) -> Resul
 fn input_of(variable: TemplateVariable, choices: Vec<Choice>, form: &Fields, problem: Option<String>) -> VariableInput {
     let id = variable.id.to_string();
     let sent = |prefix: &str| form.0.iter().find(|(k, _)| *k == format!("{prefix}.{id}")).map(|(_, v)| v.clone());
-    let (requirement, multiline) = describe(&variable.requirements);
+    let (requirement, multiline) = match (variable.kind, &variable.requirements) {
+        (VariableType::Captions, Requirements::Sound { duration }) => (format!("shows {}", seconds(*duration)), false),
+        (_, requirements) => describe(requirements),
+    };
     let default = match variable.kind {
         VariableType::Text => rich::parse(&variable.default).map(|r| r.plain()).unwrap_or(variable.default),
         _ => variable.default,
@@ -268,6 +273,7 @@ fn input_of(variable: TemplateVariable, choices: Vec<Choice>, form: &Fields, pro
         url: sent("url").unwrap_or_default(),
         tts: sent("tts").unwrap_or_default(),
         voice: sent("voice").unwrap_or_default(),
+        captions: sent("captions").unwrap_or_default(),
         id,
     }
 }

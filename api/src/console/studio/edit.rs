@@ -189,6 +189,11 @@ fn new_layer(doc: &Value, kind: &str, id: String, source: Value) -> Result<Value
         "image" | "video" => json!({ "source": source }),
         "sound" => json!({ "source": source }),
         "shape" => json!({ "color": "#ffffff80" }),
+        "captions" => json!({
+            "cues": [{ "start": 0.0, "end": 2.0, "text": "Captions" }],
+            "font": { "family": "Liberation Sans", "size": number((h / 14.0).round().max(1.0)) },
+            "background": "#000000b3"
+        }),
         other => return Err(format!("{other:?} is not a kind of layer")),
     };
     let object = layer.as_object_mut().expect("an object");

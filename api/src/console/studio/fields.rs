@@ -63,7 +63,7 @@ const MEDIA_FIT: &[&str] = &["cover", "contain", "fill"];
 const DIRECTIONS: &[&str] = &["left", "right", "up", "down"];
 const EASINGS: &[&str] = &["linear", "ease_in", "ease_out", "ease_in_out"];
 pub const TRANSITIONS: &[&str] = &["cut", "crossfade", "fade_color", "wipe", "slide"];
-pub const LAYER_KINDS: &[&str] = &["text", "image", "video", "sound", "shape"];
+pub const LAYER_KINDS: &[&str] = &["text", "image", "video", "sound", "shape", "captions"];
 pub const ANIMATIONS: &[&str] = &["fade_in", "fade_out", "slide_in", "slide_out", "scale", "ken_burns"];
 
 pub const TEMPLATE_FIELDS: &[Field] = &[
@@ -135,6 +135,23 @@ const SHAPE: &[Field] = &[
     field("radius", "Corner radius (px)", Number, Is("0"), Content),
 ];
 
+/// Captions: their cues (inline, a file or a sound layer's speech) are edited in the
+/// document; the panel sets how they look.
+const CAPTIONS: &[Field] = &[
+    field("speech", "Captions of the sound layer (its id)", Text, Absent, Content),
+    field("font.family", "Font", Font, Required, Content),
+    field("font.size", "Font size (px)", Number, Required, Content),
+    field("font.color", "Colour", Color, Is("\"#ffffff\""), Content),
+    field("highlight", "Colour of the spoken word", Color, Absent, Content),
+    field("background", "Box colour", Color, Absent, Content),
+    field("padding", "Box padding (px)", Number, Absent, Content),
+    field("align", "Alignment", Choice(ALIGN), Is("\"center\""), Content),
+    field("vertical_align", "Vertical alignment", Choice(VERTICAL), Is("\"bottom\""), Content),
+    field("line_height", "Line height (× size)", Number, Is("1.2"), Content),
+    field("max_lines", "Most lines at once", Integer, Is("2"), Content),
+    field("words_per_line", "Most words on a line", Integer, Absent, Content),
+];
+
 /// The fields of a layer of `kind` (none for an unknown kind).
 pub fn layer_fields(kind: &str) -> Vec<Field> {
     let own: &[Field] = match kind {
@@ -143,6 +160,7 @@ pub fn layer_fields(kind: &str) -> Vec<Field> {
         "video" => VIDEO,
         "sound" => SOUND,
         "shape" => SHAPE,
+        "captions" => CAPTIONS,
         _ => return Vec::new(),
     };
     let mut fields = vec![field("id", "Layer id", Text, Required, Content)];
