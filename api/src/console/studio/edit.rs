@@ -548,6 +548,25 @@ mod tests {
     }
 
     #[test]
+    fn a_captions_layer_is_added_valid_and_styled_in_the_panel() {
+        let mut doc = starter();
+        let added = edit(&mut doc, "add_layer", &[("clip", "a"), ("kind", "captions")]);
+        assert_eq!(added, Selection::Layer("captions-1".into()));
+        reelfarm_domain::template::Template::from_json(doc.to_string()).expect("a valid template");
+        let form = [
+            ("layer", "captions-1"),
+            ("highlight", "#ffd23f"),
+            ("max_lines", "3"),
+            ("font.family", "Liberation Serif"),
+        ];
+        edit(&mut doc, "layer", &form);
+        let layer = &doc["clips"][0]["layers"][1];
+        assert_eq!((&layer["highlight"], &layer["max_lines"]), (&json!("#ffd23f"), &json!(3)));
+        assert_eq!(layer["cues"], json!([{ "start": 0.0, "end": 2.0, "text": "Captions" }]));
+        reelfarm_domain::template::Template::from_json(doc.to_string()).expect("still valid");
+    }
+
+    #[test]
     fn a_failed_edit_changes_nothing() {
         let mut doc = starter();
         let before = doc.clone();

@@ -4,6 +4,7 @@
 //! the ffmpeg CLI (tests only).
 
 mod audio;
+mod captions;
 mod errors;
 mod formats;
 mod golden;

@@ -1,0 +1,141 @@
+//! Captions layers in the engine (issue #21): pages and the highlighted word on the
+//! frames of their times, a background box, cues from a file (errors naming the line)
+//! and from a voice-over placed at its sound layer, and the caption track of the video.
+
+use reelfarm_domain::captions::Cue;
+use reelfarm_domain::template::{Source, Template};
+use serde_json::{json, Value};
+
+use super::*;
+use crate::render::{render, RenderError, RenderSettings};
+
+/// A 320×120 canvas at 10 fps, 3 s, black, with `captions` (a captions layer's own
+/// fields) in a box of the lower half and a silent sound layer `voice` from 0.5 s.
+fn captioned(captions: Value) -> Value {
+    let mut layer = json!({
+        "id": "subtitles", "kind": "captions", "x": 0, "y": 60, "width": 320, "height": 60,
+        "font": { "family": "Liberation Sans", "size": 20 }, "background": "#0000ff"
+    });
+    layer.as_object_mut().unwrap().extend(captions.as_object().unwrap().clone());
+    template(320, 120, vec![clip("only", 3.0, vec![layer])])
+}
+
+/// How many pixels of the lower half of `pic` are close to `(r, g, b)`.
+fn count(pic: &Picture, (r, g, b): (u8, u8, u8)) -> usize {
+    let mut n = 0;
+    for y in 60..120 {
+        for x in 0..320 {
+            let (pr, pg, pb) = rgb(pic, x, y);
+            let near = |a: u8, b: u8| (i32::from(a) - i32::from(b)).abs() < 70;
+            n += usize::from(near(pr, r) && near(pg, g) && near(pb, b));
+        }
+    }
+    n
+}
+
+/// The leftmost and rightmost column of the lower half holding colour `(r, g, b)`.
+fn columns(pic: &Picture, colour: (u8, u8, u8)) -> Option<(u32, u32)> {
+    let near = |p: (u8, u8, u8)| {
+        (i32::from(p.0) - i32::from(colour.0)).abs() < 70
+            && (i32::from(p.1) - i32::from(colour.1)).abs() < 70
+            && (i32::from(p.2) - i32::from(colour.2)).abs() < 70
+    };
+    let hits: Vec<u32> = (0..320).filter(|&x| (60..120).any(|y| near(rgb(pic, x, y)))).collect();
+    Some((*hits.first()?, *hits.last()?))
+}
+
+const BLUE: (u8, u8, u8) = (0, 0, 255);
+const RED: (u8, u8, u8) = (255, 0, 0);
+
+#[test]
+fn a_cue_shows_on_its_frames_with_its_box_and_the_spoken_word_highlighted() {
+    let scratch = Scratch::new();
+    let cues = json!([{ "start": 0.5, "end": 2.5, "text": "one two" }]);
+    let rendered =
+        scratch.render(captioned(json!({ "cues": cues, "highlight": "#ff0000" })), Quality::Default).expect("render");
+    let frames = rendered.frames();
+    assert_eq!(frames.len(), 30);
+    for (n, frame) in frames.iter().enumerate() {
+        let shown = (5..25).contains(&n);
+        assert_eq!(count(frame, BLUE) > 500, shown, "box on frame {n}");
+    }
+    // "one" is lit while it is spoken, then "two" (each about half of the cue), to its right.
+    let first = columns(&frames[6], RED).expect("a red word on frame 6");
+    let second = columns(&frames[23], RED).expect("a red word on frame 23");
+    assert!(first.1 < second.0, "{first:?} then {second:?}");
+    // The track of the video: the cue as given.
+    let track = rendered.output.captions.expect("a caption track");
+    assert_eq!(track, vec![Cue { start: 0.5, end: 2.5, text: "one two".into() }]);
+}
+
+#[test]
+fn a_long_cue_is_shown_in_pages_of_max_lines() {
+    let scratch = Scratch::new();
+    let cues = json!([{ "start": 0.0, "end": 3.0, "text": "alpha beta gamma delta" }]);
+    let layer = json!({ "cues": cues, "words_per_line": 1, "max_lines": 2 });
+    let frames = scratch.render(captioned(layer), Quality::Default).expect("render").frames();
+    // Two pages of two lines: the box of each is two lines high, and they differ.
+    let (early, late) = (&frames[3], &frames[27]);
+    assert!(count(early, BLUE) > 500 && count(late, BLUE) > 500);
+    let white = |pic: &Picture| count(pic, (255, 255, 255));
+    assert!(white(early) > 50 && white(late) > 50);
+    assert_ne!(columns(early, (255, 255, 255)), columns(late, (255, 255, 255)), "another page");
+}
+
+#[test]
+fn cues_come_from_a_subtitle_file_and_its_errors_name_the_line() {
+    let scratch = Scratch::new();
+    std::fs::write(scratch.path("subs.srt"), "1\n00:00:01,000 --> 00:00:02,000\nHello\n").unwrap();
+    let rendered = scratch.render(captioned(json!({ "source": { "file": "subs.srt" } })), Quality::Default).unwrap();
+    let frames = rendered.frames();
+    assert!(count(&frames[9], BLUE) == 0 && count(&frames[10], BLUE) > 500 && count(&frames[20], BLUE) == 0);
+    assert_eq!(rendered.output.captions.unwrap(), vec![Cue { start: 1.0, end: 2.0, text: "Hello".into() }]);
+
+    std::fs::write(scratch.path("subs.srt"), "1\n00:00:01,000 --> 00:00:02,000\nHello\n\n2\nnot a time\n").unwrap();
+    let Err(RenderError::Layer { layer, message }) =
+        scratch.render(captioned(json!({ "source": { "file": "subs.srt" } })), Quality::Default)
+    else {
+        panic!("a broken file is an error of its layer");
+    };
+    assert_eq!(layer, "subtitles");
+    assert!(message.contains("line 6"), "{message}");
+}
+
+#[test]
+fn a_voice_over_is_captioned_from_its_sound_layer_start_and_cut_at_its_end() {
+    let scratch = Scratch::new();
+    scratch.ffmpeg(&["-f", "lavfi", "-i", "anullsrc=r=48000:cl=mono", "-t", "3"], "silence.wav");
+    let mut json = captioned(json!({ "speech": "voice" }));
+    let voice =
+        json!({ "id": "voice", "kind": "sound", "start": 0.5, "end": 2.5, "source": { "file": "silence.wav" } });
+    json["clips"][0]["layers"].as_array_mut().unwrap().push(voice);
+    let template = Template::from_json(json.to_string()).unwrap();
+    let speech = vec![(
+        "voice".to_string(),
+        vec![
+            Cue { start: 0.2, end: 1.0, text: "Spoken first.".into() },
+            Cue { start: 1.3, end: 2.4, text: "Cut by the slot.".into() },
+        ],
+    )];
+    let (mp4, jpg) = (scratch.path("v.mp4"), scratch.path("v.jpg"));
+    let resolve = |source: &Source| match source {
+        Source::File { file } => Some(scratch.path(file)),
+        _ => None,
+    };
+    let settings = RenderSettings { preset: "ultrafast", speech, ..RenderSettings::default() };
+    let output = render(&template, &resolve, &settings, &mp4, &jpg, &|_| {}).unwrap();
+    let track = output.captions.unwrap();
+    let times: Vec<(f64, f64)> =
+        track.iter().map(|c| ((c.start * 1e6).round() / 1e6, (c.end * 1e6).round() / 1e6)).collect();
+    assert_eq!(times, [(0.7, 1.5), (1.8, 2.5)], "moved by 0.5 s, the second cut at the layer's end");
+    let frames = decode_frames(&mp4);
+    assert!(count(&frames[6], BLUE) == 0 && count(&frames[7], BLUE) > 500 && count(&frames[24], BLUE) > 500);
+    assert_eq!(count(&frames[25], BLUE), 0);
+}
+
+#[test]
+fn a_render_without_captions_layers_has_no_track() {
+    let scratch = Scratch::new();
+    let json = template(64, 64, vec![clip("only", 1.0, vec![rect("r", 0.0, 0.0, 64.0, 64.0, "#ff0000")])]);
+    assert_eq!(scratch.render(json, Quality::Default).unwrap().output.captions, None);
+}
