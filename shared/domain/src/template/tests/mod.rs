@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{Template, TemplateError, ValidationError};
 
+mod captions;
 mod examples;
 mod parse;
 mod timing;
