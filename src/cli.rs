@@ -78,6 +78,9 @@ pub struct RenderArgs {
     /// A GIF's widest width in pixels.
     #[arg(long)]
     pub max_width: Option<u32>,
+    /// MP4 and MOV: also carry the captions as a subtitle track (mov_text).
+    #[arg(long)]
+    pub subtitles: bool,
 }
 
 #[derive(Debug, clap::Args)]

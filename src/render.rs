@@ -94,6 +94,9 @@ fn output_of(args: &RenderArgs) -> anyhow::Result<Output> {
     if args.transparent && !format.can_be_transparent() {
         bail!("--transparent: a {format} cannot be transparent; use webm, mov or png");
     }
+    if args.subtitles && !format.can_have_subtitles() {
+        bail!("--subtitles: a {format} cannot carry a subtitle track; use mp4 or mov");
+    }
     if args.still_at.is_some() && !format.is_still() {
         bail!("--still-at applies to a still (jpg or png), not to a {format}");
     }
@@ -109,6 +112,7 @@ fn output_of(args: &RenderArgs) -> anyhow::Result<Output> {
         still_at: args.still_at,
         fps: args.fps,
         max_width: args.max_width,
+        subtitles: args.subtitles,
     })
 }
 

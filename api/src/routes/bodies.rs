@@ -181,6 +181,9 @@ fn job_body() -> Value {
                      "description": "gif only: most frames per second (default the template's, at most 50)" },
             "max_width": { "type": ["integer", "null"], "minimum": 16, "maximum": 4096,
                            "description": "gif only: widest width in pixels (proportions kept)" },
+            "subtitles": { "type": ["boolean", "null"],
+                           "description": "mp4 and mov only: also carry the captions layers' cues as a subtitle \
+                                           track (mov_text); the template needs a captions layer" },
         },
         // Aliases that contradict their names, or nothing to create, are refused.
         "not": { "anyOf": [
@@ -196,7 +199,8 @@ fn job_body() -> Value {
     });
     let value = json!({
         "description": "A value by variable type (spec §4.7.1): text or an address or asset id, null for the \
-                        placeholder of an image, rich text, or text-to-speech for a sound",
+                        placeholder of an image, rich text, text-to-speech for a sound, subtitles or cues for \
+                        captions",
         "anyOf": [
             { "type": "string" },
             { "type": "null" },
@@ -205,6 +209,11 @@ fn job_body() -> Value {
             { "type": "object", "required": ["type", "value", "identifier"], "properties": {
                 "type": { "const": "tts" }, "value": { "type": "string" },
                 "identifier": { "type": "string", "description": "provider;voice;gender;language;engine;extra" } } },
+            { "type": "object", "required": ["type", "value"], "properties": {
+                "type": { "const": "captions" }, "value": { "type": "string", "description": "SRT or WebVTT" } } },
+            { "type": "array", "items": { "type": "object", "required": ["start", "end", "text"], "properties": {
+                "start": { "type": "number", "minimum": 0 }, "end": { "type": "number" },
+                "text": { "type": "string" } } } },
         ],
     });
     let element = json!({

@@ -161,7 +161,7 @@ impl JobJson {
 #[utoipa::path(
     tag = "jobs",
     request_body(content = super::bodies::JobBody, content_type = "application/json",
-        description = "template_id, options {quality, priority, create_render, create_project, format, transparent, still_at, fps, max_width}, values[], notifications[] (spec §4.7)"),
+        description = "template_id, options {quality, priority, create_render, create_project, format, transparent, still_at, fps, max_width, subtitles}, values[], notifications[] (spec §4.7)"),
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
         description = "1 to 255 visible ASCII characters; makes a retried request safe for 24 hours")),
     responses(

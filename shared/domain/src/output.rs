@@ -73,6 +73,11 @@ impl Format {
     pub fn can_be_transparent(self) -> bool {
         matches!(self, Format::Webm | Format::Mov | Format::Png)
     }
+
+    /// The file can carry a subtitle track (`mov_text`).
+    pub fn can_have_subtitles(self) -> bool {
+        matches!(self, Format::Mp4 | Format::Mov)
+    }
 }
 
 impl fmt::Display for Format {
@@ -113,6 +118,10 @@ pub struct Output {
     /// A GIF's widest width in pixels (scaled down keeping its proportions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_width: Option<u32>,
+    /// Carry the captions as a subtitle track players can turn on (MP4, MOV), besides
+    /// the burned-in ones.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subtitles: bool,
 }
 
 impl Output {
@@ -175,6 +184,8 @@ mod tests {
         assert_eq!(Output::from_json(&gif.to_json()).unwrap(), gif);
         let png = Output { format: Format::Png, transparent: true, still_at: Some(1.5), ..Output::default() };
         assert_eq!(png.to_json(), r#"{"format":"png","transparent":true,"still_at":1.5}"#);
+        let subtitled = Output { subtitles: true, ..Output::default() };
+        assert_eq!(Output::from_json(&subtitled.to_json()).unwrap(), subtitled);
         assert!(Output::from_json(r#"{"format":"avi"}"#).is_err());
     }
 

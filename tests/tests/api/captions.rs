@@ -124,7 +124,7 @@ fn voiced_spans(file: &Path) -> Vec<(f64, f64)> {
     let samples: Vec<f64> =
         output.stdout.chunks_exact(2).map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0).collect();
     let mut spans: Vec<(f64, f64)> = Vec::new();
-    for (i, s) in samples.iter().enumerate().filter(|(_, s)| s.abs() > 0.01) {
+    for (i, _) in samples.iter().enumerate().filter(|(_, s)| s.abs() > 0.01) {
         let t = i as f64 / 48_000.0;
         match spans.last_mut() {
             Some(last) if t - last.1 < 0.2 => last.1 = t,
@@ -204,6 +204,18 @@ async fn subtitles_from_a_value_show_on_the_frames_of_their_cues(mode: Mode) {
         assert_eq!(blue_at(&file, 4.5, TOP), 0, "{value}");
     }
     assert_eq!(files.hits("/subtitles.vtt"), 1);
+
+    // Asked for, the cues also ride along as a subtitle track players can turn on.
+    let body = json!({ "template_id": id, "options": { "subtitles": true }, "values": [{}] });
+    let video = render(&app, &token, &body).await;
+    let file = dir.path().join("subtitled.mp4");
+    download(video["url"].as_str().unwrap(), &file).await;
+    let probe = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "s", "-show_entries", "stream=codec_name", "-of", "csv=p=0"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "mov_text");
 }
 
 async fn captions_values_are_refused_naming_the_variable_and_line(mode: Mode) {

@@ -141,6 +141,9 @@ async fn wrong_combinations_name_their_field(mode: Mode) {
         (job(id, json!({ "format": "jpg", "still_at": 2.0 }), json!({})), "options.still_at".to_string()),
         (job(id, json!({ "format": "webm", "fps": 10 }), json!({})), "options.fps".to_string()),
         (job(id, json!({ "format": "tiff" }), json!({})), "options.format".to_string()),
+        (job(id, json!({ "format": "webm", "subtitles": true }), json!({})), "options.subtitles".to_string()),
+        // A subtitle track needs captions layers.
+        (job(id, json!({ "subtitles": true }), json!({})), "options.subtitles".to_string()),
         (
             json!({ "template_id": id, "options": { "format": "png" }, "values": [{}], "notifications": upload }),
             "notifications[0].type".to_string(),

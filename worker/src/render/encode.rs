@@ -24,6 +24,7 @@ use reelfarm_domain::output::Format;
 use super::picture::{half, Picture};
 use super::plan::SAMPLE_RATE;
 use super::sound_cache::Kept;
+use super::subtitles;
 use super::RenderError;
 use crate::media::audio_enc::{AudioEncoder, Planar};
 use crate::media::av;
@@ -60,6 +61,8 @@ pub(crate) struct Output<'a> {
     pub(crate) format: Format,
     /// With alpha (WebM, MOV; the canvases have alpha planes).
     pub(crate) transparent: bool,
+    /// A subtitle track of these cues (MP4, MOV), up to the video's end in seconds.
+    pub(crate) subtitles: Option<(&'a [reelfarm_domain::captions::Cue], f64)>,
 }
 
 /// What the sound's encoding for `format` depends on besides the samples.
@@ -143,7 +146,14 @@ impl Encoder {
             Some(_) => Some(sound_stream(&mut muxer, out.format)?),
             None => None,
         };
+        let subtitles = match out.subtitles {
+            Some(track) => Some((subtitles::add_track(&mut muxer)?, track)),
+            None => None,
+        };
         muxer.start()?;
+        if let Some((index, (cues, end))) = subtitles {
+            subtitles::write_track(&mut muxer, index, cues, end)?;
+        }
         let canvas = if out.transparent { Pixel::YUVA420P } else { Pixel::YUV420P };
         let convert = if video.format() == canvas {
             None

@@ -50,6 +50,7 @@ mod sound;
 mod sound_cache;
 mod source;
 pub mod split;
+mod subtitles;
 mod video;
 
 #[cfg(test)]

@@ -89,7 +89,8 @@ pub(super) fn render(
     frames.prepare(|i| plan.clips[i].first < end && plan.clips[i].end > first)?;
     stopped(settings)?;
     let encoding = (settings.crf, settings.preset, settings.threads);
-    let mut sink = Sink::start(out, &plan, &output, encoding, sound)?;
+    let subtitles = captions.as_deref().filter(|_| heard && output.subtitles && output.format.can_have_subtitles());
+    let mut sink = Sink::start(out, &plan, &output, encoding, sound, subtitles)?;
     let mut thumb = None;
     let total = shown.len() as u64;
     // A GIF maps every frame again after the last one is drawn: half of its progress.

@@ -17,6 +17,7 @@ use super::picture::{yuv_to_rgb, Picture};
 use super::plan::Plan;
 use super::RenderError;
 use crate::media::audio_enc::Planar;
+use reelfarm_domain::captions::Cue;
 
 /// JPEG quality of a still.
 const STILL_JPEG_QUALITY: u8 = 92;
@@ -84,6 +85,7 @@ impl Sink {
         output: &Output,
         encoding: (u8, &str, u16),
         sound: Option<Sound>,
+        subtitles: Option<&[Cue]>,
     ) -> Result<Sink, RenderError> {
         let (crf, preset, threads) = encoding;
         Ok(match output.format {
@@ -105,6 +107,7 @@ impl Sink {
                     threads,
                     format,
                     transparent: output.transparent,
+                    subtitles: subtitles.map(|cues| (cues, plan.frames as f64 / f64::from(plan.fps.max(1)))),
                 },
                 sound,
             )?),

@@ -5,7 +5,7 @@
 
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS, GIF_MAX_FRAME_BYTES};
-use reelfarm_domain::template::{Template, VariableType};
+use reelfarm_domain::template::{Content, Template, VariableType};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -69,7 +69,19 @@ pub(super) fn parse(options: &Map<String, Value>, errors: &mut Vec<FieldError>) 
     };
     let fps = gif_setting("fps", 1..=u64::from(GIF_MAX_FPS));
     let max_width = gif_setting("max_width", GIF_WIDTHS);
-    Output { format, transparent, still_at, fps, max_width }
+    let subtitles = match options.get("subtitles").unwrap_or(&Value::Null) {
+        Value::Null | Value::Bool(false) => false,
+        Value::Bool(true) if !format.can_have_subtitles() => {
+            invalid("subtitles", format!("a {format} cannot carry a subtitle track; use mp4 or mov"));
+            false
+        }
+        Value::Bool(_) => true,
+        _ => {
+            invalid("subtitles", "must be true or false".into());
+            false
+        }
+    };
+    Output { format, transparent, still_at, fps, max_width, subtitles }
 }
 
 /// A whole number, also when written with a zero fraction (`10.0`).
@@ -98,6 +110,11 @@ pub(super) fn check(template: &Template, request: &JobRequest) -> Vec<FieldError
             GIF_MAX_FRAME_BYTES / 1_000_000
         );
         errors.push(FieldError::new("options.format", "error.invalid", message));
+    }
+    let captioned = template.clips.iter().flat_map(|c| &c.layers).any(|l| matches!(l.content, Content::Captions(_)));
+    if output.subtitles && !captioned {
+        let message = "the template has no captions layer to make a subtitle track of".to_string();
+        errors.push(FieldError::new("options.subtitles", "error.invalid", message));
     }
     let background = template.canvas.background;
     if output.transparent && background.is_opaque() {
@@ -188,6 +205,11 @@ mod tests {
             (json!({"format": "webm", "fps": 10}), "options.fps: applies to a gif, not to a webm"),
             (json!({"format": "gif", "fps": 60}), "options.fps: must be a whole number from 1 to 50"),
             (json!({"format": "gif", "max_width": 8}), "options.max_width: must be a whole number from 16 to 4096"),
+            (
+                json!({"format": "webm", "subtitles": true}),
+                "options.subtitles: a webm cannot carry a subtitle track; use mp4 or mov",
+            ),
+            (json!({"subtitles": 1}), "options.subtitles: must be true or false"),
         ];
         for (options, expected) in cases {
             assert_eq!(parsed(options.clone()), Err(vec![expected.to_string()]), "{options}");

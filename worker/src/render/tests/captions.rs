@@ -139,3 +139,42 @@ fn a_render_without_captions_layers_has_no_track() {
     let json = template(64, 64, vec![clip("only", 1.0, vec![rect("r", 0.0, 0.0, 64.0, 64.0, "#ff0000")])]);
     assert_eq!(scratch.render(json, Quality::Default).unwrap().output.captions, None);
 }
+
+#[test]
+fn the_captions_ride_along_as_a_subtitle_track_when_asked() {
+    use reelfarm_domain::output::{Format, Output};
+    let scratch = Scratch::new();
+    let cues = json!([{ "start": 0.5, "end": 1.5, "text": "one" }, { "start": 2.0, "end": 2.8, "text": "two" }]);
+    for format in [Format::Mp4, Format::Mov] {
+        let output = Output { format, subtitles: true, ..Output::default() };
+        let rendered = scratch.render_as(captioned(json!({ "cues": cues })), output);
+        let probe = std::process::Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", "s", "-show_entries", "stream=codec_name", "-of", "csv=p=0"])
+            .arg(&rendered.mp4)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "mov_text", "{format}");
+        let srt = scratch.path(&format!("track-{format}.srt"));
+        let status = std::process::Command::new("ffmpeg")
+            .args(["-v", "error", "-y", "-i"])
+            .arg(&rendered.mp4)
+            .args(["-map", "0:s:0"])
+            .arg(&srt)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let read = reelfarm_domain::captions::parse_srt(&std::fs::read_to_string(&srt).unwrap()).unwrap();
+        let got: Vec<(f64, f64, &str)> = read.iter().map(|c| (c.start, c.end, c.text.as_str())).collect();
+        assert_eq!(got, [(0.5, 1.5, "one"), (2.0, 2.8, "two")], "{format}");
+        // The video and its sound are all there still.
+        assert_eq!(decode_frames(&rendered.mp4).len(), 30);
+    }
+    // Without asking, no track.
+    let rendered = scratch.render_as(captioned(json!({ "cues": cues })), Output::default());
+    let probe = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "s", "-show_entries", "stream=codec_name", "-of", "csv=p=0"])
+        .arg(&rendered.mp4)
+        .output()
+        .unwrap();
+    assert!(probe.stdout.is_empty());
+}
