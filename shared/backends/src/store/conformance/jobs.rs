@@ -134,7 +134,7 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
         width: 2,
         height: 2,
         duration_ms: 1,
-        captions_key: (i % 2 == 0).then(|| format!("c{i}")),
+        captions_key: i.is_multiple_of(2).then(|| format!("c{i}")),
     };
     let endings = jobs.iter().flat_map(|j| &j.renders).enumerate().map(|(i, r)| {
         let outcome = if i % 3 == 2 { RenderOutcome::Failed { error: "broken".into() } } else { success(i) };
@@ -148,7 +148,7 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
     let ended = jobs.iter().flat_map(|j| &j.renders).enumerate().take(4);
     for (i, render) in ended {
         let stored = store.render(&render.id).await.unwrap();
-        let sidecar = (i % 3 != 2 && i % 2 == 0).then(|| format!("c{i}"));
+        let sidecar = (i % 3 != 2 && i.is_multiple_of(2)).then(|| format!("c{i}"));
         assert_eq!(stored.captions_key, sidecar, "render {i}");
     }
     assert_eq!(store.available_credits(&lena.id).await.unwrap(), 20, "one refund per failed render");
