@@ -159,6 +159,13 @@ pub enum Bench {
         #[arg(long, default_value_t = 1)]
         rounds: u32,
     },
+    /// What a full-frame Lottie layer adds to the render of the reference composition at
+    /// 1080p.
+    Lottie {
+        /// Runs of each side; the best is reported.
+        #[arg(long, default_value_t = 1)]
+        rounds: u32,
+    },
     /// The render engine against the hand-written ffmpeg CLI filtergraph making the same
     /// reference composition.
     Render {

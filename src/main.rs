@@ -64,6 +64,9 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             cli::Command::Bench(cli::Bench::Formats { rounds }) => {
                 tokio::task::spawn_blocking(move || bench::formats::run(rounds)).await?
             }
+            cli::Command::Bench(cli::Bench::Lottie { rounds }) => {
+                tokio::task::spawn_blocking(move || bench::lottie::run(rounds)).await?
+            }
             cli::Command::Bench(cli::Bench::Render { quality, rounds }) => {
                 let heights = bench::render::heights(&quality)?;
                 tokio::task::spawn_blocking(move || bench::render::run(&heights, rounds)).await?

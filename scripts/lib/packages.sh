@@ -3,11 +3,11 @@
 # (build and tests) and scripts/start (build and run). The sourcing script defines
 # `log MESSAGE…`.
 
-# Needed by both: the headers of ffmpeg's libraries and libheif and pkg-config (the
-# build links them), clang for bindgen (ffmpeg-sys-next), espeak-ng (local
+# Needed by both: the headers of ffmpeg's libraries, libheif and rlottie (Lottie layers)
+# and pkg-config (the build links them), clang for bindgen (ffmpeg-sys-next), espeak-ng (local
 # text-to-speech, run by the api and the workers) and fonts-liberation2 (fonts/ was
 # copied from it; see fonts/README.md. SVG conversions look fonts up on the system).
-packages_common=(pkg-config clang libclang-dev libheif-dev fonts-liberation2
+packages_common=(pkg-config clang libclang-dev libheif-dev librlottie-dev fonts-liberation2
   libavcodec-dev libavformat-dev libavfilter-dev libavdevice-dev libavutil-dev libswscale-dev libswresample-dev
   espeak-ng)
 

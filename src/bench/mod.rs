@@ -9,6 +9,7 @@ pub mod convert;
 pub mod fairness;
 pub mod formats;
 pub mod jobs;
+pub mod lottie;
 pub mod preview;
 pub mod render;
 pub mod split;

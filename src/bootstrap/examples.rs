@@ -44,6 +44,7 @@ pub const EXAMPLES: &[Example] = &[
 
 /// Their `file` sources, all under `media/`.
 const MEDIA: &[(&str, &[u8])] = &[
+    media!("badge.json"),
     media!("footage.mp4"),
     media!("logo.png"),
     media!("music.m4a"),

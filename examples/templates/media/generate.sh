@@ -121,5 +121,6 @@ st(1,pow(abs(sin(PI*4.2*t)),1.5)*not(between(t,1.45,1.75))*min(1,(3-t)/0.2));\
 ld(1)*(0.45*sin(2*PI*ld(0)*t)+0.2*sin(4*PI*ld(0)*t)+0.1*sin(6*PI*ld(0)*t))':s=22050:d=3" \
    -c:a libmp3lame -b:a 64k -map_metadata -1 -fflags +bitexact -flags:a +bitexact -write_xing 0 voice.mp3
 
-# subtitles.srt: the subtitles of explainer-captions' first clip (written, not generated).
-ls -l logo.png photo1.jpg photo2.jpg photo3.jpg footage.mp4 music.m4a voice.mp3 subtitles.srt
+# subtitles.srt: the subtitles of explainer-captions' first clip, and badge.json: its
+# Lottie badge (a square turning and pulsing, 2 s at 25 fps) — both written, not generated.
+ls -l badge.json logo.png photo1.jpg photo2.jpg photo3.jpg footage.mp4 music.m4a voice.mp3 subtitles.srt

@@ -48,18 +48,11 @@ impl Visual {
                 }
             }
             Body::Captions(captions) => {
-                if let Some((pic, x, y)) = captions.at(n)? {
-                    if still && mover.visual_rotation == 0.0 {
-                        blit(canvas, pic, self.bx + x + dx, self.by + y + dy, opacity, clip);
-                    } else {
-                        let land = RectF::new(x as f64, y as f64, f64::from(pic.width), f64::from(pic.height));
-                        let whole = RectF::new(0.0, 0.0, f64::from(pic.width), f64::from(pic.height));
-                        if mover.place(pic, whole, None, land, &mut self.scratch) {
-                            blit(canvas, &self.scratch.pic, self.scratch.x, self.scratch.y, opacity, clip);
-                        }
-                    }
+                if let Some(shown) = captions.at(n)? {
+                    mover.draw(canvas, shown, still, opacity, &mut self.scratch);
                 }
             }
+            Body::Lottie(lottie) => mover.draw(canvas, lottie.at(tau), still, opacity, &mut self.scratch),
             Body::KenBurns { pic, land } => {
                 let full = Rect { x: 0.0, y: 0.0, width: 1.0, height: 1.0 };
                 let w = m.window.unwrap_or(full);
@@ -98,6 +91,28 @@ impl Mover {
             .after(&Affine::rotate(self.visual_rotation))
             .after(&Affine::scale(self.m.scale, self.m.scale))
             .after(&Affine::translate(-hw, -hh))
+    }
+
+    /// Draws all of `pic`, at (`x`, `y`) in the box, as the box is at this frame: blended
+    /// in place when `still` and upright, resampled otherwise.
+    fn draw(
+        &self,
+        canvas: &mut Picture,
+        (pic, x, y): (&Picture, i64, i64),
+        still: bool,
+        opacity: f64,
+        scratch: &mut Placed,
+    ) {
+        if still && self.visual_rotation == 0.0 {
+            let (dx, dy) = (round_even(self.m.dx), round_even(self.m.dy));
+            blit(canvas, pic, self.bx + x + dx, self.by + y + dy, opacity, self.clip);
+            return;
+        }
+        let land = RectF::new(x as f64, y as f64, f64::from(pic.width), f64::from(pic.height));
+        let whole = RectF::new(0.0, 0.0, f64::from(pic.width), f64::from(pic.height));
+        if self.place(pic, whole, None, land, scratch) {
+            blit(canvas, &scratch.pic, scratch.x, scratch.y, opacity, self.clip);
+        }
     }
 
     /// Draws `window` of `src` (in `src` pixels, or in upright pixels when `upright` maps

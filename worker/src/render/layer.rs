@@ -11,6 +11,7 @@ use super::anim;
 use super::captions::CaptionsBody;
 use super::geom::{round_even, Affine, IRect, RectF};
 use super::image::{fitted, fitting, ken_burns_source, Fitting, Still};
+use super::lottie::{Lottie, LottieBody};
 use super::picture::Picture;
 use super::plan::{LayerSpan, Plan};
 use super::resample::{warp, Placed};
@@ -61,6 +62,8 @@ pub(crate) enum Body {
     Video(Box<VideoBody>),
     /// Captions: a look per page (and per highlighted word), rasterised as it shows.
     Captions(Box<CaptionsBody>),
+    /// A Lottie animation, drawn when its frame changes.
+    Lottie(Box<LottieBody>),
     /// Nothing left to draw (a finished layer's memory is released).
     Done,
 }
@@ -171,6 +174,10 @@ pub(crate) fn prepare(
             }
         }
         Content::Captions(captions) => Body::Captions(Box::new(CaptionsBody::new(captions, &span, plan, bw, bh))),
+        Content::Lottie(lottie) => {
+            let animation = Lottie::read(&resolver.path(id, &lottie.source)?).map_err(RenderError::source(id))?;
+            Body::Lottie(Box::new(LottieBody::new(animation, lottie, bw, bh)))
+        }
         Content::Sound(_) => return Ok(None),
     };
     let rest = visual.rest();

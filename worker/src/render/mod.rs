@@ -39,6 +39,7 @@ mod geom;
 mod gif;
 mod image;
 mod layer;
+mod lottie;
 mod picture;
 mod plan;
 mod resample;

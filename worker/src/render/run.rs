@@ -332,6 +332,8 @@ fn check_sources(
         .iter()
         .flat_map(|c| &c.layers)
         .filter(|l| heard || !matches!(l.content, Content::Sound(_)))
+        // A Lottie file is read (and checked) by its layer.
+        .filter(|l| !matches!(l.content, Content::Lottie(_)))
         .filter_map(|l| l.content.source().map(|s| (l.id.as_str(), s, matches!(l.content, Content::Video(_)))));
     let soundtrack = template.soundtrack.as_ref().filter(|_| heard).map(|s| ("soundtrack", &s.source, false));
     let mut videos = Vec::new();

@@ -35,6 +35,7 @@ fn sources_of(template: &Template, heard: bool) -> Vec<Source> {
         Content::Video(v) => Some(&v.source),
         Content::Sound(s) => Some(&s.source).filter(|_| heard),
         Content::Captions(c) => c.source.as_ref(),
+        Content::Lottie(l) => Some(&l.source),
         Content::Text(_) | Content::Shape(_) => None,
     });
     let soundtrack = template.soundtrack.as_ref().filter(|_| heard).map(|s| &s.source);

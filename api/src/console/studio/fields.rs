@@ -152,6 +152,13 @@ const CAPTIONS: &[Field] = &[
     field("words_per_line", "Most words on a line", Integer, Absent, Content),
 ];
 
+const LOTTIE: &[Field] = &[
+    field("source", "Lottie animation (JSON)", Source, Required, Content),
+    field("fit", "Fit", Choice(MEDIA_FIT), Is("\"contain\""), Content),
+    field("speed", "Speed (× as authored)", Number, Is("1"), Content),
+    field("loop", "Loop", Bool, Is("false"), Content),
+];
+
 /// The fields of a layer of `kind` (none for an unknown kind).
 pub fn layer_fields(kind: &str) -> Vec<Field> {
     let own: &[Field] = match kind {
@@ -161,6 +168,7 @@ pub fn layer_fields(kind: &str) -> Vec<Field> {
         "sound" => SOUND,
         "shape" => SHAPE,
         "captions" => CAPTIONS,
+        "lottie" => LOTTIE,
         _ => return Vec::new(),
     };
     let mut fields = vec![field("id", "Layer id", Text, Required, Content)];

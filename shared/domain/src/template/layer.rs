@@ -78,6 +78,8 @@ pub enum Content {
     Shape(ShapeLayer),
     /// Captions: timed text from a voice-over, a subtitle file or inline cues.
     Captions(CaptionsLayer),
+    /// A Lottie animation fitted into a box.
+    Lottie(LottieLayer),
 }
 
 impl Content {
@@ -90,6 +92,7 @@ impl Content {
             Content::Sound(_) => "sound",
             Content::Shape(_) => "shape",
             Content::Captions(_) => "captions",
+            Content::Lottie(_) => "lottie",
         }
     }
 
@@ -101,6 +104,7 @@ impl Content {
             Content::Video(v) => Some(&v.frame),
             Content::Shape(s) => Some(&s.frame),
             Content::Captions(c) => Some(&c.frame),
+            Content::Lottie(l) => Some(&l.frame),
             Content::Sound(_) => None,
         }
     }
@@ -112,6 +116,7 @@ impl Content {
             Content::Video(v) => Some(&v.source),
             Content::Sound(s) => Some(&s.source),
             Content::Captions(c) => c.source.as_ref(),
+            Content::Lottie(l) => Some(&l.source),
             Content::Text(_) | Content::Shape(_) => None,
         }
     }
@@ -380,6 +385,34 @@ impl CaptionsLayer {
     pub fn padding(&self) -> f64 {
         self.padding.unwrap_or(self.font.size / 4.0)
     }
+}
+
+/// A Lottie animation (Bodymovin JSON) fitted into the box; it plays from the layer's
+/// start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LottieLayer {
+    /// The box the animation is fitted into.
+    #[serde(flatten)]
+    pub frame: Frame,
+    /// The animation: a Lottie JSON file, by `url` or `file`.
+    pub source: Source,
+    /// How the animation is fitted into the box (default `contain`).
+    #[serde(default = "contain")]
+    pub fit: Fit,
+    /// Playback speed, 1 = as authored (default 1; > 0, at most 100).
+    #[serde(default = "one")]
+    pub speed: f64,
+    /// Start again when it ends before the layer does (default false: the last frame is
+    /// held).
+    #[serde(rename = "loop", default)]
+    pub loop_: bool,
+}
+
+/// Fastest playback of a Lottie layer.
+pub const LOTTIE_MAX_SPEED: f64 = 100.0;
+
+pub(crate) fn contain() -> Fit {
+    Fit::Contain
 }
 
 /// Most lines a captions page may have.

@@ -25,8 +25,8 @@ mod tests;
 
 pub use error::{TemplateError, ValidationError};
 pub use layer::{
-    Align, CaptionsLayer, Content, Fit, Font, Frame, ImageLayer, Layer, ShapeKind, ShapeLayer, SoundLayer, TextFit,
-    TextLayer, VAlign, Variable, VideoLayer,
+    Align, CaptionsLayer, Content, Fit, Font, Frame, ImageLayer, Layer, LottieLayer, ShapeKind, ShapeLayer, SoundLayer,
+    TextFit, TextLayer, VAlign, Variable, VideoLayer,
 };
 pub use schema::json_schema;
 pub use types::{Animation, Canvas, Clip, Direction, Easing, Rect, Soundtrack, Source, Template, Transition, VERSION};

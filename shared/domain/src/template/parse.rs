@@ -12,8 +12,8 @@ use serde::{Deserialize, Deserializer};
 use super::color::Color;
 use super::error::{TemplateError, ValidationError};
 use super::layer::{
-    Align, CaptionsLayer, Content, Fit, Font, Frame, ImageLayer, Layer, ShapeKind, ShapeLayer, SoundLayer, TextFit,
-    TextLayer, VAlign, Variable, VideoLayer,
+    Align, CaptionsLayer, Content, Fit, Font, Frame, ImageLayer, Layer, LottieLayer, ShapeKind, ShapeLayer, SoundLayer,
+    TextFit, TextLayer, VAlign, Variable, VideoLayer,
 };
 use super::types::{Animation, Source, Template, VERSION};
 use crate::captions::Cue;
@@ -76,6 +76,7 @@ enum Kind {
     Sound,
     Shape,
     Captions,
+    Lottie,
 }
 
 /// `fit` of every kind: text takes fixed|shrink, image and video cover|contain|fill.
@@ -134,6 +135,7 @@ struct LayerRepr {
     highlight: Option<Color>,
     background: Option<Color>,
     padding: Option<f64>,
+    speed: Option<f64>,
 }
 
 const FRAME: &[&str] = &["x", "y", "width", "height", "opacity", "rotation"];
@@ -147,6 +149,7 @@ impl Kind {
             Kind::Sound => "sound",
             Kind::Shape => "shape",
             Kind::Captions => "captions",
+            Kind::Lottie => "lottie",
         }
     }
 
@@ -158,6 +161,7 @@ impl Kind {
             Kind::Sound => "a sound",
             Kind::Shape => "a shape",
             Kind::Captions => "a captions",
+            Kind::Lottie => "a lottie",
         }
     }
 
@@ -193,6 +197,7 @@ impl Kind {
                 "background",
                 "padding",
             ],
+            Kind::Lottie => &["source", "fit", "speed", "loop"],
         }
     }
 }
@@ -233,6 +238,7 @@ impl LayerRepr {
             ("highlight", self.highlight.is_some()),
             ("background", self.background.is_some()),
             ("padding", self.padding.is_some()),
+            ("speed", self.speed.is_some()),
         ];
         fields.into_iter().filter(|(_, present)| *present).map(|(name, _)| name).collect()
     }
@@ -319,6 +325,16 @@ impl LayerRepr {
                 shape: self.shape.unwrap_or_default(),
                 color: self.color.ok_or_else(|| need("color"))?,
                 radius: self.radius.unwrap_or(0.0),
+            }),
+            Kind::Lottie => Content::Lottie(LottieLayer {
+                frame: frame()?,
+                source: self.source.ok_or_else(|| need("source"))?,
+                fit: match self.fit {
+                    None => Fit::Contain,
+                    given => media_fit(given)?,
+                },
+                speed: self.speed.unwrap_or(1.0),
+                loop_: self.loop_.unwrap_or(false),
             }),
             Kind::Captions => {
                 let given = [self.speech.is_some(), self.source.is_some(), self.cues.is_some()];

@@ -53,7 +53,7 @@ mod tests {
             .iter()
             .filter_map(|v| v["properties"]["kind"]["const"].as_str())
             .collect();
-        assert_eq!(kinds, ["text", "image", "video", "sound", "shape", "captions"]);
+        assert_eq!(kinds, ["text", "image", "video", "sound", "shape", "captions", "lottie"]);
         assert!(schema["$defs"]["Font"]["properties"]["size"]["description"].is_string());
     }
 }

@@ -121,7 +121,9 @@ fn apply(layer: &mut Layer, value: &Value, catalog: &dyn Catalog) -> Result<(), 
             let (source, cues) = captions_value(value).map_err(|p| format!("{who}: {p}"))?;
             (captions.source, captions.cues, captions.speech) = (source, cues, None);
         }
-        Content::Shape(_) => return Err(format!("{who}: a shape layer cannot take a value")),
+        Content::Shape(_) | Content::Lottie(_) => {
+            return Err(format!("{who}: a {} layer cannot take a value", layer.content.kind_name()))
+        }
     }
     Ok(())
 }

@@ -78,7 +78,7 @@ impl Content {
             Content::Video(_) => Some(VariableType::Video),
             Content::Sound(_) => Some(VariableType::Sound),
             Content::Captions(_) => Some(VariableType::Captions),
-            Content::Shape(_) => None,
+            Content::Shape(_) | Content::Lottie(_) => None,
         }
     }
 }
@@ -99,18 +99,19 @@ pub enum Requirements {
 
 impl Template {
     /// Every source of the template, in document order, with its JSON path
-    /// (`clips[0].layers[2].source`, `soundtrack.source`) and what it is used as.
-    pub fn sources_at(&self) -> Vec<(String, &Source, VariableType)> {
+    /// (`clips[0].layers[2].source`, `soundtrack.source`) and what it is used as (`None`
+    /// for a Lottie animation, which is no variable's type).
+    pub fn sources_at(&self) -> Vec<(String, &Source, Option<VariableType>)> {
         let mut found = Vec::new();
         for (c, clip) in self.clips.iter().enumerate() {
             for (l, layer) in clip.layers.iter().enumerate() {
-                if let (Some(source), Some(media)) = (layer.content.source(), layer.content.variable_type()) {
-                    found.push((format!("clips[{c}].layers[{l}].source"), source, media));
+                if let Some(source) = layer.content.source() {
+                    found.push((format!("clips[{c}].layers[{l}].source"), source, layer.content.variable_type()));
                 }
             }
         }
         if let Some(soundtrack) = &self.soundtrack {
-            found.push(("soundtrack.source".into(), &soundtrack.source, VariableType::Sound));
+            found.push(("soundtrack.source".into(), &soundtrack.source, Some(VariableType::Sound)));
         }
         found
     }
@@ -207,7 +208,7 @@ fn describe(
                 (None, None) => String::new(),
             },
         ),
-        Content::Shape(_) => return None,
+        Content::Shape(_) | Content::Lottie(_) => return None,
     })
 }
 

@@ -9,6 +9,7 @@ mod errors;
 mod formats;
 mod golden;
 mod layers;
+mod lottie;
 mod previews;
 mod split;
 mod timing;

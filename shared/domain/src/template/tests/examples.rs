@@ -19,8 +19,9 @@ use crate::template::fonts::FAMILIES;
 use crate::template::rich::{self, Paragraph, Run};
 use crate::template::values::apply_values;
 use crate::template::{
-    json_schema, Animation, Canvas, CaptionsLayer, Clip, Content, Font, Frame, ImageLayer, Layer, ShapeKind,
-    ShapeLayer, SoundLayer, Soundtrack, Source, Template, TextLayer, Transition, Variable, VariableType, VideoLayer,
+    json_schema, Animation, Canvas, CaptionsLayer, Clip, Content, Font, Frame, ImageLayer, Layer, LottieLayer,
+    ShapeKind, ShapeLayer, SoundLayer, Soundtrack, Source, Template, TextLayer, Transition, Variable, VariableType,
+    VideoLayer,
 };
 
 /// Canvas sizes the examples may use: 16:9 (full HD, or 720p), 9:16 and 1:1.
@@ -374,6 +375,12 @@ impl Coverage {
                 self.setting("corner radius", *shape == ShapeKind::RoundedRectangle && *radius > 0.0);
             }
             Content::Captions(captions) => self.captions(captions),
+            Content::Lottie(LottieLayer { frame, source: _, fit, speed, loop_ }) => {
+                self.frame(frame);
+                self.see(Part::MediaFit, word(fit));
+                self.setting("lottie speed", *speed != 1.0);
+                self.setting("lottie loop", *loop_);
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use super::{Template, TemplateError, ValidationError};
 
 mod captions;
 mod examples;
+mod lottie;
 mod parse;
 mod timing;
 mod validate;

@@ -109,9 +109,9 @@ fn a_source_has_exactly_one_kind() {
 
 #[test]
 fn an_unknown_layer_kind_is_refused() {
-    let e = malformed(|v| layer(v, 0, 0)["kind"] = json!("lottie"));
+    let e = malformed(|v| layer(v, 0, 0)["kind"] = json!("hologram"));
     assert_eq!(e.path, "clips[0].layers[0].kind");
-    assert!(e.message.starts_with("unknown variant `lottie`"), "{e}");
+    assert!(e.message.starts_with("unknown variant `hologram`"), "{e}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use super::super::fonts;
 use super::super::layer::{
     CaptionsLayer, Content, Font, Frame, Layer, TextLayer, CAPTIONS_MAX_LINES, CAPTIONS_MAX_WORDS_PER_LINE,
+    LOTTIE_MAX_SPEED,
 };
 use super::super::types::{Animation, Clip, Rect, Source};
 use super::super::variables::check_text;
@@ -49,6 +50,21 @@ impl Check {
                 }
             }
             Content::Captions(captions) => self.captions(path, &who, captions),
+            Content::Lottie(lottie) => {
+                self.local_source(path, &who, &lottie.source, "a Lottie file");
+                if !(lottie.speed > 0.0 && lottie.speed <= LOTTIE_MAX_SPEED) {
+                    self.error(
+                        format!("{path}.speed"),
+                        format!(
+                            "{who}: speed must be greater than 0 and at most {LOTTIE_MAX_SPEED}, got {}",
+                            lottie.speed
+                        ),
+                    );
+                }
+                if layer.variable.is_some() {
+                    self.error(format!("{path}.variable"), format!("{who}: a lottie layer cannot be a variable"));
+                }
+            }
             Content::Shape(shape) => {
                 self.non_negative(format!("{path}.radius"), &who, "radius", shape.radius);
                 if layer.variable.is_some() {
@@ -130,13 +146,8 @@ impl Check {
 
     fn captions(&mut self, path: &str, who: &str, captions: &CaptionsLayer) {
         self.font(path, who, &captions.font, captions.line_height);
-        match &captions.source {
-            Some(Source::Asset { .. }) => self.error(
-                format!("{path}.source.asset"),
-                format!("{who}: a captions file is given by `url` or `file`, not as a library asset"),
-            ),
-            Some(source) => self.source(&format!("{path}.source"), who, source),
-            None => {}
+        if let Some(source) = &captions.source {
+            self.local_source(path, who, source, "a captions file");
         }
         if let Some(cues) = &captions.cues {
             if let Err((k, problem)) = check_cues(cues) {
@@ -158,6 +169,17 @@ impl Check {
         }
         if let Some(padding) = captions.padding {
             self.non_negative(format!("{path}.padding"), who, "padding", padding);
+        }
+    }
+
+    /// A source that is not a library asset (no asset kind holds `what` yet).
+    fn local_source(&mut self, path: &str, who: &str, source: &Source, what: &str) {
+        match source {
+            Source::Asset { .. } => self.error(
+                format!("{path}.source.asset"),
+                format!("{who}: {what} is given by `url` or `file`, not as a library asset"),
+            ),
+            source => self.source(&format!("{path}.source"), who, source),
         }
     }
 

@@ -1,0 +1,108 @@
+//! Lottie layers in the engine (issue #21): the animation's frames at the times the
+//! layer and its speed say, looping or held, fitted into the box; files that are not
+//! usable animations refused naming the layer.
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::render::RenderError;
+
+/// A 100×100 animation at 10 fps, 1 s: a red square filling its left half for the
+/// first five frames, then its right half.
+fn animation() -> Value {
+    let half = |x: u32, from: u32, to: u32| {
+        json!({
+            "ddd": 0, "ind": from + 1, "ty": 4, "nm": format!("half {x}"), "sr": 1, "ao": 0,
+            "ip": from, "op": to, "st": 0, "bm": 0,
+            "ks": { "o": { "a": 0, "k": 100 }, "r": { "a": 0, "k": 0 }, "p": { "a": 0, "k": [x, 50, 0] },
+                    "a": { "a": 0, "k": [0, 0, 0] }, "s": { "a": 0, "k": [100, 100, 100] } },
+            "shapes": [{ "ty": "gr", "nm": "g", "it": [
+                { "ty": "rc", "nm": "r", "d": 1, "s": { "a": 0, "k": [50, 100] }, "p": { "a": 0, "k": [0, 0] }, "r": { "a": 0, "k": 0 } },
+                { "ty": "fl", "nm": "f", "c": { "a": 0, "k": [1, 0, 0, 1] }, "o": { "a": 0, "k": 100 }, "r": 1 },
+                { "ty": "tr", "p": { "a": 0, "k": [0, 0] }, "a": { "a": 0, "k": [0, 0] }, "s": { "a": 0, "k": [100, 100] },
+                  "r": { "a": 0, "k": 0 }, "o": { "a": 0, "k": 100 } }
+            ]}]
+        })
+    };
+    json!({ "v": "5.7.4", "fr": 10, "ip": 0, "op": 10, "w": 100, "h": 100, "nm": "halves", "ddd": 0, "assets": [],
+            "layers": [half(25, 0, 5), half(75, 5, 10)] })
+}
+
+/// A 200×100 canvas at 10 fps, `seconds` long, black, the animation in a 100×100 box at
+/// the left with the layer's fields `extra`.
+fn with_lottie(scratch: &Scratch, seconds: f64, extra: Value) -> Value {
+    std::fs::write(scratch.path("halves.json"), animation().to_string()).unwrap();
+    let mut layer = json!({ "id": "anim", "kind": "lottie", "source": { "file": "halves.json" },
+                            "x": 0, "y": 0, "width": 100, "height": 100 });
+    layer.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    template(200, 100, vec![clip("only", seconds, vec![layer])])
+}
+
+/// Which half of the box is red on `pic`: `Some(false)` left, `Some(true)` right.
+fn red_half(pic: &Picture) -> Option<bool> {
+    let red = |x| {
+        let (r, g, b) = rgb(pic, x, 50);
+        r > 200 && g < 60 && b < 60
+    };
+    match (red(20), red(80)) {
+        (true, false) => Some(false),
+        (false, true) => Some(true),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_frames_follow_the_layer_time_its_speed_and_loop() {
+    let scratch = Scratch::new();
+    let frames = |extra: Value| {
+        let rendered = scratch.render(with_lottie(&scratch, 2.0, extra), Quality::Default).expect("render");
+        rendered.frames().iter().map(red_half).collect::<Vec<_>>()
+    };
+    let (l, r) = (Some(false), Some(true));
+
+    // Held on its last frame after 1 s.
+    assert_eq!(frames(json!({})), [vec![l; 5], vec![r; 15]].concat());
+    // Looping, twice as fast: five frames of each half become 2.5, rounded down per frame.
+    let fast = frames(json!({ "speed": 2.0, "loop": true }));
+    assert_eq!(&fast[..10], [l, l, l, r, r, l, l, l, r, r]);
+    // Starting later: nothing before its start, then from its first frame.
+    let late = frames(json!({ "start": 0.5 }));
+    assert_eq!(&late[..11], [vec![None; 5], vec![l; 5], vec![r]].concat());
+}
+
+#[test]
+fn the_animation_is_fitted_into_its_box() {
+    let scratch = Scratch::new();
+    let json = with_lottie(&scratch, 0.3, json!({ "width": 200, "fit": "contain" }));
+    let first = scratch.render(json, Quality::Default).expect("render").frames().remove(0);
+    // 100×100 contained in 200×100: centred, its left half red (x 50..100).
+    let (r, _, _) = rgb(&first, 75, 50);
+    let (outside, _, _) = rgb(&first, 25, 50);
+    assert!(r > 200 && outside < 40, "{r} {outside}");
+}
+
+#[test]
+fn a_file_that_is_not_a_usable_animation_is_refused_naming_the_layer() {
+    let scratch = Scratch::new();
+    let linked = {
+        let mut a = animation();
+        a["assets"] = json!([{ "id": "img", "w": 10, "h": 10, "u": "../../", "p": "etc/passwd" }]);
+        a.to_string()
+    };
+    for (content, said) in [
+        ("{\"v\": 1".to_string(), "not JSON"),
+        ("[1, 2]".to_string(), "not a JSON object"),
+        ("{\"w\": 10}".to_string(), "\"h\" is missing"),
+        (linked, "not embedded"),
+    ] {
+        let json = with_lottie(&scratch, 0.5, json!({}));
+        std::fs::write(scratch.path("halves.json"), &content).unwrap();
+        match scratch.render(json, Quality::Default) {
+            Err(e @ RenderError::Source { .. }) => {
+                let message = e.to_string();
+                assert!(message.contains("\"anim\"") && message.contains(said), "{content}: {message}");
+            }
+            other => panic!("{content}: expected a source error, got {:?}", other.err()),
+        }
+    }
+}
