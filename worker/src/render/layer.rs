@@ -176,7 +176,8 @@ pub(crate) fn prepare(
         Content::Captions(captions) => Body::Captions(Box::new(CaptionsBody::new(captions, &span, plan, bw, bh))),
         Content::Lottie(lottie) => {
             let animation = Lottie::read(&resolver.path(id, &lottie.source)?).map_err(RenderError::source(id))?;
-            Body::Lottie(Box::new(LottieBody::new(animation, lottie, bw, bh)))
+            let direct = visual.rotation == 0.0 && !anim::scales(&visual.animations);
+            Body::Lottie(Box::new(LottieBody::new(animation, lottie, (bw, bh), direct)))
         }
         Content::Sound(_) => return Ok(None),
     };

@@ -143,25 +143,13 @@ impl Lottie {
         }
     }
 
-    /// Draws `frame` at `width`×`height` pixels (the whole animation scaled to it) as
-    /// straight RGBA into `rgba`.
-    pub(crate) fn render(&mut self, frame: usize, width: usize, height: usize, rgba: &mut Vec<u8>) {
-        let mut argb = vec![0u32; width * height];
+    /// Draws `frame` at `width`×`height` pixels (the whole animation scaled to it) into
+    /// `argb`: premultiplied `0xAARRGGBB` words, row after row.
+    pub(crate) fn render(&mut self, frame: usize, width: usize, height: usize, argb: &mut Vec<u32>) {
+        argb.resize(width * height, 0);
         // SAFETY: a live animation and a buffer of `height` lines of `width` pixels.
         unsafe {
             sys::lottie_animation_render(self.raw.as_ptr(), frame, argb.as_mut_ptr(), width, height, width * 4);
-        }
-        rgba.clear();
-        rgba.reserve(width * height * 4);
-        // Premultiplied ARGB → straight RGBA.
-        for pixel in argb {
-            let a = (pixel >> 24) as u8;
-            let unpremultiply = |c: u32| match a {
-                0 => 0,
-                255 => c as u8,
-                _ => ((c & 0xff) * 255 + u32::from(a) / 2).div_euclid(u32::from(a)).min(255) as u8,
-            };
-            rgba.extend_from_slice(&[unpremultiply(pixel >> 16), unpremultiply(pixel >> 8), unpremultiply(pixel), a]);
         }
     }
 }
@@ -220,14 +208,18 @@ pub(crate) struct LottieBody {
     drawn: (usize, usize),
     shown: RectF,
     land: (i64, i64),
+    /// Drawn straight onto the canvas (no rotation or scaling): transparent pixels need
+    /// no colour.
+    direct: bool,
     /// The frame drawn last, cut to its ink, with its offset in the box.
     current: Option<(usize, Picture, i64, i64)>,
-    rgba: Vec<u8>,
+    argb: Vec<u32>,
 }
 
 impl LottieBody {
-    /// `lottie` fitted into a box of `bw`×`bh` output pixels as `layer` says.
-    pub(crate) fn new(lottie: Lottie, layer: &LottieLayer, bw: u32, bh: u32) -> LottieBody {
+    /// `lottie` fitted into a box of `bw`×`bh` output pixels as `layer` says; `direct`
+    /// when the layer is drawn without rotation or scaling.
+    pub(crate) fn new(lottie: Lottie, layer: &LottieLayer, (bw, bh): (u32, u32), direct: bool) -> LottieBody {
         let (w, h) = (lottie.width as f64, lottie.height as f64);
         let f = fitting(layer.fit, w, h, f64::from(bw), f64::from(bh));
         // Drawn at the scale that makes the shown part its landing size.
@@ -236,7 +228,7 @@ impl LottieBody {
         let shown = RectF::new(f.src.x * kx, f.src.y * ky, f.dst.w, f.dst.h);
         let land = (f.dst.x.round() as i64, f.dst.y.round() as i64);
         let looping = layer.loop_;
-        LottieBody { lottie, speed: layer.speed, looping, drawn, shown, land, current: None, rgba: Vec::new() }
+        LottieBody { lottie, speed: layer.speed, looping, drawn, shown, land, direct, current: None, argb: Vec::new() }
     }
 
     /// The picture at `seconds` into the layer, with its offset in the box.
@@ -244,18 +236,12 @@ impl LottieBody {
         let frame = self.lottie.frame_at(seconds * self.speed, self.looping);
         if self.current.as_ref().is_none_or(|(drawn, ..)| *drawn != frame) {
             let (w, h) = self.drawn;
-            self.lottie.render(frame, w, h, &mut self.rgba);
+            self.lottie.render(frame, w, h, &mut self.argb);
             // Only the part in the box is converted.
             let s = self.shown;
-            let (x, y) = ((s.x.round().max(0.0) as usize).min(w), (s.y.round().max(0.0) as usize).min(h));
-            let (cw, ch) =
-                ((s.w.round() as usize).clamp(1, w - x.min(w - 1)), (s.h.round() as usize).clamp(1, h - y.min(h - 1)));
-            let cut = if (x, y, cw, ch) == (0, 0, w, h) {
-                Picture::from_rgba(w as u32, h as u32, &self.rgba)
-            } else {
-                let rows = (y..y + ch).flat_map(|row| &self.rgba[(row * w + x) * 4..(row * w + x + cw) * 4]);
-                Picture::from_rgba(cw as u32, ch as u32, &rows.copied().collect::<Vec<u8>>())
-            };
+            let (x, y) = ((s.x.round().max(0.0) as usize).min(w - 1), (s.y.round().max(0.0) as usize).min(h - 1));
+            let (cw, ch) = ((s.w.round() as usize).clamp(1, w - x), (s.h.round() as usize).clamp(1, h - y));
+            let cut = Picture::from_premultiplied(&self.argb, w, (x, y, cw, ch), !self.direct);
             let (pic, ix, iy) = ink_cropped(cut);
             self.current = Some((frame, pic, self.land.0 + ix, self.land.1 + iy));
         }

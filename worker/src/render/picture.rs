@@ -195,6 +195,70 @@ impl Picture {
         pic
     }
 
+    /// Converts the `w`×`h` region at (`x`, `y`) of premultiplied ARGB words
+    /// (`0xAARRGGBB`, rlottie's output) in rows `stride` words long. As
+    /// [`Picture::from_rgba`], computed from the premultiplied values without making them
+    /// straight first: luma divides once by the pixel's alpha, chroma (alpha-weighted over
+    /// 2×2) once by the block's. `bleed` spreads colour into transparent pixels, which only
+    /// resampling needs.
+    pub(crate) fn from_premultiplied(
+        argb: &[u32],
+        stride: usize,
+        (x, y, w, h): (usize, usize, usize, usize),
+        bleed_edges: bool,
+    ) -> Picture {
+        let at = |col: usize, row: usize| argb[(y + row) * stride + x + col];
+        let opaque = (0..h).all(|row| (0..w).all(|col| at(col, row) >> 24 == 255));
+        let mut pic = Picture::default();
+        pic.reset(w as u32, h as u32, !opaque);
+        let channels = |p: u32| (((p >> 16) & 255) as f32, ((p >> 8) & 255) as f32, (p & 255) as f32);
+        for row in 0..h {
+            for col in 0..w {
+                let p = at(col, row);
+                let (a, i) = (p >> 24, row * w + col);
+                let (r, g, b) = channels(p);
+                pic.y[i] = match a {
+                    0 => 16,
+                    a => clamp_u8(16.0 + 219.0 * (0.2126 * r + 0.7152 * g + 0.0722 * b) / a as f32),
+                };
+                if !opaque {
+                    pic.a[i] = a as u8;
+                }
+            }
+        }
+        let (cw, ch) = (half(w as u32) as usize, half(h as u32) as usize);
+        for cy in 0..ch {
+            for cx in 0..cw {
+                let (mut sa, mut sr, mut sg, mut sb, mut n) = (0.0f32, 0.0f32, 0.0f32, 0.0f32, 0u32);
+                for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                    let (col, row) = (cx * 2 + dx, cy * 2 + dy);
+                    if col < w && row < h {
+                        let p = at(col, row);
+                        let (r, g, b) = channels(p);
+                        (sa, sr, sg, sb, n) = (sa + (p >> 24) as f32, sr + r, sg + g, sb + b, n + 1);
+                    }
+                }
+                let c = cy * cw + cx;
+                if sa > 0.0 {
+                    pic.u[c] = clamp_u8(128.0 + 224.0 * (-0.114_572 * sr - 0.385_428 * sg + 0.5 * sb) / sa);
+                    pic.v[c] = clamp_u8(128.0 + 224.0 * (0.5 * sr - 0.454_153 * sg - 0.045_847 * sb) / sa);
+                }
+                if !opaque {
+                    pic.ca[c] = ((sa / n.max(1) as f32).round()) as u8;
+                }
+            }
+        }
+        if !opaque && bleed_edges {
+            bleed(&mut pic.y, &pic.a, w, h);
+            let (ca, mut u, mut v) = (pic.ca.clone(), std::mem::take(&mut pic.u), std::mem::take(&mut pic.v));
+            bleed(&mut u, &ca, cw, ch);
+            bleed(&mut v, &ca, cw, ch);
+            pic.u = u;
+            pic.v = v;
+        }
+        pic
+    }
+
     /// Sub-picture [x, x+w) × [y, y+h) with x, y even (clipped to the picture).
     pub(crate) fn crop(&self, x: u32, y: u32, w: u32, h: u32) -> Picture {
         let x = x.min(self.width) & !1;
@@ -299,6 +363,39 @@ mod tests {
         }
         assert_eq!(rgb_to_yuv(255, 255, 255), (235, 128, 128));
         assert_eq!(rgb_to_yuv(0, 0, 0), (16, 128, 128));
+    }
+
+    #[test]
+    fn premultiplied_argb_converts_as_straight_rgba_does() {
+        // Red at full, half and no alpha, and an opaque green pixel, in a 4×2 region of a
+        // 6-wide buffer.
+        let straight: [[u8; 4]; 8] = [
+            [255, 0, 0, 255],
+            [255, 0, 0, 128],
+            [0, 0, 0, 0],
+            [0, 200, 0, 255],
+            [255, 0, 0, 255],
+            [255, 0, 0, 128],
+            [0, 0, 0, 0],
+            [0, 200, 0, 255],
+        ];
+        let premultiply = |[r, g, b, a]: [u8; 4]| {
+            let m = |c: u8| (u32::from(c) * u32::from(a) + 127) / 255;
+            u32::from(a) << 24 | m(r) << 16 | m(g) << 8 | m(b)
+        };
+        let mut argb = vec![0u32; 6 * 3];
+        for (k, pixel) in straight.iter().enumerate() {
+            argb[(1 + k / 4) * 6 + 2 + k % 4] = premultiply(*pixel);
+        }
+        let got = Picture::from_premultiplied(&argb, 6, (2, 1, 4, 2), true);
+        let want = Picture::from_rgba(4, 2, &straight.concat());
+        assert_eq!((got.width, got.height), (4, 2));
+        assert_eq!(got.a, want.a);
+        for (plane, (a, b)) in [("y", (&got.y, &want.y)), ("u", (&got.u, &want.u)), ("v", (&got.v, &want.v))] {
+            for (x, y) in a.iter().zip(b.iter()) {
+                assert!((i32::from(*x) - i32::from(*y)).abs() <= 2, "{plane}: {a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]
