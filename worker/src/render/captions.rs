@@ -133,16 +133,7 @@ impl CaptionsBody {
     /// Lays the cues of `layer` (resolved: see [`resolve`]) out for its box of
     /// `bw`×`bh` output pixels.
     pub(crate) fn new(layer: &CaptionsLayer, span: &LayerSpan, plan: &Plan, bw: u32, bh: u32) -> CaptionsBody {
-        let style = TextStyle {
-            family: layer.font.family.clone(),
-            size: layer.font.size,
-            color: layer.font.color,
-            align: layer.align,
-            vertical_align: layer.vertical_align,
-            line_height: layer.line_height,
-            shrink_to_fit: false,
-            multiline: true,
-        };
+        let style = TextStyle::new(&layer.font, layer.align, layer.vertical_align, layer.line_height);
         let padding = (layer.padding() * plan.scale).round().clamp(0.0, f64::from(bw.min(bh) / 2)) as u32;
         let width = bw.saturating_sub(2 * padding).max(1) as f32;
         let fits = |line: &str| {

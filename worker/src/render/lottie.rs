@@ -127,7 +127,8 @@ impl Lottie {
         if !(1..=MAX_SIDE).contains(&width) || !(1..=MAX_SIDE).contains(&height) {
             return Err(refused(format!("a size of {width}×{height} (1 to {MAX_SIDE} pixels a side)")));
         }
-        if !(1..=MAX_FRAMES).contains(&frames) || !(rate > 0.0 && rate <= 240.0) {
+        let usable = (1..=MAX_FRAMES).contains(&frames) && rate > 0.0 && rate <= 240.0;
+        if !usable {
             return Err(refused(format!("{frames} frames at {rate} per second")));
         }
         Ok(lottie)

@@ -12,7 +12,7 @@
 use reelfarm_domain::template::color::Color;
 use reelfarm_domain::template::rich::RichText;
 pub use reelfarm_domain::template::{Align, VAlign};
-use reelfarm_domain::template::{TextFit, TextLayer};
+use reelfarm_domain::template::{Font, TextFit, TextLayer};
 
 mod fonts;
 mod layout;
@@ -45,17 +45,26 @@ pub struct TextStyle {
 }
 
 impl TextStyle {
+    /// `font` set as aligned, multiline at a fixed size.
+    pub fn new(font: &Font, align: Align, vertical_align: VAlign, line_height: f64) -> TextStyle {
+        TextStyle {
+            family: font.family.clone(),
+            size: font.size,
+            color: font.color,
+            align,
+            vertical_align,
+            line_height,
+            shrink_to_fit: false,
+            multiline: true,
+        }
+    }
+
     /// The style of a template's text layer.
     pub fn of(layer: &TextLayer) -> TextStyle {
         TextStyle {
-            family: layer.font.family.clone(),
-            size: layer.font.size,
-            color: layer.font.color,
-            align: layer.align,
-            vertical_align: layer.vertical_align,
-            line_height: layer.line_height,
             shrink_to_fit: layer.fit == TextFit::Shrink,
             multiline: layer.multiline,
+            ..TextStyle::new(&layer.font, layer.align, layer.vertical_align, layer.line_height)
         }
     }
 }

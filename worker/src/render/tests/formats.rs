@@ -217,16 +217,8 @@ fn expected(format: Format, transparent: bool) -> (&'static str, &'static str, O
 
 #[test]
 fn every_example_template_renders_in_every_format() {
-    use super::golden::{example, examples_dir};
-    let names = [
-        "explainer-captions",
-        "news-lower-third",
-        "podcast-audiogram",
-        "product-promo",
-        "quote-card",
-        "real-estate-listing",
-        "social-story",
-    ];
+    use super::golden::{example, examples_dir, EXAMPLES};
+    let names = EXAMPLES;
     let scratch = Scratch::new();
     let dir = examples_dir();
     let resolve = |source: &Source| match source {

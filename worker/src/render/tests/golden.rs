@@ -110,6 +110,17 @@ fn check(name: &str) {
     }
 }
 
+/// Every example template by name, sorted (each has a golden test below).
+pub(super) const EXAMPLES: [&str; 7] = [
+    "explainer-captions",
+    "news-lower-third",
+    "podcast-audiogram",
+    "product-promo",
+    "quote-card",
+    "real-estate-listing",
+    "social-story",
+];
+
 #[test]
 fn golden_explainer_captions() {
     check("explainer-captions");
@@ -158,15 +169,7 @@ fn golden_covers_every_example_and_nothing_else() {
         names.sort();
         names
     };
-    let tested = [
-        "explainer-captions",
-        "news-lower-third",
-        "podcast-audiogram",
-        "product-promo",
-        "quote-card",
-        "real-estate-listing",
-        "social-story",
-    ];
+    let tested = EXAMPLES;
     assert_eq!(stems(&examples_dir(), "json"), tested, "add a golden test for the new example");
     if !writing() {
         assert_eq!(stems(&golden_dir(), "png"), tested, "a golden PNG without its example");

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::super::*;
-use super::jobs::new_job;
+use super::jobs::{new_job, success};
 use super::templates::new_template;
 use reelfarm_domain::id::{now_ms, RenderId, TemplateId, UserId};
 use reelfarm_domain::priority::Priority;
@@ -115,14 +115,7 @@ pub(super) async fn leases(store: &Store) {
     assert_eq!((second.interrupted, second.render.attempts), (true, 2));
     assert!(!store.heartbeat_render(&first.render, LONG).await.unwrap());
     assert!(store.heartbeat_render(&second.render, LONG).await.unwrap());
-    let success = RenderOutcome::Success {
-        video_key: "v".into(),
-        thumb_key: "t".into(),
-        width: 2,
-        height: 2,
-        duration_ms: 1,
-        captions_key: None,
-    };
+    let success = success(1);
     assert!(!store.end_claimed(&first.render, &success).await.unwrap(), "the old attempt ends nothing");
 
     // A render put back waits for its retry time.
@@ -265,14 +258,7 @@ pub(super) async fn split_renders(store: &Store) {
     let join = store.claim_render("w6", LONG).await.unwrap().unwrap().part.unwrap();
     assert_eq!(join.kind, PartKind::Join);
     assert!(store.finish_part(&join).await.unwrap().is_none(), "a join ends the render instead");
-    let success = RenderOutcome::Success {
-        video_key: "v".into(),
-        thumb_key: "t".into(),
-        width: 2,
-        height: 2,
-        duration_ms: 3,
-        captions_key: None,
-    };
+    let success = success(3);
     assert!(store.end_joined(&join, &success).await.unwrap());
     assert!(!store.end_joined(&join, &success).await.unwrap(), "once");
     let ended = store.render(&long[0]).await.unwrap();

@@ -12,6 +12,18 @@ use reelfarm_domain::id::{now_ms, JobId, ProjectId, RenderId, TemplateId, UserId
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
+/// A render's successful outcome: a 2×2 video of `duration_ms`, without captions.
+pub(super) fn success(duration_ms: i64) -> RenderOutcome {
+    RenderOutcome::Success {
+        video_key: "v".into(),
+        thumb_key: "t".into(),
+        width: 2,
+        height: 2,
+        duration_ms,
+        captions_key: None,
+    }
+}
+
 pub(super) fn new_job(
     user_id: &UserId,
     template_id: &TemplateId,
@@ -179,14 +191,7 @@ pub(super) async fn cancel(store: &Store) {
         NewJob { notifications: r#"[{"type":"callback"}]"#.into(), ..new_job(&mia.id, &template.id, 4, true, false) };
     assert_eq!(store.create_job(&job, None).await.unwrap(), JobCreation::Created);
     let ids: Vec<&RenderId> = job.renders.iter().map(|r| &r.id).collect();
-    let success = RenderOutcome::Success {
-        video_key: "v".into(),
-        thumb_key: "t".into(),
-        width: 2,
-        height: 2,
-        duration_ms: 1,
-        captions_key: None,
-    };
+    let success = success(1);
     assert!(store.end_render(ids[0], &success).await.unwrap());
     let claimed = store.claim_render("w1", Duration::from_secs(60)).await.unwrap().unwrap();
     assert_eq!(&claimed.render.id, ids[1]);
