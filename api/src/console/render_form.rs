@@ -67,8 +67,10 @@ pub fn job_body(template_id: &str, variables: &[(String, VariableType)], form: &
         },
         "values": [element],
     });
-    if form.get("transparent").is_some() {
-        body["options"]["transparent"] = json!(true);
+    for option in ["transparent", "subtitles"] {
+        if form.get(option).is_some() {
+            body["options"][option] = json!(true);
+        }
     }
     if let Some(url) = form.get("callback") {
         body["notifications"] = json!([{ "type": "callback", "payload": { "url": url } }]);
@@ -116,7 +118,7 @@ pub fn problems_of(errors: &[FieldError]) -> Problems {
             rest.split('.').next().unwrap_or_default()
         } else if let Some(rest) = field.strip_prefix("values[0].") {
             rest
-        } else if let Some(option @ ("quality" | "priority" | "format" | "transparent")) =
+        } else if let Some(option @ ("quality" | "priority" | "format" | "transparent" | "subtitles")) =
             field.strip_prefix("options.")
         {
             option
@@ -166,6 +168,10 @@ mod tests {
         assert_eq!((&body["options"]["format"], &body["options"]["transparent"]), (&json!("webm"), &json!(true)));
         let errors = [FieldError::new("options.transparent", "error.invalid", "opaque background")];
         assert_eq!(problems_of(&errors)["transparent"], "opaque background");
+        let body = job_body("t", &variables(), &form(&[("subtitles", "1")])).unwrap();
+        assert_eq!(body["options"]["subtitles"], json!(true));
+        let errors = [FieldError::new("options.subtitles", "error.invalid", "no captions")];
+        assert_eq!(problems_of(&errors)["subtitles"], "no captions");
     }
 
     #[test]

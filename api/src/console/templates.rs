@@ -143,6 +143,9 @@ struct TemplatePage {
     priority: String,
     format: String,
     transparent: bool,
+    /// The template has captions layers: the form offers a subtitle track.
+    captioned: bool,
+    subtitles: bool,
     title: String,
     external_id: String,
     callback: String,
@@ -227,6 +230,8 @@ async fn template_form(
             given => given,
         },
         transparent: form.get("transparent").is_some(),
+        captioned: view.document.has_captions(),
+        subtitles: form.get("subtitles").is_some(),
         title: field("title"),
         external_id: field("external_id"),
         callback: field("callback"),

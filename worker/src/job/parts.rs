@@ -15,7 +15,6 @@ use std::path::Path;
 
 use reelfarm_backends::store::{PartKind, PartRecord, RenderRecord};
 use reelfarm_domain::output::Format;
-use reelfarm_domain::template::Content;
 use tokio_util::sync::CancellationToken;
 
 use super::{Made, Prepared, RenderHandler};
@@ -29,9 +28,7 @@ impl RenderHandler {
         // Only MP4s are joined from chunks; other formats render whole, as do videos with
         // captions (their voice-over's cues come from the speech, which only the sound
         // part makes).
-        let captioned =
-            p.template.clips.iter().flat_map(|c| &c.layers).any(|l| matches!(l.content, Content::Captions(_)));
-        if self.split_after.is_zero() || p.settings.output.format != Format::Mp4 || captioned {
+        if self.split_after.is_zero() || p.settings.output.format != Format::Mp4 || p.template.has_captions() {
             return None;
         }
         let frames = split::frame_count(&p.template, p.settings.quality);

@@ -41,8 +41,7 @@ pub(crate) fn resolve<'t>(
     resolver: &Resolver,
     speech: &[(String, Vec<Cue>)],
 ) -> Result<(Cow<'t, Template>, Option<Vec<Cue>>), RenderError> {
-    let layers = || template.clips.iter().flat_map(|c| &c.layers);
-    if !layers().any(|l| matches!(l.content, Content::Captions(_))) {
+    if !template.has_captions() {
         return Ok((Cow::Borrowed(template), None));
     }
     let starts = template.clip_starts();

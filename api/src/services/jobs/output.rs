@@ -5,7 +5,7 @@
 
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS, GIF_MAX_FRAME_BYTES};
-use reelfarm_domain::template::{Content, Template, VariableType};
+use reelfarm_domain::template::{Template, VariableType};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -111,8 +111,7 @@ pub(super) fn check(template: &Template, request: &JobRequest) -> Vec<FieldError
         );
         errors.push(FieldError::new("options.format", "error.invalid", message));
     }
-    let captioned = template.clips.iter().flat_map(|c| &c.layers).any(|l| matches!(l.content, Content::Captions(_)));
-    if output.subtitles && !captioned {
+    if output.subtitles && !template.has_captions() {
         let message = "the template has no captions layer to make a subtitle track of".to_string();
         errors.push(FieldError::new("options.subtitles", "error.invalid", message));
     }

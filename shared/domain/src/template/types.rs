@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::color::Color;
-use super::layer::Layer;
+use super::layer::{Content, Layer};
 
 /// The format version this build reads and writes.
 pub const VERSION: u32 = 1;
@@ -313,6 +313,11 @@ impl Template {
     pub fn duration(&self) -> f64 {
         let clips: f64 = self.clips.iter().map(|c| c.duration).sum();
         clips - self.transitions().sum::<f64>()
+    }
+
+    /// Whether the template has a captions layer.
+    pub fn has_captions(&self) -> bool {
+        self.clips.iter().flat_map(|c| &c.layers).any(|l| matches!(l.content, Content::Captions(_)))
     }
 
     /// When each clip starts on the output timeline, in seconds: clip `i` starts at
