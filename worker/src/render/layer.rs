@@ -177,7 +177,8 @@ pub(crate) fn prepare(
         Content::Lottie(lottie) => {
             let animation = Lottie::read(&resolver.path(id, &lottie.source)?).map_err(RenderError::source(id))?;
             let direct = visual.rotation == 0.0 && !anim::scales(&visual.animations);
-            Body::Lottie(Box::new(LottieBody::new(animation, lottie, (bw, bh), direct)))
+            let body = LottieBody::new(animation, lottie, (bw, bh), direct).map_err(|e| RenderError::layer(id, e))?;
+            Body::Lottie(Box::new(body))
         }
         Content::Sound(_) => return Ok(None),
     };

@@ -32,6 +32,9 @@ pub(crate) const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 const MAX_SIDE: usize = 8192;
 /// Most frames an animation may have.
 const MAX_FRAMES: usize = 100_000;
+/// Most pixels the whole animation is drawn at (its fit into the box may make it larger
+/// than the box: `cover` of a long, thin animation): 160 MB of frame buffer.
+const MAX_DRAWN_PIXELS: f64 = 40_000_000.0;
 
 mod sys {
     use std::ffi::c_char;
@@ -219,17 +222,41 @@ pub(crate) struct LottieBody {
 
 impl LottieBody {
     /// `lottie` fitted into a box of `bw`×`bh` output pixels as `layer` says; `direct`
-    /// when the layer is drawn without rotation or scaling.
-    pub(crate) fn new(lottie: Lottie, layer: &LottieLayer, (bw, bh): (u32, u32), direct: bool) -> LottieBody {
+    /// when the layer is drawn without rotation or scaling. `Err` says why it cannot be
+    /// drawn so (more than [`MAX_DRAWN_PIXELS`]).
+    pub(crate) fn new(
+        lottie: Lottie,
+        layer: &LottieLayer,
+        (bw, bh): (u32, u32),
+        direct: bool,
+    ) -> Result<LottieBody, String> {
         let (w, h) = (lottie.width as f64, lottie.height as f64);
         let f = fitting(layer.fit, w, h, f64::from(bw), f64::from(bh));
         // Drawn at the scale that makes the shown part its landing size.
         let (kx, ky) = (f.dst.w / f.src.w.max(1e-9), f.dst.h / f.src.h.max(1e-9));
-        let drawn = (((w * kx).round() as usize).max(1), ((h * ky).round() as usize).max(1));
+        let (dw, dh) = ((w * kx).round().max(1.0), (h * ky).round().max(1.0));
+        if dw * dh > MAX_DRAWN_PIXELS {
+            return Err(format!(
+                "fitted into its box the animation would be drawn at {dw}×{dh} pixels (at most 40 million); use \
+                 `contain` or a box closer to its proportions ({}×{})",
+                lottie.width, lottie.height
+            ));
+        }
+        let drawn = (dw as usize, dh as usize);
         let shown = RectF::new(f.src.x * kx, f.src.y * ky, f.dst.w, f.dst.h);
         let land = (f.dst.x.round() as i64, f.dst.y.round() as i64);
         let looping = layer.loop_;
-        LottieBody { lottie, speed: layer.speed, looping, drawn, shown, land, direct, current: None, argb: Vec::new() }
+        Ok(LottieBody {
+            lottie,
+            speed: layer.speed,
+            looping,
+            drawn,
+            shown,
+            land,
+            direct,
+            current: None,
+            argb: Vec::new(),
+        })
     }
 
     /// The picture at `seconds` into the layer, with its offset in the box.
