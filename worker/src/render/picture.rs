@@ -185,12 +185,7 @@ impl Picture {
             }
         }
         if !opaque {
-            bleed(&mut pic.y, &pic.a, w, h);
-            let (ca, mut u, mut v) = (pic.ca.clone(), std::mem::take(&mut pic.u), std::mem::take(&mut pic.v));
-            bleed(&mut u, &ca, cw, ch);
-            bleed(&mut v, &ca, cw, ch);
-            pic.u = u;
-            pic.v = v;
+            pic.bleed_edges();
         }
         pic
     }
@@ -249,14 +244,19 @@ impl Picture {
             }
         }
         if !opaque && bleed_edges {
-            bleed(&mut pic.y, &pic.a, w, h);
-            let (ca, mut u, mut v) = (pic.ca.clone(), std::mem::take(&mut pic.u), std::mem::take(&mut pic.v));
-            bleed(&mut u, &ca, cw, ch);
-            bleed(&mut v, &ca, cw, ch);
-            pic.u = u;
-            pic.v = v;
+            pic.bleed_edges();
         }
         pic
+    }
+
+    /// Gives transparent pixels the colour of an inked neighbour (luma and chroma), so
+    /// filtering later does not darken edges.
+    fn bleed_edges(&mut self) {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let (cw, ch) = (self.chroma_width() as usize, self.chroma_height() as usize);
+        bleed(&mut self.y, &self.a, w, h);
+        bleed(&mut self.u, &self.ca, cw, ch);
+        bleed(&mut self.v, &self.ca, cw, ch);
     }
 
     /// Sub-picture [x, x+w) × [y, y+h) with x, y even (clipped to the picture).
