@@ -17,6 +17,18 @@ pub fn ffmpeg(args: &[&str], out: &Path) {
     assert!(output.status.success(), "ffmpeg {args:?}: {}", String::from_utf8_lossy(&output.stderr));
 }
 
+/// The sound of `file` decoded by the ffmpeg CLI as mono samples (−1 to 1) at `rate` Hz.
+pub fn mono_samples(file: &Path, rate: u32) -> Vec<f64> {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-i"])
+        .arg(file)
+        .args(["-f", "s16le", "-ac", "1", "-ar", &rate.to_string(), "-"])
+        .output()
+        .expect("ffmpeg is installed (scripts/setup)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    output.stdout.chunks_exact(2).map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0).collect()
+}
+
 /// A 640×480 PNG whose left half is transparent.
 pub fn png_with_alpha(dir: &Path) -> PathBuf {
     let out = dir.join("alpha.png");

@@ -114,15 +114,7 @@ const SHOWN: usize = 500;
 /// Spans of the video's sound louder than −40 dBFS, in seconds, joined across gaps
 /// shorter than 0.2 s (the pauses inside a sentence; sentences are 0.3 s apart).
 fn voiced_spans(file: &Path) -> Vec<(f64, f64)> {
-    let output = std::process::Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-i"])
-        .arg(file)
-        .args(["-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let samples: Vec<f64> =
-        output.stdout.chunks_exact(2).map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0).collect();
+    let samples = media::mono_samples(file, 48_000);
     let mut spans: Vec<(f64, f64)> = Vec::new();
     for (i, _) in samples.iter().enumerate().filter(|(_, s)| s.abs() > 0.01) {
         let t = i as f64 / 48_000.0;

@@ -86,15 +86,7 @@ impl World {
         let bytes = reqwest::get(url).await.unwrap().error_for_status().unwrap().bytes().await.unwrap();
         let file = self.dir.path().join(format!("{}.mp4", uuid::Uuid::new_v4().simple()));
         std::fs::write(&file, &bytes).unwrap();
-        let output = std::process::Command::new("ffmpeg")
-            .args(["-hide_banner", "-loglevel", "error", "-i"])
-            .arg(&file)
-            .args(["-f", "s16le", "-ac", "1", "-ar", "8000", "-"])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let samples: Vec<f64> =
-            output.stdout.chunks_exact(2).map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0).collect();
+        let samples = media::mono_samples(&file, 8000);
         samples.chunks(800).map(|w| (w.iter().map(|s| s * s).sum::<f64>() / w.len() as f64).sqrt()).collect()
     }
 
