@@ -109,3 +109,30 @@ pub async fn probe_url(url: &str, dir: &Path) -> Probe {
         .unwrap()
         .unwrap_or_else(|e| panic!("{url} probes: {e}"))
 }
+
+/// A 100×100 Lottie animation at 10 fps, 1 s long, filled with one solid `color`
+/// (`#rrggbb`) throughout.
+pub fn lottie_solid(color: &str) -> serde_json::Value {
+    let transform = serde_json::json!({ "o": { "a": 0, "k": 100 }, "r": { "a": 0, "k": 0 }, "p": { "a": 0, "k": [0, 0, 0] },
+                                        "a": { "a": 0, "k": [0, 0, 0] }, "s": { "a": 0, "k": [100, 100, 100] } });
+    serde_json::json!({
+        "v": "5.7.4", "fr": 10, "ip": 0, "op": 10, "w": 100, "h": 100, "nm": "solid", "ddd": 0, "assets": [],
+        "layers": [{ "ddd": 0, "ind": 1, "ty": 1, "nm": "fill", "sr": 1, "ao": 0, "ip": 0, "op": 10, "st": 0,
+                     "bm": 0, "sc": color, "sw": 100, "sh": 100, "ks": transform }]
+    })
+}
+
+/// A dotLottie archive `name` in `dir` holding `animation` as its one animation.
+pub fn dotlottie(dir: &Path, name: &str, animation: &serde_json::Value) -> PathBuf {
+    use std::io::Write;
+    let out = dir.join(name);
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&out).unwrap());
+    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let manifest = serde_json::json!({ "version": "1", "animations": [{ "id": "main" }] });
+    for (file, body) in [("manifest.json", manifest), ("animations/main.json", animation.clone())] {
+        zip.start_file(file, options).unwrap();
+        zip.write_all(body.to_string().as_bytes()).unwrap();
+    }
+    zip.finish().unwrap();
+    out
+}

@@ -133,6 +133,7 @@ impl ConvertHandler {
                 MediaKind::Svg => AssetKind::Svg,
                 MediaKind::Video => AssetKind::Video,
                 MediaKind::Audio => AssetKind::Sound,
+                MediaKind::Lottie => AssetKind::Lottie,
             },
             duration_ms: converted.duration.map(|s| (s * 1000.0).round() as i64),
             alpha: converted.alpha,

@@ -479,7 +479,11 @@ fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
     let Some(kind) = infer::get(&head) else { return Ok(()) };
     let ok = match kind.matcher_type() {
         _ if media == VariableType::Captions => false,
-        infer::MatcherType::Image => media == VariableType::Image,
+        // Animated GIF and WebP pictures play as videos (a still one shows as an image).
+        infer::MatcherType::Image => {
+            media == VariableType::Image
+                || (media == VariableType::Video && matches!(kind.mime_type(), "image/gif" | "image/webp"))
+        }
         infer::MatcherType::Video => matches!(media, VariableType::Video | VariableType::Sound),
         infer::MatcherType::Audio => media == VariableType::Sound,
         _ => false,
@@ -515,17 +519,20 @@ fn needed_size(template: &Template, source: &Source, quality: Quality) -> (u32, 
 
 /// The blob of `asset` to render from: the smallest converted rendition at least as large
 /// as the box it fills (no re-processing, little decoding), the AAC rendition of a sound,
-/// the original of a vector image or when no rendition is large enough.
+/// the original of a vector image or an animation (Lottie, animated GIF or WebP), or when
+/// no rendition is large enough.
 fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
     let original = asset.original_key.clone().unwrap_or_default();
     let role = match asset.kind {
+        // An animated picture plays from its original.
+        Some(AssetKind::Sprite) if asset.duration_ms.is_some() => return original,
         Some(AssetKind::Sprite) => "image",
         Some(AssetKind::Video) => "video",
         Some(AssetKind::Sound) => {
             let aac = asset.renditions.iter().find(|r| r.role == "audio" && r.content_type == "audio/mp4");
             return aac.map_or(original, |r| r.key.clone());
         }
-        Some(AssetKind::Svg) | None => return original,
+        Some(AssetKind::Svg | AssetKind::Lottie) | None => return original,
     };
     asset
         .renditions

@@ -228,6 +228,8 @@ async fn object(
             shows_as: match (r.role.as_str(), kind) {
                 ("video", _) | ("original", Some(AssetKind::Video)) => "video",
                 ("audio", _) | ("original", Some(AssetKind::Sound)) => "audio",
+                // An animation file: the thumbnail shows it.
+                ("original", Some(AssetKind::Lottie)) => "file",
                 _ => "image",
             },
             url: state.backends.blobs.public_url(&r.key),

@@ -11,7 +11,7 @@ use crate::services;
 use crate::state::AppState;
 
 /// The object types a library holds.
-const SUPPORTED_TYPES: [&str; 5] = ["video", "image", "sprite", "svg", "sound"];
+const SUPPORTED_TYPES: [&str; 6] = ["video", "image", "sprite", "svg", "sound", "lottie"];
 
 /// Libraries of one kind (spec §2.1).
 #[derive(Debug, Serialize, ToSchema)]

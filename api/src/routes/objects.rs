@@ -24,7 +24,7 @@ pub struct AssetJson {
     /// Why the conversion failed (only when `failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// `sprite`, `svg`, `video` or `sound`.
+    /// `sprite`, `svg`, `video`, `sound` or `lottie`.
     #[serde(rename = "type")]
     pub kind: String,
     pub assets: Vec<AssetFileJson>,
@@ -95,6 +95,7 @@ fn kind_from_name(filename: &str) -> AssetKind {
     let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
     match ext.as_str() {
         "svg" => AssetKind::Svg,
+        "json" | "lottie" => AssetKind::Lottie,
         "gif" | "jpeg" | "jpg" | "png" | "webp" | "heic" | "heif" => AssetKind::Sprite,
         "flac" | "m4a" | "mp3" | "wav" | "ogg" | "wma" | "aiff" | "aif" | "opus" => AssetKind::Sound,
         _ => AssetKind::Video,
@@ -140,7 +141,6 @@ impl AssetJson {
     pub fn new(asset: &Asset, state: &AppState) -> AssetJson {
         let blobs = &state.backends.blobs;
         let kind = asset.kind.unwrap_or_else(|| kind_from_name(&asset.filename));
-        let is_image = matches!(kind, AssetKind::Sprite | AssetKind::Svg);
         AssetJson {
             id: asset.id.to_string(),
             upload_id: asset.upload_id.clone(),
@@ -154,7 +154,8 @@ impl AssetJson {
                 id: asset.id.to_string(),
                 label: asset.label.clone(),
                 description: asset.description.clone(),
-                duration: asset.duration_ms.filter(|_| !is_image).map(|ms| format!("{}.{:03}", ms / 1000, ms % 1000)),
+                // Video, sound, Lottie and animated pictures have one.
+                duration: asset.duration_ms.map(|ms| format!("{}.{:03}", ms / 1000, ms % 1000)),
                 thumb: asset
                     .thumb_key
                     .as_deref()

@@ -247,9 +247,7 @@ pub async fn check(
                 )),
             ),
             Source::Url { url } => (format!("{path}.url"), refused_address(state, url)),
-            Source::Asset { .. } if media.is_none() => continue, // refused by the rules already
             Source::Asset { asset } => {
-                let media = media.expect("a media type");
                 if groups.is_none() {
                     groups = Some(caller.group_ids(state).await?);
                 }

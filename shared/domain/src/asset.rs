@@ -50,6 +50,8 @@ pub enum AssetKind {
     Svg,
     Video,
     Sound,
+    /// A Lottie animation (Bodymovin JSON or a dotLottie archive), kept as uploaded.
+    Lottie,
 }
 
 impl AssetKind {
@@ -59,11 +61,13 @@ impl AssetKind {
             AssetKind::Svg => "svg",
             AssetKind::Video => "video",
             AssetKind::Sound => "sound",
+            AssetKind::Lottie => "lottie",
         }
     }
 
     pub fn parse(s: &str) -> Option<AssetKind> {
-        [AssetKind::Sprite, AssetKind::Svg, AssetKind::Video, AssetKind::Sound].into_iter().find(|k| k.as_str() == s)
+        use AssetKind::*;
+        [Sprite, Svg, Video, Sound, Lottie].into_iter().find(|k| k.as_str() == s)
     }
 }
 

@@ -216,6 +216,13 @@ pub(crate) mod estimate {
         image(SVG_LONG_SIDE, SVG_LONG_SIDE)
     }
 
+    /// Converting a Lottie file of `file_bytes`: the document as text, serde's tree and
+    /// rlottie's model (about 16 times the file, images embedded in it decoded), and the
+    /// thumbnail.
+    pub(crate) fn lottie(file_bytes: u64) -> u64 {
+        file_bytes * 16 + image(320, 320)
+    }
+
     /// A render at `width` × `height` whose video layers have the declared `videos`
     /// sizes: the canvases (x264's 32 frames and 8 of the compositor) plus one decoder
     /// per video layer, all counted as open at once (an upper estimate: layers of

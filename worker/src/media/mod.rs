@@ -15,6 +15,8 @@
 //!   rung when the source really has transparent pixels, a poster thumbnail and duration.
 //! * audio: one decode feeding AAC (`.m4a`) and MP3 renditions, an 800×200 waveform PNG
 //!   and duration.
+//! * Lottie (JSON, or a dotLottie archive): checked and parsed by rlottie, kept as it is,
+//!   a thumbnail of its middle frame, size and duration.
 //!
 //! The kind comes from the bytes, never the file name. libav only ever opens the input
 //! itself: `protocol_whitelist=file`, a demuxer allow-list (`av::ALLOWED_DEMUXERS`) and
@@ -22,12 +24,14 @@
 //! playlist is refused before it can fetch a URL or read another file.
 //!
 //! Known limits: animated GIF/WebP keep their animation only in the original (renditions
-//! are the first frame); interlaced video is encoded as is (no deinterlacer); the MP4s of a
+//! are the first frame; the duration says it is animated, and templates play the
+//! original); interlaced video is encoded as is (no deinterlacer); the MP4s of a
 //! source with transparency drop the alpha channel (the WebM keeps it).
 //!
 //! For benchmarks, [`convert`] is the entry point; `tests/bench.rs` holds the ignored
 //! comparisons against the ffmpeg CLI.
 
+pub(crate) mod animated;
 pub(crate) mod audio;
 pub(crate) mod audio_enc;
 pub(crate) mod av;
@@ -37,6 +41,7 @@ pub(crate) mod decoders;
 mod error;
 pub(crate) mod heif;
 pub(crate) mod limits;
+pub(crate) mod lottie;
 pub(crate) mod mux;
 pub mod passthrough;
 mod poster;
@@ -49,7 +54,7 @@ mod video_enc;
 mod waveform;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::path::{Path, PathBuf};
 
@@ -71,16 +76,19 @@ pub enum MediaKind {
     Video,
     /// Sound only.
     Audio,
+    /// A Lottie animation (JSON or dotLottie).
+    Lottie,
 }
 
 impl MediaKind {
-    /// The asset type the API reports: `sprite`, `svg`, `video` or `audio`.
+    /// The asset type the API reports: `sprite`, `svg`, `video`, `audio` or `lottie`.
     pub fn asset_type(self) -> &'static str {
         match self {
             MediaKind::Image => "sprite",
             MediaKind::Svg => "svg",
             MediaKind::Video => "video",
             MediaKind::Audio => "audio",
+            MediaKind::Lottie => "lottie",
         }
     }
 }
@@ -197,6 +205,7 @@ pub fn probe(path: &Path, limits: &Limits) -> Result<Probe, MediaError> {
     let deadline = Deadline::after(limits.time_limit);
     guarded(|| match sniff::sniff(path)? {
         Sniffed::Svg => svg::probe(path),
+        Sniffed::Lottie => lottie::probe(path),
         Sniffed::Heif => heif::probe(path, limits),
         Sniffed::Other => avprobe::probe(path, limits, &deadline).map(|p| p.probe),
         still_format => raster::probe(path, still_format, limits),
@@ -216,6 +225,11 @@ pub fn convert(input: &Path, out_dir: &Path, limits: &Limits, progress: &dyn Fn(
         Sniffed::Svg => {
             let _memory = limits.memory.reserve(budget::estimate::svg(), &deadline)?;
             svg::convert(&job)
+        }
+        Sniffed::Lottie => {
+            let size = std::fs::metadata(input)?.len();
+            let _memory = limits.memory.reserve(budget::estimate::lottie(size), &deadline)?;
+            lottie::convert(&job)
         }
         Sniffed::Other => {
             let probed = avprobe::probe(input, limits, &deadline)?;

@@ -1,5 +1,5 @@
-//! Raster images: JPEG, PNG, GIF (first frame) and WebP through the `image` crate, HEIF
-//! through libheif.
+//! Raster images: JPEG, PNG, GIF and WebP through the `image` crate (the first frame of an
+//! animation, whose duration is recorded), HEIF through libheif.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -10,7 +10,7 @@ use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader};
 
 use super::sniff::Sniffed;
 use super::still::{self, Scaler};
-use super::{heif, Converted, Job, Limits, MediaError, MediaKind, Probe, Role};
+use super::{animated, heif, Converted, Job, Limits, MediaError, MediaKind, Probe, Role};
 
 /// Probes a raster image from its header (no pixel decoding).
 pub(crate) fn probe(path: &Path, sniffed: Sniffed, limits: &Limits) -> Result<Probe, MediaError> {
@@ -89,13 +89,17 @@ pub(crate) fn convert(job: &Job, sniffed: Sniffed) -> Result<Converted, MediaErr
     let thumb = still::copy_as_thumb(smallest, job.out_dir)?;
     let thumb_path = thumb.file.clone();
     renditions.push(thumb);
+    // An animation plays from the original (templates show it moving); the renditions
+    // are its first frame.
+    let duration = animated::duration(job.input, sniffed, job.limits, job.deadline)?;
+    renditions[0].duration = duration;
     Ok(Converted {
         kind: MediaKind::Image,
         format: sniffed.name().to_owned(),
         renditions,
         thumb: thumb_path,
         alpha,
-        duration: None,
+        duration,
         width: Some(width),
         height: Some(height),
     })

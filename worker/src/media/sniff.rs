@@ -6,6 +6,7 @@ use std::path::Path;
 
 use reelfarm_backends::blob::media_type::looks_like_svg;
 
+use super::lottie::ZIP_MAGIC;
 use super::MediaError;
 
 /// What the first bytes say the file is.
@@ -18,6 +19,8 @@ pub(crate) enum Sniffed {
     /// HEIF family (HEIC, AVIF), decoded through libheif.
     Heif,
     Svg,
+    /// A Lottie animation: a JSON object, or a ZIP archive (dotLottie).
+    Lottie,
     /// Anything else: left to libav's probe and its format allow-list.
     Other,
 }
@@ -32,6 +35,7 @@ impl Sniffed {
             Sniffed::Webp => "webp",
             Sniffed::Heif => "heif",
             Sniffed::Svg => "svg",
+            Sniffed::Lottie => "lottie",
             Sniffed::Other => "unknown",
         }
     }
@@ -45,6 +49,7 @@ impl Sniffed {
             Sniffed::Webp => "image/webp",
             Sniffed::Heif => "image/heic",
             Sniffed::Svg => "image/svg+xml",
+            Sniffed::Lottie => "application/json",
             Sniffed::Other => "application/octet-stream",
         }
     }
@@ -78,6 +83,10 @@ pub(crate) fn classify(head: &[u8]) -> Sniffed {
         Sniffed::Heif
     } else if looks_like_svg(head) {
         Sniffed::Svg
+    } else if head.starts_with(ZIP_MAGIC)
+        || String::from_utf8_lossy(head).trim_start_matches('\u{feff}').trim_start().starts_with('{')
+    {
+        Sniffed::Lottie
     } else {
         Sniffed::Other
     }
@@ -97,6 +106,9 @@ mod tests {
         assert_eq!(classify(b"\0\0\0\x18ftypisom\0\0\0\0isomiso2"), Sniffed::Other);
         assert_eq!(classify(b"\xef\xbb\xbf<?xml version='1.0'?>\n<svg xmlns=''/>"), Sniffed::Svg);
         assert_eq!(classify(b"<html><svg></svg></html>"), Sniffed::Other);
+        assert_eq!(classify(b"\xef\xbb\xbf\n {\"v\":\"5.7.4\",\"fr\":30}"), Sniffed::Lottie);
+        assert_eq!(classify(b"PK\x03\x04\x14\0\0\0"), Sniffed::Lottie);
+        assert_eq!(classify(b"[1, 2]"), Sniffed::Other);
         assert_eq!(classify(b"#EXTM3U\n#EXTINF:1,\nhttp://x/y.ts\n"), Sniffed::Other);
     }
 }

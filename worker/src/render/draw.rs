@@ -53,6 +53,7 @@ impl Visual {
                 }
             }
             Body::Lottie(lottie) => mover.draw(canvas, lottie.at(tau), still, opacity, &mut self.scratch),
+            Body::Moving(moving) => mover.draw(canvas, moving.at(tau), still, opacity, &mut self.scratch),
             Body::KenBurns { pic, land } => {
                 let full = Rect { x: 0.0, y: 0.0, width: 1.0, height: 1.0 };
                 let w = m.window.unwrap_or(full);

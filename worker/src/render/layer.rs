@@ -11,7 +11,8 @@ use super::anim;
 use super::captions::CaptionsBody;
 use super::geom::{round_even, Affine, IRect, RectF};
 use super::image::{fitted, fitting, ken_burns_source, Fitting, Still};
-use super::lottie::{Lottie, LottieBody};
+use super::lottie::LottieBody;
+use super::moving::MovingBody;
 use super::picture::Picture;
 use super::plan::{LayerSpan, Plan};
 use super::resample::{warp, Placed};
@@ -20,6 +21,7 @@ use super::text::{render_text, TextStyle};
 use super::video::{FrameScaler, VideoReader};
 use super::RenderError;
 use crate::media::limits::Deadline;
+use crate::media::lottie::Lottie;
 use crate::media::{Limits, MediaError};
 
 /// Largest box side we draw, in output pixels.
@@ -64,6 +66,8 @@ pub(crate) enum Body {
     Captions(Box<CaptionsBody>),
     /// A Lottie animation, drawn when its frame changes.
     Lottie(Box<LottieBody>),
+    /// An animated GIF or WebP picture, its frames fitted into the box.
+    Moving(Box<MovingBody>),
     /// Nothing left to draw (a finished layer's memory is released).
     Done,
 }
@@ -149,17 +153,28 @@ pub(crate) fn prepare(
         Content::Shape(shape) => fixed((shape_picture(shape, bw, bh, plan.scale), 0, 0)),
         Content::Image(image) => {
             let path = resolver.path(id, &image.source)?;
-            let still = resolver.still(&path, limits).map_err(RenderError::source(id))?.ok_or_else(|| {
-                RenderError::Source { layer: id.to_owned(), error: MediaError::Unsupported("not an image".into()) }
-            })?;
-            still_body(id, &still, image.fit, bw, bh, ken_burns)?
+            // An animated picture loops, as on a web page.
+            match moving(id, &path, image.fit, (bw, bh), (0.0, true), ken_burns.is_some(), limits, deadline)? {
+                Some(body) => body,
+                None => {
+                    let still = resolver.still(&path, limits).map_err(RenderError::source(id))?.ok_or_else(|| {
+                        let error = MediaError::Unsupported("not an image".into());
+                        RenderError::Source { layer: id.to_owned(), error }
+                    })?;
+                    still_body(id, &still, image.fit, bw, bh, ken_burns)?
+                }
+            }
         }
         Content::Video(video) => {
             let path = resolver.path(id, &video.source)?;
-            match resolver.still(&path, limits).map_err(RenderError::source(id))? {
+            let played = (video.trim_start, video.loop_);
+            if let Some(body) = moving(id, &path, video.fit, (bw, bh), played, ken_burns.is_some(), limits, deadline)? {
+                body
+            } else if let Some(still) = resolver.still(&path, limits).map_err(RenderError::source(id))? {
                 // A still given to a video layer shows as an image.
-                Some(still) => still_body(id, &still, video.fit, bw, bh, ken_burns)?,
-                None => video_body(
+                still_body(id, &still, video.fit, bw, bh, ken_burns)?
+            } else {
+                video_body(
                     id,
                     resolver,
                     &path,
@@ -170,7 +185,7 @@ pub(crate) fn prepare(
                     ken_burns.is_some(),
                     deadline,
                     limits,
-                )?,
+                )?
             }
         }
         Content::Captions(captions) => Body::Captions(Box::new(CaptionsBody::new(captions, &span, plan, bw, bh))),
@@ -216,6 +231,26 @@ fn still_body(
         }
         None => Ok(fixed(fitted(still, fit, bw, bh).map_err(RenderError::source(id))?)),
     }
+}
+
+/// The body of an animated GIF or WebP picture at `path`; `None` for anything else, and
+/// under a Ken Burns pan (which moves over its first frame, as over a still).
+#[allow(clippy::too_many_arguments)]
+fn moving(
+    id: &str,
+    path: &Path,
+    fit: reelfarm_domain::template::Fit,
+    size: (u32, u32),
+    played: (f64, bool),
+    ken_burns: bool,
+    limits: &Limits,
+    deadline: &Deadline,
+) -> Result<Option<Body>, RenderError> {
+    if ken_burns {
+        return Ok(None);
+    }
+    let body = MovingBody::open(path, fit, size, played, limits, deadline).map_err(RenderError::source(id))?;
+    Ok(body.map(|b| Body::Moving(Box::new(b))))
 }
 
 #[allow(clippy::too_many_arguments)]

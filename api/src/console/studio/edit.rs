@@ -186,8 +186,7 @@ fn new_layer(doc: &Value, kind: &str, id: String, source: Value) -> Result<Value
             json!({ "text": "Text", "font": { "family": "Liberation Sans", "size": number((h / 10.0).round().max(1.0)) },
                           "align": "center", "vertical_align": "middle" })
         }
-        "image" | "video" => json!({ "source": source }),
-        "sound" => json!({ "source": source }),
+        "image" | "video" | "sound" | "lottie" => json!({ "source": source }),
         "shape" => json!({ "color": "#ffffff80" }),
         "captions" => json!({
             "cues": [{ "start": 0.0, "end": 2.0, "text": "Captions" }],

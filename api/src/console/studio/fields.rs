@@ -63,7 +63,7 @@ const MEDIA_FIT: &[&str] = &["cover", "contain", "fill"];
 const DIRECTIONS: &[&str] = &["left", "right", "up", "down"];
 const EASINGS: &[&str] = &["linear", "ease_in", "ease_out", "ease_in_out"];
 pub const TRANSITIONS: &[&str] = &["cut", "crossfade", "fade_color", "wipe", "slide"];
-pub const LAYER_KINDS: &[&str] = &["text", "image", "video", "sound", "shape", "captions"];
+pub const LAYER_KINDS: &[&str] = &["text", "image", "video", "sound", "shape", "captions", "lottie"];
 pub const ANIMATIONS: &[&str] = &["fade_in", "fade_out", "slide_in", "slide_out", "scale", "ken_burns"];
 
 pub const TEMPLATE_FIELDS: &[Field] = &[
@@ -153,7 +153,7 @@ const CAPTIONS: &[Field] = &[
 ];
 
 const LOTTIE: &[Field] = &[
-    field("source", "Lottie animation (JSON)", Source, Required, Content),
+    field("source", "Lottie animation (JSON or .lottie)", Source, Required, Content),
     field("fit", "Fit", Choice(MEDIA_FIT), Is("\"contain\""), Content),
     field("speed", "Speed (× as authored)", Number, Is("1"), Content),
     field("loop", "Loop", Bool, Is("false"), Content),

@@ -95,6 +95,7 @@ async fn choices(state: &AppState, caller: &Caller, kind: &str) -> Result<Vec<(S
         "image" => &[AssetKind::Sprite, AssetKind::Svg],
         "video" => &[AssetKind::Video],
         "sound" => &[AssetKind::Sound],
+        "lottie" => &[AssetKind::Lottie],
         _ => return Ok(Vec::new()),
     };
     let assets = services::assets::choosable(state, caller, kinds, SOURCE_CHOICES).await?;

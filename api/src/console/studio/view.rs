@@ -278,7 +278,8 @@ pub fn panel(
                     panel.groups.push(FieldGroup { legend, fields });
                 }
             }
-            if kind != "shape" && LAYER_KINDS.contains(&kind.as_str()) {
+            // Shapes and Lottie animations cannot be variables.
+            if !matches!(kind.as_str(), "shape" | "lottie") && LAYER_KINDS.contains(&kind.as_str()) {
                 let name_problem = placing.take(&format!("{path}.variable"));
                 panel.variable = Some(variable(layer, template, variable_fields, name_problem));
             }

@@ -16,7 +16,8 @@ use crate::state::AppState;
 
 /// File types accepted in addresses of media values (spec §4.7.1), by variable type.
 const IMAGE_TYPES: &[&str] = &["gif", "jpeg", "jpg", "png", "svg", "webp", "heic"];
-const VIDEO_TYPES: &[&str] = &["mp4", "mkv", "flv", "wmv", "m4v", "mpeg", "avi", "webm", "mov", "3gp"];
+/// Animated GIF and WebP pictures play as videos.
+const VIDEO_TYPES: &[&str] = &["mp4", "mkv", "flv", "wmv", "m4v", "mpeg", "avi", "webm", "mov", "3gp", "gif", "webp"];
 const SOUND_TYPES: &[&str] = &["flac", "m4a", "mp3", "wav", "ogg", "wma", "aiff", "opus"];
 const CAPTIONS_TYPES: &[&str] = &["srt", "vtt", "txt"];
 /// Extensions of pages that serve files: they say nothing about the file's type, which is
@@ -34,13 +35,15 @@ fn file_types(media: VariableType) -> &'static [&'static str] {
 }
 
 /// Whether an asset of `kind` can fill a media variable (a sound variable can take a
-/// video's sound).
-fn takes(media: VariableType, kind: AssetKind) -> bool {
+/// video's sound, a video variable an animated picture: one with a duration), or with
+/// `None` a Lottie layer.
+fn takes(media: Option<VariableType>, kind: AssetKind, animated: bool) -> bool {
     match media {
-        VariableType::Image => matches!(kind, AssetKind::Sprite | AssetKind::Svg),
-        VariableType::Video => kind == AssetKind::Video,
-        VariableType::Sound => matches!(kind, AssetKind::Sound | AssetKind::Video),
-        VariableType::Text | VariableType::Captions => false,
+        Some(VariableType::Image) => matches!(kind, AssetKind::Sprite | AssetKind::Svg),
+        Some(VariableType::Video) => kind == AssetKind::Video || (kind == AssetKind::Sprite && animated),
+        Some(VariableType::Sound) => matches!(kind, AssetKind::Sound | AssetKind::Video),
+        Some(VariableType::Text | VariableType::Captions) => false,
+        None => kind == AssetKind::Lottie,
     }
 }
 
@@ -70,7 +73,7 @@ pub(super) async fn check_media(
             if groups.is_none() {
                 *groups = Some(caller.group_ids(state).await?);
             }
-            asset_problem(state, caller, groups.as_deref().unwrap_or_default(), text, media).await?
+            asset_problem(state, caller, groups.as_deref().unwrap_or_default(), text, Some(media)).await?
         };
         if let Some(problem) = problem {
             problems.push((key.clone(), problem));
@@ -105,12 +108,14 @@ fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
     ))
 }
 
+/// Why the asset `id` cannot be used for `media` (a variable's type; `None`: a Lottie
+/// layer's animation), if it cannot: unknown to the caller, not converted, of another kind.
 pub(in crate::services) async fn asset_problem(
     state: &AppState,
     caller: &Caller,
     groups: &[GroupId],
     id: &str,
-    media: VariableType,
+    media: Option<VariableType>,
 ) -> Result<Option<Problem>, ApiError> {
     let store = &state.backends.store;
     let unknown = || Some(("error.unknown_asset", format!("no asset {id:?} in the libraries you can use")));
@@ -135,13 +140,16 @@ pub(in crate::services) async fn asset_problem(
         )));
     }
     match asset.kind {
-        Some(kind) if takes(media, kind) => Ok(None),
+        Some(kind) if takes(media, kind, asset.duration_ms.is_some()) => Ok(None),
         kind => Ok(Some((
             "error.unsupported_file_type",
             format!(
-                "asset {id:?} is a {} asset; this variable takes a {}",
+                "asset {id:?} is a {} asset; {}",
                 kind.map_or("unknown", AssetKind::as_str),
-                media.as_str()
+                media.map_or("a lottie layer takes a lottie".into(), |m| format!(
+                    "this variable takes a {}",
+                    m.as_str()
+                ))
             ),
         ))),
     }
@@ -163,5 +171,6 @@ mod tests {
         assert!(message.contains(".pdf") && message.contains("PNG"), "{message}");
         assert!(url_file_type("https://example.com/clip.mp4", VariableType::Sound).is_some());
         assert!(url_file_type("https://example.com/photo.png", VariableType::Video).is_some());
+        assert_eq!(url_file_type("https://example.com/loop.gif", VariableType::Video), None, "plays as a video");
     }
 }

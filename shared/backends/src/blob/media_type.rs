@@ -12,6 +12,10 @@
 pub const OCTET_STREAM: &str = "application/octet-stream";
 /// SVG: a picture, but one that can hold scripts.
 pub const SVG: &str = "image/svg+xml";
+/// A JSON object: the upload of a Lottie animation.
+pub const JSON: &str = "application/json";
+/// A ZIP archive: the upload of a dotLottie animation (`.lottie`).
+pub const DOTLOTTIE: &str = "application/zip";
 
 /// Raster images, video and audio: the types served inline. Every type an upload is
 /// stored as (see [`upload_type`]) and every rendition the worker writes is here, but SVG.
@@ -87,7 +91,8 @@ fn well_formed(essence: &str) -> bool {
 /// The type an upload is stored as, from its first bytes (the uploader's declared type is
 /// never used): one of the media types we convert (spec: images GIF, JPEG, PNG, SVG, WEBP,
 /// HEIC; videos MP4, MKV, FLV, WMV, M4V, MPEG, AVI, WEBM, MOV, 3GP; sound FLAC, M4A, MP3,
-/// WAV, OGG, WMA, AIFF, OPUS), else `application/octet-stream`. The conversion looks at
+/// WAV, OGG, WMA, AIFF, OPUS; Lottie as JSON or a dotLottie ZIP archive, both served as
+/// attachments), else `application/octet-stream`. The conversion looks at
 /// the bytes again, so a type we cannot tell here only changes how the original is served.
 pub fn upload_type(head: &[u8]) -> &'static str {
     if let Some(kind) = infer::get(head) {
@@ -108,6 +113,12 @@ pub fn upload_type(head: &[u8]) -> &'static str {
     if looks_like_svg(head) {
         return SVG;
     }
+    if head.starts_with(b"PK\x03\x04") {
+        return DOTLOTTIE;
+    }
+    if String::from_utf8_lossy(head).trim_start_matches('\u{feff}').trim_start().starts_with('{') {
+        return JSON;
+    }
     OCTET_STREAM
 }
 
@@ -121,6 +132,8 @@ pub fn extension(content_type: &str) -> &'static str {
         "image/heic" => "heic",
         "image/avif" => "avif",
         SVG => "svg",
+        JSON => "json",
+        DOTLOTTIE => "lottie",
         "video/mp4" => "mp4",
         "video/x-m4v" => "m4v",
         "video/quicktime" => "mov",
@@ -197,6 +210,9 @@ mod tests {
         assert_eq!(upload_type(b"hello"), OCTET_STREAM);
         assert_eq!(upload_type(b"<html><script>alert(1)</script></html>"), OCTET_STREAM);
         assert_eq!(upload_type(b"%PDF-1.7\n"), OCTET_STREAM, "not a type we convert");
+        assert_eq!(upload_type(b"\n  {\"v\":\"5.7.4\",\"fr\":30}"), JSON, "a Lottie animation");
+        assert_eq!(upload_type(b"PK\x03\x04\x14\0\0\0\x08\0"), DOTLOTTIE, "a dotLottie archive");
+        assert!(served(JSON).attachment && served(DOTLOTTIE).attachment);
         assert_eq!(upload_type(b"RIFF\x24\0\0\0WAVEfmt "), "audio/wav");
         assert_eq!(upload_type(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic"), "image/heic");
         // A PNG with `<svg` in a text chunk is still a PNG.

@@ -394,7 +394,7 @@ pub struct LottieLayer {
     /// The box the animation is fitted into.
     #[serde(flatten)]
     pub frame: Frame,
-    /// The animation: a Lottie JSON file, by `url` or `file`.
+    /// The animation: a Lottie JSON or dotLottie file, by `url`, `file` or library `asset`.
     pub source: Source,
     /// How the animation is fitted into the box (default `contain`).
     #[serde(default = "contain")]

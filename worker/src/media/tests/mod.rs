@@ -5,6 +5,7 @@ mod audio;
 mod bad_input;
 mod bomb;
 mod budget;
+pub(crate) mod lottie;
 mod passthrough;
 mod picture;
 mod video;

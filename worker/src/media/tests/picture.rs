@@ -99,16 +99,19 @@ fn exif_orientation_is_applied_to_size_and_pixels() {
 }
 
 #[test]
-fn gif_and_webp_convert_from_their_first_frame() {
+fn gif_and_webp_convert_from_their_first_frame_and_animations_get_a_duration() {
     let s = Scratch::new();
     let gif = s.ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=300x200:r=5", "-frames:v", "3"], "anim.gif");
     let c = s.convert(&gif);
     assert_eq!((c.format.as_str(), c.renditions[0].content_type), ("gif", "image/gif"));
     assert_eq!(sizes(&c), vec![(300, 300, 200)], "smaller than every rung: one at its own size");
+    // 3 frames of 0.2 s: it plays.
+    close(c.duration.expect("a duration"), 0.6, 1e-9);
+    assert_eq!(c.renditions[0].duration, c.duration);
     let s = Scratch::new();
     let webp = s.ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=800x600", "-frames:v", "1", "-c:v", "libwebp"], "pic.webp");
     let c = s.convert(&webp);
-    assert_eq!(c.format, "webp");
+    assert_eq!((c.format.as_str(), c.duration), ("webp", None), "a still picture has no duration");
     assert_eq!(sizes(&c), vec![(640, 640, 480), (320, 320, 240)]);
     assert_files_match(&c);
 }

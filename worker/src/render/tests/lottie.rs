@@ -5,28 +5,8 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::media::tests::lottie::halves as animation;
 use crate::render::RenderError;
-
-/// A 100×100 animation at 10 fps, 1 s: a red square filling its left half for the
-/// first five frames, then its right half.
-fn animation() -> Value {
-    let half = |x: u32, from: u32, to: u32| {
-        json!({
-            "ddd": 0, "ind": from + 1, "ty": 4, "nm": format!("half {x}"), "sr": 1, "ao": 0,
-            "ip": from, "op": to, "st": 0, "bm": 0,
-            "ks": { "o": { "a": 0, "k": 100 }, "r": { "a": 0, "k": 0 }, "p": { "a": 0, "k": [x, 50, 0] },
-                    "a": { "a": 0, "k": [0, 0, 0] }, "s": { "a": 0, "k": [100, 100, 100] } },
-            "shapes": [{ "ty": "gr", "nm": "g", "it": [
-                { "ty": "rc", "nm": "r", "d": 1, "s": { "a": 0, "k": [50, 100] }, "p": { "a": 0, "k": [0, 0] }, "r": { "a": 0, "k": 0 } },
-                { "ty": "fl", "nm": "f", "c": { "a": 0, "k": [1, 0, 0, 1] }, "o": { "a": 0, "k": 100 }, "r": 1 },
-                { "ty": "tr", "p": { "a": 0, "k": [0, 0] }, "a": { "a": 0, "k": [0, 0] }, "s": { "a": 0, "k": [100, 100] },
-                  "r": { "a": 0, "k": 0 }, "o": { "a": 0, "k": 100 } }
-            ]}]
-        })
-    };
-    json!({ "v": "5.7.4", "fr": 10, "ip": 0, "op": 10, "w": 100, "h": 100, "nm": "halves", "ddd": 0, "assets": [],
-            "layers": [half(25, 0, 5), half(75, 5, 10)] })
-}
 
 /// A 200×100 canvas at 10 fps, `seconds` long, black, the animation in a 100×100 box at
 /// the left with the layer's fields `extra`.

@@ -10,6 +10,7 @@ mod formats;
 mod golden;
 mod layers;
 mod lottie;
+mod moving;
 mod previews;
 mod split;
 mod timing;

@@ -137,6 +137,18 @@ fn a_captions_layer_is_added_valid_and_styled_in_the_panel() {
 }
 
 #[test]
+fn a_lottie_layer_is_added_with_the_first_library_animation_and_edited() {
+    let mut doc = starter();
+    let first = json!({ "asset": "0b3f6c1e-2d4a-4e5f-8a9b-1c2d3e4f5a6b" });
+    let added = apply(&mut doc, "add_layer", &form(&[("clip", "a"), ("kind", "lottie")]), Selection::Template, &first);
+    assert_eq!(added, Ok(Selection::Layer("lottie-1".into())));
+    edit(&mut doc, "layer", &[("layer", "lottie-1"), ("speed", "2"), ("loop", "true"), ("fit", "cover")]);
+    let layer = &doc["clips"][0]["layers"][1];
+    assert_eq!((&layer["source"], &layer["speed"], &layer["loop"]), (&first, &json!(2), &json!(true)));
+    reelfarm_domain::template::Template::from_json(doc.to_string()).expect("a valid template");
+}
+
+#[test]
 fn a_failed_edit_changes_nothing() {
     let mut doc = starter();
     let before = doc.clone();

@@ -28,6 +28,7 @@ fn a_lottie_layer_reads_with_its_defaults_and_writes_back() {
     let again = Template::from_json(serde_json::to_string(&template).unwrap()).unwrap();
     assert_eq!(again, template);
     assert!(template.variables(|_| String::new()).is_empty());
+    assert!(read(json!({ "source": { "asset": "a1" } })).is_ok(), "a library asset");
     let at = template.sources_at();
     assert_eq!((at[0].0.as_str(), at[0].2), ("clips[0].layers[0].source", None), "listed, of no variable type");
 }
@@ -37,7 +38,7 @@ fn lottie_rules_name_their_field() {
     let cases = [
         (json!({ "speed": 0 }), "clips[0].layers[0].speed", "greater than 0 and at most 100"),
         (json!({ "speed": 101 }), "clips[0].layers[0].speed", "at most 100"),
-        (json!({ "source": { "asset": "a1" } }), "clips[0].layers[0].source.asset", "`url` or `file`"),
+        (json!({ "source": { "url": "ftp://example.com/a.json" } }), "clips[0].layers[0].source.url", "http"),
         (
             json!({ "variable": { "id": "7f0c7a52-8d1f-4b6a-a3e9-5f2d7c1b9a40", "name": "Badge" } }),
             "clips[0].layers[0].variable",

@@ -51,7 +51,7 @@ impl Check {
             }
             Content::Captions(captions) => self.captions(path, &who, captions),
             Content::Lottie(lottie) => {
-                self.local_source(path, &who, &lottie.source, "a Lottie file");
+                self.source(&format!("{path}.source"), &who, &lottie.source);
                 if !(lottie.speed > 0.0 && lottie.speed <= LOTTIE_MAX_SPEED) {
                     self.error(
                         format!("{path}.speed"),
@@ -146,8 +146,14 @@ impl Check {
 
     fn captions(&mut self, path: &str, who: &str, captions: &CaptionsLayer) {
         self.font(path, who, &captions.font, captions.line_height);
-        if let Some(source) = &captions.source {
-            self.local_source(path, who, source, "a captions file");
+        match &captions.source {
+            // No asset kind holds captions files.
+            Some(Source::Asset { .. }) => self.error(
+                format!("{path}.source.asset"),
+                format!("{who}: a captions file is given by `url` or `file`, not as a library asset"),
+            ),
+            Some(source) => self.source(&format!("{path}.source"), who, source),
+            None => {}
         }
         if let Some(cues) = &captions.cues {
             if let Err((k, problem)) = check_cues(cues) {
@@ -169,17 +175,6 @@ impl Check {
         }
         if let Some(padding) = captions.padding {
             self.non_negative(format!("{path}.padding"), who, "padding", padding);
-        }
-    }
-
-    /// A source that is not a library asset (no asset kind holds `what` yet).
-    fn local_source(&mut self, path: &str, who: &str, source: &Source, what: &str) {
-        match source {
-            Source::Asset { .. } => self.error(
-                format!("{path}.source.asset"),
-                format!("{who}: {what} is given by `url` or `file`, not as a library asset"),
-            ),
-            source => self.source(&format!("{path}.source"), who, source),
         }
     }
 
