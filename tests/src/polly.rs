@@ -1,8 +1,9 @@
 //! A fake Amazon Polly on loopback speaking `SynthesizeSpeech`'s wire protocol: a
 //! SigV4-signed `POST /v1/speech` with a JSON body, answered with the audio bytes and
-//! `Content-Type: audio/pcm` (16-bit mono PCM at the requested rate) or `audio/mpeg`
-//! (never asked for by reelfarm; refused here), or with Polly's JSON errors. The audio
-//! is a tone, 0.3 s per word. It counts and records the requests.
+//! `Content-Type: audio/pcm` (16-bit mono PCM at the requested rate), word speech marks
+//! (`OutputFormat: json`) or `audio/mpeg` (never asked for by reelfarm; refused here), or
+//! with Polly's JSON errors. The audio is a tone, 0.3 s per word, and the marks say so.
+//! It counts and records the requests.
 
 use std::sync::{Arc, Mutex};
 
@@ -86,8 +87,11 @@ async fn speech(req: HttpRequest, body: web::Bytes, shared: web::Data<Mutex<Shar
             &format!("1 validation error detected: Value '{voice}' at 'voiceId'"),
         );
     }
+    if request["OutputFormat"] == "json" {
+        return speech_marks(&request, text);
+    }
     if request["OutputFormat"] != "pcm" {
-        return error(400, "ValidationException", "the fake only speaks pcm");
+        return error(400, "ValidationException", "the fake only speaks pcm and json");
     }
     let rate: u32 = request["SampleRate"].as_str().and_then(|r| r.parse().ok()).unwrap_or(16_000);
     let seconds = 0.3 * text.split_whitespace().count() as f64;
@@ -96,6 +100,28 @@ async fn speech(req: HttpRequest, body: web::Bytes, shared: web::Data<Mutex<Shar
         .insert_header(("x-amzn-RequestCharacters", text.chars().count().to_string()))
         .insert_header(("x-amzn-RequestId", "fake-request"))
         .body(tone_pcm(rate, seconds, 330.0))
+}
+
+/// Word speech marks of `text` as Polly sends them (a JSON object a line, bytes offsets
+/// into the text), timed like the fake's audio: a word every 0.3 s.
+fn speech_marks(request: &Value, text: &str) -> HttpResponse {
+    if request["SpeechMarkTypes"] != json!(["word"]) {
+        return error(400, "ValidationException", "the fake marks words only");
+    }
+    let mut lines = String::new();
+    let mut at = 0;
+    for (i, word) in text.split_whitespace().enumerate() {
+        let start = at + text[at..].find(word).unwrap();
+        at = start + word.len();
+        let value = word.trim_matches(|c: char| c.is_ascii_punctuation());
+        let mark = json!({ "time": 300 * i, "type": "word", "start": start, "end": at, "value": value });
+        lines.push_str(&format!("{mark}\n"));
+    }
+    HttpResponse::Ok()
+        .content_type("application/x-json-stream")
+        .insert_header(("x-amzn-RequestCharacters", text.chars().count().to_string()))
+        .insert_header(("x-amzn-RequestId", "fake-request"))
+        .body(lines)
 }
 
 /// `seconds` of a sine tone at `frequency` as 16-bit little-endian mono PCM.

@@ -308,7 +308,11 @@ impl RenderHandler {
             sound.trim_start = 0.0;
             sound.loop_ = false;
             let file = dir.join(format!("speech-{i}.wav"));
-            planned.push(PlannedSpeech { layer_id, speech, slot, source, file });
+            let captioned =
+                template.clips.iter().flat_map(|c| &c.layers).any(
+                    |l| matches!(&l.content, Content::Captions(c) if c.speech.as_deref() == Some(layer_id.as_str())),
+                );
+            planned.push(PlannedSpeech { layer_id, speech, slot, source, file, captioned });
         }
         planned
     }
@@ -319,11 +323,10 @@ impl RenderHandler {
     async fn speak(&self, planned: &[PlannedSpeech], user_id: &UserId) -> Result<render::SpeechCues, Failure> {
         let mut cues = Vec::with_capacity(planned.len());
         for p in planned {
-            let (synthesised, spoken) = self.tts.prepare(&p.speech, p.slot, &p.file).await?;
+            let (characters, spoken) = self.tts.prepare(&p.speech, p.slot, &p.file, p.captioned).await?;
             cues.push((p.layer_id.clone(), spoken));
             let provider = p.speech.provider;
-            if synthesised && provider != reelfarm_domain::tts::Provider::Espeak {
-                let characters = p.speech.text.chars().count() as u64;
+            if characters > 0 && provider != reelfarm_domain::tts::Provider::Espeak {
                 // Metering must not fail a render that was paid for already.
                 if let Err(e) = self.backends.store.add_tts_characters(user_id, provider.as_str(), characters).await {
                     tracing::warn!(error = %e, characters, "text-to-speech characters not counted");
@@ -434,6 +437,9 @@ struct PlannedSpeech {
     slot: f64,
     source: Source,
     file: PathBuf,
+    /// A captions layer shows its words (their times are asked for where a provider
+    /// reports them).
+    captioned: bool,
 }
 
 fn fetch_failure(url: &str, e: OutboundError) -> Failure {

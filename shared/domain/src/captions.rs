@@ -23,6 +23,18 @@ pub struct Cue {
     pub end: f64,
     /// Plain text (no markup); lines separated by `\n`.
     pub text: String,
+    /// When each word of the text (split at white space) starts, in seconds, when known
+    /// (a voice-over whose provider reports word times); otherwise a cue's time is shared
+    /// among its words by their length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub words: Option<Vec<f64>>,
+}
+
+impl Cue {
+    /// A cue without word times.
+    pub fn new(start: f64, end: f64, text: impl Into<String>) -> Cue {
+        Cue { start, end, text: text.into(), words: None }
+    }
 }
 
 /// Why a captions file was refused, and on which line (from 1).
@@ -127,9 +139,31 @@ pub fn parse_vtt(text: &str) -> Result<Vec<Cue>, CaptionError> {
             (line, times) = next;
         }
         let (start, end) = time_range(times, line, '.')?;
-        push_cue(&mut cues, start, end, lines.map(|(_, l)| l), line)?;
+        let text: Vec<&str> = lines.map(|(_, l)| l).collect();
+        push_cue(&mut cues, start, end, text.iter().copied(), line)?;
+        if let Some(cue) = cues.last_mut() {
+            let words = cue.text.split_whitespace().count();
+            cue.words = word_times(&text, start, end).filter(|times| times.len() == words);
+        }
     }
     Ok(cues)
+}
+
+/// The start of each word of a WebVTT cue's `lines` when every word but the first follows
+/// an inline timestamp (`<00:00:01.200>word`) within the cue, in order; else `None`.
+fn word_times(lines: &[&str], start: f64, end: f64) -> Option<Vec<f64>> {
+    let words = lines.iter().flat_map(|l| l.split_whitespace()).filter(|w| !plain(w).trim().is_empty());
+    let mut times = Vec::new();
+    for (k, word) in words.enumerate() {
+        let stamp = word.strip_prefix('<').and_then(|w| w.split_once('>')).and_then(|(t, _)| timestamp(t, '.'));
+        let time = match (k, stamp) {
+            (0, _) => start,
+            (_, Some(t)) if t >= *times.last()? && t <= end => t,
+            _ => return None,
+        };
+        times.push(time);
+    }
+    (times.len() > 1).then_some(times)
 }
 
 /// Adds the cue `start`–`end` with `lines` of text (markup dropped), checking its order
@@ -148,7 +182,7 @@ fn push_cue<'a>(
     if text.chars().count() > MAX_CUE_CHARS {
         return Err(error(line, format!("a cue of more than {MAX_CUE_CHARS} characters")));
     }
-    cues.push(Cue { start, end, text });
+    cues.push(Cue::new(start, end, text));
     Ok(())
 }
 
@@ -225,13 +259,27 @@ fn plain(line: &str) -> String {
     out.replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\u{a0}").replace("&amp;", "&")
 }
 
-/// `cues` as a WebVTT file (the sidecar of a render with captions).
+/// `cues` as a WebVTT file (the sidecar of a render with captions); known word times
+/// become WebVTT's inline timestamps before each word but the first (karaoke-style
+/// highlighting in players that support it).
 pub fn to_vtt(cues: &[Cue]) -> String {
     let mut out = String::from("WEBVTT\n");
     for cue in cues {
-        let text = cue.text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-        let text = text.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join("\n");
-        out.push_str(&format!("\n{} --> {}\n{}\n", clock(cue.start), clock(cue.end), text));
+        let escape = |text: &str| text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let mut starts = cue.words.iter().flatten().enumerate();
+        let lines: Vec<String> = cue
+            .text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|line| {
+                let words = line.split_whitespace().map(|word| match starts.next() {
+                    Some((k, start)) if k > 0 => format!("<{}>{}", clock(*start), escape(word)),
+                    _ => escape(word),
+                });
+                words.collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        out.push_str(&format!("\n{} --> {}\n{}\n", clock(cue.start), clock(cue.end), lines.join("\n")));
     }
     out
 }
@@ -241,7 +289,7 @@ mod tests {
     use super::*;
 
     fn cue(start: f64, end: f64, text: &str) -> Cue {
-        Cue { start, end, text: text.into() }
+        Cue::new(start, end, text)
     }
 
     #[test]
@@ -282,12 +330,19 @@ mod tests {
 
     #[test]
     fn the_sidecar_is_webvtt_that_reads_back_the_same() {
-        let cues = [cue(0.0, 1.25, "Fish & <chips>"), cue(61.5, 3725.004, "two\nlines")];
+        let timed = Cue { words: Some(vec![4.0, 4.5, 5.25]), ..cue(4.0, 6.0, "Word by\nword") };
+        let cues = [cue(0.0, 1.25, "Fish & <chips>"), cue(61.5, 3725.004, "two\nlines"), timed];
         let vtt = to_vtt(&cues);
         assert_eq!(
             vtt,
-            "WEBVTT\n\n00:00:00.000 --> 00:00:01.250\nFish &amp; &lt;chips&gt;\n\n00:01:01.500 --> 01:02:05.004\ntwo\nlines\n"
+            "WEBVTT\n\n00:00:00.000 --> 00:00:01.250\nFish &amp; &lt;chips&gt;\n\n00:01:01.500 --> 01:02:05.004\ntwo\nlines\n\n\
+             00:00:04.000 --> 00:00:06.000\nWord <00:00:04.500>by\n<00:00:05.250>word\n"
         );
         assert_eq!(parse(&vtt).unwrap(), cues);
+        // Timestamps on some words only, or out of order, say nothing of the words.
+        for text in ["a <00:00:04.500>b c", "a <00:00:05.000>b <00:00:04.500>c", "a <00:00:07.000>b"] {
+            let vtt = format!("WEBVTT\n\n00:04.000 --> 00:06.000\n{text}");
+            assert_eq!(parse(&vtt).unwrap()[0].words, None, "{text}");
+        }
     }
 }

@@ -9,11 +9,13 @@ use std::path::Path;
 use reelfarm_domain::captions::{parse_vtt, Cue};
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::media;
+use reelfarm_tests::polly::FakePolly;
 use reelfarm_tests::{both_modes, json, Mode, TestApp};
 use serde_json::{json, Value};
 
 both_modes!(
     a_voice_over_is_captioned_in_time_with_its_speech,
+    a_polly_voice_over_is_captioned_word_by_word,
     subtitles_from_a_value_show_on_the_frames_of_their_cues,
     captions_values_are_refused_naming_the_variable_and_line,
 );
@@ -166,6 +168,45 @@ async fn a_voice_over_is_captioned_in_time_with_its_speech(mode: Mode) {
     // The default cue of the other layer shows in its own box, on its own frames.
     assert!(blue_at(&file, 0.3, TOP) > SHOWN);
     assert_eq!(blue_at(&file, 1.0, TOP), 0);
+}
+
+async fn a_polly_voice_over_is_captioned_word_by_word(mode: Mode) {
+    let polly = FakePolly::start().await;
+    let settings = [
+        ("REELFARM_POLLY_REGION", "eu-west-1"),
+        ("REELFARM_POLLY_ENDPOINT", polly.address.as_str()),
+        ("REELFARM_POLLY_ACCESS_KEY_ID", "AKIDFAKE"),
+        ("REELFARM_POLLY_SECRET_ACCESS_KEY", "fake-secret"),
+    ];
+    let app = TestApp::spawn_with(mode, &settings).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (token, template) = app.maker("marked", 10, dir.path(), &template(dir.path())).await;
+    // Words of very different lengths: shared by length, their times would differ.
+    let text = "A remarkably long word. Then short ones.";
+    let speech =
+        json!({ VOICE: { "type": "tts", "value": text, "identifier": "polly;Joanna;female;en-US;neural;none" } });
+    let video = render(&app, &token, &job(template.id.as_str(), speech.clone())).await;
+
+    // Polly's speech marks (the fake speaks a word every 0.3 s) time each word: the
+    // sidecar carries them as WebVTT timestamps.
+    let cues = sidecar(&video, dir.path()).await;
+    for cue in &cues[1..] {
+        let words = cue.words.clone().unwrap_or_else(|| panic!("word times in {cues:?}"));
+        for (k, time) in words.iter().enumerate() {
+            assert!((time - (cue.start + 0.3 * k as f64)).abs() < 0.002, "word {k} of {cue:?}");
+        }
+    }
+    let requests = polly.requests();
+    let asked: Vec<(&str, &str)> =
+        requests.iter().map(|r| (r["OutputFormat"].as_str().unwrap(), r["Text"].as_str().unwrap())).collect();
+    let (first, second) = ("A remarkably long word.", "Then short ones.");
+    assert_eq!(asked, [("pcm", first), ("pcm", second), ("json", first), ("json", second)], "audio, then marks");
+    assert_eq!(requests[2]["SpeechMarkTypes"], json!(["word"]));
+
+    // The marks are kept with the cached speech: the same value again asks Polly nothing.
+    let again = render(&app, &token, &job(template.id.as_str(), speech)).await;
+    assert_eq!(sidecar(&again, dir.path()).await, cues);
+    assert_eq!(polly.requests().len(), 4);
 }
 
 async fn subtitles_from_a_value_show_on_the_frames_of_their_cues(mode: Mode) {

@@ -7,8 +7,9 @@
 //! Drawing: each cue is flowed into lines that fit the box (at most `words_per_line`
 //! words, a line break of the cue kept) and the lines into pages of `max_lines`; a cue's
 //! time is shared among its words by their length (the synthesis times sentences, not
-//! words), so a page shows while its words are spoken and, with `highlight`, each word is
-//! coloured while it is. Each look is rasterised when it first shows (the text over its
+//! words) unless the cue has the times of its words (a provider that reports them), so a
+//! page shows while its words are spoken and, with `highlight`, each word is coloured
+//! while it is. Each look is rasterised when it first shows (the text over its
 //! background box) and kept until the next one.
 
 use std::borrow::Cow;
@@ -88,7 +89,8 @@ pub(crate) fn resolve<'t>(
 /// `cue` cut to [`from`, `to`] and moved by `shift`; `None` when nothing of it is left.
 fn within(cue: &Cue, from: f64, to: f64, shift: f64) -> Option<Cue> {
     let (start, end) = (cue.start.max(from), cue.end.min(to));
-    (end > start).then(|| Cue { start: start + shift, end: end + shift, text: cue.text.clone() })
+    let words = cue.words.as_ref().map(|times| times.iter().map(|t| t.clamp(start, end) + shift).collect());
+    (end > start).then(|| Cue { start: start + shift, end: end + shift, text: cue.text.clone(), words })
 }
 
 /// The cues of an SRT or WebVTT file.
@@ -144,7 +146,11 @@ impl CaptionsBody {
         for cue in layer.cues.as_deref().unwrap_or_default() {
             let lines = lines(&cue.text, layer.words_per_line, fits);
             let words: Vec<&str> = lines.iter().flatten().copied().collect();
-            let starts = word_starts(&words, cue.start, cue.end);
+            let starts = match &cue.words {
+                // The synthesis timed each word.
+                Some(times) if times.len() == words.len() => [times.as_slice(), &[cue.end]].concat(),
+                _ => word_starts(&words, cue.start, cue.end),
+            };
             let mut first_word = 0;
             for page in lines.chunks(layer.max_lines.max(1) as usize) {
                 let count: usize = page.iter().map(Vec::len).sum();
@@ -331,7 +337,7 @@ mod tests {
 
     #[test]
     fn cues_are_cut_to_a_window_and_moved() {
-        let cue = Cue { start: 1.0, end: 3.0, text: "x".into() };
+        let cue = Cue::new(1.0, 3.0, "x");
         assert_eq!(within(&cue, 0.0, 2.0, 10.0).map(|c| (c.start, c.end)), Some((11.0, 12.0)));
         assert_eq!(within(&cue, 3.0, 5.0, 0.0), None);
     }

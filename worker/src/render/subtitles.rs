@@ -99,7 +99,7 @@ mod tests {
     use super::*;
 
     fn cue(start: f64, end: f64, text: &str) -> Cue {
-        Cue { start, end, text: text.into() }
+        Cue::new(start, end, text)
     }
 
     #[test]

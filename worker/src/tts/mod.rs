@@ -60,6 +60,12 @@ impl From<TtsError> for Failure {
 #[async_trait]
 pub(crate) trait Synthesizer: Send + Sync {
     async fn synthesize(&self, speech: &Speech, text: &str, out: &Path) -> Result<(), TtsError>;
+
+    /// Where each word of `text` starts when spoken (its byte offset in `text`, seconds
+    /// into the audio of `text`), for providers that report it; `None` for the others.
+    async fn word_marks(&self, _speech: &Speech, _text: &str) -> Result<Option<Vec<(usize, f64)>>, TtsError> {
+        Ok(None)
+    }
 }
 
 /// Syntheses (requests to a provider) and cache lookups, by provider and outcome.
@@ -121,9 +127,16 @@ impl Tts {
 
     /// The speech of `speech` fitted to a slot of `slot` seconds, as the WAV file `out`
     /// (work files `out` + suffixes beside it), with its cues (a sentence each, times from
-    /// the speech's start; the slot does not cut them). `true` when it was synthesised
-    /// (sent to the provider), `false` when the cache had it.
-    pub(crate) async fn prepare(&self, speech: &Speech, slot: f64, out: &Path) -> Result<(bool, Vec<Cue>), Failure> {
+    /// the speech's start; the slot does not cut them), with the times of their words
+    /// when `words` and the provider reports them. Also says how many characters were
+    /// sent to the provider (none when the cache had it all).
+    pub(crate) async fn prepare(
+        &self,
+        speech: &Speech,
+        slot: f64,
+        out: &Path,
+        words: bool,
+    ) -> Result<(u64, Vec<Cue>), Failure> {
         let full = out.with_extension("speech.wav");
         let key = speech.cache_key(&self.cache_secret);
         let cues_key = key.replace(".wav", ".cues.json");
@@ -137,17 +150,25 @@ impl Tts {
             None => None,
         };
         CACHE.with_label_values(&[if cached.is_some() { "hit" } else { "miss" }]).inc();
-        let synthesised = cached.is_none();
-        let cues = match cached {
-            Some(cues) => cues,
+        let mut sent = 0;
+        let (mut cues, mut changed) = match cached {
+            Some(cues) => (cues, false),
             None => {
                 let cues = self.synthesize(speech, &full).await?;
                 self.blobs.put_file(&key, &full, "audio/wav").await?;
-                let json = serde_json::to_vec(&cues).map_err(|e| Failure::Transient(format!("speech cues: {e}")))?;
-                self.blobs.put(&cues_key, Box::pin(std::io::Cursor::new(json)), "application/json").await?;
-                cues
+                sent += speech.text.chars().count() as u64;
+                (cues, true)
             }
         };
+        if words && cues.iter().any(|c| c.words.is_none()) {
+            let marked = self.time_words(speech, &mut cues).await?;
+            sent += marked;
+            changed |= marked > 0;
+        }
+        if changed {
+            let json = serde_json::to_vec(&cues).map_err(|e| Failure::Transient(format!("speech cues: {e}")))?;
+            self.blobs.put(&cues_key, Box::pin(std::io::Cursor::new(json)), "application/json").await?;
+        }
         let (full, out, limit) = (full.clone(), out.to_path_buf(), self.time_limit);
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
@@ -161,7 +182,22 @@ impl Tts {
         })
         .await
         .map_err(|e| Failure::Transient(format!("speech task: {e}")))??;
-        Ok((synthesised, cues))
+        Ok((sent, cues))
+    }
+
+    /// Gives each cue without word times those the provider reports (a request per cue,
+    /// kept with the cached speech); returns the characters sent, 0 for a provider that
+    /// reports none.
+    async fn time_words(&self, speech: &Speech, cues: &mut [Cue]) -> Result<u64, Failure> {
+        let provider = self.provider(speech.provider)?;
+        let mut sent = 0;
+        for cue in cues.iter_mut().filter(|c| c.words.is_none()) {
+            let Some(marks) = provider.word_marks(speech, &cue.text).await? else { return Ok(0) };
+            SYNTHESES.with_label_values(&[speech.provider.as_str()]).inc();
+            sent += cue.text.chars().count() as u64;
+            cue.words = (!marks.is_empty()).then(|| word_times(cue, &marks));
+        }
+        Ok(sent)
     }
 
     /// The cues kept beside a cached speech, if any.
@@ -211,12 +247,50 @@ impl Tts {
             audio::normalise(&mut joined);
             audio::write_wav(&full, &joined)?;
             let seconds = |sample: usize| sample as f64 / f64::from(audio::RATE);
-            let cues = pieces.into_iter().zip(spans).filter_map(|(text, span)| {
-                span.map(|(first, end)| Cue { start: seconds(first), end: seconds(end), text })
-            });
+            let cues = pieces
+                .into_iter()
+                .zip(spans)
+                .filter_map(|(text, span)| span.map(|(first, end)| Cue::new(seconds(first), seconds(end), text)));
             Ok(cues.collect())
         })
         .await
         .map_err(|e| Failure::Transient(format!("speech task: {e}")))?
+    }
+}
+
+/// The start of each word of `cue` (split at white space) from the provider's `marks`
+/// (byte offset in the text, seconds into its audio): the cue starts with its first
+/// mark, so each word starts its mark's distance from the first one after the cue's
+/// start. A word without a mark (punctuation on its own) starts where the one before
+/// it does; all stay within the cue, in order.
+fn word_times(cue: &Cue, marks: &[(usize, f64)]) -> Vec<f64> {
+    let origin = marks.first().map_or(0.0, |m| m.1);
+    let mut times: Vec<f64> = Vec::new();
+    let mut rest = cue.text.as_str();
+    let mut offset = 0;
+    while let Some(at) = rest.find(|c: char| !c.is_whitespace()) {
+        let len = rest[at..].find(char::is_whitespace).unwrap_or(rest.len() - at);
+        let (from, to) = (offset + at, offset + at + len);
+        let previous = times.last().copied().unwrap_or(cue.start);
+        let marked = marks.iter().find(|(byte, _)| (from..to).contains(byte)).map(|(_, t)| cue.start + t - origin);
+        times.push(marked.unwrap_or(previous).clamp(previous, cue.end));
+        offset = to;
+        rest = &cue.text[to..];
+    }
+    times
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_marks_time_the_words_from_the_cue_start() {
+        let cue = Cue::new(2.0, 4.0, "Hello, wide — world!");
+        // Marks as Polly gives them: words without their punctuation, times from the
+        // start of the sentence's audio (its first word at 0.25 s).
+        let marks = [(0, 0.25), (7, 0.75), (16, 1.5)];
+        assert_eq!(word_times(&cue, &marks), [2.0, 2.5, 2.5, 3.25], "the dash starts with the word before");
+        // Marks past the cue's end are held at it.
+        assert_eq!(word_times(&Cue::new(0.0, 1.0, "a b"), &[(0, 0.0), (2, 5.0)]), [0.0, 1.0]);
     }
 }

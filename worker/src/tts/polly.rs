@@ -1,6 +1,6 @@
 //! Amazon Polly `SynthesizeSpeech` through `aws-sdk-polly` (SigV4, rustls with ring like
 //! the S3 adapter). Output: 16 kHz 16-bit mono PCM, Polly's lossless format, wrapped in a
-//! WAV header here.
+//! WAV header here; for captions, the word speech marks of the same text.
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use aws_credential_types::Credentials;
 use aws_sdk_polly::config::timeout::TimeoutConfig;
 use aws_sdk_polly::config::{BehaviorVersion, Region};
 use aws_sdk_polly::error::{DisplayErrorContext, SdkError};
-use aws_sdk_polly::types::{Engine, LanguageCode, OutputFormat, TextType, VoiceId};
+use aws_sdk_polly::types::{Engine, LanguageCode, OutputFormat, SpeechMarkType, TextType, VoiceId};
 use aws_sdk_polly::Client;
 use aws_smithy_http_client::tls;
 use reelfarm_backends::Config;
@@ -60,17 +60,27 @@ impl Polly {
     }
 }
 
-#[async_trait]
-impl Synthesizer for Polly {
-    async fn synthesize(&self, speech: &Speech, text: &str, out: &Path) -> Result<(), TtsError> {
+impl Polly {
+    /// `SynthesizeSpeech` of `text` in `format` (with `marks` for speech marks), its
+    /// answer's body; errors sorted by whose they are.
+    async fn request(
+        &self,
+        speech: &Speech,
+        text: &str,
+        format: OutputFormat,
+        marks: Option<SpeechMarkType>,
+    ) -> Result<Vec<u8>, TtsError> {
         let mut request = self
             .client
             .synthesize_speech()
             .voice_id(VoiceId::from(speech.voice.as_str()))
-            .output_format(OutputFormat::Pcm)
-            .sample_rate(PCM_RATE.to_string())
+            .output_format(format)
             .text_type(TextType::Text)
             .text(text);
+        request = match marks {
+            Some(kind) => request.speech_mark_types(kind),
+            None => request.sample_rate(PCM_RATE.to_string()),
+        };
         if let Some(engine) = &speech.engine {
             request = request.engine(Engine::from(engine.as_str()));
         }
@@ -92,17 +102,46 @@ impl Synthesizer for Polly {
                 _ => TtsError::Unavailable(message),
             }
         })?;
-        let pcm = answer
-            .audio_stream
-            .collect()
-            .await
-            .map_err(|e| TtsError::Unavailable(format!("polly: reading the audio: {e}")))?
-            .into_bytes();
+        let body = answer.audio_stream.collect().await;
+        Ok(body.map_err(|e| TtsError::Unavailable(format!("polly: reading the answer: {e}")))?.into_bytes().to_vec())
+    }
+}
+
+/// One of Polly's speech marks (a line of JSON).
+#[derive(serde::Deserialize)]
+struct Mark {
+    /// Milliseconds into the audio.
+    time: f64,
+    #[serde(rename = "type")]
+    kind: String,
+    /// Byte offset of the word in the text.
+    start: usize,
+}
+
+#[async_trait]
+impl Synthesizer for Polly {
+    async fn synthesize(&self, speech: &Speech, text: &str, out: &Path) -> Result<(), TtsError> {
+        let pcm = self.request(speech, text, OutputFormat::Pcm, None).await?;
         if pcm.is_empty() {
             return Err(TtsError::Unavailable("polly answered no audio".into()));
         }
         tokio::fs::write(out, audio::pcm_to_wav(&pcm, PCM_RATE))
             .await
             .map_err(|e| TtsError::Internal(format!("writing the speech: {e}")))
+    }
+
+    /// Polly's word speech marks: a second request, answered with a JSON object a line.
+    async fn word_marks(&self, speech: &Speech, text: &str) -> Result<Option<Vec<(usize, f64)>>, TtsError> {
+        let body = self.request(speech, text, OutputFormat::Json, Some(SpeechMarkType::Word)).await?;
+        let lines = String::from_utf8_lossy(&body);
+        let mut marks = Vec::new();
+        for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+            let mark: Mark = serde_json::from_str(line)
+                .map_err(|e| TtsError::Unavailable(format!("polly: a speech mark that cannot be read ({e})")))?;
+            if mark.kind == "word" {
+                marks.push((mark.start, mark.time / 1000.0));
+            }
+        }
+        Ok(Some(marks))
     }
 }

@@ -65,7 +65,23 @@ fn a_cue_shows_on_its_frames_with_its_box_and_the_spoken_word_highlighted() {
     assert!(first.1 < second.0, "{first:?} then {second:?}");
     // The track of the video: the cue as given.
     let track = rendered.output.captions.expect("a caption track");
-    assert_eq!(track, vec![Cue { start: 0.5, end: 2.5, text: "one two".into() }]);
+    assert_eq!(track, vec![Cue::new(0.5, 2.5, "one two")]);
+}
+
+#[test]
+fn known_word_times_light_the_words_when_they_are_spoken() {
+    let scratch = Scratch::new();
+    // Shared by length, "two" would be lit from 1.5 s; its time says 0.8 s.
+    let cues = json!([{ "start": 0.5, "end": 2.5, "text": "one two", "words": [0.5, 0.8] }]);
+    let rendered =
+        scratch.render(captioned(json!({ "cues": cues, "highlight": "#ff0000" })), Quality::Default).expect("render");
+    let frames = rendered.frames();
+    let lit = |n: usize| columns(&frames[n], RED).unwrap_or_else(|| panic!("a red word on frame {n}"));
+    let (first, second) = (lit(6), lit(9));
+    assert!(first.1 < second.0, "\"two\" lit from 0.8 s: {first:?} then {second:?}");
+    assert_eq!(lit(20), second);
+    let track = rendered.output.captions.expect("a caption track");
+    assert_eq!(track[0].words, Some(vec![0.5, 0.8]), "the sidecar keeps them");
 }
 
 #[test]
@@ -89,7 +105,7 @@ fn cues_come_from_a_subtitle_file_and_its_errors_name_the_line() {
     let rendered = scratch.render(captioned(json!({ "source": { "file": "subs.srt" } })), Quality::Default).unwrap();
     let frames = rendered.frames();
     assert!(count(&frames[9], BLUE) == 0 && count(&frames[10], BLUE) > 500 && count(&frames[20], BLUE) == 0);
-    assert_eq!(rendered.output.captions.unwrap(), vec![Cue { start: 1.0, end: 2.0, text: "Hello".into() }]);
+    assert_eq!(rendered.output.captions.unwrap(), vec![Cue::new(1.0, 2.0, "Hello")]);
 
     std::fs::write(scratch.path("subs.srt"), "1\n00:00:01,000 --> 00:00:02,000\nHello\n\n2\nnot a time\n").unwrap();
     let Err(RenderError::Layer { layer, message }) =
@@ -110,13 +126,8 @@ fn a_voice_over_is_captioned_from_its_sound_layer_start_and_cut_at_its_end() {
         json!({ "id": "voice", "kind": "sound", "start": 0.5, "end": 2.5, "source": { "file": "silence.wav" } });
     json["clips"][0]["layers"].as_array_mut().unwrap().push(voice);
     let template = Template::from_json(json.to_string()).unwrap();
-    let speech = vec![(
-        "voice".to_string(),
-        vec![
-            Cue { start: 0.2, end: 1.0, text: "Spoken first.".into() },
-            Cue { start: 1.3, end: 2.4, text: "Cut by the slot.".into() },
-        ],
-    )];
+    let speech =
+        vec![("voice".to_string(), vec![Cue::new(0.2, 1.0, "Spoken first."), Cue::new(1.3, 2.4, "Cut by the slot.")])];
     let (mp4, jpg) = (scratch.path("v.mp4"), scratch.path("v.jpg"));
     let resolve = |source: &Source| match source {
         Source::File { file } => Some(scratch.path(file)),

@@ -66,6 +66,16 @@ fn captions_rules_name_their_field() {
         (json!({ "source": { "asset": "a1" } }), "clips[0].layers[2].source.asset", "`url` or `file`"),
         (json!({ "cues": [{ "start": 1, "end": 0.5, "text": "x" }] }), "clips[0].layers[2].cues[0]", "not after"),
         (json!({ "cues": [{ "start": 0, "end": 1, "text": " " }] }), "clips[0].layers[2].cues[0]", "no text"),
+        (
+            json!({ "cues": [{ "start": 0, "end": 1, "text": "a b", "words": [0] }] }),
+            "clips[0].layers[2].cues[0]",
+            "1 times for 2 words",
+        ),
+        (
+            json!({ "cues": [{ "start": 0, "end": 1, "text": "a b", "words": [0.5, 0.2] }] }),
+            "clips[0].layers[2].cues[0]",
+            "in order from 0 to 1 s",
+        ),
         (json!({ "speech": "voice", "max_lines": 0 }), "clips[0].layers[2].max_lines", "from 1 to 10"),
         (json!({ "speech": "voice", "words_per_line": 0 }), "clips[0].layers[2].words_per_line", "from 1 to 100"),
         (json!({ "speech": "voice", "padding": -1 }), "clips[0].layers[2].padding", "0 or more"),
@@ -97,7 +107,7 @@ fn captions_values_replace_the_cues() {
         let Content::Captions(c) = applied.clips[0].layers[2].content.clone() else { panic!() };
         Ok::<_, String>((c.speech, c.source, c.cues))
     };
-    let hi = vec![Cue { start: 1.0, end: 2.0, text: "Hi".into() }];
+    let hi = vec![Cue::new(1.0, 2.0, "Hi")];
     let srt = json!({ "type": "captions", "value": "1\n00:00:01,000 --> 00:00:02,000\nHi\n" });
     assert_eq!(apply(srt), Ok((None, None, Some(hi.clone()))));
     assert_eq!(apply(json!([{ "start": 1.0, "end": 2.0, "text": "Hi" }])), Ok((None, None, Some(hi))));

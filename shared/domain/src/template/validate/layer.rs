@@ -256,7 +256,8 @@ impl Check {
 }
 
 /// Inline cues: at most [`MAX_CUES`], each from a time ≥ 0 to a later one with text of at
-/// most [`MAX_CUE_CHARS`] characters. The error gives the index of the cue at fault.
+/// most [`MAX_CUE_CHARS`] characters (and word times, when given, one per word, in order,
+/// within the cue). The error gives the index of the cue at fault.
 pub(crate) fn check_cues(cues: &[Cue]) -> Result<(), (Option<usize>, String)> {
     if cues.len() > MAX_CUES {
         return Err((None, format!("{} cues; at most {MAX_CUES}", cues.len())));
@@ -270,10 +271,25 @@ pub(crate) fn check_cues(cues: &[Cue]) -> Result<(), (Option<usize>, String)> {
             format!("cue {k} has no text")
         } else if cue.text.chars().count() > MAX_CUE_CHARS {
             format!("cue {k} has more than {MAX_CUE_CHARS} characters")
+        } else if let Some(problem) = cue.words.as_deref().and_then(|w| word_problem(w, cue)) {
+            format!("cue {k}: {problem}")
         } else {
             continue;
         };
         return Err((Some(k), problem));
     }
     Ok(())
+}
+
+/// What is wrong with the word times `words` of `cue`, if anything.
+fn word_problem(words: &[f64], cue: &Cue) -> Option<String> {
+    let count = cue.text.split_whitespace().count();
+    if words.len() != count {
+        return Some(format!("words gives {} times for {count} words", words.len()));
+    }
+    let inside = |t: &f64| t.is_finite() && *t >= cue.start && *t <= cue.end;
+    if !words.iter().all(inside) || words.windows(2).any(|w| w[1] < w[0]) {
+        return Some(format!("word times must be in order from {} to {} s", cue.start, cue.end));
+    }
+    None
 }
