@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use reelfarm_backends::store::PartKind;
 use reelfarm_domain::id::JobId;
@@ -163,7 +164,15 @@ async fn a_long_video_is_split_across_workers_and_joined_frame_exactly(mode: Mod
     assert_eq!(kinds, expected);
     assert!(parts.iter().all(|p| p.status == "done"), "{parts:?}");
     assert_eq!(record.renders[0].duration_ms, Some(6000));
-    let files = app.service.backends.blobs.list(&format!("renders/{}/", record.id)).await.unwrap();
+    // The parts' files go once the join is recorded (just after the job shows success).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let files = loop {
+        let files = app.service.backends.blobs.list(&format!("renders/{}/", record.id)).await.unwrap();
+        if files.len() == 2 || Instant::now() > deadline {
+            break files;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(files.len(), 2, "the video and its thumbnail, the parts' files removed: {files:?}");
     if mode == Mode::Distributed {
         let mut who: Vec<_> = parts.iter().filter_map(|p| p.worker.clone()).collect();
