@@ -308,10 +308,7 @@ impl RenderHandler {
             sound.trim_start = 0.0;
             sound.loop_ = false;
             let file = dir.join(format!("speech-{i}.wav"));
-            let captioned =
-                template.clips.iter().flat_map(|c| &c.layers).any(
-                    |l| matches!(&l.content, Content::Captions(c) if c.speech.as_deref() == Some(layer_id.as_str())),
-                );
+            let captioned = template.captions_speech(&layer_id);
             planned.push(PlannedSpeech { layer_id, speech, slot, source, file, captioned });
         }
         planned

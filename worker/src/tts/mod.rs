@@ -195,7 +195,7 @@ impl Tts {
             let Some(marks) = provider.word_marks(speech, &cue.text).await? else { return Ok(0) };
             SYNTHESES.with_label_values(&[speech.provider.as_str()]).inc();
             sent += cue.text.chars().count() as u64;
-            cue.words = (!marks.is_empty()).then(|| word_times(cue, &marks));
+            cue.words = (!marks.is_empty()).then(|| words_from_marks(cue, &marks));
         }
         Ok(sent)
     }
@@ -263,7 +263,7 @@ impl Tts {
 /// mark, so each word starts its mark's distance from the first one after the cue's
 /// start. A word without a mark (punctuation on its own) starts where the one before
 /// it does; all stay within the cue, in order.
-fn word_times(cue: &Cue, marks: &[(usize, f64)]) -> Vec<f64> {
+fn words_from_marks(cue: &Cue, marks: &[(usize, f64)]) -> Vec<f64> {
     let origin = marks.first().map_or(0.0, |m| m.1);
     let mut times: Vec<f64> = Vec::new();
     let mut rest = cue.text.as_str();
@@ -289,8 +289,8 @@ mod tests {
         // Marks as Polly gives them: words without their punctuation, times from the
         // start of the sentence's audio (its first word at 0.25 s).
         let marks = [(0, 0.25), (7, 0.75), (16, 1.5)];
-        assert_eq!(word_times(&cue, &marks), [2.0, 2.5, 2.5, 3.25], "the dash starts with the word before");
+        assert_eq!(words_from_marks(&cue, &marks), [2.0, 2.5, 2.5, 3.25], "the dash starts with the word before");
         // Marks past the cue's end are held at it.
-        assert_eq!(word_times(&Cue::new(0.0, 1.0, "a b"), &[(0, 0.0), (2, 5.0)]), [0.0, 1.0]);
+        assert_eq!(words_from_marks(&Cue::new(0.0, 1.0, "a b"), &[(0, 0.0), (2, 5.0)]), [0.0, 1.0]);
     }
 }

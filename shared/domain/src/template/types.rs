@@ -320,6 +320,14 @@ impl Template {
         self.clips.iter().flat_map(|c| &c.layers).any(|l| matches!(l.content, Content::Captions(_)))
     }
 
+    /// Whether a captions layer shows the voice-over of the sound layer `layer_id`.
+    pub fn captions_speech(&self, layer_id: &str) -> bool {
+        self.clips
+            .iter()
+            .flat_map(|c| &c.layers)
+            .any(|l| matches!(&l.content, Content::Captions(c) if c.speech.as_deref() == Some(layer_id)))
+    }
+
     /// When each clip starts on the output timeline, in seconds: clip `i` starts at
     /// Σ_{j<i} (duration_j − transition_j).
     pub fn clip_starts(&self) -> Vec<f64> {

@@ -43,6 +43,7 @@ fn a_captions_layer_reads_with_its_defaults() {
     let template = read(json!({ "speech": "voice" })).unwrap();
     let Content::Captions(c) = &template.clips[0].layers[2].content else { panic!("a captions layer") };
     assert_eq!((c.speech.as_deref(), c.max_lines, c.words_per_line, c.padding()), (Some("voice"), 2, None, 10.0));
+    assert!(template.has_captions() && template.captions_speech("voice") && !template.captions_speech("box"));
     assert_eq!((c.align, c.vertical_align), (crate::template::Align::Center, crate::template::VAlign::Bottom));
     // And writes back the same.
     let again = Template::from_json(serde_json::to_string(&template).unwrap()).unwrap();
