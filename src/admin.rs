@@ -64,7 +64,8 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
     Ok(match command {
         Admin::Template(TemplateCommand::Import { file, owner, public }) => {
             let blobs = Blobs::connect(&config.blob, &config.public_url).await.context("blob store")?;
-            let options = template::ImportOptions { owner, public, time_limit: config.job_timeout };
+            let options =
+                template::ImportOptions { owner, public, time_limit: config.job_timeout, limits: config.render_limits };
             template::import(store, &blobs, &file, &options).await?.id.into()
         }
         Admin::Template(TemplateCommand::Share { template_id, user_or_group }) => {

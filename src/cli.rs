@@ -176,6 +176,13 @@ pub enum Bench {
         #[arg(long, default_value_t = 1)]
         rounds: u32,
     },
+    /// The cost estimate of every example template beside its measured render
+    /// (CPU-seconds and peak memory, each within 2×).
+    Estimate {
+        /// Output size of the renders.
+        #[arg(long, default_value = "default", value_parser = quality())]
+        quality: Quality,
+    },
     /// Job-creation throughput and latency of a `serve api` process on the configured
     /// backends, against an authenticated read of the same api.
     Jobs {

@@ -67,6 +67,9 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             cli::Command::Bench(cli::Bench::Lottie { rounds }) => {
                 tokio::task::spawn_blocking(move || bench::lottie::run(rounds)).await?
             }
+            cli::Command::Bench(cli::Bench::Estimate { quality }) => {
+                tokio::task::spawn_blocking(move || bench::estimate::run(quality)).await?
+            }
             cli::Command::Bench(cli::Bench::Render { quality, rounds }) => {
                 let heights = bench::render::heights(&quality)?;
                 tokio::task::spawn_blocking(move || bench::render::run(&heights, rounds)).await?

@@ -47,6 +47,9 @@ fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
 
 async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
+    let client = client_ip(&req, &state.config.trusted_proxies);
+    // An address past its limit of failed attempts is refused before any lookup.
+    state.limits.refused_before("authfail", client)?;
     let found = match bearer(&req) {
         Ok(token) => state
             .backends
@@ -60,7 +63,6 @@ async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
         Ok(found) => found,
         Err(refusal) => {
             // Failed attempts count per client address: past the limit they answer 429.
-            let client = client_ip(&req, &state.config.trusted_proxies);
             state.limits.check_client(&state, "authfail", client).await?;
             return Err(refusal);
         }

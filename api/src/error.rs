@@ -125,6 +125,11 @@ impl ApiError {
         e
     }
 
+    /// Seconds a 429 asks the client to wait.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
+    }
+
     /// 503: a backend is unavailable; the request may be retried.
     pub fn unavailable() -> ApiError {
         ApiError::new(

@@ -23,6 +23,7 @@ pub mod auth;
 mod console;
 pub mod error;
 mod form;
+mod hashing;
 mod ids;
 mod known_paths;
 mod limits;
@@ -283,14 +284,20 @@ async fn observe(
     Ok(res)
 }
 
-/// The path as logged: a stored file's address is a capability (anyone holding it may
-/// fetch the file), so its key is left out.
+/// The path as logged: a stored file's address and a sign-in link are capabilities
+/// (anyone holding one may fetch the file, or sign in), so their secret part is left out.
 fn logged_path(path: &str) -> &str {
-    if path.starts_with("/files/") {
-        "/files/…"
-    } else {
-        path
-    }
+    const SECRET_BELOW: [(&str, &str); 2] =
+        [("/files/", "/files/…"), ("/console/sign-in/link/", "/console/sign-in/link/…")];
+    SECRET_BELOW.iter().find(|(prefix, _)| path.starts_with(prefix)).map_or(path, |(_, logged)| logged)
+}
+
+#[cfg(test)]
+#[test]
+fn capabilities_in_paths_are_not_logged() {
+    assert_eq!(logged_path("/files/abc/video.mp4"), "/files/…");
+    assert_eq!(logged_path("/console/sign-in/link/s3cret"), "/console/sign-in/link/…");
+    assert_eq!(logged_path("/generator/v1/jobs"), "/generator/v1/jobs");
 }
 
 /// Extractor failures answer with the error body instead of actix's plain text. (JSON

@@ -5,26 +5,52 @@
 //! share of N× the limit) rather than letting every request through.
 
 use std::net::IpAddr;
-use std::time::Duration;
+use std::num::NonZeroUsize;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpRequest};
+use lru::LruCache;
 use reelfarm_backends::cache::{Cache, RateDecision};
 use reelfarm_backends::config::IpNet;
 
 use crate::error::{ApiError, ErrorChain};
 use crate::state::AppState;
 
-/// The process-local counts used while the shared cache is down.
+/// Client addresses remembered as past a limit, per process.
+const REFUSED_ADDRESSES: usize = 10_000;
+
+/// The process-local counts used while the shared cache is down, and the addresses
+/// refused until a time.
 pub struct Limits {
     local: Cache,
+    /// `what:ip` → until when requests of that kind from that address are refused.
+    refused: Mutex<LruCache<String, Instant>>,
 }
 
 impl Limits {
     pub fn new() -> Limits {
-        Limits { local: Cache::local() }
+        let size = NonZeroUsize::new(REFUSED_ADDRESSES).expect("not zero");
+        Limits { local: Cache::local(), refused: Mutex::new(LruCache::new(size)) }
+    }
+
+    /// 429 while `client` is past its limit of `what` ([`Self::check_client`] refused it
+    /// and its `Retry-After` has not passed): what a failed authentication costs is then
+    /// refused before any token is looked up.
+    pub fn refused_before(&self, what: &str, client: Option<IpAddr>) -> Result<(), ApiError> {
+        let Some(ip) = client else { return Ok(()) };
+        let mut refused = self.refused.lock().expect("refused addresses lock");
+        let key = format!("{what}:{ip}");
+        match refused.get(&key).and_then(|until| until.checked_duration_since(Instant::now())) {
+            Some(left) => Err(ApiError::rate_limited(left.as_secs_f64().ceil() as u64)),
+            None => {
+                refused.pop(&key);
+                Ok(())
+            }
+        }
     }
 
     /// Counts one request against `key` (`rate` per second, `burst` at once; a rate of 0
@@ -58,8 +84,13 @@ impl Limits {
     pub async fn check_client(&self, state: &AppState, what: &str, client: Option<IpAddr>) -> Result<(), ApiError> {
         let Some(ip) = client else { return Ok(()) };
         let config = &state.config;
-        self.check(&state.backends.cache, &format!("{what}:{ip}"), config.ip_rate_limit, config.ip_rate_limit_burst)
-            .await
+        let key = format!("{what}:{ip}");
+        let checked = self.check(&state.backends.cache, &key, config.ip_rate_limit, config.ip_rate_limit_burst).await;
+        if let Some(wait) = checked.as_ref().err().and_then(ApiError::retry_after) {
+            let until = Instant::now() + Duration::from_secs(wait);
+            self.refused.lock().expect("refused addresses lock").put(key, until);
+        }
+        checked
     }
 }
 

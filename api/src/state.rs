@@ -33,6 +33,8 @@ pub struct AppState {
     pub voices: Voices,
     /// Rate limits, with their fallback while the shared cache is down.
     pub limits: crate::limits::Limits,
+    /// The bounded queue every password hash and check goes through.
+    pub hashing: crate::hashing::Hashing,
     /// Parsed template documents by template id and version. A version's document never
     /// changes, so an entry never goes stale.
     templates: Mutex<LruCache<(TemplateId, i64), Arc<Template>>>,
@@ -46,6 +48,7 @@ impl AppState {
             sealer: Sealer::new(&config),
             voices: Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() },
             limits: crate::limits::Limits::new(),
+            hashing: crate::hashing::Hashing::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
             config,
             backends,
             templates: Mutex::new(LruCache::new(TEMPLATE_CACHE_SIZE)),

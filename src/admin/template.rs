@@ -19,7 +19,7 @@ use reelfarm_worker::render::{self, Quality, RenderSettings};
 use crate::sources::{download, local_file};
 
 /// Who a template is imported for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImportOptions {
     /// Owning user (name or id). Required unless `public`.
     pub owner: Option<String>,
@@ -27,6 +27,8 @@ pub struct ImportOptions {
     pub public: bool,
     /// Longest the preview render may take.
     pub time_limit: std::time::Duration,
+    /// What a render of the template may ask of the farm (`Config::render_limits`).
+    pub limits: reelfarm_domain::cost::Limits,
 }
 
 /// Imports the template file at `path`; returns the stored template.
@@ -59,6 +61,10 @@ pub async fn import_as(
             lines.join("\n")
         )
     })?;
+    if let Err(problems) = options.limits.check(&template, Quality::Default, &|_| None) {
+        let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+        bail!("{} asks more than this deployment renders:\n{}", path.display(), lines.join("\n"));
+    }
     let owner = match &options.owner {
         Some(who) => Some(store.find_user(who).await.with_context(|| format!("--owner {who}"))?.id),
         None if options.public => None,
@@ -167,7 +173,12 @@ async fn store_and_render(
 
     let (mp4, jpg) = (work.path().join("preview.mp4"), work.path().join("thumb.jpg"));
     let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
-    let settings = RenderSettings { quality, time_limit: options.time_limit, ..RenderSettings::default() };
+    let settings = RenderSettings {
+        quality,
+        time_limit: options.time_limit,
+        max_seconds: Some(reelfarm_domain::preview::TEMPLATE_PREVIEW_SECONDS),
+        ..RenderSettings::default()
+    };
     let (template, outputs) = (template.clone(), (mp4.clone(), jpg.clone()));
     tokio::task::spawn_blocking(move || {
         let resolve = |s: &Source| fetched.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());

@@ -51,7 +51,12 @@ pub async fn run(config: &Config, sizes: Sizes) -> anyhow::Result<()> {
     let library = store.personal_library(&user.id).await?.id;
     let template = dir.path().join("bench.json");
     std::fs::write(&template, serde_json::to_vec(&super::jobs::bench_template())?)?;
-    let options = ImportOptions { owner: Some(user.name.clone()), public: false, time_limit: Duration::from_secs(120) };
+    let options = ImportOptions {
+        owner: Some(user.name.clone()),
+        public: false,
+        time_limit: Duration::from_secs(120),
+        limits: Default::default(),
+    };
     let template = import(&store, &blobs, &template, &options).await?.id;
     seed_assets(&store, &library, &user.id, sizes.assets).await?;
     let job = seed_jobs(&store, &user.id, &template, sizes.jobs).await?;
@@ -134,6 +139,9 @@ async fn seed_jobs(store: &Store, user: &UserId, template: &TemplateId, n: u32) 
                     metadata: "{}".into(),
                     template_variables: format!(r#"{{"{}":"Title {i}"}}"#, super::jobs::VARIABLE),
                     project: None,
+                    credits: 1,
+                    cost_ms: 1000,
+                    video_ms: 5000,
                 }],
                 created_at: now_ms(),
             };

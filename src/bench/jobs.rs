@@ -63,7 +63,8 @@ pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize
     }
     let template = dir.path().join("bench.json");
     std::fs::write(&template, serde_json::to_vec(&bench_template())?)?;
-    let options = ImportOptions { owner: None, public: true, time_limit: Duration::from_secs(120) };
+    let options =
+        ImportOptions { owner: None, public: true, time_limit: Duration::from_secs(120), limits: Default::default() };
     let template = import(&store, &blobs, &template, &options).await?;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();

@@ -6,6 +6,7 @@ pub mod bus;
 pub mod cancel;
 pub mod console;
 pub mod convert;
+pub mod estimate;
 pub mod fairness;
 pub mod formats;
 pub mod jobs;
@@ -38,13 +39,17 @@ pub fn batch_job(
     renders: u32,
 ) -> reelfarm_backends::store::NewJob {
     use reelfarm_domain::id::{now_ms, JobId, RenderId};
+    let quality = reelfarm_domain::quality::Quality::P480;
+    let estimate = serde_json::from_str(&template.json).map_or(None, |document| {
+        Some(reelfarm_domain::cost::Estimate::of(&document, quality, Default::default(), &|_| None))
+    });
     reelfarm_backends::store::NewJob {
         id: JobId::generate(),
         user_id: user.clone(),
         template_id: template.id.clone(),
         template_version: template.version,
         draft: false,
-        quality: reelfarm_domain::quality::Quality::P480,
+        quality,
         priority: reelfarm_domain::priority::Priority::Normal,
         create_render: true,
         create_project: false,
@@ -58,6 +63,9 @@ pub fn batch_job(
                 metadata: "{}".into(),
                 template_variables: "{}".into(),
                 project: None,
+                credits: estimate.map_or(1, |e| e.credits()),
+                cost_ms: estimate.map_or(1000, |e| e.cpu_ms()),
+                video_ms: estimate.map_or(0, |e| (e.duration * 1000.0) as i64),
             })
             .collect(),
         created_at: now_ms(),

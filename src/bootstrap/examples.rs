@@ -95,7 +95,7 @@ pub async fn import_missing(
     tracing::info!(templates = missing.len(), "importing the example templates (each renders a preview)");
     let dir = tempfile::tempdir().context("temporary directory")?;
     write_files(dir.path(), &missing).context("writing the example templates")?;
-    let options = ImportOptions { owner: None, public: true, time_limit };
+    let options = ImportOptions { owner: None, public: true, time_limit, limits: Default::default() };
     let parallel = std::thread::available_parallelism().map_or(1, |n| n.get());
     let imported: Vec<_> = futures::stream::iter(missing)
         .map(|example| {
@@ -126,7 +126,7 @@ pub async fn import_missing(
 }
 
 /// Writes `examples` and every media file into `dir` as the repository holds them.
-fn write_files(dir: &Path, examples: &[&Example]) -> std::io::Result<()> {
+pub(crate) fn write_files(dir: &Path, examples: &[&Example]) -> std::io::Result<()> {
     std::fs::create_dir(dir.join("media"))?;
     for (name, bytes) in MEDIA {
         std::fs::write(dir.join("media").join(name), bytes)?;

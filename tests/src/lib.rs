@@ -179,8 +179,12 @@ impl TestApp {
 
     /// Imports a template file as `reelfarm admin template import` does.
     pub async fn import_template(&self, file: &std::path::Path, owner: Option<&User>, public: bool) -> TemplateRecord {
-        let options =
-            ImportOptions { owner: owner.map(|u| u.name.clone()), public, time_limit: Duration::from_secs(120) };
+        let options = ImportOptions {
+            owner: owner.map(|u| u.name.clone()),
+            public,
+            time_limit: Duration::from_secs(120),
+            limits: self.config.render_limits,
+        };
         let backends = &self.service.backends;
         import(&backends.store, &backends.blobs, file, &options).await.unwrap_or_else(|e| panic!("import: {e:#}"))
     }

@@ -43,6 +43,7 @@ use reelfarm_backends::consumer::{Handler, Outcome};
 use reelfarm_backends::store::{PartKind, RenderOutcome, RenderRecord, StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
+use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::id::UserId;
 use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::output::Format;
@@ -145,13 +146,20 @@ impl RenderHandler {
             let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
             Failure::Permanent(format!("the values no longer fit the template: {}", lines.join("; ")))
         })?;
+        let quality =
+            if job.draft { Quality::of_preview(template.canvas.width, template.canvas.height) } else { job.quality };
+        // Checked when the template was saved, but the limits may have been lowered since.
+        if let Err(problems) = self.media_limits.template.check(&template, quality, &|_| None) {
+            let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            let message = format!("the template asks more than this farm renders: {}", lines.join("; "));
+            return Err(Failure::Permanent(message));
+        }
         let settings = if job.draft {
             // As fast as it goes: at most 480p and 15 fps, x264's fastest preset.
             template.canvas.fps = template.canvas.fps.min(DRAFT_FPS);
-            let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
             RenderSettings { quality, preset: "ultrafast", crf: DRAFT_CRF, ..RenderSettings::default() }
         } else {
-            RenderSettings { quality: job.quality, output: job.output, ..RenderSettings::default() }
+            RenderSettings { quality, output: job.output, ..RenderSettings::default() }
         };
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
         Ok(Prepared { user_id: job.user_id, record, template, values, settings, dir })
@@ -252,8 +260,11 @@ impl RenderHandler {
                 tokio::time::sleep(PROGRESS_INTERVAL).await;
             }
         }));
+        // A deadline from the render's estimate: a render far slower than estimated is
+        // stopped long before the job timeout.
+        let estimate = Estimate::of(template, output.quality, output.output.format, &|_| None);
         let settings = RenderSettings {
-            time_limit: self.time_limit,
+            time_limit: estimate.time_limit(self.time_limit),
             threads: self.encoder_threads,
             limits: self.media_limits.clone(),
             sounds: Some(Arc::new(sounds::BlobSounds::new(self.backends.blobs.clone(), self.secret.clone()))),

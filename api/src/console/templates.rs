@@ -335,6 +335,8 @@ pub async fn render(
                 Ok(Created::New(job) | Created::Replayed(job)) => {
                     return Ok(see_other(&format!("/console/jobs/{job}")))
                 }
+                // The form's body never asks for a dry run.
+                Ok(Created::Quote(_)) => problem("Nothing was sent; send the form again"),
                 Err(e) if e.status_code() == StatusCode::CONFLICT => problem(SENT_ALREADY),
                 Err(e) if !e.body().errors.is_empty() => render_form::problems_of(&e.body().errors),
                 Err(e) if e.status_code().is_client_error() => problem(&e.body().message),

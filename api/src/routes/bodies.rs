@@ -184,6 +184,9 @@ fn job_body() -> Value {
             "subtitles": { "type": ["boolean", "null"],
                            "description": "mp4 and mov only: also carry the captions layers' cues as a subtitle \
                                            track (mov_text); the template needs a captions layer" },
+            "dry_run": { "type": ["boolean", "null"],
+                         "description": "Answer what the job would cost (credits, and each video's frames, CPU-seconds \
+                                         and memory) and create nothing (an addition)" },
         },
         // Aliases that contradict their names, or nothing to create, are refused.
         "not": { "anyOf": [

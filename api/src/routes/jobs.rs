@@ -47,6 +47,71 @@ pub struct JobJson {
     pub draft: bool,
 }
 
+/// What a job would cost, answered to `options.dry_run: true` (an addition): nothing was
+/// created or charged.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuoteJson {
+    /// Always true: tells a quote from a job.
+    pub dry_run: bool,
+    /// Credits the job would take: one per started minute of each video, times one per
+    /// started 1920×1080 of its frame size (a video of up to a minute at up to 1080p takes
+    /// one); 0 without `create_render`.
+    pub credits: i64,
+    /// Credits the caller's account has now.
+    pub available_credits: i64,
+    /// Whether they cover `credits` (else the job would be refused with 402).
+    pub sufficient: bool,
+    /// One per element of `values`, in order.
+    pub videos: Vec<VideoQuoteJson>,
+}
+
+/// The estimate of one video of a dry run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VideoQuoteJson {
+    pub credits: i64,
+    /// Seconds of video.
+    pub duration: f64,
+    pub frames: u64,
+    pub width: u32,
+    pub height: u32,
+    /// Estimated CPU-seconds of its render.
+    pub cpu_seconds: f64,
+    /// Estimated peak memory of its render, in bytes.
+    pub memory_bytes: u64,
+}
+
+/// What `POST /generator/v1/jobs` answers: the job, or a dry run's quote.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum JobOrQuote {
+    Job(JobJson),
+    Quote(QuoteJson),
+}
+
+impl QuoteJson {
+    fn of(quote: &services::jobs::Quote) -> QuoteJson {
+        QuoteJson {
+            dry_run: true,
+            credits: quote.credits,
+            available_credits: quote.available,
+            sufficient: quote.available >= quote.credits,
+            videos: quote
+                .videos
+                .iter()
+                .map(|e| VideoQuoteJson {
+                    credits: if quote.credits > 0 { e.credits() } else { 0 },
+                    duration: (e.duration * 1000.0).round() / 1000.0,
+                    frames: e.frames,
+                    width: e.width,
+                    height: e.height,
+                    cpu_seconds: (e.cpu_seconds * 100.0).ceil() / 100.0,
+                    memory_bytes: e.peak_memory,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A video of a job (spec §2.7, with additions).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VideoJson {
@@ -157,15 +222,17 @@ impl JobJson {
     }
 }
 
-/// Starts a job: one video per element of `values`, each costing one credit.
+/// Starts a job: one video per element of `values`, each costing its credits (one for a
+/// video of up to a minute at up to 1080p). With `options.dry_run` it answers what the job
+/// would cost and creates nothing.
 #[utoipa::path(
     tag = "jobs",
     request_body(content = super::bodies::JobBody, content_type = "application/json",
-        description = "template_id, options {quality, priority, create_render, create_project, format, transparent, still_at, fps, max_width, subtitles}, values[], notifications[] (spec §4.7)"),
+        description = "template_id, options {quality, priority, create_render, create_project, format, transparent, still_at, fps, max_width, subtitles, dry_run}, values[], notifications[] (spec §4.7)"),
     params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
         description = "1 to 255 visible ASCII characters; makes a retried request safe for 24 hours")),
     responses(
-        (status = 200, body = JobJson),
+        (status = 200, body = JobOrQuote, description = "The job, or with options.dry_run what it would cost"),
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 402, body = ErrorBody, description = "error.generator_contract_exceeded"),
@@ -183,13 +250,15 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency_key(&req)?;
     let body: Value = crate::form::read_json(&req, payload).await?;
-    let respond =
-        |job: &JobRecord| serde_json::to_string(&JobJson::new(job, &HashMap::new(), &state)).expect("jobs serialize");
+    let respond = |job: &JobRecord| {
+        serde_json::to_string(&JobOrQuote::Job(JobJson::new(job, &HashMap::new(), &state))).expect("jobs serialize")
+    };
     let mut response = HttpResponse::Ok();
     response.content_type("application/json");
     Ok(match services::jobs::create(&state, &caller, &body, key.as_deref(), respond).await? {
         Created::New(body) => response.body(body),
         Created::Replayed(first) => response.insert_header((IDEMPOTENT_REPLAYED.clone(), "true")).body(first),
+        Created::Quote(quote) => response.json(JobOrQuote::Quote(QuoteJson::of(&quote))),
     })
 }
 

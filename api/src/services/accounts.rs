@@ -17,6 +17,9 @@ use crate::state::AppState;
 
 /// How long a sign-in link made in the admin area stays valid.
 pub const LINK_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Checks of the current password a user may make: a few, then one a minute.
+const CHECKS_BURST: u32 = 5;
+const CHECK_INTERVAL: Duration = Duration::from_secs(60);
 /// Longest user or group name, in characters.
 const MAX_NAME_CHARS: usize = 100;
 
@@ -26,12 +29,9 @@ fn invalid(field: &str, message: impl Into<String>) -> ApiError {
 
 /// Hashes `new` off the async threads; a 400 naming `password` when it is too short or
 /// too long.
-async fn hashed(new: &str) -> Result<String> {
+async fn hashed(state: &AppState, new: &str) -> Result<String> {
     let new = new.to_string();
-    tokio::task::spawn_blocking(move || password::hash(&new))
-        .await
-        .map_err(|e| ApiError::internal(&e))?
-        .map_err(|e| invalid("password", e.to_string()))
+    state.hashing.run(move || password::hash(&new)).await?.map_err(|e| invalid("password", e.to_string()))
 }
 
 /// The e-mail address the caller signs in with, if any.
@@ -41,8 +41,9 @@ pub async fn email(state: &AppState, caller: &Caller) -> Result<Option<String>> 
 }
 
 /// Sets the e-mail address and password `session`'s user signs in with. The current
-/// password is asked for when one is set, unless the session began with a one-time link
-/// (which is how a forgotten password is replaced).
+/// password is asked for when one is set (a few tries, then one a minute), unless the
+/// session began with a one-time link (which is how a forgotten password is replaced).
+/// The user's other sessions end.
 #[tracing::instrument(name = "accounts::set_sign_in", skip_all, fields(user_id = %session.user.id))]
 pub async fn set_sign_in(
     state: &AppState,
@@ -60,20 +61,23 @@ pub async fn set_sign_in(
             None => None,
         };
         if let Some(hash) = stored {
+            // Guessing the password through this form is limited as sign-ins are.
+            let limit = format!("current-password:{}", session.user.id);
+            state.limits.check_every(&state.backends.cache, &limit, CHECK_INTERVAL, CHECKS_BURST).await?;
             let current = current_password.to_string();
-            let matches = tokio::task::spawn_blocking(move || password::verify(&current, &hash))
-                .await
-                .map_err(|e| ApiError::internal(&e))?;
+            let matches = state.hashing.run(move || password::verify(&current, &hash)).await?;
             if !matches {
                 return Err(invalid("current_password", "is wrong"));
             }
         }
     }
-    let hash = hashed(new_password).await?;
+    let hash = hashed(state, new_password).await?;
     store.set_sign_in(&session.user.id, &email, &hash).await.map_err(|e| match e {
         StoreError::Conflict(_) => invalid("email", "is the address of another user"),
         e => e.into(),
-    })
+    })?;
+    // Whoever signed in with the old password is signed out.
+    super::sessions::end_others(state, &session.user.id, &session.id).await
 }
 
 /// Refuses callers who are not operators, as if there were nothing there.

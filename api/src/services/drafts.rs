@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use reelfarm_backends::store::{JobCreation, JobRecord, NewJob, NewRender};
-use reelfarm_domain::id::{now_ms, JobId, RenderId, TemplateId};
+use reelfarm_domain::cost::Estimate;
+use reelfarm_domain::id::{now_ms, JobId, TemplateId};
+use reelfarm_domain::output::Format;
 use reelfarm_domain::quality::Quality;
 use serde_json::{Map, Value};
 
@@ -52,26 +54,30 @@ pub async fn create(
     }
     let record = state.backends.store.visible_template(id, &caller.user.id).await?;
     let template = state.template_document(&record)?;
+    let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
+    let problems = super::jobs::beyond_limits(state, &template, quality);
+    if !problems.is_empty() {
+        return Err(ApiError::validation(problems));
+    }
     super::jobs::check_values(state, caller, &template, values.clone(), "values").await?;
+    let estimate = Estimate::of(&template, quality, Format::Mp4, &|_| None);
+    within_budget(state, caller, &estimate).await?;
     let job = NewJob {
         id: JobId::generate(),
         user_id: caller.user.id.clone(),
         template_id: record.id.clone(),
         template_version: record.version,
         draft: true,
-        quality: Quality::of_preview(template.canvas.width, template.canvas.height),
+        quality,
         priority: reelfarm_domain::priority::Priority::Normal,
         create_render: true,
         create_project: false,
         notifications: "[]".into(),
         output: Default::default(),
         renders: vec![NewRender {
-            id: RenderId::generate(),
-            external_id: String::new(),
             title: "Draft".into(),
-            metadata: "{}".into(),
             template_variables: Value::Object(values).to_string(),
-            project: None,
+            ..super::jobs::costs(&estimate)
         }],
         created_at: now_ms(),
     };
@@ -79,4 +85,38 @@ pub async fn create(
         JobCreation::Created => Ok(JobRecord::from_new(&job)),
         other => Err(ApiError::internal(&std::io::Error::other(format!("a draft was not created: {other:?}")))),
     }
+}
+
+/// The window the draft budget counts in.
+const BUDGET_WINDOW_MS: i64 = 3_600_000;
+
+/// Refuses a draft that the account's budget (`draft_minutes` of video in any hour) does
+/// not cover: 429 with `Retry-After` until enough of the hour's drafts have aged out, or
+/// 400 when this draft alone is longer than the budget.
+async fn within_budget(state: &AppState, caller: &Caller, estimate: &Estimate) -> Result<()> {
+    let Some(minutes) = state.config.draft_minutes else { return Ok(()) };
+    let budget = i64::from(minutes) * 60_000;
+    let wanted = (estimate.duration * 1000.0).round() as i64;
+    if wanted > budget {
+        let message = format!(
+            "a draft of this template is {:.0} s long; drafts may make {minutes} minutes of video an hour",
+            estimate.duration
+        );
+        return Err(ApiError::validation(vec![FieldError::new("", "error.limit_exceeded", message)]));
+    }
+    let now = now_ms();
+    let drafts = state.backends.store.drafts_since(&caller.user.id, now - BUDGET_WINDOW_MS).await?;
+    let mut used: i64 = drafts.iter().map(|(_, ms)| ms).sum();
+    if used + wanted <= budget {
+        return Ok(());
+    }
+    // The hour's drafts age out oldest first: the time the one that makes room does.
+    for (made, ms) in drafts {
+        used -= ms;
+        if used + wanted <= budget {
+            let wait_ms = (made + BUDGET_WINDOW_MS - now).max(1000);
+            return Err(ApiError::rate_limited((wait_ms as u64).div_ceil(1000)));
+        }
+    }
+    Err(ApiError::rate_limited(BUDGET_WINDOW_MS as u64 / 1000))
 }

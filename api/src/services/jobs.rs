@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use actix_web::web;
 use reelfarm_backends::store::{Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, StoreError};
+use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::id::{now_ms, EntityId, JobId, ProjectId, RenderId, TemplateId};
+use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 use reelfarm_domain::template::values::{apply_values_with, ValueError};
 use reelfarm_domain::template::Template;
@@ -38,11 +40,22 @@ pub struct JobView {
     pub progress: HashMap<RenderId, u8>,
 }
 
-/// What creating a job answered: the response of a new job, or the response the first
-/// request with the same idempotency key got.
+/// What creating a job answered: the response of a new job, the response the first
+/// request with the same idempotency key got, or what a dry run would cost.
 pub enum Created {
     New(String),
     Replayed(String),
+    Quote(Quote),
+}
+
+/// What a job would cost (`options.dry_run`): nothing is created or charged.
+pub struct Quote {
+    /// The credits the job would take (0 without `create_render`).
+    pub credits: i64,
+    /// The credits the caller's account has now.
+    pub available: i64,
+    /// One per element of `values`, in order.
+    pub videos: Vec<Estimate>,
 }
 
 /// Creates a job from a request `body` (spec §4.7) and charges its credits. `respond`
@@ -62,7 +75,12 @@ pub async fn create(
     let template_id = request.template_id.as_ref().ok_or_else(|| ApiError::not_found(TemplateId::WHAT))?;
     let record = state.visible_template(template_id, &caller.user.id).await?;
     let template = state.template_document(&record)?;
-    let renders = prepare_renders(state, caller, &template, &request).await?;
+    let (renders, estimates) = prepare_renders(state, caller, &template, &request).await?;
+    if request.dry_run {
+        let credits = if request.create_render { renders.iter().map(|r| r.credits).sum() } else { 0 };
+        let available = state.backends.store.available_credits(&caller.user.id).await?;
+        return Ok(Created::Quote(Quote { credits, available, videos: estimates }));
+    }
     let priority = request.priority.min(state.backends.store.max_priority_of(&caller.user.id).await?);
     let job = NewJob {
         id: JobId::generate(),
@@ -96,14 +114,17 @@ pub async fn create(
 }
 
 /// Applies every element's values to the template and checks its media values; all
-/// problems of all elements in one 400.
+/// problems of all elements in one 400. Each render comes with its estimate, which sets
+/// its credits and its weight in the account's share.
 async fn prepare_renders(
     state: &AppState,
     caller: &Caller,
     template: &Arc<Template>,
     request: &Arc<JobRequest>,
-) -> Result<Vec<NewRender>> {
+) -> Result<(Vec<NewRender>, Vec<Estimate>)> {
     let mut errors = output::check(template, request);
+    errors.extend(beyond_limits(state, template, request.quality));
+    let mut estimates = Vec::with_capacity(request.values.len());
     let mut renders = Vec::with_capacity(request.values.len());
     let mut groups = None;
     let applied_values = apply_all_values(state, template, request).await?;
@@ -122,6 +143,7 @@ async fn prepare_renders(
         let project_of = request
             .create_project
             .then(|| (ProjectId::generate(), serde_json::to_string(&applied).expect("templates serialize")));
+        let estimate = Estimate::of(&applied, request.quality, request.output.format, &|_| None);
         renders.push(NewRender {
             id: RenderId::generate(),
             external_id: value.external_id.clone(),
@@ -129,12 +151,42 @@ async fn prepare_renders(
             metadata: serde_json::to_string(&value.metadata).expect("JSON serializes"),
             template_variables: serde_json::to_string(&value.template_variables).expect("JSON serializes"),
             project: project_of,
+            ..costs(&estimate)
         });
+        estimates.push(estimate);
     }
     if errors.is_empty() {
-        Ok(renders)
+        Ok((renders, estimates))
     } else {
         Err(ApiError::validation(errors))
+    }
+}
+
+/// The limits of this deployment that a render of `template` at `quality` would break,
+/// under `template_id` (a template saved before the limits were lowered).
+pub(super) fn beyond_limits(state: &AppState, template: &Template, quality: Quality) -> Vec<FieldError> {
+    match state.config.render_limits.check(template, quality, &|_| None) {
+        Ok(()) => Vec::new(),
+        Err(problems) => problems
+            .into_iter()
+            .map(|p| FieldError::new("template_id", "error.limit_exceeded", format!("the template's {p}")))
+            .collect(),
+    }
+}
+
+/// A render's credits, CPU-milliseconds and video length from its `estimate`; the rest
+/// of the [`NewRender`] is left to fill.
+pub(super) fn costs(estimate: &Estimate) -> NewRender {
+    NewRender {
+        id: RenderId::generate(),
+        external_id: String::new(),
+        title: String::new(),
+        metadata: "{}".into(),
+        template_variables: "{}".into(),
+        project: None,
+        credits: estimate.credits(),
+        cost_ms: estimate.cpu_ms(),
+        video_ms: (estimate.duration * 1000.0).round() as i64,
     }
 }
 

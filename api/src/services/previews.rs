@@ -18,13 +18,10 @@ use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
 use crate::state::AppState;
 
-/// Frames a user may ask for: a scrubbing editor asks a few per second (debounced); a
-/// frame costs no credit but a worker's CPU, so it is bounded per user.
-const FRAMES_PER_SECOND: u32 = 10;
+/// Frames a user may ask for at once above the steady rate (`preview_frames` a minute): a
+/// scrubbing editor asks a few per second (debounced); a frame costs no credit but a
+/// worker's CPU, so it is bounded per user.
 const FRAMES_AT_ONCE: u32 = 30;
-
-/// Longest wait for a worker's frame (a first frame of a video layer decodes up to it).
-const PREVIEW_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A preview body: `t` (seconds), `values` (as a job's `template_variables`), `quality`.
 #[derive(Debug)]
@@ -88,6 +85,10 @@ pub async fn frame(state: &AppState, caller: &Caller, id: &TemplateId, request: 
     let record = state.backends.store.visible_template(id, &caller.user.id).await?;
     let template = state.template_document(&record)?;
     within(record.duration_ms as f64 / 1000.0, request.at)?;
+    let problems = super::jobs::beyond_limits(state, &template, request.quality);
+    if !problems.is_empty() {
+        return Err(ApiError::validation(problems));
+    }
     super::jobs::check_values(state, caller, &template, request.values.clone(), "values").await?;
     let call = PreviewCall {
         template_id: record.id.clone(),
@@ -126,9 +127,10 @@ pub async fn frame_of_document(
 }
 
 async fn limit(state: &AppState, caller: &Caller) -> Result<()> {
-    if state.config.rate_limit > 0 {
+    if let Some(frames) = state.config.preview_frames {
         let limit = format!("preview:{}", caller.user.id);
-        state.limits.check(&state.backends.cache, &limit, FRAMES_PER_SECOND, FRAMES_AT_ONCE).await?;
+        let every = Duration::from_secs(60) / frames;
+        state.limits.check_every(&state.backends.cache, &limit, every, FRAMES_AT_ONCE).await?;
     }
     Ok(())
 }
@@ -144,14 +146,16 @@ fn within(duration: f64, at: f64) -> Result<()> {
 
 /// Asks a worker for the frame of `call`.
 async fn drawn(state: &AppState, call: &PreviewCall) -> Result<Vec<u8>> {
-    let answer = match state.backends.bus.call(Service::Preview, &call.to_bytes(), PREVIEW_TIMEOUT).await {
-        Ok(answer) => answer,
-        Err(BusError::NoAnswer(_)) => {
-            tracing::warn!("no worker answered a preview call");
-            return Err(ApiError::unavailable());
-        }
-        Err(e) => return Err(ApiError::internal(&e)),
-    };
+    let answer =
+        match state.backends.bus.call(Service::Preview, &call.to_bytes(), reelfarm_domain::preview::PREVIEW_WAIT).await
+        {
+            Ok(answer) => answer,
+            Err(BusError::NoAnswer(_)) => {
+                tracing::warn!("no worker answered a preview call");
+                return Err(ApiError::unavailable());
+            }
+            Err(e) => return Err(ApiError::internal(&e)),
+        };
     match PreviewAnswer::from_bytes(&answer) {
         Some(PreviewAnswer::Frame(jpeg)) => Ok(jpeg),
         Some(PreviewAnswer::Refused(message)) => {

@@ -108,9 +108,7 @@ pub async fn sign_in(state: &AppState, email: &str, password: &str, client: Clie
         None => reelfarm_domain::password::unusable_hash().to_string(),
     };
     let password = password.to_string();
-    let matches = tokio::task::spawn_blocking(move || reelfarm_domain::password::verify(&password, &hash))
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+    let matches = state.hashing.run(move || reelfarm_domain::password::verify(&password, &hash)).await?;
     match (found, matches) {
         (Some((user, _)), true) => start(state, user, client, false).await,
         _ => Err(ApiError::unauthorized("The e-mail address or the password is wrong")),
@@ -206,6 +204,17 @@ pub async fn end(state: &AppState, user_id: &UserId, id: &str) -> Result<()> {
 pub async fn sign_out(state: &AppState, session: &Session, token: &str) -> Result<()> {
     state.backends.cache.delete(&session_key(&key_of(token))).await.map_err(cache_unavailable)?;
     end(state, &session.user.id, &session.id).await
+}
+
+/// Ends every session of the user but `keep` (after a password change).
+#[tracing::instrument(name = "sessions::end_others", skip_all)]
+pub async fn end_others(state: &AppState, user_id: &UserId, keep: &str) -> Result<()> {
+    let listed = list(state, user_id).await?;
+    for other in listed.iter().filter(|l| l.id != keep) {
+        state.backends.cache.delete(&session_key(&other.key)).await.map_err(cache_unavailable)?;
+    }
+    let kept: Vec<Listed> = listed.into_iter().filter(|l| l.id == keep).collect();
+    save_list(state, user_id, &kept).await
 }
 
 /// Ends every session of the user, this one included.

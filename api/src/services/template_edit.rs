@@ -87,6 +87,10 @@ pub async fn save(state: &AppState, caller: &Caller, id: &TemplateId, request: &
 #[tracing::instrument(name = "template_edit::duplicate", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn duplicate(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateView> {
     let original = state.backends.store.visible_template(id, &caller.user.id).await?;
+    let problems = super::jobs::beyond_limits(state, &*state.template_document(&original)?, Quality::Default);
+    if !problems.is_empty() {
+        return Err(ApiError::validation(problems));
+    }
     let mut json: serde_json::Value = serde_json::from_str(&original.json)
         .map_err(|e| StoreError::Corrupt(format!("template {id} document: {e}")))?;
     let name = format!("{} (copy)", original.name);
@@ -234,7 +238,14 @@ pub async fn check(
             e.errors().into_iter().map(|p| FieldError::new(under_json(&p.path), key, p.message)).collect(),
         )
     })?;
-    let mut problems = Vec::new();
+    // What a render of it would ask of the farm, at the template's own size.
+    let limits = state.config.render_limits.check(&template, Quality::Default, &|_| None);
+    let mut problems: Vec<FieldError> = limits
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| FieldError::new(under_json(&p.path), "error.limit_exceeded", p.message))
+        .collect();
     let mut groups: Option<Vec<GroupId>> = None;
     for (path, source, media) in template.sources_at() {
         let (field, problem) = match source {

@@ -5,6 +5,7 @@
 
 pub mod asset;
 pub mod captions;
+pub mod cost;
 pub mod html;
 pub mod id;
 pub mod integration;

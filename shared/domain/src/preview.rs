@@ -8,6 +8,14 @@ use serde::{Deserialize, Serialize};
 use crate::id::TemplateId;
 use crate::quality::Quality;
 
+/// Seconds of a template's preview video, made when it is saved or imported: the first
+/// seconds of the video, never all of a long one.
+pub const TEMPLATE_PREVIEW_SECONDS: f64 = 10.0;
+
+/// Longest the api waits for a worker's frame; a worker stops drawing a frame a little
+/// after it, when nobody waits for it any more.
+pub const PREVIEW_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// What to draw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PreviewCall {

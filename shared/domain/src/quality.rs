@@ -40,6 +40,22 @@ impl Quality {
         }
     }
 
+    /// The output size of a `width` × `height` canvas: the shorter side set to this
+    /// quality's (the other in proportion, rounded to an even number), or the canvas's
+    /// own for `Default`.
+    pub fn output_size(self, width: u32, height: u32) -> (u32, u32) {
+        let Some(short) = self.short_side() else {
+            return (width, height);
+        };
+        let scale = f64::from(short) / f64::from(width.min(height).max(1));
+        let even = |x: f64| (((x / 2.0).round() as u32) * 2).max(2);
+        if width <= height {
+            (short, even(f64::from(height) * scale))
+        } else {
+            (even(f64::from(width) * scale), short)
+        }
+    }
+
     /// A canvas's native quality: `1080p` from a shorter side of 1080 px up, `720p` from
     /// 720 px, `480p` below.
     pub fn of_canvas(width: u32, height: u32) -> Quality {
@@ -96,6 +112,15 @@ impl FromStr for Quality {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quality_sets_the_shorter_side_and_keeps_sides_even() {
+        assert_eq!(Quality::P480.output_size(1920, 1080), (854, 480));
+        assert_eq!(Quality::P720.output_size(1080, 1920), (720, 1280));
+        assert_eq!(Quality::P480.output_size(1080, 1080), (480, 480));
+        assert_eq!(Quality::P1080.output_size(1280, 720), (1920, 1080));
+        assert_eq!(Quality::Default.output_size(320, 180), (320, 180));
+    }
 
     #[test]
     fn names_round_trip_through_text_and_json() {

@@ -177,7 +177,7 @@ pub(crate) async fn keep_screenshot(browser: &Browser, name: &str) {
 }
 
 /// A client that keeps redirects and cookies to itself.
-fn plain_client() -> reqwest::Client {
+pub(super) fn plain_client() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
 }
 
@@ -196,12 +196,12 @@ fn csrf_field(page: &str) -> String {
     page[start..].split('"').next().unwrap().to_string()
 }
 
-struct SignInForm {
+pub(super) struct SignInForm {
     cookie: String,
     csrf: String,
 }
 
-async fn sign_in_form(app: &TestApp, client: &reqwest::Client) -> SignInForm {
+pub(super) async fn sign_in_form(app: &TestApp, client: &reqwest::Client) -> SignInForm {
     let res = client.get(format!("{}/console/sign-in", app.address)).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let cookie = set_cookie(res.headers(), "reelfarm_sign_in").expect("the form's cookie");
@@ -209,7 +209,7 @@ async fn sign_in_form(app: &TestApp, client: &reqwest::Client) -> SignInForm {
 }
 
 /// Posts the sign-in form with extra cookies; the response.
-async fn post_sign_in(
+pub(super) async fn post_sign_in(
     app: &TestApp,
     client: &reqwest::Client,
     form: &SignInForm,

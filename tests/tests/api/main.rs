@@ -1,6 +1,7 @@
 //! The API suite, end to end against the real service in embedded and distributed mode:
 //! one test binary (one link of libav* and everything else) with a module per area.
 
+mod abuse;
 mod animations;
 mod assets;
 mod cancel;

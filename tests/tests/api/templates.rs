@@ -223,7 +223,12 @@ async fn private_templates_are_seen_by_owner_and_shares_only(mode: Mode) {
     assert_eq!(json(app.get("/generator/v1/templates", &bob_token).await, 200).await.as_array().unwrap().len(), 2);
 
     // Without an owner, a template must be public.
-    let options = ImportOptions { owner: None, public: false, time_limit: std::time::Duration::from_secs(60) };
+    let options = ImportOptions {
+        owner: None,
+        public: false,
+        time_limit: std::time::Duration::from_secs(60),
+        limits: Default::default(),
+    };
     let refused = import(store, &app.service.backends.blobs, &write_template(dir.path(), "Nobody's"), &options).await;
     assert!(refused.unwrap_err().to_string().contains("--owner"));
     app.stop().await;

@@ -123,10 +123,10 @@ impl RenderHandler {
         let files = fetched.files.clone();
         drop(fetched);
 
-        let (quality, at, kept) = (call.quality, call.at, self.kept.clone());
+        let (quality, at, kept, limits) = (call.quality, call.at, self.kept.clone(), self.media_limits.clone());
         let drawn = tokio::task::spawn_blocking(move || {
             let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
-            let frame = render::snapshot(&applied, &resolve, Some(&kept), quality, at)?;
+            let frame = render::snapshot(&applied, &resolve, Some(&kept), quality, at, &limits)?;
             let mut jpeg = Vec::new();
             JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
                 .write_image(frame.as_raw(), frame.width(), frame.height(), image::ExtendedColorType::Rgb8)

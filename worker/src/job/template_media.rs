@@ -44,6 +44,7 @@ impl RenderHandler {
         let settings = RenderSettings {
             quality,
             time_limit: self.time_limit,
+            max_seconds: Some(reelfarm_domain::preview::TEMPLATE_PREVIEW_SECONDS),
             threads: self.encoder_threads,
             limits: self.media_limits.clone(),
             ..RenderSettings::default()

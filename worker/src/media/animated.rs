@@ -31,16 +31,24 @@ pub(crate) fn each_frame(
     deadline: &Deadline,
     each: &mut dyn FnMut(RgbaImage, f64) -> Result<(), MediaError>,
 ) -> Result<Option<usize>, MediaError> {
-    let Some(frames) = frames(path, sniffed, limits)? else { return Ok(None) };
+    let Some((frames, (width, height))) = frames(path, sniffed, limits)? else { return Ok(None) };
+    // Every frame is the whole picture: a small file of many tiny frames on a huge
+    // picture costs frames × picture pixels to decode.
+    let pixels = u64::from(width) * u64::from(height);
+    let most = MAX_FRAMES.min((limits.max_animation_pixels / pixels.max(1)).try_into().unwrap_or(usize::MAX));
     let mut first = None;
     let mut count = 0;
     for frame in frames {
         deadline.check()?;
-        let frame = frame?;
         count += 1;
-        if count > MAX_FRAMES {
-            return Err(MediaError::Unsupported(format!("an animation of more than {MAX_FRAMES} frames")));
+        if count > most {
+            return Err(MediaError::Unsupported(format!(
+                "an animation of more than {most} frames of {width}×{height} pixels (at most {MAX_FRAMES} frames and \
+                 {} pixels of frames together)",
+                limits.max_animation_pixels
+            )));
         }
+        let frame = frame?;
         let (numer, denom) = frame.delay().numer_denom_ms();
         let seconds = f64::from(numer) / f64::from(denom.max(1)) / 1000.0;
         let shown = (frame.into_buffer(), if seconds < SHORTEST { SHORT_SHOWN } else { seconds });
@@ -72,32 +80,39 @@ pub(crate) fn duration(
     Ok(frames.map(|_| total))
 }
 
-/// The frames of a GIF, or of a WebP picture that says it is animated.
-fn frames(path: &Path, sniffed: Sniffed, limits: &Limits) -> Result<Option<Frames<'static>>, MediaError> {
+/// An animation's frames and its picture's size.
+type Animation = (Frames<'static>, (u32, u32));
+
+/// The frames of a GIF, or of a WebP picture that says it is animated, and its size.
+fn frames(path: &Path, sniffed: Sniffed, limits: &Limits) -> Result<Option<Animation>, MediaError> {
     let reader = || -> Result<BufReader<File>, MediaError> { Ok(BufReader::new(File::open(path)?)) };
     let mut decode_limits = image::Limits::default();
     decode_limits.max_alloc = Some(limits.max_pixels.saturating_mul(8).saturating_add(64 << 20));
     Ok(Some(match sniffed {
         Sniffed::Gif => {
             let mut decoder = GifDecoder::new(reader()?)?;
-            check(&mut decoder, limits, decode_limits)?;
-            decoder.into_frames()
+            let size = check(&mut decoder, limits, decode_limits)?;
+            (decoder.into_frames(), size)
         }
         Sniffed::Webp => {
             let mut decoder = WebPDecoder::new(reader()?)?;
             if !decoder.has_animation() {
                 return Ok(None);
             }
-            check(&mut decoder, limits, decode_limits)?;
-            decoder.into_frames()
+            let size = check(&mut decoder, limits, decode_limits)?;
+            (decoder.into_frames(), size)
         }
         _ => return Ok(None),
     }))
 }
 
-fn check(decoder: &mut impl ImageDecoder, limits: &Limits, decode_limits: image::Limits) -> Result<(), MediaError> {
+fn check(
+    decoder: &mut impl ImageDecoder,
+    limits: &Limits,
+    decode_limits: image::Limits,
+) -> Result<(u32, u32), MediaError> {
     let (width, height) = decoder.dimensions();
     limits.check_pixels(width, height)?;
     decoder.set_limits(decode_limits)?;
-    Ok(())
+    Ok((width, height))
 }

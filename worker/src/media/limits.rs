@@ -13,6 +13,10 @@ pub struct Limits {
     /// Largest accepted video frame, in pixels, as the stream declares it (checked before
     /// any frame is decoded; decoders also refuse larger frames). Default 8K (7680×4320).
     pub max_video_pixels: u64,
+    /// Most pixels of all the frames of an animated GIF or WebP together (frames × width ×
+    /// height: each frame is the whole picture). Default 2 billion (1,000 frames of
+    /// 1080p).
+    pub max_animation_pixels: u64,
     /// Longest accepted video or audio. Default 3 hours.
     pub max_duration: Duration,
     /// Wall-clock budget of one probe or conversion; past it the work stops with
@@ -21,6 +25,10 @@ pub struct Limits {
     /// Memory the media work of the whole process may hold at once, shared by every
     /// clone (see [`MemoryBudget`]). Default unlimited.
     pub memory: MemoryBudget,
+    /// What a template may ask of a render (length, layers, boxes, estimated memory):
+    /// checked again before every render and snapshot, for templates saved before the
+    /// limits were lowered.
+    pub template: reelfarm_domain::cost::Limits,
 }
 
 impl Default for Limits {
@@ -28,9 +36,11 @@ impl Default for Limits {
         Limits {
             max_pixels: 100_000_000,
             max_video_pixels: 7680 * 4320,
+            max_animation_pixels: 2_000_000_000,
             max_duration: Duration::from_secs(3 * 3600),
             time_limit: Duration::from_secs(2 * 3600),
             memory: MemoryBudget::default(),
+            template: reelfarm_domain::cost::Limits::default(),
         }
     }
 }
@@ -44,9 +54,11 @@ impl Limits {
         Limits {
             max_pixels: config.max_image_pixels,
             max_video_pixels: config.max_video_pixels,
+            max_animation_pixels: config.max_animation_pixels,
             max_duration: config.max_media_duration,
             time_limit: config.job_timeout,
             memory: MemoryBudget::new(config.media_memory),
+            template: config.render_limits,
         }
     }
 

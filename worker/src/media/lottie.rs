@@ -3,8 +3,10 @@
 //! converting an upload into a library asset (the file itself and a thumbnail).
 //!
 //! A file is checked before rlottie sees it: at most [`MAX_FILE_BYTES`], JSON (serde's
-//! depth limit refuses nesting bombs), an object with the fields of an animation, and no
-//! image that is not embedded (`data:`) — rlottie would read such a path from the disk.
+//! depth limit refuses nesting bombs), an object with the fields of an animation, and
+//! nothing that would make rlottie's render tree huge or endless ([`check`]: repeaters,
+//! precompositions, embedded images; images only embedded — rlottie would read a path
+//! from the disk).
 //! rlottie's answer is then checked too: a size of 1 to [`MAX_SIDE`] pixels, 1 to
 //! [`MAX_FRAMES`] frames at a rate of at most 240.
 //!
@@ -24,6 +26,7 @@ use sha2::{Digest, Sha256};
 use super::still;
 use super::{Converted, Job, MediaError, MediaKind, Probe, Role};
 
+mod check;
 mod dotlottie;
 
 /// Largest Lottie file read (and largest animation in a dotLottie archive).
@@ -104,20 +107,14 @@ impl Lottie {
 
     /// Checks and parses a Lottie document.
     pub(crate) fn parse(bytes: &[u8]) -> Result<Lottie, MediaError> {
-        let json: Value = serde_json::from_slice(bytes).map_err(|e| refused(format!("not JSON ({e})")))?;
-        let Some(object) = json.as_object() else { return Err(refused("not a JSON object".into())) };
+        let mut json: Value = serde_json::from_slice(bytes).map_err(|e| refused(format!("not JSON ({e})")))?;
+        let Some(object) = json.as_object_mut() else { return Err(refused("not a JSON object".into())) };
         for field in ["w", "h", "fr", "op", "layers"] {
             if !object.contains_key(field) {
                 return Err(refused(format!("the field {field:?} is missing")));
             }
         }
-        let linked = object.get("assets").and_then(Value::as_array).into_iter().flatten().find_map(|asset| {
-            let p = asset.get("p").and_then(Value::as_str)?;
-            (!p.starts_with("data:")).then(|| p.to_owned())
-        });
-        if let Some(p) = linked {
-            return Err(refused(format!("image {p:?} is not embedded; embed images as data: addresses")));
-        }
+        check::check(object)?;
         let mut text = String::with_capacity(bytes.len());
         type_first(&json, &mut text);
         let data = CString::new(text).map_err(|_| refused("a NUL character in a string".into()))?;

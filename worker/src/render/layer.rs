@@ -150,7 +150,7 @@ pub(crate) fn prepare(
     let ken_burns = anim::ken_burns(&layer.animations);
     visual.body = match &layer.content {
         Content::Text(text) => fixed(text_picture(id, text, bw, bh, plan.scale)?),
-        Content::Shape(shape) => fixed((shape_picture(shape, bw, bh, plan.scale), 0, 0)),
+        Content::Shape(shape) => fixed((shape_picture(id, shape, bw, bh, plan.scale)?, 0, 0)),
         Content::Image(image) => {
             let path = resolver.path(id, &image.source)?;
             // An animated picture loops, as on a web page.
@@ -298,15 +298,18 @@ pub(crate) fn ink_cropped(pic: Picture) -> (Picture, i64, i64) {
     }
 }
 
-/// A shape filling its box: rectangle, or rounded with anti-aliased corners.
-fn shape_picture(shape: &ShapeLayer, bw: u32, bh: u32, scale: f64) -> Picture {
+/// A shape filling its box: rectangle, or rounded with anti-aliased corners. Its buffer
+/// is allocated fallibly: a render that cannot have it fails alone.
+fn shape_picture(id: &str, shape: &ShapeLayer, bw: u32, bh: u32, scale: f64) -> Result<Picture, RenderError> {
     let c = shape.color;
     let radius = match shape.shape {
         ShapeKind::Rectangle => 0.0,
         ShapeKind::RoundedRectangle => (shape.radius * scale).clamp(0.0, f64::from(bw.min(bh)) / 2.0),
     };
     let (hw, hh) = (f64::from(bw) / 2.0, f64::from(bh) / 2.0);
-    let mut rgba = Vec::with_capacity(bw as usize * bh as usize * 4);
+    let mut rgba = Vec::new();
+    rgba.try_reserve_exact(bw as usize * bh as usize * 4)
+        .map_err(|_| RenderError::layer(id, format!("not enough memory for a {bw}×{bh} picture of the shape")))?;
     for y in 0..bh {
         for x in 0..bw {
             let coverage = if radius <= 0.0 {
@@ -321,5 +324,5 @@ fn shape_picture(shape: &ShapeLayer, bw: u32, bh: u32, scale: f64) -> Picture {
             rgba.extend_from_slice(&[c.r, c.g, c.b, (f64::from(c.a) * coverage).round() as u8]);
         }
     }
-    Picture::from_rgba(bw, bh, &rgba)
+    Ok(Picture::from_rgba(bw, bh, &rgba))
 }

@@ -104,6 +104,8 @@ pub struct RenderSettings {
     /// The cues of the text-to-speech values, by sound layer: what captions layers
     /// following a voice-over show (issue #21).
     pub speech: SpeechCues,
+    /// Render only the first seconds of the video (a template's preview); `None`: all.
+    pub max_seconds: Option<f64>,
 }
 
 /// Encoded sounds shared by every process rendering (the worker's blob store): a render
@@ -129,6 +131,7 @@ impl Default for RenderSettings {
             stop: CancellationToken::new(),
             sounds: None,
             speech: Vec::new(),
+            max_seconds: None,
         }
     }
 }

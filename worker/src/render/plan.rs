@@ -84,7 +84,7 @@ pub(crate) enum Shot {
 impl Plan {
     pub(crate) fn new(template: &Template, quality: Quality) -> Plan {
         let canvas = &template.canvas;
-        let (width, height) = output_size(canvas.width, canvas.height, quality);
+        let (width, height) = quality.output_size(canvas.width, canvas.height);
         let fps = canvas.fps.max(1);
         let frames = ((template.duration() * f64::from(fps)).round().max(1.0)) as u64;
         let samples = (frames as f64 / f64::from(fps) * f64::from(SAMPLE_RATE)).round() as u64;
@@ -116,6 +116,21 @@ impl Plan {
             samples,
             clips,
         }
+    }
+
+    /// The plan of the first `seconds` of the video alone (at least one frame): what a
+    /// template's preview shows. The whole plan when it is no longer.
+    pub(crate) fn cut(mut self, seconds: Option<f64>) -> Plan {
+        let Some(seconds) = seconds else { return self };
+        let frames = ((seconds * f64::from(self.fps)).round().max(1.0) as u64).min(self.frames);
+        if frames < self.frames {
+            self.frames = frames;
+            self.samples = (frames as f64 / f64::from(self.fps) * f64::from(SAMPLE_RATE)).round() as u64;
+            for clip in &mut self.clips {
+                (clip.first, clip.end) = (clip.first.min(frames), clip.end.min(frames));
+            }
+        }
+        self
     }
 
     /// Seconds at frame `n`.
@@ -165,38 +180,28 @@ pub(crate) fn frame_at_or_after(t: f64, fps: u32) -> u64 {
     (t * f64::from(fps) - EPSILON).ceil().max(0.0) as u64
 }
 
-/// Output size for a quality: the template's own, or the shorter side set to 480, 720 or
-/// 1080 with the aspect ratio kept and both sides even.
-pub(crate) fn output_size(width: u32, height: u32, quality: Quality) -> (u32, u32) {
-    let Some(short) = quality.short_side() else {
-        return (width, height);
-    };
-    let scale = f64::from(short) / f64::from(width.min(height).max(1));
-    let even = |x: f64| (((x / 2.0).round() as u32) * 2).max(2);
-    if width <= height {
-        (short, even(f64::from(height) * scale))
-    } else {
-        (even(f64::from(width) * scale), short)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quality_sets_the_shorter_side_and_keeps_sides_even() {
-        assert_eq!(output_size(1920, 1080, Quality::P480), (854, 480));
-        assert_eq!(output_size(1080, 1920, Quality::P720), (720, 1280));
-        assert_eq!(output_size(1080, 1080, Quality::P480), (480, 480));
-        assert_eq!(output_size(1280, 720, Quality::P1080), (1920, 1080));
-        assert_eq!(output_size(320, 180, Quality::Default), (320, 180));
-    }
 
     #[test]
     fn frames_on_a_boundary_belong_to_what_starts_there() {
         assert_eq!(frame_at_or_after(2.0, 10), 20);
         assert_eq!(frame_at_or_after(0.30000000000000004, 10), 3);
         assert_eq!(frame_at_or_after(0.31, 10), 4);
+    }
+
+    #[test]
+    fn a_cut_plan_keeps_the_first_seconds_of_every_clip_in_them() {
+        let clip = |id: &str, seconds: f64| serde_json::json!({ "id": id, "duration": seconds, "layers": [] });
+        let document = serde_json::json!({ "version": 1, "name": "t", "canvas": { "width": 64, "height": 64, "fps": 10 },
+                                           "clips": [clip("a", 6.0), clip("b", 3600.0)] });
+        let template = Template::from_json(document.to_string()).unwrap();
+        let whole = Plan::new(&template, Quality::Default);
+        let cut = whole.clone().cut(Some(10.0));
+        assert_eq!((whole.frames, cut.frames, cut.samples), (36_060, 100, 480_000));
+        assert_eq!(cut.clips.iter().map(|c| (c.first, c.end)).collect::<Vec<_>>(), [(0, 60), (60, 100)]);
+        assert_eq!(whole.clone().cut(None), whole);
+        assert_eq!(whole.clone().cut(Some(1e6)), whole, "never longer than the video");
     }
 }

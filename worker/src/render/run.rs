@@ -52,6 +52,7 @@ pub(super) fn render(
     let output = settings.output;
     let heard = matches!(piece, Piece::Whole) && output.format.has_sound();
     let (plan, videos) = checked_plan_of(template, settings.quality, &resolver, &limits, heard)?;
+    let plan = plan.cut(settings.max_seconds);
     let range = match piece {
         Piece::Whole => 0..plan.frames,
         Piece::Frames(range) if range.start < range.end && range.end <= plan.frames => range,
@@ -62,7 +63,7 @@ pub(super) fn render(
     let shown = shown_frames(&plan, &output, range, thumbnail_frame(&plan));
     let thumb_frame = thumbnail_of(&output, &shown, thumbnail_frame(&plan));
     // Held until the render ends (released on drop, panic included).
-    let _memory = limits.memory.reserve(estimate::render_here(plan.width, plan.height, &videos), &deadline)?;
+    let _memory = limits.memory.reserve(reservation(template, settings.quality, output.format, &videos), &deadline)?;
     let (mut mixer, sound, sound_key) = if heard {
         let specs = track_specs(template, &plan, &resolver)?;
         let sound_key = sound_cache::key(&specs, plan.samples, sound_encoding(output.format));
@@ -180,12 +181,22 @@ pub(super) fn checked_plan_of(
     limits: &Limits,
     heard: bool,
 ) -> Result<(Plan, Vec<(u32, u32)>), RenderError> {
-    template.validate().map_err(|errors| {
+    let lines = |errors: Vec<reelfarm_domain::template::ValidationError>| {
         RenderError::Template(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
-    })?;
+    };
+    template.validate().map_err(lines)?;
+    limits.template.check(template, quality, &|_| None).map_err(lines)?;
     let plan = Plan::new(template, quality);
     let videos = check_sources(template, resolver, limits, heard)?;
     Ok((plan, videos))
+}
+
+/// The bytes a render of `template` is reserved: the estimate of its canvases, encoder
+/// and every layer's picture (`reelfarm_domain::cost`), and a decoder of each video layer
+/// at its source's declared size (`videos`).
+pub(super) fn reservation(template: &Template, quality: Quality, format: Format, videos: &[(u32, u32)]) -> u64 {
+    let layers = reelfarm_domain::cost::Estimate::of(template, quality, format, &|_| None).peak_memory;
+    layers + estimate::render_here(0, 0, videos)
 }
 
 /// The frame the thumbnail shows: one third of the video.

@@ -11,7 +11,7 @@ use reelfarm_domain::template::{Source, Template};
 use super::captions;
 use super::picture::Picture;
 use super::plan::{Plan, Shot};
-use super::run::{checked_plan, Frames};
+use super::run::{checked_plan, reservation, Frames};
 use super::snapshot_cache::SnapshotCache;
 use super::source::Resolver;
 use super::{Quality, RenderError};
@@ -19,8 +19,8 @@ use crate::media::limits::Deadline;
 use crate::media::Limits;
 
 /// Wall-clock budget of one snapshot (decoding a video layer up to the frame is the slow
-/// part).
-const TIME_LIMIT: Duration = Duration::from_secs(600);
+/// part): a little longer than the api waits for it, since nobody wants it after that.
+const TIME_LIMIT: Duration = Duration::from_secs(reelfarm_domain::preview::PREVIEW_WAIT.as_secs() + 10);
 
 /// The frame of `template` at `at` seconds (frame `round(at × fps)`, within the video) at
 /// `quality`, in RGB exactly as the thumbnail converts it before scaling. `resolve` gives
@@ -33,9 +33,12 @@ pub fn snapshot(
     kept: Option<&SnapshotCache>,
     quality: Quality,
     at: f64,
+    limits: &Limits,
 ) -> Result<RgbImage, RenderError> {
     let resolver = Resolver { resolve, kept };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| frame_at(template, &resolver, quality, at))) {
+    let limits = Limits { time_limit: TIME_LIMIT.min(limits.time_limit), ..limits.clone() };
+    let draw = || frame_at(template, &resolver, quality, at, &limits);
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(draw)) {
         Ok(result) => result,
         Err(panic) => {
             let detail = crate::media::panic_detail(&*panic);
@@ -45,18 +48,26 @@ pub fn snapshot(
     }
 }
 
-fn frame_at(template: &Template, resolver: &Resolver, quality: Quality, at: f64) -> Result<RgbImage, RenderError> {
-    let limits = Limits { time_limit: TIME_LIMIT, ..Limits::default() };
-    let deadline = Deadline::after(TIME_LIMIT);
+fn frame_at(
+    template: &Template,
+    resolver: &Resolver,
+    quality: Quality,
+    at: f64,
+    limits: &Limits,
+) -> Result<RgbImage, RenderError> {
+    let deadline = Deadline::after(limits.time_limit);
     let (template, _) = captions::resolve(template, resolver, &[])?;
     let template = template.as_ref();
-    let (plan, _) = checked_plan(template, quality, resolver, &limits)?;
+    let (plan, videos) = checked_plan(template, quality, resolver, limits)?;
+    // Held while the frame is drawn: the prepared layers of its clips and their decoders.
+    let reserved = reservation(template, quality, reelfarm_domain::output::Format::Jpg, &videos);
+    let _memory = limits.memory.reserve(reserved, &deadline)?;
     let n = frame_index(&plan, at);
     let shown = match plan.shot(n) {
         Shot::Clip(i) => i..=i,
         Shot::Transition { from, .. } => from..=from + 1,
     };
-    let mut frames = Frames::new(template, &plan, resolver, &deadline, &limits);
+    let mut frames = Frames::new(template, &plan, resolver, &deadline, limits);
     frames.release = resolver.kept.is_none();
     frames.prepare(|i| shown.contains(&i))?;
     let mut canvas = Picture::default();

@@ -35,6 +35,8 @@ pub struct JobRequest {
     pub create_project: bool,
     /// `options.format` and its settings.
     pub output: Output,
+    /// `options.dry_run`: answer what the job would cost and create nothing.
+    pub dry_run: bool,
     pub values: Vec<ValueRequest>,
     pub notifications: Vec<Notification>,
 }
@@ -66,13 +68,23 @@ pub fn parse(body: &Value) -> Result<JobRequest, Vec<FieldError>> {
             None
         }
     };
-    let Options { quality, priority, create_render, create_project, output } =
+    let Options { quality, priority, create_render, create_project, output, dry_run } =
         options(body.get("options"), &mut errors);
     let values = values(body.get("values"), &mut errors);
     let notifications = notifications(body.get("notifications"), &mut errors);
     cap_emails(&notifications, values.len(), &mut errors);
     if errors.is_empty() {
-        Ok(JobRequest { template_id, quality, priority, create_render, create_project, output, values, notifications })
+        Ok(JobRequest {
+            template_id,
+            quality,
+            priority,
+            create_render,
+            create_project,
+            output,
+            dry_run,
+            values,
+            notifications,
+        })
     } else {
         Err(errors)
     }
@@ -85,6 +97,7 @@ struct Options {
     create_render: bool,
     create_project: bool,
     output: Output,
+    dry_run: bool,
 }
 
 /// `options`: quality (default `default`), priority (default `normal`), create_render
@@ -135,7 +148,15 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
         ));
     }
     let output = super::output::parse(options, errors);
-    Options { quality, priority, create_render, create_project, output }
+    let dry_run = match options.get("dry_run") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            errors.push(FieldError::new("options.dry_run", "error.invalid", "must be true or false"));
+            false
+        }
+    };
+    Options { quality, priority, create_render, create_project, output, dry_run }
 }
 
 /// A boolean option given under its name or its alias (they must agree).

@@ -67,8 +67,15 @@ keys! {
     retry_delay = "2s": "wait before a failed message is tried again (doubles per attempt, at most 5 min)";
     max_image_pixels = "100000000": "largest image (width × height) a conversion accepts";
     max_video_pixels = "33177600": "largest video frame (width × height) a conversion or render accepts";
+    max_animation_pixels = "2000000000": "most pixels of all frames of an animated GIF or WebP together (frames × width × height)";
     max_media_duration = "3h": "longest video or audio a conversion accepts";
     media_memory: "memory the conversions and renders of one worker process may hold at once, as estimated before decoding, e.g. 4GiB (unset: half the cgroup memory limit, else half the RAM; 0: no budget)";
+    max_video_duration = "1h": "longest video a template may make, refused when it is saved, imported or rendered";
+    max_layers = "200": "most layers of a template, all clips together";
+    max_layer_scale = "4": "largest layer box side, as a multiple of the canvas's side along it";
+    max_render_memory = "2GiB": "most memory one render is estimated to need, refused when the template is saved (never above media_memory)";
+    draft_minutes = "60": "minutes of draft video each account may start per hour (0: no limit)";
+    preview_frames = "600": "preview frames each user may ask for per minute, 30 at once (0: no limit)";
     max_upload_bytes = "10GiB": "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)";
     upload_quota_bytes = "0": "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)";
     upload_idle_timeout = "60s": "an upload that sends nothing for this long is aborted";

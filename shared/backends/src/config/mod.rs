@@ -117,12 +117,21 @@ pub struct Config {
     /// Largest video frame a conversion or render accepts, in pixels (checked on what the
     /// stream declares, before any frame is decoded).
     pub max_video_pixels: u64,
+    /// Most pixels of all frames of an animated picture together.
+    pub max_animation_pixels: u64,
     /// Longest video or audio a conversion accepts.
     pub max_media_duration: Duration,
     /// Bytes the media work of one worker process may hold at once, as estimated before
     /// decoding (a job estimated above it fails, others wait for room); `None`: no budget.
     /// Default: half the cgroup memory limit, else half the RAM.
     pub media_memory: Option<u64>,
+    /// What one render may ask: the longest video, most layers, largest layer box and most
+    /// estimated memory (never above `media_memory`).
+    pub render_limits: reelfarm_domain::cost::Limits,
+    /// Minutes of draft video each account may start in any hour; `None`: no limit.
+    pub draft_minutes: Option<u32>,
+    /// Preview frames each user may ask for per minute; `None`: no limit.
+    pub preview_frames: Option<u32>,
     /// Largest file one upload may store; `None`: only the blob store's own cap.
     pub max_upload_bytes: Option<u64>,
     /// Bytes of asset files (originals and renditions) each user may store; `None`: no quota.
@@ -463,11 +472,35 @@ impl Config {
                 Ok(n)
             }
         })?;
+        let max_animation_pixels = parse(raw, "max_animation_pixels", |s| match parse_int::<u64>(s)? {
+            0 => Err("must be at least 1".to_string()),
+            n => Ok(n),
+        })?;
         let max_media_duration = parse(raw, "max_media_duration", parse_duration)?;
         let unlimited_if_zero = |s: &str| parse_bytes(s).map(|n| Some(n).filter(|&n| n > 0));
         let max_upload_bytes = parse(raw, "max_upload_bytes", unlimited_if_zero)?;
         let upload_quota_bytes = parse(raw, "upload_quota_bytes", unlimited_if_zero)?;
         let media_memory = parse_or(raw, "media_memory", &default_media_memory().to_string(), unlimited_if_zero)?;
+        let render_limits = reelfarm_domain::cost::Limits {
+            max_duration: parse(raw, "max_video_duration", |s| match parse_duration(s)? {
+                d if d < Duration::from_secs(1) => Err("must be at least 1s".to_string()),
+                d => Ok(d.as_secs_f64()),
+            })?,
+            max_layers: parse(raw, "max_layers", |s| match parse_int::<usize>(s)? {
+                0 => Err("must be at least 1".to_string()),
+                n => Ok(n),
+            })?,
+            max_layer_scale: parse(raw, "max_layer_scale", |s| match s.parse::<f64>() {
+                Ok(x) if (1.0..=16.0).contains(&x) => Ok(x),
+                _ => Err("expected a number from 1 to 16".to_string()),
+            })?,
+            max_render_memory: parse(raw, "max_render_memory", |s| match parse_bytes(s)? {
+                n if n < 64 << 20 => Err("must be at least 64MiB".to_string()),
+                n => Ok(n.min(media_memory.unwrap_or(u64::MAX))),
+            })?,
+        };
+        let draft_minutes = parse(raw, "draft_minutes", |s| parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0)))?;
+        let preview_frames = parse(raw, "preview_frames", |s| parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0)))?;
         let positive = |s: &str| match parse_duration(s)? {
             d if d.is_zero() => Err("must be longer than 0".to_string()),
             d => Ok(d),
@@ -522,8 +555,12 @@ impl Config {
             retry_delay,
             max_image_pixels,
             max_video_pixels,
+            max_animation_pixels,
             max_media_duration,
             media_memory,
+            render_limits,
+            draft_minutes,
+            preview_frames,
             max_upload_bytes,
             upload_quota_bytes,
             upload_idle_timeout,

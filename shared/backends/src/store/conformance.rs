@@ -72,6 +72,7 @@ mod cases {
     jobs => jobs::jobs,
     renders_ending_together_finish_their_job => jobs::renders_ending_together_finish_their_job,
     cancel_jobs => jobs::cancel,
+    credits_follow_each_render => jobs::credits_follow_each_render,
     scheduler => farm::scheduler,
     leases => farm::leases,
     racing_claims => farm::racing_claims,

@@ -46,7 +46,7 @@ const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, titl
 /// The columns of a new render row, in the order [`bind_render`] binds them.
 const NEW_RENDER_COLUMNS: &str =
     "id, job_id, position, external_id, title, metadata, template_variables, status, charged, project_id, created_at, finished_at, \
-    priority";
+    priority, cost_ms, video_ms";
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
 
@@ -88,11 +88,13 @@ fn bind_render<'q>(
         .bind(&render.metadata)
         .bind(&render.template_variables)
         .bind(stored.status.as_str())
-        .bind(i64::from(job.charges() > 0))
+        .bind(if job.charges() > 0 { render.credits } else { 0 })
         .bind(stored.project_id.as_ref().map(ProjectId::as_str))
         .bind(job.created_at)
         .bind(stored.finished_at)
         .bind(job.rank())
+        .bind(render.cost_ms.max(1))
+        .bind(render.video_ms.max(0))
 }
 
 /// Binds the [`PROJECT_COLUMNS`] of the project created with `render`.
@@ -242,7 +244,7 @@ impl Store {
         for (render, stored) in job.renders.iter().zip(&record.renders) {
             let sql = format!(
                 "INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
             );
             bind_render(sqlx::query(&sql), job, render, stored).bind(&owner).execute(&mut *tx).await?;
             if let Some((project_id, json)) = &render.project {
@@ -283,7 +285,7 @@ impl Store {
             next += n;
             format!("({})", list.join(", "))
         };
-        let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(13)).collect();
+        let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(15)).collect();
         let project_rows: Vec<String> =
             job.renders.iter().filter(|r| r.project.is_some()).map(|_| placeholders(8)).collect();
         let outbox_rows: Vec<String> =

@@ -58,7 +58,7 @@ fn thumbnail(template: &Template) -> RgbImage {
     };
     let plan = Plan::new(template, Quality::P480);
     let at = plan.time(thumbnail_frame(&plan));
-    snapshot(template, &resolve, None, Quality::P480, at)
+    snapshot(template, &resolve, None, Quality::P480, at, &crate::media::Limits::default())
         .unwrap_or_else(|e| panic!("snapshot of {}: {e}", template.name))
 }
 
@@ -233,7 +233,8 @@ fn golden_snapshot_is_the_thumbnail_frame_of_a_render() {
     render(&template, &resolve, &settings, &mp4, &jpg, &|_| {}).expect("render");
     let frames = decode_frames(&mp4);
     let rendered = RgbImage::from_raw(plan.width, plan.height, frames[n as usize].to_rgb()).expect("size");
-    let snap = snapshot(&template, &resolve, None, Quality::Default, plan.time(n)).expect("snapshot");
+    let snap = snapshot(&template, &resolve, None, Quality::Default, plan.time(n), &crate::media::Limits::default())
+        .expect("snapshot");
     let differing = rendered.pixels().zip(snap.pixels()).filter(|(a, b)| a != b).count();
     assert_eq!(differing, 0, "{differing} pixels of frame {n} differ from the render's");
 }

@@ -90,9 +90,9 @@ fn a_file_that_is_not_a_usable_animation_is_refused_naming_the_layer() {
 #[test]
 fn an_animation_that_would_be_drawn_too_large_is_refused_naming_the_layer() {
     let scratch = Scratch::new();
-    // A 100×100 animation covering a 2000×10 box is drawn 2000×2000: fine; a 1×100
-    // one would be 2000×200,000.
-    let json = with_lottie(&scratch, 0.5, json!({ "width": 2000, "height": 10, "fit": "cover" }));
+    // A 100×100 animation covering an 800×4 box is drawn 800×800: fine; a 1×100 one
+    // would be 800×80,000.
+    let json = with_lottie(&scratch, 0.5, json!({ "width": 800, "height": 4, "fit": "cover" }));
     scratch.render(json.clone(), Quality::Default).expect("a cover within bounds renders");
     let mut thin = animation();
     thin["w"] = json!(1);
@@ -100,7 +100,7 @@ fn an_animation_that_would_be_drawn_too_large_is_refused_naming_the_layer() {
     match scratch.render(json, Quality::Default) {
         Err(RenderError::Layer { layer, message }) => {
             assert_eq!(layer, "anim");
-            assert!(message.contains("2000×200000"), "{message}");
+            assert!(message.contains("800×80000"), "{message}");
         }
         other => panic!("expected a layer error, got {:?}", other.err()),
     }

@@ -38,7 +38,8 @@ fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl 
     let kept = SnapshotCache::new(64 << 20);
     let compare = |n: u64, kept: Option<&SnapshotCache>| {
         let rendered = RgbImage::from_raw(plan.width, plan.height, frames[n as usize].to_rgb()).expect("size");
-        let preview = snapshot(template, &resolve, kept, Quality::P480, plan.time(n)).expect("snapshot");
+        let preview = snapshot(template, &resolve, kept, Quality::P480, plan.time(n), &crate::media::Limits::default())
+            .expect("snapshot");
         let differing = rendered.pixels().zip(preview.pixels()).filter(|(a, b)| a != b).count();
         let how = if kept.is_some() { "scrubbing" } else { "alone" };
         assert_eq!(differing, 0, "{name}: {differing} pixels of frame {n} ({how}) differ from the render's");

@@ -1,6 +1,7 @@
 //! The scheduler in the store suite (issue #18): which render a worker claims — fair
-//! between accounts (weighted), by priority within one, drafts ahead — leases that run
-//! out, retries that wait, and claims racing each other.
+//! between accounts (weighted, by estimated cost), by priority within one, drafts ahead
+//! of their own account's renders — leases that run out, retries that wait, and claims
+//! racing each other.
 
 use std::time::Duration;
 
@@ -48,13 +49,13 @@ pub(super) async fn scheduler(store: &Store) {
     assert_eq!(claim(store).await, b[0]);
     assert_eq!(claim(store).await, a[1], "first come, first served within an account");
 
-    // Within an account, higher priority first; a draft before every batch render, even
-    // of an account that runs more.
+    // Within an account, higher priority first and a draft before its batch renders, but
+    // never ahead of another account that runs less.
     let low = job_at(store, &bob.id, &template.id, 1, t0 + 2, |j| j.priority = Priority::Low).await;
     let high = job_at(store, &bob.id, &template.id, 1, t0 + 3, |j| j.priority = Priority::High).await;
     let draft = job_at(store, &ann.id, &template.id, 1, t0 + 4, |j| j.draft = true).await;
-    assert_eq!(claim(store).await, draft[0]);
-    assert_eq!(claim(store).await, high[0], "bob runs 1, ann 3");
+    assert_eq!(claim(store).await, high[0], "bob runs 1, ann 2");
+    assert_eq!(claim(store).await, draft[0], "both run 2: ann was served longer ago; her draft first");
     assert_eq!(claim(store).await, low[0], "bob runs 2, ann 3");
     assert_eq!(claim(store).await, a[2], "bob has nothing left");
     let shares = store.shares().await.unwrap();
@@ -78,6 +79,20 @@ pub(super) async fn scheduler(store: &Store) {
     assert_eq!((carls, danas), (6, 2), "3:1 by weight");
     let studio = store.shares().await.unwrap().into_iter().find(|s| s.name == "studio").unwrap();
     assert_eq!((studio.account.starts_with("group:"), studio.weight, studio.running), (true, 3, 6));
+
+    // Shares count estimated cost, not renders: Erin's one long video weighs as much as
+    // a hundred of Finn's short ones.
+    let erin = store.create_user("erin", None, 1000).await.unwrap();
+    let finn = store.create_user("finn", None, 1000).await.unwrap();
+    drain(store).await;
+    let long = |j: &mut NewJob| j.renders.iter_mut().for_each(|r| r.cost_ms = 100_000);
+    let e = job_at(store, &erin.id, &template.id, 2, t0 + 20, long).await;
+    let f = job_at(store, &finn.id, &template.id, 5, t0 + 21, |_| {}).await;
+    assert_eq!(claim(store).await, e[0]);
+    for (i, expected) in f.iter().enumerate() {
+        assert_eq!(&claim(store).await, expected, "finn's {i}: erin runs 100 s, finn {i} s");
+    }
+    assert_eq!(claim(store).await, e[1], "finn has nothing left");
 
     // A cap lowers what a job may ask; the share keeps what was not given.
     assert_eq!(store.max_priority_of(&dana.id).await.unwrap(), Priority::High);

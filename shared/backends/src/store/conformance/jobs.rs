@@ -51,6 +51,9 @@ pub(super) fn new_job(
                 metadata: r#"{"k":1}"#.into(),
                 template_variables: "{}".into(),
                 project: create_project.then(|| (ProjectId::generate(), format!(r#"{{"project":{i}}}"#))),
+                credits: 1,
+                cost_ms: 1000,
+                video_ms: 5000,
             })
             .collect(),
         created_at: now_ms(),
@@ -178,6 +181,43 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
     assert_eq!(finished.len(), 20);
     assert!(store.jobs_of(&lena.id, Some(&TemplateId::generate()), None, 50, 0).await.unwrap().is_empty());
     assert_eq!(store.jobs_of(&lena.id, None, None, 5, 20).await.unwrap().len(), 1, "the oldest page");
+}
+
+/// Renders taking several credits each (a long or large video): the job takes their sum
+/// or nothing; a failed render gives back its own, a cancelled job its open ones; a
+/// draft's costs nothing; drafts are found by their account's sliding window.
+pub(super) async fn credits_follow_each_render(store: &Store) {
+    let template = store.create_template(&new_template("Long", None, true)).await.unwrap();
+    let nora = store.create_user("nora", None, 10).await.unwrap();
+    let mut job = new_job(&nora.id, &template.id, 3, true, false);
+    for (render, credits) in job.renders.iter_mut().zip([2, 3, 4]) {
+        render.credits = credits;
+    }
+    assert_eq!(job.charges(), 9);
+    let mut dear = job.clone();
+    dear.id = JobId::generate();
+    dear.renders.iter_mut().for_each(|r| (r.id, r.credits) = (RenderId::generate(), 10));
+    assert_eq!(store.create_job(&dear, None).await.unwrap(), JobCreation::CreditsExhausted { needed: 30 });
+    assert_eq!(store.create_job(&job, None).await.unwrap(), JobCreation::Created);
+    assert_eq!(store.available_credits(&nora.id).await.unwrap(), 1);
+    let failed = RenderOutcome::Failed { error: "broken".into() };
+    assert!(store.end_render(&job.renders[1].id, &failed).await.unwrap());
+    assert!(!store.end_render(&job.renders[1].id, &failed).await.unwrap());
+    assert_eq!(store.available_credits(&nora.id).await.unwrap(), 4, "its three back, once");
+    assert!(store.end_render(&job.renders[0].id, &success(1)).await.unwrap());
+    assert_eq!(store.cancel_job(&job.id).await.unwrap(), 1);
+    assert_eq!(store.available_credits(&nora.id).await.unwrap(), 8, "the open render's four back");
+
+    let before = now_ms();
+    let mut draft = new_job(&nora.id, &template.id, 1, true, false);
+    draft.draft = true;
+    draft.renders[0].video_ms = 40_000;
+    assert_eq!(draft.charges(), 0);
+    assert_eq!(store.create_job(&draft, None).await.unwrap(), JobCreation::Created);
+    assert_eq!(store.available_credits(&nora.id).await.unwrap(), 8);
+    let drafts = store.drafts_since(&nora.id, before - 1).await.unwrap();
+    assert_eq!(drafts, [(draft.created_at, 40_000)]);
+    assert!(store.drafts_since(&nora.id, draft.created_at + 1).await.unwrap().is_empty());
 }
 
 /// Cancelling a job: the renders that had not ended are `cancelled` and refunded, the

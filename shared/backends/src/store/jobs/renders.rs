@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use reelfarm_domain::id::{now_ms, JobId, RenderId};
 use reelfarm_domain::message::Message;
-use reelfarm_domain::priority::Priority;
 use reelfarm_domain::status::RenderStatus;
 
 use super::{render_from, CreditAccount, PartRecord, RenderOutcome, RenderRecord, RENDER_COLUMNS};
@@ -30,11 +29,11 @@ impl Store {
     /// [`Self::heartbeat_part`] extends): now `started`, its attempt counted, and whether
     /// an earlier attempt was interrupted. `None` when nothing can be claimed now.
     ///
-    /// The order (issue #18): drafts' renders before all others; then the account with
-    /// the fewest running renders and parts for its weight (`account_shares`, 1 by
-    /// default), among equals the one served longest ago (accounts take turns), then the
-    /// one waiting longest; within the account the highest priority, then the oldest, a
-    /// split render's parts in their order. Claimable are the `pending` renders and parts
+    /// The order: the account whose running renders and parts cost the fewest estimated
+    /// CPU-seconds for its weight (`account_shares`, 1 by default), among equals the one
+    /// served longest ago (accounts take turns), then the one waiting longest; within the
+    /// account its drafts first, then the highest priority, then the oldest, a split
+    /// render's parts in their order. A draft never goes ahead of another account's work. Claimable are the `pending` renders and parts
     /// past their retry time and the `started` ones whose lease ran out (their worker died
     /// or lost the database); a join once every other part of its render is done.
     #[tracing::instrument(name = "store::claim_render", level = "debug", skip_all)]
@@ -45,7 +44,8 @@ impl Store {
         let accounts = sqlx::query(&format!(
             "{UNITS} SELECT u.account, MAX(CASE WHEN {ready} THEN u.priority END) AS top, \
              MIN(CASE WHEN {ready} THEN u.created_at END) AS oldest, \
-             SUM(CASE WHEN u.status = 'started' AND u.lease_until > $1 THEN 1 ELSE 0 END) AS running, \
+             CAST(SUM(CASE WHEN u.status = 'started' AND u.lease_until > $1 THEN u.cost ELSE 0 END) AS BIGINT) \
+             AS running, \
              COALESCE(MAX(s.weight), 1) AS weight, COALESCE(MAX(c.claimed_at), 0) AS served \
              FROM units u LEFT JOIN account_shares s ON s.account = u.account \
              LEFT JOIN account_claims c ON c.account = u.account GROUP BY u.account"
@@ -55,10 +55,11 @@ impl Store {
         .await?;
         let mut queue = Vec::with_capacity(accounts.len());
         for row in &accounts {
-            let Some(top) = row.try_get::<Option<i64>, _>("top")? else { continue };
+            if row.try_get::<Option<i64>, _>("top")?.is_none() {
+                continue;
+            }
             queue.push(Share {
                 account: row.try_get("account")?,
-                draft: top >= Priority::DRAFT_RANK,
                 running: row.try_get("running")?,
                 weight: row.try_get::<i64, _>("weight")?.max(1),
                 served: row.try_get("served")?,
@@ -276,13 +277,18 @@ impl Store {
             .fetch_one(&mut *tx)
             .await?;
         if status == RenderStatus::Failed {
-            let refunded = sqlx::query("UPDATE renders SET charged = 0 WHERE id = $1 AND charged = 1")
+            let charged: i64 = sqlx::query_scalar("SELECT charged FROM renders WHERE id = $1")
                 .bind(id.as_str())
+                .fetch_one(&mut *tx)
+                .await?;
+            let refunded = sqlx::query("UPDATE renders SET charged = 0 WHERE id = $1 AND charged = $2 AND charged > 0")
+                .bind(id.as_str())
+                .bind(charged)
                 .execute(&mut *tx)
                 .await?;
             let account: Option<String> = job.try_get("credit_account")?;
             if let (1, Some(account)) = (refunded.rows_affected(), account) {
-                CreditAccount::decode(&account)?.credit(&mut tx, 1).await?;
+                CreditAccount::decode(&account)?.credit(&mut tx, charged).await?;
             }
         }
         sqlx::query(
@@ -337,15 +343,19 @@ impl Store {
             tx.rollback().await?;
             return Ok(0);
         }
-        let refunded =
-            sqlx::query("UPDATE renders SET charged = 0 WHERE job_id = $1 AND status = 'cancelled' AND charged = 1")
-                .bind(id.as_str())
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
+        let refunded: i64 = sqlx::query_scalar(
+            "SELECT CAST(COALESCE(SUM(charged), 0) AS BIGINT) FROM renders WHERE job_id = $1 AND status = 'cancelled' AND charged > 0",
+        )
+        .bind(id.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE renders SET charged = 0 WHERE job_id = $1 AND status = 'cancelled' AND charged > 0")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
         let account: Option<String> = job.try_get("credit_account")?;
         if let (n @ 1.., Some(account)) = (refunded, account) {
-            CreditAccount::decode(&account)?.credit(&mut tx, n as i64).await?;
+            CreditAccount::decode(&account)?.credit(&mut tx, n).await?;
         }
         sqlx::query("UPDATE jobs SET status = 'cancelled', finished_at = $1 WHERE id = $2 AND status = 'started'")
             .bind(now)
@@ -382,10 +392,11 @@ pub(super) fn ready(alias: &str) -> String {
 /// join only once every other part of its render is done.
 const UNITS: &str = "WITH units AS (\
     SELECT r.id, CAST(-1 AS BIGINT) AS part, r.account, r.priority, r.created_at, r.job_id, r.position, r.status, \
-    r.not_before, r.lease_until FROM renders r WHERE r.status IN ('pending', 'started') AND r.parts = 0 \
+    r.not_before, r.lease_until, r.cost_ms AS cost FROM renders r WHERE r.status IN ('pending', 'started') \
+    AND r.parts = 0 \
     UNION ALL \
     SELECT p.render_id, p.part, r.account, r.priority, r.created_at, r.job_id, r.position, p.status, \
-    p.not_before, p.lease_until FROM render_parts p JOIN renders r ON r.id = p.render_id \
+    p.not_before, p.lease_until, r.cost_ms / r.parts AS cost FROM render_parts p JOIN renders r ON r.id = p.render_id \
     WHERE r.status = 'started' AND p.status IN ('pending', 'started') AND (p.kind <> 'join' OR NOT EXISTS \
     (SELECT 1 FROM render_parts q WHERE q.render_id = p.render_id AND q.kind <> 'join' AND q.status <> 'done')))";
 
@@ -416,8 +427,7 @@ pub struct Claim {
 /// An account with claimable renders, as the scheduler weighs it.
 struct Share {
     account: String,
-    /// It has a draft's render waiting.
-    draft: bool,
+    /// Estimated CPU-milliseconds of its renders and parts being rendered.
     running: i64,
     weight: i64,
     /// When it last had a render claimed (0: never).
@@ -427,15 +437,11 @@ struct Share {
 }
 
 impl Share {
-    /// Drafts first, then the smallest share in use (`running / weight`, compared without
-    /// division), then the one served longest ago, then the longest waiting.
+    /// The smallest share in use (`running / weight`, compared without division), then
+    /// the one served longest ago, then the longest waiting.
     fn order(a: &Share, b: &Share) -> std::cmp::Ordering {
         let share = |x: &Share, y: &Share| i128::from(x.running) * i128::from(y.weight);
-        b.draft
-            .cmp(&a.draft)
-            .then_with(|| share(a, b).cmp(&share(b, a)))
-            .then_with(|| a.served.cmp(&b.served))
-            .then_with(|| a.oldest.cmp(&b.oldest))
+        share(a, b).cmp(&share(b, a)).then_with(|| a.served.cmp(&b.served)).then_with(|| a.oldest.cmp(&b.oldest))
     }
 }
 

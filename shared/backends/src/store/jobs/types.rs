@@ -36,10 +36,10 @@ pub struct NewJob {
 }
 
 impl NewJob {
-    /// The credits the job takes: one per render, none for a draft or a project alone.
+    /// The credits the job takes: each render's, none for a draft or a project alone.
     pub fn charges(&self) -> i64 {
         if self.create_render && !self.draft {
-            self.renders.len() as i64
+            self.renders.iter().map(|r| r.credits).sum()
         } else {
             0
         }
@@ -68,6 +68,12 @@ pub struct NewRender {
     pub template_variables: String,
     /// The project created with it: id and the template document with the values applied.
     pub project: Option<(ProjectId, String)>,
+    /// The credits it takes when its job charges (`reelfarm_domain::cost::credits`).
+    pub credits: i64,
+    /// Its estimated CPU-milliseconds: its weight in its account's share of the farm.
+    pub cost_ms: i64,
+    /// Milliseconds of video it makes.
+    pub video_ms: i64,
 }
 
 /// The idempotency record of a job request.

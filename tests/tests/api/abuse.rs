@@ -1,0 +1,222 @@
+//! The abuse suite: what one tenant of a shared deployment could do to take the farm down
+//! or take it for free, each tried against `serve all` in both modes, and afterwards the
+//! same process still renders another account's video. Templates too long or too large are
+//! refused when saved; credits follow a video's length and size (and a dry run says so
+//! beforehand); drafts have a budget; decoder bombs fail alone; a sign-in flood is turned
+//! away before any hashing.
+
+use std::path::Path;
+
+use reelfarm_tests::{both_modes, error, json, media, Mode, TestApp};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+both_modes!(
+    hostile_templates_are_refused_when_saved_and_the_farm_renders_on,
+    credits_follow_length_and_size_and_a_dry_run_creates_nothing,
+    free_work_has_a_budget_and_decoder_bombs_fail_alone,
+);
+
+const IMAGE: &str = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+
+/// A `side`×`side` canvas at 5 fps: one clip of `seconds` with `shapes` shape layers of
+/// `box_side` px.
+fn document(seconds: f64, side: u32, shapes: usize, box_side: u32) -> Value {
+    let layers: Vec<Value> = (0..shapes)
+        .map(|i| {
+            json!({ "id": format!("s{i}"), "kind": "shape", "x": 0, "y": 0, "width": box_side, "height": box_side,
+                         "color": "#203040" })
+        })
+        .collect();
+    json!({ "version": 1, "name": "Abuse", "canvas": { "width": side, "height": side, "fps": 5 },
+            "clips": [{ "id": "c", "duration": seconds, "layers": layers }] })
+}
+
+/// Saves `document` as a template of the caller's: the response.
+async fn save(app: &TestApp, token: &str, document: &Value) -> reqwest::Response {
+    app.post_json("/generator/v1/templates", token, &json!({ "json": document }), &[]).await
+}
+
+/// The `(field, key)` of each error of a 400 body.
+fn fields(body: &Value) -> Vec<(String, String)> {
+    let errors = body["errors"].as_array().unwrap_or_else(|| panic!("no errors: {body}"));
+    errors.iter().map(|e| (e["field"].as_str().unwrap().into(), e["key"].as_str().unwrap().into())).collect()
+}
+
+/// Another account's one short video renders to the end in the same process.
+async fn another_account_renders(app: &TestApp, name: &str) {
+    let user = app.create_user(name, None, 1).await;
+    let token = app.token_for(&user).await;
+    let made = json(save(app, &token, &document(1.0, 64, 1, 64)).await, 200).await;
+    let body = json!({ "template_id": made["id"], "options": {}, "values": [{}] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["videos"][0]["status"], "success", "{done}");
+}
+
+async fn hostile_templates_are_refused_when_saved_and_the_farm_renders_on(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("mallory").await;
+
+    // A clip of a billion seconds: refused at the clip, before any render.
+    let res = save(&app, &token, &document(1e9, 480, 1, 100)).await;
+    let body = error(res, 400, "error.validation_failed").await;
+    assert_eq!(fields(&body), [("json.clips[0].duration".to_string(), "error.limit_exceeded".to_string())]);
+    assert!(body["errors"][0]["message"].as_str().unwrap().contains("at most 3600 s"), "{body}");
+
+    // Forty layers of 16,000 px on a 480 px canvas: each box is named.
+    let body = error(save(&app, &token, &document(1.0, 480, 40, 16_000)).await, 400, "error.validation_failed").await;
+    let named = fields(&body);
+    assert_eq!(named.len(), 80, "{body}");
+    assert_eq!(named[0], ("json.clips[0].layers[0].width".to_string(), "error.limit_exceeded".to_string()));
+
+    // Templates an hour long are fine, and their previews cover the first seconds only.
+    let long = json(save(&app, &token, &document(3600.0, 64, 1, 64)).await, 200).await;
+    let id = long["id"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let preview = loop {
+        let t = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
+        if let Some(url) = t["preview"].as_str().filter(|u| !u.is_empty()) {
+            break url.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no preview after 60 s: {t}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let probed = media::probe_url(&preview, dir.path()).await;
+    assert!((probed.duration.unwrap() - 10.0).abs() < 0.3, "a 10 s preview: {:?}", probed.duration);
+
+    another_account_renders(&app, "bystander").await;
+}
+
+async fn credits_follow_length_and_size_and_a_dry_run_creates_nothing(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let user = app.create_user("payer", None, 3).await;
+    let token = app.token_for(&user).await;
+    let mut long = document(61.0, 64, 0, 0);
+    long["clips"][0]["layers"] = json!([{ "id": "photo", "kind": "image", "x": 0, "y": 0, "width": 64, "height": 64,
+                                          "source": { "url": "http://127.0.0.1:1/photo.png" },
+                                          "variable": { "id": IMAGE, "name": "Photo" } }]);
+    let made = json(save(&app, &token, &long).await, 200).await;
+    let job =
+        |options: Value, values: Value| json!({ "template_id": made["id"], "options": options, "values": values });
+
+    // 61 s takes two credits; at 1080p too, and three videos take six. Nothing is made.
+    let quote = json(
+        app.post_json("/generator/v1/jobs", &token, &job(json!({ "dry_run": true }), json!([{}])), &[]).await,
+        200,
+    )
+    .await;
+    assert_eq!((quote["dry_run"].as_bool(), quote["credits"].as_i64()), (Some(true), Some(2)), "{quote}");
+    assert_eq!((quote["available_credits"].as_i64(), quote["sufficient"].as_bool()), (Some(3), Some(true)));
+    let video = &quote["videos"][0];
+    assert_eq!(
+        (video["frames"].as_u64(), video["width"].as_u64(), video["duration"].as_f64()),
+        (Some(305), Some(64), Some(61.0))
+    );
+    assert!(video["cpu_seconds"].as_f64().unwrap() > 0.0 && video["memory_bytes"].as_u64().unwrap() > 0, "{video}");
+    let three = job(json!({ "dry_run": true, "quality": "1080p" }), json!([{}, {}, {}]));
+    let quote = json(app.post_json("/generator/v1/jobs", &token, &three, &[]).await, 200).await;
+    assert_eq!((quote["credits"].as_i64(), quote["sufficient"].as_bool()), (Some(6), Some(false)), "{quote}");
+    assert_eq!(quote["videos"][0]["width"], 1080);
+    assert_eq!(json(app.get("/generator/v1/jobs", &token).await, 200).await, json!([]));
+
+    // The real job takes two; a second does not fit (402); the failed render gives both back.
+    let values = json!([{ "template_variables": { IMAGE: "http://127.0.0.1:1/other.png" } }]);
+    let first =
+        json(app.post_json("/generator/v1/jobs", &token, &job(json!({}), values.clone()), &[]).await, 200).await;
+    assert_eq!(json(app.get("/generator/v1/users/me/credits", &token).await, 200).await["credits"], 1);
+    let res = app.post_json("/generator/v1/jobs", &token, &job(json!({}), values), &[]).await;
+    error(res, 402, "error.generator_contract_exceeded").await;
+    let done = app.wait_for_job(&token, first["id"].as_str().unwrap()).await;
+    assert_eq!(done["videos"][0]["status"], "failed", "{done}");
+    assert_eq!(json(app.get("/generator/v1/users/me/credits", &token).await, 200).await["credits"], 3, "refunded");
+}
+
+/// A GIF of a `side`×`side` picture with `frames` frames of one pixel each (each frame is
+/// still the whole picture once decoded): a few bytes a frame.
+fn gif_bomb(path: &Path, side: u16, frames: usize) {
+    let mut gif = b"GIF89a".to_vec();
+    gif.extend(side.to_le_bytes());
+    gif.extend(side.to_le_bytes());
+    gif.extend([0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff]);
+    for _ in 0..frames {
+        gif.extend([0x21, 0xf9, 0x04, 0x00, 0x0a, 0x00, 0x00, 0x00]);
+        gif.extend([0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0]);
+        gif.extend([0x02, 0x02, 0x44, 0x01, 0x00]);
+    }
+    gif.push(0x3b);
+    std::fs::write(path, gif).unwrap();
+}
+
+async fn free_work_has_a_budget_and_decoder_bombs_fail_alone(mode: Mode) {
+    let settings = [("REELFARM_DRAFT_MINUTES", "1"), ("REELFARM_MAX_ANIMATION_PIXELS", "100000000")];
+    let app = TestApp::spawn_with(mode, &settings).await;
+    let (_, token) = app.user_with_token("freeloader").await;
+
+    // Drafts: 40 s fit the minute of this hour once; a second is refused until the first
+    // ages out; one longer than the budget is refused outright.
+    let made = json(save(&app, &token, &document(40.0, 64, 1, 64)).await, 200).await;
+    let path = format!("/generator/v1/templates/{}/draft", made["id"].as_str().unwrap());
+    json(app.post_json(&path, &token, &json!({}), &[]).await, 200).await;
+    let res = app.post_json(&path, &token, &json!({}), &[]).await;
+    let wait: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((3000..=3600).contains(&wait), "retry after {wait} s");
+    error(res, 429, "error.rate_limited").await;
+    let longer = json(save(&app, &token, &document(90.0, 64, 1, 64)).await, 200).await;
+    let path = format!("/generator/v1/templates/{}/draft", longer["id"].as_str().unwrap());
+    let body = error(app.post_json(&path, &token, &json!({}), &[]).await, 400, "error.validation_failed").await;
+    assert_eq!(body["errors"][0]["key"], "error.limit_exceeded", "{body}");
+
+    // Decoder bombs: each upload fails with its reason, nothing else is held up.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut repeated = media::lottie_solid("#ffffff");
+    repeated["layers"] = json!([{ "ty": 4, "ind": 1, "ip": 0, "op": 10, "st": 0, "ks": repeated["layers"][0]["ks"],
+        "shapes": [{ "ty": "rc", "d": 1, "s": { "a": 0, "k": [10, 10] }, "p": { "a": 0, "k": [50, 50] }, "r": { "a": 0, "k": 0 } },
+                   { "ty": "rp", "c": { "a": 0, "k": 200_000_000 }, "o": { "a": 0, "k": 0 }, "m": 1,
+                     "tr": { "ty": "tr", "p": { "a": 0, "k": [1, 0] } } }] }]);
+    let mut cyclic = media::lottie_solid("#ffffff");
+    cyclic["assets"] = json!([{ "id": "a", "layers": [{ "ty": 0, "refId": "a", "ind": 1, "ip": 0, "op": 10, "st": 0, "w": 100, "h": 100 }] }]);
+    cyclic["layers"] = json!([{ "ty": 0, "refId": "a", "ind": 1, "ip": 0, "op": 10, "st": 0, "w": 100, "h": 100, "ks": cyclic["layers"][0]["ks"] }]);
+    std::fs::write(d.join("repeated.json"), repeated.to_string()).unwrap();
+    std::fs::write(d.join("cyclic.json"), cyclic.to_string()).unwrap();
+    gif_bomb(&d.join("bomb.gif"), 2000, 30);
+    for (file, said) in [
+        ("repeated.json", "a repeater makes 200000000 copies"),
+        ("cyclic.json", "precomposition \"a\" contains itself"),
+        ("bomb.gif", "an animation of more than 25 frames of 2000×2000 pixels"),
+    ] {
+        let record = app.upload(&token, None, &d.join(file), "application/octet-stream").await;
+        let asset = app.wait_for_asset(&token, record["id"].as_str().unwrap()).await;
+        assert_eq!(asset["status"], "failed", "{file}: {asset}");
+        assert!(asset["error"].as_str().unwrap().contains(said), "{file}: {asset}");
+    }
+
+    another_account_renders(&app, "neighbour").await;
+    sign_in_flood_is_turned_away_before_hashing(&app).await;
+    // The whole service ran in this test's process: its peak stayed within one render's
+    // memory limit (2 GiB) although the bombs asked for far more.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let peak_kib: u64 =
+        status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap();
+    assert!(peak_kib < 2 << 20, "peak RSS {peak_kib} KiB");
+}
+
+/// Two hundred sign-ins at once, each with another address: those beyond the hashing
+/// queue are refused at once (429), the rest are checked (401), and the console answers.
+async fn sign_in_flood_is_turned_away_before_hashing(app: &TestApp) {
+    use super::console::{plain_client, post_sign_in, sign_in_form};
+    let client = plain_client();
+    let form = sign_in_form(app, &client).await;
+    let attempts = (0..200).map(|i| {
+        let (client, form) = (&client, &form);
+        async move { post_sign_in(app, client, form, &format!("flood{i}@example.com"), "guess", "").await.status() }
+    });
+    let statuses = futures::future::join_all(attempts).await;
+    assert!(statuses.iter().all(|s| matches!(s.as_u16(), 401 | 429)), "{statuses:?}");
+    assert!(statuses.contains(&StatusCode::TOO_MANY_REQUESTS), "some were turned away: {statuses:?}");
+    assert!(statuses.contains(&StatusCode::UNAUTHORIZED), "some were checked");
+    let page = client.get(format!("{}/console/sign-in", app.address)).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+}
