@@ -178,11 +178,17 @@ async fn client_addresses_are_limited_on_files_uploads_and_failed_authentication
     let res = app.client.put(app.url("/uploads/some-id")).body("x").send().await.unwrap();
     error(res, 429, "error.rate_limited").await;
 
-    // Failed authentications count on their own; valid tokens are not affected.
+    // Failed authentications count on their own. Past their limit the address is refused
+    // before any token is looked up, a valid one too, until its `Retry-After` has passed.
+    json(app.get("/api2/v1/users/me/libraries", &token).await, 200).await;
     for _ in 0..3 {
         error(app.get("/api2/v1/users/me/libraries", "rf_wrong").await, 401, "error.unauthorized").await;
     }
-    error(app.get("/api2/v1/users/me/libraries", "rf_wrong").await, 429, "error.rate_limited").await;
+    let res = app.get("/api2/v1/users/me/libraries", "rf_wrong").await;
+    let wait: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    error(res, 429, "error.rate_limited").await;
+    error(app.get("/api2/v1/users/me/libraries", &token).await, 429, "error.rate_limited").await;
+    tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
     json(app.get("/api2/v1/users/me/libraries", &token).await, 200).await;
     app.stop().await;
 }
