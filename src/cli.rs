@@ -240,6 +240,9 @@ pub enum Bench {
         /// Single videos account B sends, one after the other.
         #[arg(long, default_value_t = 20)]
         tries: u32,
+        /// Account A has a 10-hour draft and a 10-hour paid video instead of a batch.
+        #[arg(long)]
+        long: bool,
     },
     /// One long video on two workers, split into chunks, against one worker rendering it
     /// whole: time and CPU.

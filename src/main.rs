@@ -84,7 +84,10 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             }
             cli::Command::Bench(cli::Bench::Preview { frames }) => bench::preview::run(&config, frames).await,
             cli::Command::Bench(cli::Bench::Cancel { renders }) => bench::cancel::run(&config, renders).await,
-            cli::Command::Bench(cli::Bench::Fairness { renders, tries }) => {
+            cli::Command::Bench(cli::Bench::Fairness { tries, long: true, .. }) => {
+                bench::fairness_long::run(&config, tries).await
+            }
+            cli::Command::Bench(cli::Bench::Fairness { renders, tries, long: false }) => {
                 bench::fairness::run(&config, renders, tries).await
             }
             cli::Command::Bench(cli::Bench::Split { seconds, rounds }) => {

@@ -8,6 +8,7 @@ pub mod console;
 pub mod convert;
 pub mod estimate;
 pub mod fairness;
+pub mod fairness_long;
 pub mod formats;
 pub mod jobs;
 pub mod lottie;
