@@ -176,6 +176,7 @@ async fn store_and_render(
     let settings = RenderSettings {
         quality,
         time_limit: options.time_limit,
+        limits: reelfarm_worker::media::Limits { template: options.limits, ..Default::default() },
         max_seconds: Some(reelfarm_domain::preview::TEMPLATE_PREVIEW_SECONDS),
         ..RenderSettings::default()
     };

@@ -234,6 +234,8 @@ pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<Strin
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 429, body = ErrorBody,
+            description = "Past the user's preview budget (REELFARM_PREVIEW_FRAMES a minute, 30 at once); see Retry-After"),
         (status = 503, body = ErrorBody, description = "No worker answered in time"),
     ),
     security(("bearer" = []))
@@ -256,16 +258,19 @@ pub async fn preview(
 /// Starts a draft of a template (its current version) with `values`: a fast render at
 /// 480p (or the template's size when smaller) and at most 15 fps, free, polled at
 /// `GET /generator/v1/jobs/{id}` like any job, not listed with the jobs, and deleted with
-/// its video a day later.
+/// its video a day later. Free, within the account's draft budget.
 #[utoipa::path(
     tag = "templates",
     params(("id" = String, Path, description = "Template id")),
     request_body(content = super::bodies::DraftBody, content_type = "application/json"),
     responses(
         (status = 200, body = super::jobs::JobJson),
-        (status = 400, body = ErrorBody),
+        (status = 400, body = ErrorBody, description = "Bad values, or a draft longer than the whole draft budget"),
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 429, body = ErrorBody,
+            description = "Past the account's draft budget (REELFARM_DRAFT_MINUTES of video an hour); Retry-After says \
+                           when enough of the hour's drafts have aged out"),
     ),
     security(("bearer" = []))
 )]

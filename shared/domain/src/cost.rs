@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::output::Format;
 use crate::quality::Quality;
-use crate::template::{Content, Source, Template, ValidationError};
+use crate::template::{Animation, Content, Source, Template, ValidationError};
 
 /// Largest box side the renderer draws, in output pixels (larger boxes are clipped).
 pub const MAX_BOX_SIDE: u32 = 16_384;
@@ -26,8 +26,9 @@ const RENDER_CANVASES: u64 = 8;
 const DECODER_FRAMES: u64 = 16 + 8;
 /// Bytes of a YUV 4:2:0 pixel.
 const YUV420: f64 = 1.5;
-/// Memory of the process around a render (code, fonts, libav's tables).
-const BASE_MEMORY: u64 = 48 << 20;
+/// Memory of the process around a render (code, fonts, libav's tables, allocator slack):
+/// what `reelfarm bench estimate` measures beyond the buffers counted here.
+const BASE_MEMORY: u64 = 128 << 20;
 
 /// Nanoseconds of CPU per output pixel and frame: encoding (H.264, `veryfast`) and the
 /// canvas's colour conversion.
@@ -38,6 +39,8 @@ const BLEND_NS: f64 = 1.2;
 const DECODE_NS: f64 = 4.0;
 /// Per box pixel and frame: rlottie drawing a frame, converted to the canvas.
 const LOTTIE_NS: f64 = 12.0;
+/// Per box pixel and frame: resampling a picture's Ken Burns window into its box.
+const KEN_BURNS_NS: f64 = 8.0;
 /// Per box pixel, once: rasterising text, shapes and fitted pictures.
 const PREPARE_NS: f64 = 20.0;
 /// Per output sample: mixing and encoding the sound (48 kHz stereo AAC).
@@ -114,7 +117,8 @@ impl Estimate {
                         // A picture made once, and the scratch it is moved or turned in.
                         memory += (box_px * 8.0) as u64;
                         cpu += box_px * PREPARE_NS * 1e-9;
-                        seen * BLEND_NS
+                        let panned = layer.animations.iter().any(|a| matches!(a, Animation::KenBurns { .. }));
+                        seen * BLEND_NS + if panned { box_px * KEN_BURNS_NS } else { 0.0 }
                     }
                 };
                 cpu += layer_frames * per_frame_ns * 1e-9;

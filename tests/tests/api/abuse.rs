@@ -70,9 +70,11 @@ async fn hostile_templates_are_refused_when_saved_and_the_farm_renders_on(mode: 
     assert_eq!(named.len(), 80, "{body}");
     assert_eq!(named[0], ("json.clips[0].layers[0].width".to_string(), "error.limit_exceeded".to_string()));
 
-    // Templates an hour long are fine, and their previews cover the first seconds only.
-    let long = json(save(&app, &token, &document(3600.0, 64, 1, 64)).await, 200).await;
-    let id = long["id"].as_str().unwrap();
+    // Fifty templates an hour long saved at once are fine: their previews cover the first
+    // seconds only.
+    let saves = (0..50).map(|_| async { json(save(&app, &token, &document(3600.0, 16, 1, 16)).await, 200).await });
+    let long = futures::future::join_all(saves).await;
+    let id = long[49]["id"].as_str().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let preview = loop {
         let t = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
@@ -85,6 +87,7 @@ async fn hostile_templates_are_refused_when_saved_and_the_farm_renders_on(mode: 
     let dir = tempfile::tempdir().unwrap();
     let probed = media::probe_url(&preview, dir.path()).await;
     assert!((probed.duration.unwrap() - 10.0).abs() < 0.3, "a 10 s preview: {:?}", probed.duration);
+    assert_eq!(json(app.get("/generator/v1/users/me/credits", &token).await, 200).await["credits"], 0, "all free");
 
     another_account_renders(&app, "bystander").await;
 }

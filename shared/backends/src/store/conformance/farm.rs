@@ -298,6 +298,29 @@ pub(super) async fn split_renders(store: &Store) {
     let week = now_ms() + HANDLED_RETENTION_MS + 60_000;
     assert_eq!(store.prune(week).await.unwrap().render_parts, 4 + 3);
     assert!(store.render_parts(&long[0]).await.unwrap().is_empty());
+
+    // One sound at a time per account (a long render's sound is all of its length): with
+    // two split renders open, the second's sound waits while the first's is mixed, and
+    // the slots take chunks meanwhile.
+    let two = job_at(store, &ivy.id, &template.id, 2, now_ms(), |_| {}).await;
+    let wholes = [claim(store).await, claim(store).await];
+    for whole in &wholes {
+        assert!(store.split_render(&store.render(whole).await.unwrap(), &parts_of(90)).await.unwrap());
+    }
+    let mut claim_part = || async {
+        let claimed = store.claim_render("w1", LONG).await.unwrap().map(|c| (c.render.id, c.part.unwrap()));
+        claimed.map(|(id, part)| (two.iter().position(|r| *r == id).unwrap(), part))
+    };
+    let (render, first_sound) = claim_part().await.unwrap();
+    assert_eq!((render, first_sound.kind), (0, PartKind::Sound));
+    let (render, part) = claim_part().await.unwrap();
+    assert_eq!((render, part.kind), (0, PartKind::Frames));
+    let (render, part) = claim_part().await.unwrap();
+    assert_eq!((render, part.kind), (1, PartKind::Frames), "the second sound waits");
+    assert!(claim_part().await.is_none());
+    store.finish_part(&first_sound).await.unwrap();
+    let (render, part) = claim_part().await.unwrap();
+    assert_eq!((render, part.kind), (1, PartKind::Sound));
 }
 
 /// Sound, one chunk, join.

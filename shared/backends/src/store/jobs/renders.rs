@@ -33,7 +33,8 @@ impl Store {
     /// CPU-seconds for its weight (`account_shares`, 1 by default), among equals the one
     /// served longest ago (accounts take turns), then the one waiting longest; within the
     /// account its drafts first, then the highest priority, then the oldest, a split
-    /// render's parts in their order. A draft never goes ahead of another account's work. Claimable are the `pending` renders and parts
+    /// render's parts in their order, but one split render's sound at a time. A draft
+    /// never goes ahead of another account's work. Claimable are the `pending` renders and parts
     /// past their retry time and the `started` ones whose lease ran out (their worker died
     /// or lost the database); a join once every other part of its render is done.
     #[tracing::instrument(name = "store::claim_render", level = "debug", skip_all)]
@@ -69,8 +70,13 @@ impl Store {
         queue.sort_by(Share::order);
         for share in &queue {
             // A few candidates: another worker may be taking the first ones right now.
+            // A split render's sound is one long piece of work (all of its length): an
+            // account mixes one at a time, so that its other slots go to chunks, which end
+            // soon and let other accounts in.
             let candidates = sqlx::query(&format!(
                 "{UNITS} SELECT u.id, u.part, u.status FROM units u WHERE u.account = $2 AND {ready} \
+                 AND NOT (u.kind = 'sound' AND EXISTS (SELECT 1 FROM units s WHERE s.account = $2 \
+                 AND s.kind = 'sound' AND s.status = 'started' AND s.lease_until > $1)) \
                  ORDER BY u.priority DESC, u.created_at, u.job_id, u.position, u.part LIMIT 4"
             ))
             .bind(now)
@@ -392,11 +398,11 @@ pub(super) fn ready(alias: &str) -> String {
 /// join only once every other part of its render is done.
 const UNITS: &str = "WITH units AS (\
     SELECT r.id, CAST(-1 AS BIGINT) AS part, r.account, r.priority, r.created_at, r.job_id, r.position, r.status, \
-    r.not_before, r.lease_until, r.cost_ms AS cost FROM renders r WHERE r.status IN ('pending', 'started') \
-    AND r.parts = 0 \
+    r.not_before, r.lease_until, r.cost_ms AS cost, 'whole' AS kind FROM renders r \
+    WHERE r.status IN ('pending', 'started') AND r.parts = 0 \
     UNION ALL \
     SELECT p.render_id, p.part, r.account, r.priority, r.created_at, r.job_id, r.position, p.status, \
-    p.not_before, p.lease_until, r.cost_ms / r.parts AS cost FROM render_parts p JOIN renders r ON r.id = p.render_id \
+    p.not_before, p.lease_until, r.cost_ms / r.parts AS cost, p.kind FROM render_parts p JOIN renders r ON r.id = p.render_id \
     WHERE r.status = 'started' AND p.status IN ('pending', 'started') AND (p.kind <> 'join' OR NOT EXISTS \
     (SELECT 1 FROM render_parts q WHERE q.render_id = p.render_id AND q.kind <> 'join' AND q.status <> 'done')))";
 
