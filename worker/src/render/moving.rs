@@ -11,12 +11,16 @@ use reelfarm_domain::template::Fit;
 use super::image::{fitted, Still};
 use super::picture::Picture;
 use crate::media::animated;
+use crate::media::budget::Reservation;
 use crate::media::limits::Deadline;
 use crate::media::sniff::sniff;
 use crate::media::{Limits, MediaError};
 
 /// Most bytes the fitted frames of one layer may hold.
 const MAX_BYTES: usize = 512 << 20;
+/// The fitted frames are reserved from the process's media memory in steps of this many
+/// bytes as they are decoded (the render's own reservation does not know their count).
+const RESERVE_STEP: u64 = 16 << 20;
 
 /// A playing animated picture.
 pub(crate) struct MovingBody {
@@ -25,6 +29,8 @@ pub(crate) struct MovingBody {
     frames: Vec<(Picture, i64, i64, f64)>,
     trim: f64,
     looping: bool,
+    /// The media memory its frames hold, given back with them.
+    _memory: Vec<Reservation>,
 }
 
 impl MovingBody {
@@ -40,6 +46,7 @@ impl MovingBody {
     ) -> Result<Option<MovingBody>, MediaError> {
         let mut frames = Vec::new();
         let (mut end, mut bytes) = (0.0, 0);
+        let mut memory = Vec::new();
         let played = animated::each_frame(path, sniff(path)?, limits, deadline, &mut |image, seconds| {
             let (pic, x, y) = fitted(&Still::Raster(DynamicImage::ImageRgba8(image)), fit, bw, bh)?;
             bytes += pic.y.len() + pic.u.len() + pic.v.len() + pic.a.len() + pic.ca.len();
@@ -49,11 +56,14 @@ impl MovingBody {
                     MAX_BYTES >> 20
                 )));
             }
+            while bytes as u64 > memory.len() as u64 * RESERVE_STEP {
+                memory.push(limits.memory.reserve(RESERVE_STEP, deadline)?);
+            }
             end += seconds;
             frames.push((pic, x, y, end));
             Ok(())
         })?;
-        Ok(played.map(|_| MovingBody { frames, trim, looping }))
+        Ok(played.map(|_| MovingBody { frames, trim, looping, _memory: memory }))
     }
 
     /// The frame shown `seconds` into the layer, with its offset in the box.

@@ -307,7 +307,7 @@ pub(super) async fn split_renders(store: &Store) {
     for whole in &wholes {
         assert!(store.split_render(&store.render(whole).await.unwrap(), &parts_of(90)).await.unwrap());
     }
-    let mut claim_part = || async {
+    let claim_part = || async {
         let claimed = store.claim_render("w1", LONG).await.unwrap().map(|c| (c.render.id, c.part.unwrap()));
         claimed.map(|(id, part)| (two.iter().position(|r| *r == id).unwrap(), part))
     };
