@@ -211,7 +211,7 @@ impl CaptionsBody {
             fill(&mut image, (x, y), (w.ceil() as u32 + 2 * pad, h.ceil() as u32 + 2 * pad), color);
         }
         over(&mut image, &text, pad, pad);
-        Ok(ink_cropped(Picture::from_rgba(image.width, image.height, &image.data)))
+        Ok(ink_cropped(Picture::from_rgba(image.width, image.height, &image.data)?))
     }
 }
 

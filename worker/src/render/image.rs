@@ -148,8 +148,8 @@ fn resize(img: &DynamicImage, crop: RectF, w: u32, h: u32) -> Result<DynamicImag
 
 fn picture(img: &DynamicImage) -> Result<Picture, MediaError> {
     match img {
-        DynamicImage::ImageRgb8(rgb) => Ok(Picture::from_rgb(rgb.width(), rgb.height(), rgb.as_raw(), 3)),
-        DynamicImage::ImageRgba8(rgba) => Ok(Picture::from_rgb(rgba.width(), rgba.height(), rgba.as_raw(), 4)),
+        DynamicImage::ImageRgb8(rgb) => Picture::from_rgb(rgb.width(), rgb.height(), rgb.as_raw(), 3),
+        DynamicImage::ImageRgba8(rgba) => Picture::from_rgb(rgba.width(), rgba.height(), rgba.as_raw(), 4),
         other => Err(MediaError::Internal(format!("unexpected pixel format {:?}", other.color()))),
     }
 }

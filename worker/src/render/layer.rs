@@ -286,7 +286,7 @@ fn text_picture(id: &str, text: &TextLayer, bw: u32, bh: u32, scale: f64) -> Res
         RichText::parse(&text.text).map_err(|e| RenderError::layer(id, format!("text is not valid markup {e}")))?;
     let rgba =
         render_text(&rich, &TextStyle::of(text), bw, bh, scale).map_err(|e| RenderError::layer(id, e.to_string()))?;
-    Ok(ink_cropped(Picture::from_rgba(rgba.width, rgba.height, &rgba.data)))
+    Ok(ink_cropped(Picture::from_rgba(rgba.width, rgba.height, &rgba.data)?))
 }
 
 /// `pic` cut to its ink (what is not fully transparent), with the ink's offset in it.
@@ -324,5 +324,5 @@ fn shape_picture(id: &str, shape: &ShapeLayer, bw: u32, bh: u32, scale: f64) -> 
             rgba.extend_from_slice(&[c.r, c.g, c.b, (f64::from(c.a) * coverage).round() as u8]);
         }
     }
-    Ok(Picture::from_rgba(bw, bh, &rgba))
+    Ok(Picture::from_rgba(bw, bh, &rgba)?)
 }

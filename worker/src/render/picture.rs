@@ -7,6 +7,13 @@
 
 use reelfarm_domain::template::color::Color;
 
+use crate::media::MediaError;
+
+/// Why a picture was not made: its planes could not be allocated.
+fn out_of_memory(width: u32, height: u32) -> MediaError {
+    MediaError::Internal(format!("not enough memory for a {width}×{height} picture"))
+}
+
 /// A YUV 4:2:0 picture; rows are packed (stride = width, chroma stride = ⌈width/2⌉).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Picture {
@@ -129,24 +136,41 @@ impl Picture {
         Yuv { y: self.y[i], u: self.u[c], v: self.v[c], a: if self.has_alpha() { self.a[i] } else { 255 } }
     }
 
+    /// [`Picture::reset`], but a picture whose planes cannot be allocated is refused instead
+    /// of aborting the process: what layers' pictures are made with.
+    pub(crate) fn try_reset(&mut self, width: u32, height: u32, alpha: bool) -> Result<(), MediaError> {
+        let luma = width as usize * height as usize;
+        let chroma = half(width) as usize * half(height) as usize;
+        let alpha_of = |n: usize| if alpha { n } else { 0 };
+        let planes = [(&mut self.y, luma), (&mut self.u, chroma), (&mut self.v, chroma)];
+        let alphas = [(&mut self.a, alpha_of(luma)), (&mut self.ca, alpha_of(chroma))];
+        for (plane, len) in planes.into_iter().chain(alphas) {
+            plane.try_reserve_exact(len.saturating_sub(plane.len())).map_err(|_| out_of_memory(width, height))?;
+        }
+        self.reset(width, height, alpha);
+        Ok(())
+    }
+
     /// Converts a straight-alpha RGBA8 image. Chroma is the alpha-weighted mean of each
     /// 2×2 block, so transparent pixels do not tint edges; transparent pixels take the
     /// colour of an inked neighbour, so filtering later does not darken edges either. An
     /// image that is opaque everywhere gives an opaque picture.
-    pub(crate) fn from_rgba(width: u32, height: u32, rgba: &[u8]) -> Picture {
+    pub(crate) fn from_rgba(width: u32, height: u32, rgba: &[u8]) -> Result<Picture, MediaError> {
         Picture::from_rgb(width, height, rgba, 4)
     }
 
     /// Converts packed 8-bit RGB (`channels` = 3) or straight RGBA (4); see
     /// [`Picture::from_rgba`].
-    pub(crate) fn from_rgb(width: u32, height: u32, pixels: &[u8], channels: usize) -> Picture {
+    pub(crate) fn from_rgb(width: u32, height: u32, pixels: &[u8], channels: usize) -> Result<Picture, MediaError> {
         let (w, h) = (width as usize, height as usize);
         let rgba = pixels;
         let opaque = channels < 4 || rgba.chunks_exact(4).all(|p| p[3] == 255);
         let mut pic = Picture::default();
-        pic.reset(width, height, !opaque);
+        pic.try_reset(width, height, !opaque)?;
         let (cw, ch) = (half(width) as usize, half(height) as usize);
-        let mut yuv = vec![(0u8, 0u8, 0u8); w * h];
+        let mut yuv = Vec::new();
+        yuv.try_reserve_exact(w * h).map_err(|_| out_of_memory(width, height))?;
+        yuv.resize(w * h, (0u8, 0u8, 0u8));
         for (i, p) in rgba.chunks_exact(channels.max(3)).take(w * h).enumerate() {
             yuv[i] = rgb_to_yuv(p[0], p[1], p[2]);
             pic.y[i] = yuv[i].0;
@@ -187,7 +211,7 @@ impl Picture {
         if !opaque {
             pic.bleed_edges();
         }
-        pic
+        Ok(pic)
     }
 
     /// Converts the `w`×`h` region at (`x`, `y`) of premultiplied ARGB words
@@ -388,7 +412,7 @@ mod tests {
             argb[(1 + k / 4) * 6 + 2 + k % 4] = premultiply(*pixel);
         }
         let got = Picture::from_premultiplied(&argb, 6, (2, 1, 4, 2), true);
-        let want = Picture::from_rgba(4, 2, &straight.concat());
+        let want = Picture::from_rgba(4, 2, &straight.concat()).unwrap();
         assert_eq!((got.width, got.height), (4, 2));
         assert_eq!(got.a, want.a);
         for (plane, (a, b)) in [("y", (&got.y, &want.y)), ("u", (&got.u, &want.u)), ("v", (&got.v, &want.v))] {
@@ -407,7 +431,7 @@ mod tests {
                 rgba[i..i + 4].copy_from_slice(&[255, 0, 0, 255]);
             }
         }
-        let pic = Picture::from_rgba(8, 6, &rgba);
+        let pic = Picture::from_rgba(8, 6, &rgba).unwrap();
         assert!(pic.has_alpha());
         assert_eq!(pic.ink_bounds(), Some((2, 2, 4, 2)));
         let red = rgb_to_yuv(255, 0, 0);
