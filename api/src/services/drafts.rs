@@ -1,4 +1,4 @@
-//! Drafts (issue #20): a fast, low-resolution render of a whole template with values, to
+//! Drafts: a fast, low-resolution render of a whole template with values, to
 //! judge timing and motion before paying for the real one. A draft is a job of one video
 //! marked `draft`: it costs no credit, renders at 480p (or the template's own size when
 //! smaller) and at most 15 fps with x264's fastest preset, is not listed with the jobs and
@@ -92,7 +92,7 @@ const BUDGET_WINDOW_MS: i64 = 3_600_000;
 
 /// Refuses a draft that the account's budget (`draft_minutes` of video in any hour) does
 /// not cover: 429 with `Retry-After` until enough of the hour's drafts have aged out, or
-/// 400 when this draft alone is longer than the budget.
+/// 400 naming the template (`id`) when this draft alone is longer than the budget.
 async fn within_budget(state: &AppState, caller: &Caller, estimate: &Estimate) -> Result<()> {
     let Some(minutes) = state.config.draft_minutes else { return Ok(()) };
     let budget = i64::from(minutes) * 60_000;
@@ -102,7 +102,7 @@ async fn within_budget(state: &AppState, caller: &Caller, estimate: &Estimate) -
             "a draft of this template is {:.0} s long; drafts may make {minutes} minutes of video an hour",
             estimate.duration
         );
-        return Err(ApiError::validation(vec![FieldError::new("", "error.limit_exceeded", message)]));
+        return Err(ApiError::validation(vec![FieldError::new("id", "error.limit_exceeded", message)]));
     }
     let now = now_ms();
     let drafts = state.backends.store.drafts_since(&caller.user.id, now - BUDGET_WINDOW_MS).await?;
