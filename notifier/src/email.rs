@@ -2,7 +2,7 @@
 //! and HTML) to every address of the notification, sent through the SMTP relay of
 //! `REELFARM_SMTP_URL`. A finished render's message carries the download link, the
 //! caller's message and logo; a failed render's is a short notice with the error (the
-//! scheduler sends none since issue #16: `crate::guard`).
+//! scheduler sends none: `crate::guard`).
 //!
 //! All recipients share one SMTP transaction: a refused recipient fails the whole
 //! attempt before anything is delivered, so a retry never sends twice to the others.

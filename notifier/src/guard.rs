@@ -1,4 +1,4 @@
-//! What the notifier refuses to send, whatever the channel (issue #16): e-mail about a
+//! What the notifier refuses to send, whatever the channel: e-mail about a
 //! failed render, and e-mail past its user's hourly allowance. A refused delivery fails
 //! at once with the reason, shown with its attempt in the job's notifications.
 //!

@@ -1,4 +1,4 @@
-//! `reelfarm admin usage [USER]`: storage used per user (issue #16), from the metadata
+//! `reelfarm admin usage [USER]`: storage used per user, from the metadata
 //! store: the assets each user owns and the bytes their files take (originals and
 //! renditions), as the upload quota counts them; and the characters they sent to paid
 //! text-to-speech providers (Polly, Google; cache hits send none).

@@ -1,4 +1,4 @@
-//! `reelfarm bench cancel`: cancelling a job of many videos (issue #18) on the configured
+//! `reelfarm bench cancel`: cancelling a job of many videos on the configured
 //! backends. A `serve all` process renders a job of `--renders` videos of the quote-card
 //! example at 480p (written through the store: the API takes 100 values a job); once its
 //! first videos ended, `POST /generator/v1/jobs/{id}/cancel` is timed against the

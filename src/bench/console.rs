@@ -1,7 +1,7 @@
 //! `reelfarm bench console`: server time of the console's pages in a separate `serve api`
 //! process over the configured backends, with a store holding 10,000 assets and 1,000
 //! jobs of the signed-in user. Baselines measured in the same run: the JSON API reading
-//! the same data (a page of a library's assets, a page of jobs). Bar (issue #19): every
+//! the same data (a page of a library's assets, a page of jobs). Bar: every
 //! page p95 ≤ 100 ms.
 //!
 //! The requests come one at a time from this process on loopback, so a latency is the

@@ -1,4 +1,4 @@
-//! `reelfarm bench fairness`: the farm shared between accounts (issue #18) on the
+//! `reelfarm bench fairness`: the farm shared between accounts on the
 //! configured backends. Two worker slots (embedded: one `serve all` with two; distributed:
 //! a `serve all` and a `serve worker` with one each) render account A's job of
 //! `--renders` videos of the quote-card example at 480p (written through the store: the

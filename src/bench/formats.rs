@@ -1,5 +1,5 @@
 //! `reelfarm bench formats`: WebM and GIF outputs of the render bench's 10 s reference
-//! composition (issue #21) against the ffmpeg CLI composing it with the same
+//! composition against the ffmpeg CLI composing it with the same
 //! hand-written filtergraph and encoding it the same way, in one run on generated media:
 //! libvpx-vp9 with our settings (CRF 32, `deadline=good`, `cpu-used=4`, row-mt) and Opus
 //! at 720p; `palettegen`/`paletteuse` with our settings at 480p.

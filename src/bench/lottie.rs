@@ -1,4 +1,4 @@
-//! `reelfarm bench lottie`: what a Lottie layer costs (issue #21). The render bench's
+//! `reelfarm bench lottie`: what a Lottie layer costs. The render bench's
 //! 10 s reference composition at 1080p, rendered as it is, with a Lottie sticker over
 //! every clip (a 640×640, 30 fps animation of four rounded squares turning, pulsing and
 //! fading, in a corner), and with a full-frame Lottie (1920×1080, twelve squares), one

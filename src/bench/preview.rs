@@ -3,7 +3,7 @@
 //! /generator/v1/templates/{id}/preview`) at 720p: the first of an editing session, then
 //! frames while scrubbing (one at a time, at times spread over the video); and a draft
 //! (`POST …/draft`) from its request to its end. Baseline measured in the same run: the
-//! full 1080p render of the same template through a job. Bars (issue #20): frames warm
+//! full 1080p render of the same template through a job. Bars: frames warm
 //! p50 ≤ 150 ms, p95 ≤ 300 ms, the first ≤ 1 s; a draft of a 10 s template ≤ 1.5 s and
 //! ≤ 0.3× the full 1080p render.
 //!

@@ -1,4 +1,4 @@
-//! `reelfarm bench split`: one long video on two workers (issue #18) on the configured
+//! `reelfarm bench split`: one long video on two workers on the configured
 //! backends. A `--seconds` long 720p template of our own (twelve clips of titles, sliding
 //! shapes and crossfades, no media to fetch) is rendered twice, each worker slot with one
 //! x264 thread: first by one worker rendering it whole (splitting off), the baseline; then

@@ -12,7 +12,7 @@
 //! Progress goes to the cache as the frames are done. A template's encoded sound is kept
 //! for the whole fleet in the blob store (`sounds`).
 //!
-//! Scheduling (issue #18): a `render.v1` message is a token for one claim, not an order
+//! Scheduling: a `render.v1` message is a token for one claim, not an order
 //! to render the render it names. Its handler claims whichever render the scheduler puts
 //! first (`Store::claim_render`: fair between accounts, by priority within one, drafts
 //! ahead), so the broker's order does not matter and one account's batch does not hold up
@@ -71,7 +71,7 @@ mod template_media;
 const MAX_DOWNLOAD_BYTES: u64 = 2 << 30;
 /// Longest a download may take.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
-/// Frame rate and x264 quality of drafts (issue #20): enough to judge timing and layout.
+/// Frame rate and x264 quality of drafts: enough to judge timing and layout.
 const DRAFT_FPS: u32 = 15;
 const DRAFT_CRF: u8 = 28;
 /// Least time between two progress updates of one render.

@@ -1,4 +1,4 @@
-//! Workers that fail (issue #18). A worker keeps a row in the store (`workers`) with its
+//! Workers that fail. A worker keeps a row in the store (`workers`) with its
 //! counts and a sign of life every [`SEEN_EVERY`]. When [`FAILING_STREAK`] render attempts
 //! in a row failed on our side here (not bad input, not a remote server) while another
 //! worker finished a render successfully since the first of them, the fault is this

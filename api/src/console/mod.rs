@@ -1,4 +1,4 @@
-//! The console (issue #19): web pages served by the api under `/console`, rendered on the
+//! The console: web pages served by the api under `/console`, rendered on the
 //! server (askama) with htmx for partial updates. Its handlers, like the API's, only
 //! parse, call a service and render: the rules live in `crate::services`.
 //!

@@ -1,6 +1,6 @@
 //! Stored files at their public addresses (`{asset_base_url}/…`): streamed from a local
 //! blob directory with range support, or redirected to a presigned S3 address. Either way
-//! the answer's type and disposition follow `media_type::served` (issue #16).
+//! the answer's type and disposition follow `media_type::served`.
 
 use actix_web::http::header;
 use actix_web::{route, web, HttpRequest, HttpResponse};

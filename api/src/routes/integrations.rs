@@ -1,4 +1,4 @@
-//! The caller's linked accounts (issue #6): the YouTube or Google Drive account the
+//! The caller's linked accounts: the YouTube or Google Drive account the
 //! notifier uploads videos to. Linking happens in a dashboard outside this API, which
 //! hands over the OAuth client and refresh token; they are stored sealed and never shown
 //! again: every response carries the client id and dates only.

@@ -132,7 +132,7 @@ pub struct VideoJson {
     /// Absolute address of a JPEG still once `success`; empty before.
     pub thumbnail: String,
     /// Address of the video's captions as WebVTT when its template has captions layers;
-    /// null otherwise (an addition, issue #21).
+    /// null otherwise (an addition).
     pub captions_url: Option<String>,
     /// Percent of the frames rendered (an addition).
     pub progress: u8,

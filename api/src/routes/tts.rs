@@ -1,4 +1,4 @@
-//! The voices of the text-to-speech providers of this deployment (issue #7, an addition),
+//! The voices of the text-to-speech providers of this deployment (an addition),
 //! so that callers need not guess the identifiers of tts values.
 
 use actix_web::{get, web, HttpResponse};

@@ -1,4 +1,4 @@
-//! Preview frames (issue #20): the frame of a template at a time, with values applied as a
+//! Preview frames: the frame of a template at a time, with values applied as a
 //! job's, drawn by a worker with the renderer's compositor (a `preview` call on the bus)
 //! and answered as a JPEG. Anyone who may render a template may preview it; a frame costs
 //! no credit.

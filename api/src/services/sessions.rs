@@ -1,4 +1,4 @@
-//! Console sessions (issue #19): e-mail and password sign-in, sessions kept server-side in
+//! Console sessions: e-mail and password sign-in, sessions kept server-side in
 //! the cache port (memory or Redis: every api replica sees them), listed per user and
 //! ended one at a time or everywhere.
 //!

@@ -1,4 +1,4 @@
-//! The studio's working copies (issue #20): what a template's owner is editing, kept by
+//! The studio's working copies: what a template's owner is editing, kept by
 //! the store as a line of revisions ([`StudioSession`]), with the problems a save would
 //! find and the frames of any kept revision. Only the owner has one; every edit names the
 //! revision it was made to, so a stale tab's edit is a conflict rather than a lost update.

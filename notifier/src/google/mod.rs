@@ -1,4 +1,4 @@
-//! Uploads to Google on behalf of a user (issue #6): `upload-videosite` to YouTube and
+//! Uploads to Google on behalf of a user: `upload-videosite` to YouTube and
 //! `upload-cloudstorage` to Google Drive, with the account the user linked.
 //!
 //! Both speak Google's resumable upload protocol ([`resumable`]): a session is opened with

@@ -1,4 +1,4 @@
-//! Linked accounts of the upload channels (issue #6): the OAuth 2.0 client and refresh
+//! Linked accounts of the upload channels: the OAuth 2.0 client and refresh
 //! token with which the notifier uploads a user's videos to YouTube or Google Drive.
 //!
 //! The account is linked in a dashboard outside this API and handed to

@@ -1,4 +1,4 @@
-//! Captions (issue #21): timed cues read from SubRip (SRT) and WebVTT files, and written
+//! Captions: timed cues read from SubRip (SRT) and WebVTT files, and written
 //! as the WebVTT sidecar of a render. Reading is strict where a mistake would show (a
 //! time that does not parse, a cue that ends before it starts) and names the line, and
 //! lenient where players are (a missing or wrong SRT counter, CRLF, a byte-order mark,

@@ -1,4 +1,4 @@
-//! Linked accounts of the upload channels (issue #6): which services a user can link an
+//! Linked accounts of the upload channels: which services a user can link an
 //! account of, and the OAuth 2.0 client and refresh token such an account is.
 
 use std::fmt;

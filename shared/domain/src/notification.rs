@@ -53,7 +53,7 @@ impl FieldProblem {
     }
 }
 
-/// Most addresses of one e-mail notification (issue #16: a job must not turn into a
+/// Most addresses of one e-mail notification (a job must not turn into a
 /// mailing list).
 pub const MAX_EMAIL_RECIPIENTS: usize = 10;
 

@@ -1,4 +1,4 @@
-//! What a render makes (issue #21): the file's format — an MP4 by default, a WebM, an
+//! What a render makes: the file's format — an MP4 by default, a WebM, an
 //! animated GIF, a ProRes MOV, or a single still as JPEG or PNG — whether it keeps the
 //! canvas's transparency, the time of a still and a GIF's caps. A job's `options` give it
 //! (`format`, `transparent`, `still_at`, `fps`, `max_width`); it is stored with the job as

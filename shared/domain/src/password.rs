@@ -1,4 +1,4 @@
-//! Console passwords (issue #19): hashed with Argon2id at OWASP's parameters (19 MiB,
+//! Console passwords: hashed with Argon2id at OWASP's parameters (19 MiB,
 //! two passes), in the PHC string form that carries its own salt and parameters.
 
 use std::sync::OnceLock;

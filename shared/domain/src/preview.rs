@@ -1,4 +1,4 @@
-//! The `preview` call (issue #20): the frame of a template version at a time, with a
+//! The `preview` call: the frame of a template version at a time, with a
 //! job's values applied, asked by the api and drawn by a worker with the renderer's own
 //! compositor. Calls are JSON; answers are one tag byte and the payload (a JPEG needs no
 //! encoding that way).

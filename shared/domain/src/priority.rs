@@ -1,5 +1,5 @@
 //! How soon the renders of a job go, among the other renders of the same account
-//! (`options.priority`, issue #18). Accounts share the workers fairly whatever their
+//! (`options.priority`). Accounts share the workers fairly whatever their
 //! priorities; drafts (the studio's) go ahead of every batch render.
 
 use std::fmt;

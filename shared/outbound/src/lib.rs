@@ -106,7 +106,7 @@ impl Outbound {
     /// The refusal of `url` that needs no lookup: an IP address the policy refuses (as a
     /// fetch would). Host names pass (they are resolved and checked when fetched), as do
     /// addresses that do not parse (other checks name those). Lets a job whose value can
-    /// never be fetched be refused before it is charged (issue #16).
+    /// never be fetched be refused before it is charged.
     pub fn refused_literal(&self, url: &str) -> Option<OutboundError> {
         let url = Url::parse(url).ok()?;
         let port = url.port_or_known_default().unwrap_or(80);

@@ -1,6 +1,6 @@
 //! espeak-ng's voices and variants as `espeak-ng --voices` and `espeak-ng
 //! --voices=variant` list them, and the voice segment of an identifier resolved to a
-//! name espeak-ng takes (issue #15).
+//! name espeak-ng takes.
 //!
 //! A voice segment is `VOICE` or `VOICE+VARIANT`, any case. `VOICE` is one of: a code of
 //! the Language column (`en-gb-x-rp`); a code of the Other Languages column (`en`, `zh`),

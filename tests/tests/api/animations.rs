@@ -1,4 +1,4 @@
-//! Animations in libraries and templates (issue #21), in both modes: Lottie JSON and
+//! Animations in libraries and templates, in both modes: Lottie JSON and
 //! dotLottie uploads become `lottie` assets with their size, duration and a thumbnail; a
 //! template's Lottie layer plays one from a library; an asset of another kind is refused
 //! for it, and a broken file ends failed saying why. Animated GIF pictures get a duration

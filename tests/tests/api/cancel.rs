@@ -1,4 +1,4 @@
-//! Cancel (issue #18), in both modes: `POST /generator/v1/jobs/{id}/cancel` stops a job
+//! Cancel, in both modes: `POST /generator/v1/jobs/{id}/cancel` stops a job
 //! whose first video is being rendered — the render stops (its work files gone within
 //! seconds), no file is left, the waiting videos never start, every credit comes back,
 //! the job, its videos and their callbacks say `cancelled` — and the worker goes on with

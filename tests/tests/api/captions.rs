@@ -1,4 +1,4 @@
-//! Captions layers end to end (issue #21), in both modes: a voice-over captioned from its
+//! Captions layers end to end, in both modes: a voice-over captioned from its
 //! synthesis (each sentence a cue, its times those of the speech in the video's sound),
 //! captions from an SRT or WebVTT value, an address or inline cues burned into exactly
 //! the frames of their cues, the WebVTT sidecar listed as `captions_url`, and captions

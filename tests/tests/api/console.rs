@@ -1,4 +1,4 @@
-//! The console (issue #19): signing in with a real browser, and the session, CSRF and
+//! The console: signing in with a real browser, and the session, CSRF and
 //! header rules over plain HTTP.
 
 use reelfarm_backends::store::User;

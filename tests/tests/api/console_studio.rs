@@ -1,4 +1,4 @@
-//! The studio in a real browser (issue #20): a template built from scratch on the timeline
+//! The studio in a real browser: a template built from scratch on the timeline
 //! and in the property panel (layers added, a text made a variable, a bar dragged, undo and
 //! redo), saved, then rendered and previewed through the JSON API; the frame follows the
 //! playhead; a document that breaks a rule shows the problem at its place.

@@ -1,4 +1,4 @@
-//! Drafts (issue #20): `POST /generator/v1/templates/{id}/draft` renders the whole
+//! Drafts: `POST /generator/v1/templates/{id}/draft` renders the whole
 //! template fast and small, for free; the draft is polled like a job, not listed with the
 //! jobs, and deleted with its video a day later.
 

@@ -1,4 +1,4 @@
-//! Failed renders and e-mail as free abuse (issue #16), in both modes: recipients capped
+//! Failed renders and e-mail as free abuse, in both modes: recipients capped
 //! per notification and per job at creation, e-mails per user and hour capped by the
 //! notifier (the rest fail with the reason), no e-mail for a failed render while its
 //! callback still goes out, values at refused IP addresses refused before charging.

@@ -1,4 +1,4 @@
-//! The farm shared fairly (issue #18), in both modes, on one worker slot: another
+//! The farm shared fairly, in both modes, on one worker slot: another
 //! account's single video goes ahead of a batch queued before it; within an account a
 //! `high` job goes ahead of a `low` one and a draft ahead of both; an account's cap lowers
 //! the priority a job asks for; a priority that is not one is refused naming the field.

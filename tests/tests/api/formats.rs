@@ -1,4 +1,4 @@
-//! Output formats end to end (issue #21), in both modes: `options.format` with its
+//! Output formats end to end, in both modes: `options.format` with its
 //! settings makes a WebM with alpha, a GIF at a capped rate, a ProRes MOV with alpha and a
 //! transparent PNG still, each stored under its own extension and media type; wrong
 //! combinations are a 400 naming the field.

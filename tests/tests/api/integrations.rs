@@ -1,4 +1,4 @@
-//! Linked accounts end to end (issue #6), in both modes: the YouTube or Google Drive
+//! Linked accounts end to end, in both modes: the YouTube or Google Drive
 //! account a user links for uploads, stored sealed and never shown back.
 
 use reelfarm_backends::integration::{linked_account, Sealer};

@@ -543,7 +543,7 @@ async fn audio_packets(url: &str, dir: &Path) -> Vec<u8> {
 /// The template's sound (its soundtrack: the values change only pictures) is encoded by
 /// the first render and kept in the blob store; a worker process that never encoded it
 /// (the process's own cache emptied, as a fresh process has it) writes the stored packets
-/// instead, byte for byte the same sound (issue #18: the kept sound, once per fleet).
+/// instead, byte for byte the same sound (the kept sound, once per fleet).
 async fn a_templates_sound_is_encoded_once_for_the_whole_fleet(mode: Mode) {
     let w = world(mode, 10).await;
     let blobs = &w.app.service.backends.blobs;

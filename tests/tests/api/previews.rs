@@ -1,4 +1,4 @@
-//! Preview frames (issue #20): `POST /generator/v1/templates/{id}/preview` answers the
+//! Preview frames: `POST /generator/v1/templates/{id}/preview` answers the
 //! frame a render shows at a time, with values applied, drawn by a worker over the bus.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! One long video on many workers (issue #18), in both modes: with a split threshold of
+//! One long video on many workers, in both modes: with a split threshold of
 //! 2 s and 1 s chunks, a 6 s video is rendered as its sound, six chunks and their join by
 //! two render slots (embedded) or two worker processes (distributed). The video is the one
 //! a single worker makes of the same chunks (framemd5 of every frame equal, by the ffmpeg

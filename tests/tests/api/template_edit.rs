@@ -1,4 +1,4 @@
-//! Templates made and changed through the API (issue #20): create, save as versions,
+//! Templates made and changed through the API: create, save as versions,
 //! render the current one, restore, duplicate, delete; every problem of a document at its
 //! JSON path; only the owner changes a template.
 

@@ -1,9 +1,9 @@
-//! Text-to-speech sound values end to end (issue #7), in both modes: espeak speech
-//! rendered into its layer's slot, espeak voices as users write them (issue #15: other
+//! Text-to-speech sound values end to end, in both modes: espeak speech
+//! rendered into its layer's slot, espeak voices as users write them (other
 //! codes, names, variants), Polly and Google through fakes of their wire protocols, the
 //! synthesis cache, long texts synthesised in pieces of whole sentences, identifiers refused naming their
 //! segment, and the voice list; characters sent to paid providers metered per user
-//! (issue #16), speech synthesised only once every other source is in.
+//!, speech synthesised only once every other source is in.
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! Video-site and cloud-drive uploads (issue #6), channel by channel against a fake
+//! Video-site and cloud-drive uploads, channel by channel against a fake
 //! Google on loopback: the video read from the blob store goes up in chunks by Google's
 //! resumable protocol, resumes after interruptions within an attempt and across
 //! attempts, and fails for good when there is nothing to upload or no account to use.

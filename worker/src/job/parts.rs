@@ -1,4 +1,4 @@
-//! One long render on many workers (issue #18). The worker that claims a render longer
+//! One long render on many workers. The worker that claims a render longer
 //! than `split_after` does not render it: it splits it (`Store::split_render`) into its
 //! sound, chunks of `split_chunk` seconds and their join, and each part is then claimed
 //! like a render by whichever worker's token comes next (`render::split` says why the

@@ -1,4 +1,4 @@
-//! The `preview` service (issue #20): one frame of a template version with values applied,
+//! The `preview` service: one frame of a template version with values applied,
 //! drawn by the renderer's own compositor ([`render::snapshot`]) and answered as a JPEG.
 //!
 //! An editing session asks for many frames of one template version: the sources fetched

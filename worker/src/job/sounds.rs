@@ -1,4 +1,4 @@
-//! The fleet's kept sounds (issue #18): the encoded sound of a render is stored in the blob
+//! The fleet's kept sounds: the encoded sound of a render is stored in the blob
 //! store under its content key (see `render::sound_cache`), where every worker finds it, so
 //! a template's sound is encoded once per fleet rather than once per worker process. The
 //! blob's name is the key keyed with the deployment's secret (`sounds/{hmac}`): stored

@@ -1,4 +1,4 @@
-//! Animated GIF and WebP pictures (issue #21): their frames as a browser shows them (each
+//! Animated GIF and WebP pictures: their frames as a browser shows them (each
 //! the whole picture, the file's partial frames composited onto the previous ones) and
 //! how long each shows. Decoded by the `image` crate, one frame at a time.
 

@@ -1,4 +1,4 @@
-//! The per-process media memory budget (`REELFARM_MEDIA_MEMORY`, issue #16).
+//! The per-process media memory budget (`REELFARM_MEDIA_MEMORY`).
 //!
 //! The pixel caps bound each frame, not the sum a job holds at once. Before a conversion
 //! decodes (after probing) and before a render opens its layers, the job estimates what

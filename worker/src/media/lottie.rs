@@ -1,4 +1,4 @@
-//! Lottie animations (issue #21): reading and checking a file, drawing its frames through
+//! Lottie animations: reading and checking a file, drawing its frames through
 //! rlottie (Debian's `librlottie`, a C++ renderer behind a small C API, bound here), and
 //! converting an upload into a library asset (the file itself and a thumbnail).
 //!

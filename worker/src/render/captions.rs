@@ -1,4 +1,4 @@
-//! Captions layers (issue #21). Before a render, every captions layer gets its cues
+//! Captions layers. Before a render, every captions layer gets its cues
 //! inline ([`resolve`]): an SRT or WebVTT file is read (an error names its line), the cues
 //! of a voice-over (timed by the synthesis, see `crate::tts`) are moved from the sound
 //! layer's start to the captions layer's; all of them are cut to the layer's life. The

@@ -2,7 +2,7 @@
 //! canvas (per plane, chroma with the 2×2-averaged alpha; a layer's opacity only scales
 //! its alpha) and the transitions between two clip canvases.
 //!
-//! A transparent output's canvas has alpha planes of its own (issue #21): layers are then
+//! A transparent output's canvas has alpha planes of its own: layers are then
 //! composited "over" it (the colour weighted by both alphas, the canvas's alpha growing
 //! with what covers it), a path with a division per sample that opaque canvases never
 //! take.

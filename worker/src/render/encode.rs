@@ -1,6 +1,6 @@
 //! The output: H.264 (libx264, yuv420p, BT.709 tagged, constant frame rate with
 //! pts = frame index in 1/fps) and AAC (48 kHz stereo) muxed into a faststart MP4 — or
-//! (issue #21) VP9 (yuv420p, yuva420p when transparent) and Opus in WebM, or ProRes 4444
+//! VP9 (yuv420p, yuva420p when transparent) and Opus in WebM, or ProRes 4444
 //! (yuv444p10le, yuva444p10le when transparent) and AAC in a QuickTime MOV — on a
 //! thread of its own, fed through a bounded channel so compositing the next frames
 //! overlaps the encoder's work; canvases come back through a second channel to be reused.
@@ -104,7 +104,7 @@ unsafe impl Send for Converter {}
 /// Everything the encoder thread owns.
 struct Encoding {
     video: encoder::Video,
-    /// The sound's encoder and stream; none for a part of a split render (issue #18).
+    /// The sound's encoder and stream; none for a part of a split render.
     audio: Option<(AudioEncoder, usize)>,
     muxer: Muxer,
     video_index: usize,

@@ -1,4 +1,4 @@
-//! The animated GIF (issue #21): one palette made for the whole video, then every frame
+//! The animated GIF: one palette made for the whole video, then every frame
 //! mapped to it with dithering — libavfilter's `palettegen` and `paletteuse`, the pair the
 //! ffmpeg CLI is used with, in process.
 //!

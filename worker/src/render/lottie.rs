@@ -1,4 +1,4 @@
-//! Lottie layers (issue #21): an animation ([`Lottie`], read and checked in
+//! Lottie layers: an animation ([`Lottie`], read and checked in
 //! `media::lottie`) fitted into the layer's box like a picture.
 //!
 //! Time: the layer's own time times `speed` picks the frame (`⌊t × frame rate⌋`), looping

@@ -82,7 +82,7 @@ pub use reelfarm_domain::quality::Quality;
 #[derive(Debug, Clone)]
 pub struct RenderSettings {
     pub quality: Quality,
-    /// The file made: an MP4 by default; WebM, GIF, MOV or a still (issue #21).
+    /// The file made: an MP4 by default; WebM, GIF, MOV or a still.
     pub output: Output,
     /// x264 constant rate factor (default 23).
     pub crf: u8,
@@ -102,7 +102,7 @@ pub struct RenderSettings {
     /// own only).
     pub sounds: Option<Arc<dyn SoundStore>>,
     /// The cues of the text-to-speech values, by sound layer: what captions layers
-    /// following a voice-over show (issue #21).
+    /// following a voice-over show.
     pub speech: SpeechCues,
     /// Render only the first seconds of the video (a template's preview); `None`: all.
     pub max_seconds: Option<f64>,

@@ -1,4 +1,4 @@
-//! Animated GIF and WebP pictures in image and video layers (issue #21): each frame is
+//! Animated GIF and WebP pictures in image and video layers: each frame is
 //! fitted into the box once, when the layer is prepared, and shown at the times the file
 //! gives. An image layer loops the animation, as a web page does; a video layer plays it
 //! like a video: from `trim_start`, looping or held on its last frame.

@@ -29,7 +29,7 @@ use crate::media::{self, Limits, MediaKind};
 pub(super) enum Piece {
     /// The whole video with its sound.
     Whole,
-    /// The frames of `range` alone, without sound: a part of a split render (issue #18).
+    /// The frames of `range` alone, without sound: a part of a split render.
     Frames(Range<u64>),
 }
 

@@ -1,4 +1,4 @@
-//! Where a render's canvases go, by output format (issue #21): the video encoder (MP4,
+//! Where a render's canvases go, by output format: the video encoder (MP4,
 //! WebM, MOV, with sound), the GIF's palette passes, or a single still written as JPEG or
 //! PNG — and which frames of the timeline each draws.
 

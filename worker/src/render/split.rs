@@ -1,4 +1,4 @@
-//! One long render on many workers (issue #18): the video is cut into chunks of whole
+//! One long render on many workers: the video is cut into chunks of whole
 //! seconds, each rendered on its own into a video-only MP4 by a fresh x264 (so each begins
 //! with an IDR frame and no GOP reaches across a cut: closed GOPs by construction), the
 //! sound is mixed and encoded once for the whole length, and [`join`] copies the chunks'

@@ -1,4 +1,4 @@
-//! The captions as a subtitle track (issue #21, `options.subtitles`): 3GPP timed text
+//! The captions as a subtitle track (`options.subtitles`): 3GPP timed text
 //! (`mov_text`), the track MP4 and MOV players offer to turn on. Its samples are written
 //! as they are stored (a 16-bit length and the UTF-8 text), one per span of time in which
 //! the same cues show, empty ones in between; no encoder is involved.

@@ -1,4 +1,4 @@
-//! Text-to-speech for sound variables (issue #7): the providers behind one trait, chosen
+//! Text-to-speech for sound variables: the providers behind one trait, chosen
 //! by the identifier's first segment, and the preparation of their speech as a sound
 //! layer's source.
 //!

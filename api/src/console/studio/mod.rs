@@ -1,4 +1,4 @@
-//! The studio (issue #20): a template's owner edits it in the browser — a timeline of
+//! The studio: a template's owner edits it in the browser — a timeline of
 //! clips and layers (drag to move and trim), a property panel for the selected template,
 //! clip or layer (with the "make variable" switch and the requirements it gives), the
 //! document as JSON with every problem at its line, undo and redo — with the frame at the

@@ -83,7 +83,7 @@ pub(super) async fn check_media(
 }
 
 /// An address the render could never fetch (an IP address the outbound policy refuses):
-/// refused now, before the job is charged (issue #16).
+/// refused now, before the job is charged.
 pub(in crate::services) fn refused_address(state: &AppState, address: &str) -> Option<Problem> {
     let refused = Outbound::new(&state.config.outbound_allow).refused_literal(address)?;
     Some((refused.key(), refused.to_string()))

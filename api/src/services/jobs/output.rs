@@ -1,4 +1,4 @@
-//! What a job's renders make (issue #21): `options.format` and the settings that go with
+//! What a job's renders make: `options.format` and the settings that go with
 //! it, read from the request ([`parse`]), then checked against the template
 //! ([`check`]). Each problem names its field; a setting given for a format it does not
 //! apply to is refused rather than ignored.

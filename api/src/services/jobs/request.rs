@@ -20,7 +20,7 @@ pub const MAX_VALUES: usize = 100;
 /// Most notifications one job may have.
 pub const MAX_NOTIFICATIONS: usize = 20;
 /// Most e-mails one job may cause: the addresses of its e-mail notifications, each sent
-/// once per video (issue #16).
+/// once per video.
 pub const MAX_EMAILS_PER_JOB: usize = 50;
 
 /// A structurally valid job request.

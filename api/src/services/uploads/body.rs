@@ -1,4 +1,4 @@
-//! The body of a signed upload, read under its limits (issue #16): a largest size, the
+//! The body of a signed upload, read under its limits: a largest size, the
 //! room left in the uploader's storage quota, an idle timeout and a deadline.
 
 use actix_web::web;

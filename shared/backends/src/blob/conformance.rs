@@ -191,7 +191,7 @@ async fn presigned_get_serves_the_bytes(blobs: &Blobs) {
     }
 }
 
-/// A presigned GET answers with the serving rules of `media_type::served` (issue #16):
+/// A presigned GET answers with the serving rules of `media_type::served`:
 /// SVG and anything not a raster image, video or audio as an attachment, and a stored
 /// type that is a list (`image/png, text/html`) as `application/octet-stream`.
 async fn presigned_gets_serve_only_media_inline(blobs: &Blobs) {

@@ -1,4 +1,4 @@
-//! What a stored file may be served as (issue #16): the one rule behind the local store's
+//! What a stored file may be served as: the one rule behind the local store's
 //! `/files/` answers, S3's object headers and presigned GETs.
 //!
 //! Stored files are served from an origin of ours (the api's, or the bucket's), so one

@@ -1,4 +1,4 @@
-//! Linked accounts of users (issue #6): one row per user and provider, its secrets sealed
+//! Linked accounts of users: one row per user and provider, its secrets sealed
 //! by the caller (`crate::integration`); this layer never sees them in clear.
 
 use sqlx::any::AnyRow;

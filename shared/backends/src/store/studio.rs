@@ -1,4 +1,4 @@
-//! The studio's working copies (issue #20): per template and user, the document being
+//! The studio's working copies: per template and user, the document being
 //! edited (not yet saved as a version) as a line of revisions. Every edit adds one after
 //! the shown revision (dropping those an undo stepped back over); undo and redo move the
 //! shown one. The oldest are forgotten beyond [`STUDIO_HISTORY`].

@@ -1,4 +1,4 @@
-//! Storage used per user (issue #16): the bytes of every asset file a user owns, originals
+//! Storage used per user: the bytes of every asset file a user owns, originals
 //! and renditions, for the upload quota and `reelfarm admin usage`; and the characters
 //! each user sent to paid text-to-speech providers.
 //!

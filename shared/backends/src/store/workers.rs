@@ -1,4 +1,4 @@
-//! The workers of the farm (issue #18): a row per worker process with its counts, so that
+//! The workers of the farm: a row per worker process with its counts, so that
 //! operators see the fleet and a worker whose renders keep failing where the others'
 //! succeed can be taken out of rotation (by itself, or by an operator) and put back.
 

@@ -1,4 +1,4 @@
-//! Text-to-speech values of sound variables (spec §4.7.1, issue #7): the
+//! Text-to-speech values of sound variables (spec §4.7.1): the
 //! `{"type": "tts", "value", "identifier"}` object read into a [`Speech`], the
 //! per-provider rules, the sentence splitting that keeps every request under a provider's
 //! limit, and the key a synthesis is cached under. Synthesis itself is the worker's

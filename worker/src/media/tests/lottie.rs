@@ -1,4 +1,4 @@
-//! Lottie uploads (issue #21): JSON and dotLottie files become `lottie` assets with their
+//! Lottie uploads: JSON and dotLottie files become `lottie` assets with their
 //! size, duration and a thumbnail of their middle frame; files that are no usable
 //! animation, and archives that are broken or too large, are refused saying why.
 

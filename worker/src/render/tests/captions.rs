@@ -1,4 +1,4 @@
-//! Captions layers in the engine (issue #21): pages and the highlighted word on the
+//! Captions layers in the engine: pages and the highlighted word on the
 //! frames of their times, a background box, cues from a file (errors naming the line)
 //! and from a voice-over placed at its sound layer, and the caption track of the video.
 

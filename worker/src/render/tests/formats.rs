@@ -1,4 +1,4 @@
-//! Output formats (issue #21): each file is read back by ffprobe (codecs, pixel format,
+//! Output formats: each file is read back by ffprobe (codecs, pixel format,
 //! frame count, duration) and its pixels by decoding (alpha through the ffmpeg CLI's
 //! libvpx and ProRes decoders into RGBA PNGs).
 

@@ -1,4 +1,4 @@
-//! Lottie layers in the engine (issue #21): the animation's frames at the times the
+//! Lottie layers in the engine: the animation's frames at the times the
 //! layer and its speed say, looping or held, fitted into the box; files that are not
 //! usable animations refused naming the layer.
 

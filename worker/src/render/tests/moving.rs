@@ -1,4 +1,4 @@
-//! Animated GIF and WebP pictures (issue #21): an image layer loops them as a web page
+//! Animated GIF and WebP pictures: an image layer loops them as a web page
 //! does; a video layer plays them like a video, from `trim_start`, held on the last frame
 //! or looping; a still GIF stays a still.
 

@@ -1,4 +1,4 @@
-//! A preview frame is the frame of the render (issue #20): every example template,
+//! A preview frame is the frame of the render: every example template,
 //! rendered losslessly (x264 at CRF 0) at 480p, decodes at a sixth, half and five sixths
 //! of its frames to exactly the pixels [`snapshot`] draws for those times; and so does a
 //! video layer whose source has many keyframes (a snapshot seeks to the one before its

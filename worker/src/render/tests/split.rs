@@ -1,4 +1,4 @@
-//! A render split into chunks (issue #18) joins into the video the whole render makes:
+//! A render split into chunks joins into the video the whole render makes:
 //! the same frames in the same places (per-frame PSNR against the unsplit render, with
 //! moving content so that a frame out of place could not pass), the same sound sample for
 //! sample, and the same bytes whichever order the chunks were made in.

@@ -1,4 +1,4 @@
-//! The scheduler in the store suite (issue #18): which render a worker claims — fair
+//! The scheduler in the store suite: which render a worker claims — fair
 //! between accounts (weighted, by estimated cost), by priority within one, drafts ahead
 //! of their own account's renders — leases that run out, retries that wait, and claims
 //! racing each other.
@@ -222,7 +222,7 @@ pub(super) async fn workers(store: &Store) {
     assert!(!store.worker_seen("host-1-aaaa", t0).await.unwrap());
 }
 
-/// A split render (issue #18): its parts are claimed like renders, in order, counted in
+/// A split render: its parts are claimed like renders, in order, counted in
 /// their account's share; a failed part waits alone for its retry; the join is claimable
 /// only once every other part is done, and ends the render; a cancel stops them all.
 pub(super) async fn split_renders(store: &Store) {

@@ -1,4 +1,4 @@
-//! The parts of a split render (issue #18): a render longer than the split threshold is
+//! The parts of a split render: a render longer than the split threshold is
 //! split by the worker that claimed it into chunks of frames, its sound and their join.
 //! Parts are claimed through [`Store::claim_render`] like renders (counted in their
 //! account's share), hold a lease their worker extends, go back to `pending` after a

@@ -1,4 +1,4 @@
-//! Accounts' shares of the workers (issue #18): the weight an account's running renders
+//! Accounts' shares of the workers: the weight an account's running renders
 //! are divided by when the scheduler compares accounts (1 unless set) and the highest
 //! priority its jobs may have (`high` unless capped). Operators set both with `reelfarm
 //! admin share`; an account is a user, or the first group a user joined (the account

@@ -1,4 +1,4 @@
-//! Captions layers (issue #21): where their cues come from, the rules they follow, their
+//! Captions layers: where their cues come from, the rules they follow, their
 //! variable and the values a job gives it.
 
 use serde_json::{json, Map, Value};

@@ -1,4 +1,4 @@
-//! Lottie layers (issue #21): their fields, defaults and rules.
+//! Lottie layers: their fields, defaults and rules.
 
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! Random and pathological markup (issue #16): the parser never panics, agrees with the
+//! Random and pathological markup: the parser never panics, agrees with the
 //! reference parser (the quadratic one it replaced) on every input, stops at the depth
 //! limit, and takes time linear in its input.
 

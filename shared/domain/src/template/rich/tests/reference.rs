@@ -1,4 +1,4 @@
-//! The parser as it was before it kept the format of each open element (issue #16): it
+//! The parser as it was before it kept the format of each open element: it
 //! walks the whole stack of open elements for every character, so it is quadratic, but it
 //! is the reference the linear parser must agree with on every input.
 
