@@ -1,5 +1,5 @@
 //! deploy/ against the binary: every `REELFARM_*` variable the deployment files (and the
-//! README) use is one the binary reads, `deploy/.env.example` lists every key, and the
+//! README and docs/) use is one the binary reads, `deploy/.env.example` lists every key, and the
 //! configurations of compose and Kubernetes pass the binary's own validation as a
 //! distributed deployment. `reelfarm migrate` migrates and exits.
 
@@ -25,7 +25,10 @@ fn keys() -> BTreeSet<String> {
 fn accepted() -> BTreeSet<String> {
     let mut names = keys();
     names.insert(format!("{ENV_PREFIX}CONFIG"));
-    names.insert(format!("{ENV_PREFIX}LOADTEST_TOKEN"));
+    // Read by tools and tests, not by the service (docs name them).
+    for tool in ["LOADTEST_TOKEN", "UPDATE_SNAPSHOTS", "WRITE_SCHEMA"] {
+        names.insert(format!("{ENV_PREFIX}{tool}"));
+    }
     names
 }
 
@@ -57,11 +60,11 @@ fn variables_in(text: &str) -> BTreeSet<String> {
     found
 }
 
-/// The README's configuration table shows every key, with the default the binary has
-/// (`KEYS` declares each once): `` `DEFAULT` `` first in its column, or `empty`.
+/// The configuration table (docs/configuration.md) shows every key, with the default the
+/// binary has (`KEYS` declares each once): `` `DEFAULT` `` first in its column, or `empty`.
 #[test]
-fn the_readme_shows_every_key_with_its_default() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn the_configuration_table_shows_every_key_with_its_default() {
+    let readme = std::fs::read_to_string(root().join("docs/configuration.md")).unwrap();
     let mut wrong = Vec::new();
     for key in KEYS {
         let variable = format!("`{ENV_PREFIX}{}`", key.name.to_ascii_uppercase());
@@ -76,7 +79,7 @@ fn the_readme_shows_every_key_with_its_default() {
             None => continue,
         };
         if !shown.starts_with(&expected) {
-            wrong.push(format!("{variable}: README shows {shown:?}, the binary's default is {expected}"));
+            wrong.push(format!("{variable}: docs/configuration.md shows {shown:?}, the binary's default is {expected}"));
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
@@ -87,6 +90,9 @@ fn deploy_files_and_the_readme_use_only_variables_the_binary_reads() {
     let mut files = Vec::new();
     files_under(&root().join("deploy"), &mut files);
     files.push(root().join("README.md"));
+    let mut docs = Vec::new();
+    files_under(&root().join("docs"), &mut docs);
+    files.extend(docs.into_iter().filter(|f| f.extension().is_some_and(|e| e == "md")));
     files.push(root().join(".dockerignore"));
     assert!(files.len() > 10, "deploy/ holds the Dockerfile, compose and k8s files: {files:?}");
     let accepted = accepted();
@@ -127,7 +133,7 @@ fn env_file(path: &Path) -> (BTreeMap<String, String>, BTreeSet<String>) {
 
 /// Asserts that `env` is a valid distributed configuration: the binary's validation
 /// accepts it and it names PostgreSQL, RabbitMQ, Redis and an S3 bucket.
-/// What the README's one-liner makes (`head -c 32 /dev/urandom | base64`).
+/// What the one-liner of docs/deploy.md makes (`head -c 32 /dev/urandom | base64`).
 const GENERATED_KEY: &str = "kQ3v9Zp1Xw7Lr2Bt5Nc8Md4Hf6Jg0SaYe+T1uWcQ7a8=";
 
 fn assert_distributed(env: &BTreeMap<String, String>, what: &str) {
@@ -152,7 +158,7 @@ fn compose_env_file_lists_every_key_and_is_a_valid_distributed_configuration() {
     let missing: Vec<String> = keys().into_iter().filter(|n| !set.contains_key(n) && !mentioned.contains(n)).collect();
     assert!(missing.is_empty(), "deploy/.env.example must list every key (set or commented out): {missing:?}");
     // The example's key is a placeholder the binary refuses; with a generated key (the
-    // one-liner of the README) it is a valid distributed configuration.
+    // one-liner of docs/deploy.md) it is a valid distributed configuration.
     let mut generated = set.clone();
     assert!(Config::from_sources(None, generated.clone()).is_err(), "the placeholder key is refused");
     generated.insert("REELFARM_SECRET_KEY".into(), GENERATED_KEY.into());

@@ -1,5 +1,5 @@
 //! Every key the binary accepts — its name, default and meaning — declared once: the
-//! loader reads only these, and the README's table and `deploy/.env.example` are held to
+//! loader reads only these, and docs/configuration.md's table and `deploy/.env.example` are held to
 //! them (`tests/binary/deploy.rs`).
 
 /// One key the binary accepts. A TOML file uses the lower-case name (`listen =
