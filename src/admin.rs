@@ -1,12 +1,11 @@
 //! `reelfarm admin …`: operator commands against the configured metadata store.
 
 use anyhow::Context;
-use reelfarm_backends::store::{
-    AccountShare, Credits, LibraryKind, LibraryOwner, ShareTarget, StoreError, User, WorkerRecord,
-};
+use reelfarm_app::operations::{self, SharedLibrary};
+use reelfarm_app::{accounts, Actor, AppError};
+use reelfarm_backends::store::{AccountShare, Credits, WorkerRecord};
 use reelfarm_backends::{Blobs, Config, Store};
-use reelfarm_domain::id::{iso8601, now_ms, JobId, TemplateId};
-use reelfarm_domain::password;
+use reelfarm_domain::id::iso8601;
 
 use crate::cli::{
     Admin, CreditsCommand, JobCommand, LibraryCommand, LibraryKindArg, ShareCommand, TemplateCommand, TokenCommand,
@@ -27,9 +26,14 @@ pub async fn run(command: Admin, config: Config) -> anyhow::Result<()> {
 /// Validity of the sign-in link `user create --sign-in-link` prints.
 const LINK_HOURS: u32 = 24;
 
-/// A one-time console sign-in link for `user`, valid for `hours`.
-pub async fn link(store: &Store, config: &Config, user: &User, hours: u32) -> anyhow::Result<String> {
-    let token = store.create_sign_in_link(&user.id, std::time::Duration::from_secs(u64::from(hours) * 3600)).await?;
+/// A one-time console sign-in link for `user` (name or id), valid for `hours`.
+pub async fn link(store: &Store, config: &Config, user: &str, hours: u32) -> anyhow::Result<String> {
+    let user = accounts::find_user(store, user).await.map_err(cli_error)?;
+    let ttl = std::time::Duration::from_secs(u64::from(hours) * 3600);
+    let (_, token) = accounts::sign_in_link(store, Actor::Cli, &user.id, ttl).await.map_err(|e| match e {
+        AppError::Invalid(_) => anyhow::anyhow!("--hours must be 1 to 720"),
+        e => cli_error(e),
+    })?;
     Ok(config.sign_in_link(&token))
 }
 
@@ -61,6 +65,7 @@ fn workers_table(workers: &[WorkerRecord]) -> String {
 
 /// Runs one command; returns what to print.
 async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Result<String> {
+    let cli = Actor::Cli;
     Ok(match command {
         Admin::Template(TemplateCommand::Import { file, owner, public }) => {
             let blobs = Blobs::connect(&config.blob, &config.public_url).await.context("blob store")?;
@@ -69,108 +74,83 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
             template::import(store, &blobs, &file, &options).await?.id.into()
         }
         Admin::Template(TemplateCommand::Share { template_id, user_or_group }) => {
-            let template_id = TemplateId::parse(&template_id).ok_or(StoreError::NotFound("template"))?;
-            let template = store.template(&template_id).await?;
-            let (target, shown) = match store.find_user(&user_or_group).await {
-                Ok(user) => (ShareTarget::User(user.id), format!("user {}", user.name)),
-                Err(StoreError::NotFound(_)) => {
-                    let group = store.find_group(&user_or_group).await.map_err(|e| match e {
-                        StoreError::NotFound(_) => StoreError::NotFound("user or group"),
-                        e => e,
-                    })?;
-                    (ShareTarget::Group(group.id), format!("group {}", group.name))
-                }
-                Err(e) => return Err(e.into()),
-            };
-            store.share_template(&template.id, &target).await?;
-            format!("template {} shared with {shown}", template.id)
+            let (id, shown) =
+                operations::share_template(store, cli, &template_id, &user_or_group).await.map_err(cli_error)?;
+            format!("template {id} shared with {shown}")
         }
         Admin::User(UserCommand::Create { name, group, credits, email, operator, sign_in_link }) => {
-            anyhow::ensure!(!name.trim().is_empty(), "user name must not be empty");
-            anyhow::ensure!(credits >= 0, "credits must not be negative");
-            let email = match email {
-                Some(e) => Some(password::normalize_email(&e).context("--email is not an e-mail address")?),
-                None => None,
-            };
-            if let Some(email) = &email {
-                anyhow::ensure!(store.sign_in_of(email).await?.is_none(), "another user signs in as {email}");
-            }
-            let user = store.create_user(name.trim(), group.as_deref(), credits).await?;
-            if operator {
-                store.set_operator(&user.id, true).await?;
-            }
-            if let Some(email) = &email {
-                store.set_sign_in(&user.id, email, password::unusable_hash()).await?;
-            }
+            let new = accounts::CreateUser { name, group, credits, email, operator };
+            let user = accounts::create_user(store, cli, &new).await.map_err(cli_error)?;
             match sign_in_link {
-                true => format!("{}\n{}", user.id, link(store, config, &user, LINK_HOURS).await?),
+                true => format!("{}\n{}", user.id, link(store, config, &user.name, LINK_HOURS).await?),
                 false => user.id.into(),
             }
         }
-        Admin::User(UserCommand::Link { user, hours }) => {
-            anyhow::ensure!((1..=24 * 30).contains(&hours), "--hours must be 1 to 720");
-            let user = store.find_user(&user).await?;
-            link(store, config, &user, hours).await?
-        }
+        Admin::User(UserCommand::Link { user, hours }) => link(store, config, &user, hours).await?,
         Admin::User(UserCommand::Operator { user, off }) => {
-            let user = store.find_user(&user).await?;
-            store.set_operator(&user.id, !off).await?;
+            let user = accounts::find_user(store, &user).await.map_err(cli_error)?;
+            accounts::set_operator(store, cli, &user.id, !off).await.map_err(cli_error)?;
             format!("{} is {} operator", user.name, if off { "no longer an" } else { "an" })
         }
         Admin::User(UserCommand::Password { user, email }) => {
-            let email = password::normalize_email(&email).context("--email is not an e-mail address")?;
             let mut line = String::new();
             std::io::stdin().read_line(&mut line).context("reading the password from standard input")?;
-            let hash = password::hash(line.trim_end_matches(['\r', '\n']))?;
-            let user = store.find_user(&user).await?;
-            store.set_sign_in(&user.id, &email, &hash).await?;
-            format!("{} signs in to the console as {email}", user.name)
+            let found = accounts::find_user(store, &user).await.map_err(cli_error)?;
+            let password = line.trim_end_matches(['\r', '\n']);
+            let email = accounts::set_password(store, cli, &found.id, &email, password).await.map_err(cli_error)?;
+            format!("{} signs in to the console as {email}", found.name)
         }
         Admin::Token(TokenCommand::Create { user, days }) => {
-            anyhow::ensure!(days > 0, "--days must be at least 1");
-            let user = store.find_user(&user).await?;
-            store.create_token(&user.id, days).await?.1
+            operations::create_token(store, cli, &user, days).await.map_err(cli_error)?.1
         }
         Admin::Token(TokenCommand::Revoke { token_id_or_prefix }) => {
-            let record = store.revoke_token(&token_id_or_prefix).await?;
+            let record = operations::revoke_token(store, cli, &token_id_or_prefix).await.map_err(cli_error)?;
             format!("revoked token {} ({}…)", record.id, record.prefix)
         }
         Admin::Credits(CreditsCommand::Set { user_or_group, credits }) => {
-            anyhow::ensure!(credits >= 0, "credits must not be negative");
-            match store.set_credits(&user_or_group, credits).await? {
+            match accounts::set_credits(store, cli, &user_or_group, credits).await.map_err(cli_error)? {
                 Credits::User { name, credits, .. } => format!("user {name}: {credits} credits"),
                 Credits::Group { name, credits, .. } => format!("group {name}: {credits} credits"),
             }
         }
         Admin::Job(JobCommand::Cancel { job_id }) => {
-            let id = JobId::parse(&job_id).ok_or(StoreError::NotFound("job"))?;
-            let renders = store.cancel_job(&id).await?;
-            let job = store.job_alone(&id).await?;
-            format!("job {id}: {renders} videos cancelled; the job is {}", job.status.as_str())
+            let (id, renders, status) = operations::cancel_job(store, cli, &job_id).await.map_err(cli_error)?;
+            format!("job {id}: {renders} videos cancelled; the job is {}", status.as_str())
         }
-        Admin::Share(ShareCommand::List) => shares_table(&store.shares().await?),
+        Admin::Share(ShareCommand::List) => shares_table(&operations::shares(store, cli).await.map_err(cli_error)?),
         Admin::Share(ShareCommand::Set { user_or_group, weight, max_priority }) => {
-            anyhow::ensure!(weight.is_some() || max_priority.is_some(), "give --weight, --max-priority or both");
-            let cap = max_priority.map(|p| p.parse()).transpose().map_err(anyhow::Error::msg)?;
-            shares_table(&[store.set_share(&user_or_group, weight, cap).await?])
+            let share = operations::set_share(store, cli, &user_or_group, weight, max_priority.as_deref())
+                .await
+                .map_err(cli_error)?;
+            shares_table(&[share])
         }
-        Admin::Worker(WorkerCommand::List) => workers_table(&store.workers(now_ms() - 3_600_000).await?),
+        Admin::Worker(WorkerCommand::List) => workers_table(&operations::workers(store, cli).await.map_err(cli_error)?),
         Admin::Worker(WorkerCommand::Disable { worker }) => {
-            workers_table(&[store.set_rotation(&worker, Some("taken out by an operator")).await?])
+            workers_table(&[operations::set_rotation(store, cli, &worker, false).await.map_err(cli_error)?])
         }
-        Admin::Worker(WorkerCommand::Enable { worker }) => workers_table(&[store.set_rotation(&worker, None).await?]),
+        Admin::Worker(WorkerCommand::Enable { worker }) => {
+            workers_table(&[operations::set_rotation(store, cli, &worker, true).await.map_err(cli_error)?])
+        }
         Admin::Usage { user } => usage::report(store, user.as_deref(), config.upload_quota_bytes).await?,
         Admin::Library(LibraryCommand::Create { name, kind, group }) => {
-            anyhow::ensure!(!name.trim().is_empty(), "library name must not be empty");
-            let (kind, owner) = match kind {
-                LibraryKindArg::Public => (LibraryKind::Public, LibraryOwner::Operator),
-                LibraryKindArg::Stock => (LibraryKind::Stock, LibraryOwner::Operator),
-                LibraryKindArg::Group => {
-                    let group = store.find_group(group.as_deref().unwrap_or_default()).await?;
-                    (LibraryKind::Group, LibraryOwner::Group(group.id))
-                }
+            let kind = match kind {
+                LibraryKindArg::Public => SharedLibrary::Public,
+                LibraryKindArg::Stock => SharedLibrary::Stock,
+                LibraryKindArg::Group => SharedLibrary::Group(group.as_deref().unwrap_or_default()),
             };
-            store.create_library(name.trim(), kind, owner).await?.id.into()
+            operations::create_library(store, cli, &name, kind).await.map_err(cli_error)?.id.into()
         }
     })
+}
+
+/// A use case's error as the command line says it: each invalid field on a line of its
+/// own (`name: must be at most 100 characters`), else the error's message.
+pub fn cli_error(e: AppError) -> anyhow::Error {
+    match e {
+        AppError::Invalid(errors) => {
+            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            anyhow::anyhow!("{}", lines.join("\n"))
+        }
+        e => anyhow::Error::new(e),
+    }
 }

@@ -1,4 +1,4 @@
-//! The command line (DESIGN.md's admin CLI contract).
+//! The command line (the admin CLI's contract).
 
 use std::path::PathBuf;
 

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bootstrap;
 pub mod cli;
 pub mod loadtest;
+pub mod previews;
 pub mod render;
 pub mod serve;
 pub mod sources;

@@ -1,4 +1,4 @@
-//! Bearer-token authentication (spec §5) and per-token rate limits (DESIGN.md), as an
+//! Bearer-token authentication (spec §5) and per-token rate limits, as an
 //! extractor: a handler that takes a [`Caller`] is authenticated.
 
 use std::future::Future;

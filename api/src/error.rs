@@ -1,9 +1,11 @@
-//! The API's error body (DESIGN.md): `{"message", "key"}` plus, for validation errors,
+//! The API's error body: `{"message", "key"}` plus, for validation errors,
 //! `errors: [{field, key, message}]`. 5xx bodies are opaque; details go to the logs.
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
+use reelfarm_app::AppError;
 use reelfarm_backends::store::StoreError;
+use reelfarm_domain::error_key::ErrorKey;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -13,27 +15,14 @@ pub struct ErrorBody {
     /// Human-readable summary.
     pub message: String,
     /// Stable machine-readable key, e.g. `error.validation_failed`.
-    pub key: String,
+    #[schema(value_type = String)]
+    pub key: ErrorKey,
     /// Present for `error.validation_failed`: one entry per invalid field.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldError>,
 }
 
-/// One invalid field of a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-pub struct FieldError {
-    /// Path of the field, e.g. `name` or `values[0].template_variables.<id>`.
-    pub field: String,
-    /// Stable key of the problem, e.g. `error.required`.
-    pub key: String,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, key: &str, message: impl Into<String>) -> FieldError {
-        FieldError { field: field.into(), key: key.to_string(), message: message.into() }
-    }
-}
+pub use reelfarm_app::FieldError;
 
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -43,17 +32,13 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, key: &str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status,
-            body: ErrorBody { message: message.into(), key: key.to_string(), errors: Vec::new() },
-            retry_after: None,
-        }
+    fn new(status: StatusCode, key: ErrorKey, message: impl Into<String>) -> ApiError {
+        ApiError { status, body: ErrorBody { message: message.into(), key, errors: Vec::new() }, retry_after: None }
     }
 
     /// 400: the request could not be read (malformed body, query or path).
     pub fn invalid_request(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "error.invalid_request", message)
+        ApiError::new(StatusCode::BAD_REQUEST, ErrorKey::InvalidRequest, message)
     }
 
     /// 400: well-formed, but fields are invalid; `errors` names each.
@@ -63,64 +48,67 @@ impl ApiError {
             [one] => format!("Invalid field {}: {}", one.field, one.message),
             _ => format!("Invalid fields: {}", fields.join(", ")),
         };
-        let mut e = ApiError::new(StatusCode::BAD_REQUEST, "error.validation_failed", message);
+        let mut e = ApiError::new(StatusCode::BAD_REQUEST, ErrorKey::ValidationFailed, message);
         e.body.errors = errors;
         e
     }
 
     /// 401: missing, unknown, revoked or expired token.
     pub fn unauthorized(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::UNAUTHORIZED, "error.unauthorized", message)
+        ApiError::new(StatusCode::UNAUTHORIZED, ErrorKey::Unauthorized, message)
     }
 
     /// 402: the credits of the caller's contract do not cover the renders (spec §7).
     pub fn contract_exceeded(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::PAYMENT_REQUIRED, "error.generator_contract_exceeded", message)
+        ApiError::new(StatusCode::PAYMENT_REQUIRED, ErrorKey::GeneratorContractExceeded, message)
     }
 
     pub fn forbidden(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::FORBIDDEN, "error.forbidden", message)
+        ApiError::new(StatusCode::FORBIDDEN, ErrorKey::Forbidden, message)
     }
 
     pub fn not_found(what: &str) -> ApiError {
-        ApiError::new(StatusCode::NOT_FOUND, "error.not_found", format!("{what} not found"))
+        ApiError::new(StatusCode::NOT_FOUND, ErrorKey::NotFound, format!("{what} not found"))
     }
 
     /// 404 for a resource a field of the request names; `errors` names the field.
     pub fn not_found_field(field: &str, what: &str) -> ApiError {
         let mut e = ApiError::not_found(what);
-        e.body.errors =
-            vec![FieldError::new(field, "error.not_found", format!("names no {} visible to you", what.to_lowercase()))];
+        e.body.errors = vec![FieldError::new(
+            field,
+            ErrorKey::NotFound,
+            format!("names no {} visible to you", what.to_lowercase()),
+        )];
         e
     }
 
     /// 405: the path is served, but not with this method (the caller adds `Allow`).
     pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "error.method_not_allowed", message)
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, ErrorKey::MethodNotAllowed, message)
     }
 
     pub fn conflict(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::CONFLICT, "error.conflict", message)
+        ApiError::new(StatusCode::CONFLICT, ErrorKey::Conflict, message)
     }
 
     pub fn payload_too_large(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "error.payload_too_large", message)
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorKey::PayloadTooLarge, message)
     }
 
     /// 402: the upload would take the caller's stored files past their storage quota (an
     /// allowance of the account, like credits: 402, not 413).
     pub fn storage_quota_exceeded(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::PAYMENT_REQUIRED, "error.storage_quota_exceeded", message)
+        ApiError::new(StatusCode::PAYMENT_REQUIRED, ErrorKey::StorageQuotaExceeded, message)
     }
 
     /// 408: the client stopped sending the body, or took longer than allowed.
     pub fn request_timeout(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::REQUEST_TIMEOUT, "error.request_timeout", message)
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, ErrorKey::RequestTimeout, message)
     }
 
     /// 429 with `Retry-After` in whole seconds (at least 1).
     pub fn rate_limited(retry_after_secs: u64) -> ApiError {
-        let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "error.rate_limited", "Too many requests; slow down");
+        let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorKey::RateLimited, "Too many requests; slow down");
         e.retry_after = Some(retry_after_secs.max(1));
         e
     }
@@ -134,7 +122,7 @@ impl ApiError {
     pub fn unavailable() -> ApiError {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "error.unavailable",
+            ErrorKey::Unavailable,
             "The service is temporarily unavailable; retry later",
         )
     }
@@ -142,11 +130,11 @@ impl ApiError {
     /// 500 with an opaque body; the cause is logged with its chain.
     pub fn internal(cause: &(dyn std::error::Error + 'static)) -> ApiError {
         tracing::error!(error = %ErrorChain(cause), "internal error");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "error.internal", "Internal error")
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorKey::Internal, "Internal error")
     }
 
-    pub fn key(&self) -> &str {
-        &self.body.key
+    pub fn key(&self) -> ErrorKey {
+        self.body.key
     }
 
     pub fn body(&self) -> &ErrorBody {
@@ -192,6 +180,21 @@ impl ResponseError for ApiError {
     }
 }
 
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> ApiError {
+        match e {
+            AppError::Invalid(errors) => ApiError::validation(errors),
+            AppError::NotFound(what) => ApiError::not_found(&capitalize(what)),
+            AppError::Conflict(message) => ApiError::conflict(message),
+            AppError::Failed(message) => {
+                tracing::error!(%message, "use case failed");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorKey::Internal, "Internal error")
+            }
+            AppError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         match e {
@@ -223,8 +226,8 @@ mod tests {
     #[actix_web::test]
     async fn validation_errors_name_every_field() {
         let e = ApiError::validation(vec![
-            FieldError::new("name", "error.required", "is required"),
-            FieldError::new("limit", "error.invalid", "must be a positive integer"),
+            FieldError::new("name", ErrorKey::Required, "is required"),
+            FieldError::new("limit", ErrorKey::Invalid, "must be a positive integer"),
         ]);
         assert_eq!(e.status_code(), StatusCode::BAD_REQUEST);
         let body = body_of(&e).await;
@@ -237,12 +240,12 @@ mod tests {
     #[actix_web::test]
     async fn store_errors_map_to_statuses_without_leaking_internals() {
         let e = ApiError::from(StoreError::NotFound("library"));
-        assert_eq!((e.status_code(), e.key()), (StatusCode::NOT_FOUND, "error.not_found"));
+        assert_eq!((e.status_code(), e.key()), (StatusCode::NOT_FOUND, ErrorKey::NotFound));
         assert_eq!(body_of(&e).await["message"], "Library not found");
         let e = ApiError::from(StoreError::Conflict("taken".into()));
         assert_eq!(e.status_code(), StatusCode::CONFLICT);
         let e = ApiError::from(StoreError::Database(sqlx_pool_timeout()));
-        assert_eq!((e.status_code(), e.key()), (StatusCode::SERVICE_UNAVAILABLE, "error.unavailable"));
+        assert_eq!((e.status_code(), e.key()), (StatusCode::SERVICE_UNAVAILABLE, ErrorKey::Unavailable));
         let e = ApiError::from(StoreError::Corrupt("secret table layout".into()));
         assert_eq!(e.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = body_of(&e).await;

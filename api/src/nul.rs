@@ -6,6 +6,7 @@
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
+use reelfarm_domain::error_key::ErrorKey;
 use serde_json::Value;
 
 use crate::error::{ApiError, FieldError};
@@ -35,7 +36,7 @@ pub fn refuse_in_field(value: &Value, field: &str) -> Result<(), ApiError> {
     match find(value, field.to_string()) {
         None => Ok(()),
         Some(path) => {
-            Err(ApiError::validation(vec![FieldError::new(path, "error.invalid", "must not contain NUL characters")]))
+            Err(ApiError::validation(vec![FieldError::new(path, ErrorKey::Invalid, "must not contain NUL characters")]))
         }
     }
 }

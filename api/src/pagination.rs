@@ -1,6 +1,7 @@
-//! `limit` and `page` query parameters (DESIGN.md): `limit` 1–500, default 50; `page`
+//! `limit` and `page` query parameters: `limit` 1–500, default 50; `page`
 //! from 1, default 1; anything else is a 400 naming the parameter.
 
+use reelfarm_domain::error_key::ErrorKey;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -47,7 +48,7 @@ impl PageQuery {
                 _ => {
                     errors.push(FieldError::new(
                         name,
-                        "error.invalid",
+                        ErrorKey::Invalid,
                         format!("must be a whole number from 1 to {max}"),
                     ));
                     default

@@ -13,6 +13,7 @@ use reelfarm_backends::webhook_secret::{webhook_secret, WebhookSecretError};
 use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::notification::Notification;
+use reelfarm_domain::status::RenderStatus;
 use reelfarm_outbound::Outbound;
 
 use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
@@ -22,7 +23,7 @@ use crate::signing;
 pub const TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The §6.1 body of a render that ended: on failure `status` is `failed`, `error` says
-/// why and there is no `url` or `thumbnail` (DESIGN.md).
+/// why and there is no `url` or `thumbnail`.
 pub fn render_body(facts: &RenderFacts) -> String {
     json!({
         "resource_type": "render",
@@ -31,7 +32,7 @@ pub fn render_body(facts: &RenderFacts) -> String {
             "job_id": facts.job_id,
             "template_id": facts.template_id,
             "external_id": facts.external_id,
-            "status": facts.status,
+            "status": facts.status.as_str(),
             "title": facts.title,
             "error": facts.error,
             "project_id": facts.project_id,
@@ -48,7 +49,7 @@ pub fn videosite_body(facts: &RenderFacts, video_id: Option<&str>, error: Option
     json!({
         "external_id": facts.external_id,
         "type": "render",
-        "status": if video_id.is_some() { "success" } else { "failed" },
+        "status": if video_id.is_some() { RenderStatus::Success } else { RenderStatus::Failed }.as_str(),
         "payload": { "video_id": video_id },
         "error": error,
     })

@@ -23,7 +23,7 @@ pub struct RenderFacts {
     pub external_id: String,
     pub title: String,
     /// `success` or `failed`.
-    pub status: String,
+    pub status: RenderStatus,
     pub error: Option<String>,
     pub project_id: Option<ProjectId>,
     /// Absolute, token-free addresses of the video and its thumbnail (success only).
@@ -47,17 +47,16 @@ impl RenderFacts {
         let render = backends.store.render(render_id).await?;
         let job = backends.store.job_alone(&render.job_id).await?;
         let address = |key: &Option<String>| key.as_deref().map(|k| backends.blobs.public_url(k));
-        // As callbacks name the outcome (`cancelled`: see docs/decisions.md, "Cancel").
+        // As callbacks name the outcome (`cancelled`: see docs/decisions/0029-cancel.md).
         let status = match render.status {
-            RenderStatus::Success => "success",
-            RenderStatus::Cancelled => "cancelled",
-            _ => "failed",
+            RenderStatus::Success | RenderStatus::Cancelled => render.status,
+            _ => RenderStatus::Failed,
         };
         let facts = RenderFacts {
             job_id: job.id.clone(),
             template_id: job.template_id.clone(),
             user_id: job.user_id.clone(),
-            status: status.to_string(),
+            status,
             video_url: address(&render.video_key),
             thumbnail_url: address(&render.thumb_key),
             render_id: render.id,
@@ -71,7 +70,7 @@ impl RenderFacts {
     }
 
     pub fn succeeded(&self) -> bool {
-        self.status == "success"
+        self.status == RenderStatus::Success
     }
 }
 

@@ -278,8 +278,9 @@ fn server_name(smtp_url: &str) -> String {
 mod tests {
     use super::*;
     use reelfarm_domain::id::{JobId, RenderId, TemplateId, UserId};
+    use reelfarm_domain::status::RenderStatus;
 
-    fn render(status: &str) -> RenderFacts {
+    fn render(status: RenderStatus) -> RenderFacts {
         RenderFacts {
             render_id: RenderId::trusted("r1"),
             job_id: JobId::trusted("j1"),
@@ -287,10 +288,10 @@ mod tests {
             user_id: UserId::trusted("u1"),
             external_id: "e1".into(),
             title: "Spring\r\nBcc: x@evil.example".into(),
-            status: status.into(),
-            error: (status == "failed").then(|| "font <b> missing".into()),
+            status,
+            error: (status == RenderStatus::Failed).then(|| "font <b> missing".into()),
             project_id: None,
-            video_url: (status == "success").then(|| "https://farm.example/v.mp4?a=1&b=2".into()),
+            video_url: (status == RenderStatus::Success).then(|| "https://farm.example/v.mp4?a=1&b=2".into()),
             thumbnail_url: None,
             video_key: None,
         }
@@ -299,20 +300,22 @@ mod tests {
     #[test]
     fn header_text_is_kept_on_one_line() {
         assert_eq!(one_line(" a\r\nb\tc\u{2028}d  e \n"), "a b c d e");
-        let content = Content::of(&render("success"), Some("Hi\r\nBcc: x@evil.example"), None, None).unwrap();
+        let content =
+            Content::of(&render(RenderStatus::Success), Some("Hi\r\nBcc: x@evil.example"), None, None).unwrap();
         assert_eq!(content.subject, "Hi Bcc: x@evil.example");
-        let content = Content::of(&render("success"), None, None, None).unwrap();
+        let content = Content::of(&render(RenderStatus::Success), None, None, None).unwrap();
         assert_eq!(content.subject, "Your video \"Spring Bcc: x@evil.example\" is ready");
     }
 
     #[test]
     fn user_text_is_escaped_in_html_and_addresses_checked() {
         let content =
-            Content::of(&render("success"), None, Some("<script>x</script>"), Some("javascript:alert(1)")).unwrap();
+            Content::of(&render(RenderStatus::Success), None, Some("<script>x</script>"), Some("javascript:alert(1)"))
+                .unwrap();
         assert!(content.html.contains("&#60;script&#62;x&#60;/script&#62;"), "{}", content.html);
         assert!(!content.html.contains("<img"));
         assert!(content.html.contains("href=\"https://farm.example/v.mp4?a=1&#38;b=2\""), "{}", content.html);
-        let failed = Content::of(&render("failed"), Some("ignored"), None, None).unwrap();
+        let failed = Content::of(&render(RenderStatus::Failed), Some("ignored"), None, None).unwrap();
         assert!(failed.html.contains("font &#60;b&#62; missing"), "{}", failed.html);
         assert!(failed.text.contains("font <b> missing"));
     }

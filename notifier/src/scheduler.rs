@@ -334,6 +334,7 @@ fn not_configured(kind: &str) -> String {
 mod tests {
     use super::*;
     use reelfarm_domain::id::{DeliveryId, JobId, RenderId, UserId};
+    use reelfarm_domain::status::AttemptOutcome;
     use serde_json::json;
 
     fn delivery(attempts: i64, state: Option<&str>) -> DeliveryRecord {
@@ -367,7 +368,7 @@ mod tests {
 
         let (attempt, after) = settle(&schedule, &delivery(1, None), 0, took, &transient);
         assert!(matches!(&after, AfterAttempt::Retry { error, .. } if error == "busy"), "{after:?}");
-        assert_eq!((attempt.number, attempt.status_code, attempt.outcome), (1, Some(503), "retry"));
+        assert_eq!((attempt.number, attempt.status_code, attempt.outcome), (1, Some(503), AttemptOutcome::Retry));
 
         let (_, after) = settle(&schedule, &delivery(2, None), 0, took, &transient);
         assert!(matches!(&after, AfterAttempt::Failed { error, .. } if error == "gave up after 2 attempts: busy"));
@@ -375,7 +376,7 @@ mod tests {
         let permanent = Err(Failed::permanent("no account"));
         let (attempt, after) = settle(&schedule, &delivery(1, None), 0, took, &permanent);
         assert!(matches!(&after, AfterAttempt::Failed { error, .. } if error == "no account"));
-        assert_eq!(attempt.outcome, "failed");
+        assert_eq!(attempt.outcome, AttemptOutcome::Failed);
 
         let delivered = Ok(Delivered { status_code: Some(200), result: Some(json!({ "video_id": "v1" })) });
         let (_, after) = settle(&schedule, &delivery(1, None), 0, took, &delivered);

@@ -1,22 +1,20 @@
-//! `reelfarm admin usage [USER]`: storage used per user, from the metadata
-//! store: the assets each user owns and the bytes their files take (originals and
+//! `reelfarm admin usage [USER]`: storage used per user ([`reelfarm_app::operations::usage`]): the assets each user owns and the bytes their files take (originals and
 //! renditions), as the upload quota counts them; and the characters they sent to paid
 //! text-to-speech providers (Polly, Google; cache hits send none).
 
+use reelfarm_app::{operations, Actor};
 use reelfarm_backends::store::Usage;
 use reelfarm_backends::Store;
 
-/// The report of USER (name or id), or of every user: one line per user under a header,
-/// columns separated by tabs, then the quota when one is configured.
+/// The report of USER (name or id), or of every user: [`render`]ed.
 pub async fn report(store: &Store, user: Option<&str>, quota: Option<u64>) -> anyhow::Result<String> {
-    let usage = match user {
-        Some(name_or_id) => store.storage_usage(Some(&store.find_user(name_or_id).await?.id)).await?,
-        None => store.storage_usage(None).await?,
-    };
+    let usage = operations::usage(store, Actor::Cli, user).await.map_err(super::cli_error)?;
     Ok(render(&usage, quota))
 }
 
-fn render(usage: &[Usage], quota: Option<u64>) -> String {
+/// The report: one line per user under a header, columns separated by tabs, then the
+/// quota when one is configured.
+pub fn render(usage: &[Usage], quota: Option<u64>) -> String {
     let mut out = String::from("user\tid\tassets\tbytes\ttts_characters\tsize");
     for u in usage {
         let (name, id, assets, bytes, tts) = (&u.user_name, &u.user_id, u.assets, u.bytes, u.tts_characters);

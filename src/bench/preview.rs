@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use reelfarm_backends::{Blobs, Config, Store};
+use reelfarm_domain::status::{JobStatus, RenderStatus};
 use reelfarm_domain::token::random_base62;
 use serde_json::{json, Value};
 
@@ -136,8 +137,8 @@ async fn timed_job(client: &reqwest::Client, token: &str, url: &str, body: &Valu
     let base = url.split("/generator/").next().unwrap_or_default();
     loop {
         let job = get_json(client, &format!("{base}/generator/v1/jobs/{job_id}"), token).await?;
-        if job["status"] != "started" {
-            if job["videos"][0]["status"] != "success" {
+        if job["status"] != JobStatus::Started.as_str() {
+            if job["videos"][0]["status"] != RenderStatus::Success.as_str() {
                 bail!("the render of {url} did not succeed: {job}");
             }
             return Ok(started.elapsed());

@@ -15,7 +15,7 @@ pub struct Api {
     token: String,
 }
 
-/// Why a job was not created: the error key of the answer (DESIGN.md's error shape), or
+/// Why a job was not created: the error key of the answer (the service's error shape), or
 /// `http.<status>` / `transport` when there was none.
 #[derive(Debug, Clone)]
 pub struct Refused {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 use futures::StreamExt;
+use reelfarm_domain::status::RenderStatus;
 use serde_json::Value;
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -164,7 +165,7 @@ impl Tracker {
                 end_to_end_ms: ended.saturating_duration_since(open.sent).as_secs_f64() * 1000.0,
             };
             state.videos_ended += 1;
-            if status != "success" {
+            if status != RenderStatus::Success.as_str() {
                 state.videos_failed += 1;
                 let (key, message) = match (&read, video) {
                     (Err(r), _) => ("read".to_string(), r.message.clone()),
@@ -203,7 +204,8 @@ impl Tracker {
                     let mut state = self.state.lock().expect("tracker lock");
                     let Some(open) = state.open.get_mut(&job) else { return };
                     for video in json["videos"].as_array().into_iter().flatten() {
-                        let ended = matches!(video["status"].as_str(), Some("success" | "failed"));
+                        let ended =
+                            video["status"].as_str().and_then(RenderStatus::parse).is_some_and(RenderStatus::is_final);
                         if let (true, Some(id)) = (ended, video["id"].as_str()) {
                             open.ended.entry(id.to_string()).or_insert(None).get_or_insert(now);
                         }

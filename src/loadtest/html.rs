@@ -58,7 +58,7 @@ pub fn page(report: &Report) -> anyhow::Result<String> {
             &[("busy", GREEN, report.cpu.iter().map(|c| (c.at, c.percent)).collect())],
         )?);
     }
-    let succeeded = || report.videos.iter().filter(|v| v.status == "success");
+    let succeeded = || report.videos.iter().filter(|v| v.succeeded());
     let creation: Vec<f64> = report.creations.iter().map(|c| c.ms).collect();
     plots.push(histogram("Job creation latency", "milliseconds", &creation)?);
     let seconds = |ms: f64| ms / 1000.0;

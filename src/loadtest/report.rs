@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use reelfarm_domain::status::RenderStatus;
 use serde::Serialize;
 
 use super::plan::Plan;
@@ -31,6 +32,12 @@ pub struct VideoSample {
     pub render_ms: Option<f64>,
     /// From sending the job to seeing the video end (this host's clock).
     pub end_to_end_ms: f64,
+}
+
+impl VideoSample {
+    pub fn succeeded(&self) -> bool {
+        self.status == RenderStatus::Success.as_str()
+    }
 }
 
 /// Something that did not work.
@@ -172,7 +179,7 @@ const BUCKET_WIDTHS: [f64; 13] = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0
 
 impl Report {
     pub fn new(plan: &Plan, started_at: String, o: Observations, credits: Credits) -> Report {
-        let succeeded: Vec<&VideoSample> = o.videos.iter().filter(|v| v.status == "success").collect();
+        let succeeded: Vec<&VideoSample> = o.videos.iter().filter(|v| v.succeeded()).collect();
         let last_end = o.videos.iter().map(|v| v.ended).fold(0.0, f64::max);
         let renders_per_minute = if last_end > 0.0 { succeeded.len() as f64 * 60.0 / last_end } else { 0.0 };
         let counts = Counts {
@@ -289,12 +296,12 @@ fn mix_parts(videos: &[VideoSample]) -> Vec<MixPart> {
     parts
         .into_iter()
         .map(|((template, quality), part)| {
-            let ok = || part.iter().filter(|v| v.status == "success");
+            let ok = || part.iter().filter(|v| v.succeeded());
             MixPart {
                 template: template.to_string(),
                 quality: quality.to_string(),
                 videos_succeeded: ok().count() as u64,
-                videos_failed: part.iter().filter(|v| v.status != "success").count() as u64,
+                videos_failed: part.iter().filter(|v| !v.succeeded()).count() as u64,
                 render_time_ms: Percentiles::of(ok().filter_map(|v| v.render_ms)),
                 end_to_end_ms: Percentiles::of(ok().map(|v| v.end_to_end_ms)),
             }
@@ -303,11 +310,11 @@ fn mix_parts(videos: &[VideoSample]) -> Vec<MixPart> {
 }
 
 fn account_part(account: &str, videos: &[VideoSample]) -> AccountPart {
-    let ok = || videos.iter().filter(|v| v.account == account && v.status == "success");
+    let ok = || videos.iter().filter(|v| v.account == account && v.succeeded());
     AccountPart {
         account: account.to_string(),
         videos_succeeded: ok().count() as u64,
-        videos_failed: videos.iter().filter(|v| v.account == account && v.status != "success").count() as u64,
+        videos_failed: videos.iter().filter(|v| v.account == account && !v.succeeded()).count() as u64,
         queue_wait_ms: Percentiles::of(ok().filter_map(|v| v.queue_wait_ms)),
         end_to_end_ms: Percentiles::of(ok().map(|v| v.end_to_end_ms)),
     }
@@ -334,7 +341,7 @@ fn timeline(o: &Observations, width: f64) -> Vec<Bucket> {
     }
     for v in &o.videos {
         let b = &mut buckets[index(v.ended)];
-        if v.status == "success" {
+        if v.succeeded() {
             b.videos_succeeded += 1;
         } else {
             b.videos_failed += 1;

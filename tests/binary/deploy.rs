@@ -79,7 +79,8 @@ fn the_configuration_table_shows_every_key_with_its_default() {
             None => continue,
         };
         if !shown.starts_with(&expected) {
-            wrong.push(format!("{variable}: docs/configuration.md shows {shown:?}, the binary's default is {expected}"));
+            wrong
+                .push(format!("{variable}: docs/configuration.md shows {shown:?}, the binary's default is {expected}"));
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");

@@ -166,7 +166,7 @@ fn the_first_run_sets_up_an_owner_a_private_token_file_and_the_examples_and_a_re
     assert_eq!(listed_examples(&server, &token), (EXAMPLES.len(), stable));
     let port: u16 = server.base.rsplit(':').next().unwrap().parse().unwrap();
     let out = admin(dir.path(), port, &["user", "create", "owner"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("exists already"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name: is the name of another user"), "{out:?}");
     stop(server);
 }
 

@@ -122,7 +122,23 @@ fn admin_errors_are_clear_and_configuration_is_validated() {
 
     stdout_of(admin(dir.path(), port, &["user", "create", "bo"]));
     let out = admin(dir.path(), port, &["user", "create", "bo"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("exists already"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name: is the name of another user"), "{out:?}");
+    // The console's rules for a new user (reelfarm_app::accounts::create_user) hold at the
+    // command line: the same use case makes both.
+    for (name, problem) in [
+        ("n".repeat(101), "name: must be at most 100 characters"),
+        ("a\u{7}b".to_string(), "name: must not contain control characters"),
+        (" ".to_string(), "name: is required and must not be empty"),
+    ] {
+        let out = admin(dir.path(), port, &["user", "create", &name]);
+        assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains(problem), "{out:?}");
+    }
+    let out = admin(dir.path(), port, &["user", "create", "cy", "--group", &"g".repeat(101), "--email", "nope"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("email: is not an e-mail address") && stderr.contains("group: must be at most"),
+        "{stderr}"
+    );
 
     let out = reelfarm(dir.path(), port).env("REELFARM_BUS_URL", "kafka://x").args(["serve", "all"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

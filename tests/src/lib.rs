@@ -295,7 +295,7 @@ pub async fn json(res: reqwest::Response, status: u16) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
 }
 
-/// Asserts the DESIGN.md error shape with `key`, and returns the body.
+/// Asserts the service's error shape with `key`, and returns the body.
 pub async fn error(res: reqwest::Response, status: u16, key: &str) -> Value {
     let body = json(res, status).await;
     assert_eq!(body["key"], key, "{body}");

@@ -6,6 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpResponse};
 use askama::Template;
 use reelfarm_backends::store::{Account, GroupSummary};
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{GroupId, UserId};
 use serde::Deserialize;
 
@@ -79,7 +80,7 @@ async fn admin_page(state: &AppState, visitor: &SignedIn, outcome: Outcome) -> A
 
 /// The problems of a refused form, one sentence each; other errors pass.
 fn problems(e: ApiError) -> Result<Vec<String>, ConsoleError> {
-    if e.key() == "error.validation_failed" {
+    if e.key() == ErrorKey::ValidationFailed {
         Ok(e.body().errors.iter().map(|f| format!("{}: {}", f.field, f.message)).collect())
     } else {
         Err(e.into())

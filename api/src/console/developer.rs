@@ -4,6 +4,7 @@ use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpResponse, ResponseError};
 use askama::Template;
 use reelfarm_backends::store::TokenRecord;
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{iso8601, now_ms};
 use serde::Deserialize;
 
@@ -112,7 +113,7 @@ pub async fn create_token(
     visitor.check_csrf(&form.csrf)?;
     match tokens::create(&state, &visitor.caller(), form.name.as_deref(), form.days.as_deref()).await {
         Ok((_, secret)) => portal(&state, &visitor, Outcome { created: Some(secret), ..Outcome::default() }).await,
-        Err(e) if e.key() == "error.validation_failed" => {
+        Err(e) if e.key() == ErrorKey::ValidationFailed => {
             let problems = e.body().errors.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
             portal(&state, &visitor, Outcome { status: Some(StatusCode::BAD_REQUEST), problems, ..Outcome::default() })
                 .await

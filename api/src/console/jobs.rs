@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpResponse};
 use askama::Template;
 use reelfarm_domain::id::{DeliveryId, JobId, TemplateId};
-use reelfarm_domain::status::JobStatus;
+use reelfarm_domain::status::{DeliveryStatus, JobStatus, RenderStatus};
 use serde::Deserialize;
 
 use super::pages::CsrfForm;
@@ -95,7 +95,7 @@ struct VideoCard {
 impl VideoCard {
     /// Still to come: the card polls for its next state.
     fn pending(&self) -> bool {
-        matches!(self.video.status.as_str(), "pending" | "started")
+        !RenderStatus::parse(&self.video.status).is_some_and(RenderStatus::is_final)
     }
 }
 
@@ -142,7 +142,8 @@ async fn deliveries_of(state: &AppState, visitor: &SignedIn, job: &JobJson) -> R
         .into_iter()
         .map(|(d, a)| DeliveryJson::new(d, a))
         .collect();
-    let live = job.status == "started" || deliveries.iter().any(|d| d.status == "pending");
+    let live = job.status == JobStatus::Started.as_str()
+        || deliveries.iter().any(|d| d.status == DeliveryStatus::Pending.as_str());
     Ok(Deliveries { job_id: job.id.clone(), deliveries, live, csrf: visitor.session.csrf.clone() })
 }
 

@@ -6,6 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use askama::Template;
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{iso8601, AssetId, LibraryId};
 use serde::Deserialize;
 use serde_json::json;
@@ -275,7 +276,7 @@ pub async fn rename_object(
     let asset = ids::in_path::<AssetId>(&id)?;
     match services::assets::rename(&state, &visitor.caller(), &asset, form.label.as_deref()).await {
         Ok(_) => Ok(see_other(&format!("/console/objects/{asset}"))),
-        Err(e) if e.key() == "error.validation_failed" => {
+        Err(e) if e.key() == ErrorKey::ValidationFailed => {
             let problem = e.body().errors.first().map(|f| format!("The name {}", f.message));
             Ok(html(StatusCode::BAD_REQUEST, &object(&state, &visitor, &id, problem).await?))
         }

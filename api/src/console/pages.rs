@@ -4,6 +4,7 @@ use actix_web::cookie::time::Duration as CookieDuration;
 use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use askama::Template;
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::iso8601;
 use serde::Deserialize;
 
@@ -85,7 +86,7 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>, form: web::Fo
     let client = sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
     match sessions::sign_in(&state, &form.email, &form.password, client).await {
         Ok((_, token)) => signed_in(&state, next, token),
-        Err(e) if e.key() == "error.unauthorized" => {
+        Err(e) if e.key() == ErrorKey::Unauthorized => {
             Ok(sign_in_form(&state, StatusCode::UNAUTHORIZED, next, &form.email, Some(&e.body().message)))
         }
         Err(e) => Err(e.into()),
@@ -116,7 +117,7 @@ pub async fn use_link(
     let client = sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
     match sessions::sign_in_with_link(&state, &token, client).await {
         Ok((_, session)) => signed_in(&state, "/console/account#sign-in", session),
-        Err(e) if e.key() == "error.unauthorized" => {
+        Err(e) if e.key() == ErrorKey::Unauthorized => {
             Ok(sign_in_form(&state, StatusCode::UNAUTHORIZED, "", "", Some(&e.body().message)))
         }
         Err(e) => Err(e.into()),
@@ -238,7 +239,7 @@ pub async fn set_sign_in(state: web::Data<AppState>, visitor: SignedIn, form: we
     let current = form.current_password.as_deref().unwrap_or_default();
     match services::accounts::set_sign_in(&state, &visitor.session, &form.email, &form.password, current).await {
         Ok(()) => account_page(&state, &visitor, None, true).await,
-        Err(e) if e.key() == "error.validation_failed" => {
+        Err(e) if e.key() == ErrorKey::ValidationFailed => {
             let problem = e.body().errors.iter().map(sentence).collect::<Vec<_>>().join(" ");
             account_page(&state, &visitor, Some(problem), false).await
         }

@@ -135,6 +135,7 @@ pub fn problems_of(errors: &[FieldError]) -> Problems {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reelfarm_domain::error_key::ErrorKey;
 
     const TEXT: &str = "5d1d9a6e-0000-4000-8000-000000000001";
     const IMAGE: &str = "5d1d9a6e-0000-4000-8000-000000000002";
@@ -166,11 +167,11 @@ mod tests {
     fn the_format_and_transparency_go_into_the_options() {
         let body = job_body("t", &variables(), &form(&[("format", "webm"), ("transparent", "1")])).unwrap();
         assert_eq!((&body["options"]["format"], &body["options"]["transparent"]), (&json!("webm"), &json!(true)));
-        let errors = [FieldError::new("options.transparent", "error.invalid", "opaque background")];
+        let errors = [FieldError::new("options.transparent", ErrorKey::Invalid, "opaque background")];
         assert_eq!(problems_of(&errors)["transparent"], "opaque background");
         let body = job_body("t", &variables(), &form(&[("subtitles", "1")])).unwrap();
         assert_eq!(body["options"]["subtitles"], json!(true));
-        let errors = [FieldError::new("options.subtitles", "error.invalid", "no captions")];
+        let errors = [FieldError::new("options.subtitles", ErrorKey::Invalid, "no captions")];
         assert_eq!(problems_of(&errors)["subtitles"], "no captions");
     }
 
@@ -228,12 +229,12 @@ mod tests {
     #[test]
     fn service_errors_land_on_their_inputs() {
         let errors = [
-            FieldError::new(format!("values[0].template_variables.{TEXT}"), "error.invalid", "too long"),
-            FieldError::new(format!("values[0].template_variables.{SOUND}.identifier"), "error.invalid", "no voice"),
-            FieldError::new("options.quality", "error.invalid", "bad quality"),
-            FieldError::new("options.priority", "error.invalid", "bad priority"),
-            FieldError::new("notifications[0].payload.url", "error.invalid", "not https"),
-            FieldError::new("values[0].title", "error.invalid", "long title"),
+            FieldError::new(format!("values[0].template_variables.{TEXT}"), ErrorKey::Invalid, "too long"),
+            FieldError::new(format!("values[0].template_variables.{SOUND}.identifier"), ErrorKey::Invalid, "no voice"),
+            FieldError::new("options.quality", ErrorKey::Invalid, "bad quality"),
+            FieldError::new("options.priority", ErrorKey::Invalid, "bad priority"),
+            FieldError::new("notifications[0].payload.url", ErrorKey::Invalid, "not https"),
+            FieldError::new("values[0].title", ErrorKey::Invalid, "long title"),
         ];
         let problems = problems_of(&errors);
         assert_eq!(problems[TEXT], "too long");

@@ -1,5 +1,5 @@
 //! Request bodies as the OpenAPI document describes them. The handlers read these bodies
-//! leniently (DESIGN.md: aliases, `[]` for `{}`, numbers for strings, surrounding white
+//! leniently ( aliases, `[]` for `{}`, numbers for strings, surrounding white
 //! space) and check them field by field; JSON Schema says the same, with `not`, `const`
 //! and patterns that utoipa's types cannot express, so the schemas are written here and
 //! put into the document by `openapi::finish` under the names the handlers refer to.

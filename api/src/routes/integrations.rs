@@ -5,6 +5,7 @@
 
 use actix_web::{delete, get, put, web, HttpRequest, HttpResponse};
 use reelfarm_backends::store::IntegrationRecord;
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::iso8601;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 use serde::Serialize;
@@ -138,7 +139,7 @@ fn parse_provider(name: &str) -> Result<Provider, ApiError> {
 /// characters; `Err` names each field in error.
 fn parse_account(body: &Value) -> Result<LinkedAccount, Vec<FieldError>> {
     let Some(body) = body.as_object() else {
-        return Err(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]);
+        return Err(vec![FieldError::new("", ErrorKey::Invalid, "the body must be a JSON object")]);
     };
     let mut errors = Vec::new();
     let mut field = |name: &str| match body.get(name) {
@@ -149,7 +150,7 @@ fn parse_account(body: &Value) -> Result<LinkedAccount, Vec<FieldError>> {
             })
         }
         Some(_) => {
-            errors.push(FieldError::new(name, "error.invalid", "must be a string"));
+            errors.push(FieldError::new(name, ErrorKey::Invalid, "must be a string"));
             String::new()
         }
     };

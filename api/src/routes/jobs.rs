@@ -235,7 +235,7 @@ impl JobJson {
         (status = 200, body = JobOrQuote, description = "The job, or with options.dry_run what it would cost"),
         (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
-        (status = 402, body = ErrorBody, description = "error.generator_contract_exceeded"),
+        (status = 402, body = ErrorBody, description = "The credits do not cover the renders"),
         (status = 404, body = ErrorBody, description = "Unknown template"),
         (status = 409, body = ErrorBody, description = "Idempotency-Key reused with another body"),
     ),

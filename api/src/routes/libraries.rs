@@ -1,4 +1,4 @@
-//! Libraries (spec §2.1, §2.2, §4.1, §4.2) and the personal library (DESIGN.md).
+//! Libraries (spec §2.1, §2.2, §4.1, §4.2) and the personal library.
 
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use reelfarm_backends::store::{Library, LibraryKind, LibraryOwner};

@@ -81,7 +81,7 @@ impl DeliveryJson {
                     duration_ms: a.duration_ms,
                     status_code: a.status_code,
                     error: a.error,
-                    outcome: a.outcome.to_string(),
+                    outcome: a.outcome.as_str().to_string(),
                 })
                 .collect(),
             created_at: iso8601(delivery.created_at),

@@ -1,5 +1,5 @@
 //! The caller: their account (`GET /user/v1/users`, which existing clients read) and their
-//! webhook signing secret (DESIGN.md).
+//! webhook signing secret.
 
 use actix_web::{get, post, web, HttpResponse};
 use serde::Serialize;

@@ -2,8 +2,10 @@
 //! for operators every user and group — credits, memberships, new users and one-time
 //! sign-in links. Whoever is not an operator finds no admin area (404).
 
+use reelfarm_domain::error_key::ErrorKey;
 use std::time::Duration;
 
+use reelfarm_app::{accounts, Actor};
 use reelfarm_backends::store::{Account, GroupSummary, StoreError, User};
 use reelfarm_domain::id::{GroupId, UserId};
 use reelfarm_domain::password;
@@ -15,16 +17,12 @@ use crate::error::{ApiError, FieldError};
 use crate::pagination::Page;
 use crate::state::AppState;
 
-/// How long a sign-in link made in the admin area stays valid.
-pub const LINK_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Checks of the current password a user may make: a few, then one a minute.
 const CHECKS_BURST: u32 = 5;
 const CHECK_INTERVAL: Duration = Duration::from_secs(60);
-/// Longest user or group name, in characters.
-const MAX_NAME_CHARS: usize = 100;
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::validation(vec![FieldError::new(field, "error.invalid", message)])
+    ApiError::validation(vec![FieldError::new(field, ErrorKey::Invalid, message)])
 }
 
 /// Hashes `new` off the async threads; a 400 naming `password` when it is too short or
@@ -97,7 +95,7 @@ pub async fn overview(state: &AppState, caller: &Caller, page: Page) -> Result<(
     Ok((store.accounts(page.limit, page.offset()).await?, store.group_summaries().await?))
 }
 
-/// What an operator asks a new user to be.
+/// What an operator asks a new user to be, as the admin area's form sends it.
 pub struct NewAccount<'a> {
     pub name: &'a str,
     pub email: &'a str,
@@ -106,97 +104,54 @@ pub struct NewAccount<'a> {
     pub operator: bool,
 }
 
-/// Creates a user; returns it with a one-time sign-in link's token for it.
+/// Creates a user ([`accounts::create_user`]); returns it with a one-time sign-in link's
+/// token for it.
 #[tracing::instrument(name = "accounts::create", skip_all, fields(user_id = %caller.user.id))]
 pub async fn create(state: &AppState, caller: &Caller, new: &NewAccount<'_>) -> Result<(User, String)> {
-    operator_only(caller)?;
-    let mut errors = Vec::new();
-    let name = crate::text::field("name", Some(new.name), MAX_NAME_CHARS).map_err(|e| errors.push(e)).ok();
-    let email = match new.email.trim() {
-        "" => None,
-        given => {
-            let email = password::normalize_email(given);
-            if email.is_none() {
-                errors.push(FieldError::new("email", "error.invalid", "is not an e-mail address"));
-            }
-            email
-        }
-    };
-    let credits = parse_credits(new.credits).map_err(|e| errors.push(e)).ok();
-    let group = match new.group.trim() {
-        "" => None,
-        _ => crate::text::field("group", Some(new.group), MAX_NAME_CHARS).map_err(|e| errors.push(e)).ok(),
-    };
-    let (Some(name), Some(credits), true) = (name, credits, errors.is_empty()) else {
-        return Err(ApiError::validation(errors));
+    // Credits the form cannot read are refused with the other fields, as negative ones are.
+    let credits = accounts::parse_credits(new.credits).unwrap_or(-1);
+    let command = accounts::CreateUser {
+        name: new.name.to_string(),
+        group: Some(new.group.to_string()),
+        credits,
+        email: Some(new.email.to_string()),
+        operator: new.operator,
     };
     let store = &state.backends.store;
-    if let Some(email) = &email {
-        if store.sign_in_of(email).await?.is_some() {
-            return Err(invalid("email", "is the address of another user"));
-        }
-    }
-    let user = store.create_user(&name, group.as_deref(), credits).await.map_err(|e| match e {
-        StoreError::Conflict(_) => invalid("name", "is the name of another user"),
-        e => e.into(),
-    })?;
-    if new.operator {
-        store.set_operator(&user.id, true).await?;
-    }
-    if let Some(email) = email {
-        // No password yet: the user sets one after signing in with the link.
-        store.set_sign_in(&user.id, &email, password::unusable_hash()).await?;
-    }
-    tracing::info!(new_user = %user.id, operator = new.operator, "user created in the console");
-    let link = store.create_sign_in_link(&user.id, LINK_TTL).await?;
+    let user = accounts::create_user(store, Actor::User(&caller.user), &command).await?;
+    let (_, link) = accounts::sign_in_link(store, Actor::User(&caller.user), &user.id, accounts::LINK_TTL).await?;
     Ok((user, link))
-}
-
-fn parse_credits(given: &str) -> std::result::Result<i64, FieldError> {
-    match given.trim().parse::<i64>() {
-        Ok(n) if n >= 0 => Ok(n),
-        _ => Err(FieldError::new("credits", "error.invalid", "must be a whole number of at least 0")),
-    }
 }
 
 /// Sets the credits of user or group `who` (id).
 #[tracing::instrument(name = "accounts::set_credits", skip_all, fields(user_id = %caller.user.id))]
 pub async fn set_credits(state: &AppState, caller: &Caller, who: &str, credits: &str) -> Result<()> {
-    operator_only(caller)?;
-    let credits = parse_credits(credits).map_err(|e| ApiError::validation(vec![e]))?;
-    let known = UserId::parse(who).is_some() || GroupId::parse(who).is_some();
-    if !known {
+    let credits = accounts::parse_credits(credits).map_err(|e| ApiError::validation(vec![e]))?;
+    // Ids only: the form names users and groups by id, never by a name that could be both.
+    if UserId::parse(who).is_none() && GroupId::parse(who).is_none() {
         return Err(ApiError::not_found("User or group"));
     }
-    state.backends.store.set_credits(who, credits).await?;
+    accounts::set_credits(&state.backends.store, Actor::User(&caller.user), who, credits).await?;
     Ok(())
 }
 
 /// Makes user `user_id` a member of the group named `group` (made if missing).
 #[tracing::instrument(name = "accounts::join", skip_all, fields(user_id = %caller.user.id))]
 pub async fn join(state: &AppState, caller: &Caller, user_id: &UserId, group: &str) -> Result<()> {
-    operator_only(caller)?;
-    let group = crate::text::field("group", Some(group), MAX_NAME_CHARS).map_err(|e| ApiError::validation(vec![e]))?;
-    state.backends.store.join_group(user_id, &group).await?;
-    Ok(())
+    Ok(accounts::join(&state.backends.store, Actor::User(&caller.user), user_id, group).await?)
 }
 
 /// Ends the membership of user `user_id` in group `group_id`.
 #[tracing::instrument(name = "accounts::leave", skip_all, fields(user_id = %caller.user.id))]
 pub async fn leave(state: &AppState, caller: &Caller, user_id: &UserId, group_id: &GroupId) -> Result<()> {
-    operator_only(caller)?;
-    if !state.backends.store.leave_group(user_id, group_id).await? {
-        return Err(ApiError::not_found("Membership"));
-    }
-    Ok(())
+    Ok(accounts::leave(&state.backends.store, Actor::User(&caller.user), user_id, group_id).await?)
 }
 
 /// The name of user `user_id` and a one-time sign-in link's token for them, valid for
-/// [`LINK_TTL`].
+/// [`accounts::LINK_TTL`].
 #[tracing::instrument(name = "accounts::sign_in_link", skip_all, fields(user_id = %caller.user.id))]
 pub async fn sign_in_link(state: &AppState, caller: &Caller, user_id: &UserId) -> Result<(String, String)> {
-    operator_only(caller)?;
     let store = &state.backends.store;
-    let user = store.user(user_id).await?;
-    Ok((user.name, store.create_sign_in_link(user_id, LINK_TTL).await?))
+    let (user, token) = accounts::sign_in_link(store, Actor::User(&caller.user), user_id, accounts::LINK_TTL).await?;
+    Ok((user.name, token))
 }

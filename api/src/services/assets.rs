@@ -2,6 +2,7 @@
 
 use reelfarm_backends::store::AssetQuery;
 use reelfarm_domain::asset::{Asset, AssetKind};
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{AssetId, LibraryId};
 
 use super::{libraries, Result};
@@ -35,7 +36,7 @@ pub async fn add(
         None => store.personal_library(&caller.user.id).await?,
         Some(id) => {
             let (library, editable) = libraries::visible(state, caller, id).await.map_err(|e| {
-                if e.key() == "error.not_found" {
+                if e.key() == ErrorKey::NotFound {
                     ApiError::not_found_field("library_id", "Library")
                 } else {
                     e
@@ -58,7 +59,7 @@ pub async fn visible(state: &AppState, caller: &Caller, id: &AssetId) -> Result<
     let asset = state.backends.store.asset(id).await?;
     match libraries::visible(state, caller, &asset.library_id).await {
         Ok((_, editable)) => Ok((asset, editable)),
-        Err(e) if e.key() == "error.not_found" => Err(ApiError::not_found("Asset")),
+        Err(e) if e.key() == ErrorKey::NotFound => Err(ApiError::not_found("Asset")),
         Err(e) => Err(e),
     }
 }

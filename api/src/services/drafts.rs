@@ -4,6 +4,7 @@
 //! smaller) and at most 15 fps with x264's fastest preset, is not listed with the jobs and
 //! is deleted with its video a day after it was made. It is polled like any job.
 
+use reelfarm_domain::error_key::ErrorKey;
 use std::time::Duration;
 
 use reelfarm_backends::store::{JobCreation, JobRecord, NewJob, NewRender};
@@ -25,9 +26,13 @@ const DRAFTS_AT_ONCE: u32 = 5;
 
 /// Reads a draft body: `values` (as a job's `template_variables`), optional.
 pub fn draft_values(body: &Value) -> Result<Map<String, Value>> {
-    let invalid = |message: &str| ApiError::validation(vec![FieldError::new("values", "error.invalid", message)]);
+    let invalid = |message: &str| ApiError::validation(vec![FieldError::new("values", ErrorKey::Invalid, message)]);
     let Some(body) = body.as_object() else {
-        return Err(ApiError::validation(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]));
+        return Err(ApiError::validation(vec![FieldError::new(
+            "",
+            ErrorKey::Invalid,
+            "the body must be a JSON object",
+        )]));
     };
     match body.get("values") {
         None | Some(Value::Null) => Ok(Map::new()),
@@ -102,7 +107,7 @@ async fn within_budget(state: &AppState, caller: &Caller, estimate: &Estimate) -
             "a draft of this template is {:.0} s long; drafts may make {minutes} minutes of video an hour",
             estimate.duration
         );
-        return Err(ApiError::validation(vec![FieldError::new("id", "error.limit_exceeded", message)]));
+        return Err(ApiError::validation(vec![FieldError::new("id", ErrorKey::LimitExceeded, message)]));
     }
     let now = now_ms();
     let drafts = state.backends.store.drafts_since(&caller.user.id, now - BUDGET_WINDOW_MS).await?;

@@ -6,6 +6,7 @@
 //! with the same body within 24 hours gives the first response again and charges
 //! nothing; with another body it is a 409.
 
+use reelfarm_domain::error_key::ErrorKey;
 pub(super) mod media;
 mod output;
 pub(crate) mod request;
@@ -169,7 +170,7 @@ pub(super) fn beyond_limits(state: &AppState, template: &Template, quality: Qual
         Ok(()) => Vec::new(),
         Err(problems) => problems
             .into_iter()
-            .map(|p| FieldError::new("template_id", "error.limit_exceeded", format!("the template's {p}")))
+            .map(|p| FieldError::new("template_id", ErrorKey::LimitExceeded, format!("the template's {p}")))
             .collect(),
     }
 }
@@ -196,7 +197,7 @@ fn value_errors(template: &Template, problems: Vec<ValueError>, path: &str) -> V
         .into_iter()
         .map(|p| {
             let known = Uuid::parse_str(&p.variable).ok().and_then(|id| template.variable_layer(id)).is_some();
-            let key = if known { "error.invalid" } else { "error.unknown_variable" };
+            let key = if known { ErrorKey::Invalid } else { ErrorKey::UnknownVariable };
             FieldError::new(format!("{path}.{}", p.variable), key, p.message)
         })
         .collect()

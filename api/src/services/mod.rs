@@ -2,7 +2,7 @@
 //! console's pages) call. A service function takes the state, a typed caller and typed
 //! input, checks the caller's rights and the input, talks to the backends and returns
 //! domain records; the handler only parses the request, calls one service function and
-//! maps its result to the spec's JSON. Errors are [`ApiError`]s: DESIGN.md's error shape
+//! maps its result to the spec's JSON. Errors are [`ApiError`]s: the service's error shape
 //! (key, message, the fields in error), which a page shows as well as a JSON body does.
 
 pub mod accounts;

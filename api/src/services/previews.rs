@@ -3,6 +3,7 @@
 //! and answered as a JPEG. Anyone who may render a template may preview it; a frame costs
 //! no credit.
 
+use reelfarm_domain::error_key::ErrorKey;
 use std::time::Duration;
 
 use reelfarm_backends::bus::{BusError, Service};
@@ -34,17 +35,21 @@ pub struct PreviewRequest {
 /// Reads a preview body; every problem names its field.
 pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
     let Some(body) = body.as_object() else {
-        return Err(ApiError::validation(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]));
+        return Err(ApiError::validation(vec![FieldError::new(
+            "",
+            ErrorKey::Invalid,
+            "the body must be a JSON object",
+        )]));
     };
     let mut errors = Vec::new();
     let at = match body.get("t").map(|t| (t, t.as_f64())) {
         Some((_, Some(t))) if t >= 0.0 => t,
         None => {
-            errors.push(FieldError::new("t", "error.required", "the time of the frame in seconds is required"));
+            errors.push(FieldError::new("t", ErrorKey::Required, "the time of the frame in seconds is required"));
             0.0
         }
         Some(_) => {
-            errors.push(FieldError::new("t", "error.invalid", "must be a number of seconds, 0 or more"));
+            errors.push(FieldError::new("t", ErrorKey::Invalid, "must be a number of seconds, 0 or more"));
             0.0
         }
     };
@@ -56,18 +61,18 @@ pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
         }
         Some(Value::Array(a)) if a.is_empty() => Map::new(),
         Some(_) => {
-            errors.push(FieldError::new("values", "error.invalid", "must be an object of variable id → value"));
+            errors.push(FieldError::new("values", ErrorKey::Invalid, "must be an object of variable id → value"));
             Map::new()
         }
     };
     let quality = match body.get("quality") {
         None | Some(Value::Null) => Quality::Default,
         Some(Value::String(q)) => q.parse().unwrap_or_else(|e: reelfarm_domain::quality::UnknownQuality| {
-            errors.push(FieldError::new("quality", "error.invalid", e.to_string()));
+            errors.push(FieldError::new("quality", ErrorKey::Invalid, e.to_string()));
             Quality::Default
         }),
         Some(_) => {
-            errors.push(FieldError::new("quality", "error.invalid", "must be a string"));
+            errors.push(FieldError::new("quality", ErrorKey::Invalid, "must be a string"));
             Quality::Default
         }
     };
@@ -139,7 +144,7 @@ async fn limit(state: &AppState, caller: &Caller) -> Result<()> {
 fn within(duration: f64, at: f64) -> Result<()> {
     if !at.is_finite() || at < 0.0 || at > duration {
         let message = format!("must be within the video: 0 to {duration} seconds");
-        return Err(ApiError::validation(vec![FieldError::new("t", "error.invalid", message)]));
+        return Err(ApiError::validation(vec![FieldError::new("t", ErrorKey::Invalid, message)]));
     }
     Ok(())
 }
@@ -159,7 +164,7 @@ async fn drawn(state: &AppState, call: &PreviewCall) -> Result<Vec<u8>> {
     match PreviewAnswer::from_bytes(&answer) {
         Some(PreviewAnswer::Frame(jpeg)) => Ok(jpeg),
         Some(PreviewAnswer::Refused(message)) => {
-            Err(ApiError::validation(vec![FieldError::new("values", "error.unrenderable", message)]))
+            Err(ApiError::validation(vec![FieldError::new("values", ErrorKey::Unrenderable, message)]))
         }
         Some(PreviewAnswer::Failed(message)) => {
             Err(ApiError::internal(&std::io::Error::other(format!("preview failed: {message}"))))

@@ -7,6 +7,7 @@
 //! the placeholder files stored with the template (an import's). A worker renders the
 //! thumb and preview of each saved version.
 
+use reelfarm_domain::error_key::ErrorKey;
 use std::collections::BTreeMap;
 
 use reelfarm_backends::store::{
@@ -40,9 +41,9 @@ pub struct SaveRequest {
 /// Reads a create or save body; a missing or mistyped field names itself.
 pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
     let invalid =
-        |field: &str, key: &str, message: &str| ApiError::validation(vec![FieldError::new(field, key, message)]);
+        |field: &str, key: ErrorKey, message: &str| ApiError::validation(vec![FieldError::new(field, key, message)]);
     let Some(body) = body.as_object() else {
-        return Err(invalid("", "error.invalid", "the body must be a JSON object"));
+        return Err(invalid("", ErrorKey::Invalid, "the body must be a JSON object"));
     };
     let json = match body.get("json") {
         Some(document @ serde_json::Value::Object(_)) => {
@@ -50,16 +51,16 @@ pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
             document.clone()
         }
         None | Some(serde_json::Value::Null) => {
-            return Err(invalid("json", "error.required", "the template document is required"))
+            return Err(invalid("json", ErrorKey::Required, "the template document is required"))
         }
-        Some(_) => return Err(invalid("json", "error.invalid", "must be the template document (an object)")),
+        Some(_) => return Err(invalid("json", ErrorKey::Invalid, "must be the template document (an object)")),
     };
     let base_version = match body.get("base_version") {
         None | Some(serde_json::Value::Null) => None,
         // JSON Schema's integers include `3.0`.
         Some(n) => match n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f <= MAX_VERSION as f64) {
             Some(n) => Some(n as i64),
-            _ => return Err(invalid("base_version", "error.invalid", "must be a version number (1 or more)")),
+            _ => return Err(invalid("base_version", ErrorKey::Invalid, "must be a version number (1 or more)")),
         },
     };
     Ok(SaveRequest { json, base_version })
@@ -244,7 +245,7 @@ pub async fn check(
         .err()
         .unwrap_or_default()
         .into_iter()
-        .map(|p| FieldError::new(under_json(&p.path), "error.limit_exceeded", p.message))
+        .map(|p| FieldError::new(under_json(&p.path), ErrorKey::LimitExceeded, p.message))
         .collect();
     let mut groups: Option<Vec<GroupId>> = None;
     for (path, source, media) in template.sources_at() {
@@ -253,7 +254,7 @@ pub async fn check(
             Source::File { file } => (
                 format!("{path}.file"),
                 Some((
-                    "error.unknown_file",
+                    ErrorKey::UnknownFile,
                     format!("no file {file:?} is stored with this template; use a library asset or an address"),
                 )),
             ),

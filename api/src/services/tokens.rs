@@ -2,6 +2,7 @@
 //! a name and a lifetime (the secret shown once), revoked.
 
 use reelfarm_backends::store::TokenRecord;
+use reelfarm_domain::error_key::ErrorKey;
 
 use super::Result;
 use crate::auth::Caller;
@@ -34,7 +35,7 @@ pub async fn create(
     if days.is_none() {
         errors.push(FieldError::new(
             "days",
-            "error.invalid",
+            ErrorKey::Invalid,
             format!("the lifetime must be one of {LIFETIMES:?} days"),
         ));
     }

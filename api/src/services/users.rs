@@ -1,5 +1,4 @@
-//! The caller's account: its credits, what it used and its webhook signing secret
-//! (DESIGN.md).
+//! The caller's account: its credits, what it used and its webhook signing secret.
 
 use reelfarm_backends::store::RenderCounts;
 use reelfarm_backends::webhook_secret::{self as secrets, WebhookSecretError};

@@ -1,4 +1,4 @@
-//! Each user's webhook signing secret (Standard Webhooks, DESIGN.md), kept sealed at rest
+//! Each user's webhook signing secret (Standard Webhooks), kept sealed at rest
 //! like the linked accounts' secrets ([`Sealer`], bound to the user): a copy of the
 //! database alone does not let anyone sign callbacks in a user's name.
 //!

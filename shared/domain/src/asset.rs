@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::id::{AssetId, LibraryId, UserId};
 
-/// Where an asset is in its life (DESIGN.md): `created` → `processing` → `finished` |
+/// Where an asset is in its life: `created` → `processing` → `finished` |
 /// `failed`. `uploading` is internal (a PUT is streaming) and shown as `created`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AssetStatus {

@@ -6,6 +6,7 @@
 pub mod asset;
 pub mod captions;
 pub mod cost;
+pub mod error_key;
 pub mod html;
 pub mod id;
 pub mod integration;

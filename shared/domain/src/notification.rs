@@ -1,6 +1,7 @@
 //! Notifications of a job (spec §2.8, §6): what to do when a render ends. Validated when
 //! the job is created, stored with it, delivered by the notifier.
 
+use crate::error_key::ErrorKey;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -43,12 +44,12 @@ pub enum Notification {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldProblem {
     pub field: String,
-    pub key: &'static str,
+    pub key: ErrorKey,
     pub message: String,
 }
 
 impl FieldProblem {
-    fn new(field: &str, key: &'static str, message: impl Into<String>) -> FieldProblem {
+    fn new(field: &str, key: ErrorKey, message: impl Into<String>) -> FieldProblem {
         FieldProblem { field: field.to_string(), key, message: message.into() }
     }
 }
@@ -62,27 +63,27 @@ pub const TYPES: [&str; 4] = ["callback", "upload-videosite", "upload-cloudstora
 
 impl Notification {
     /// Reads one element of a job request's `notifications`, reporting every problem.
-    /// Unknown extra fields are ignored (DESIGN.md).
+    /// Unknown extra fields are ignored.
     pub fn parse(value: &Value) -> Result<Notification, Vec<FieldProblem>> {
         let Some(object) = value.as_object() else {
-            return Err(vec![FieldProblem::new("", "error.invalid", "must be an object with `type` and `payload`")]);
+            return Err(vec![FieldProblem::new("", ErrorKey::Invalid, "must be an object with `type` and `payload`")]);
         };
         let kind = match object.get("type") {
             Some(Value::String(t)) if TYPES.contains(&t.as_str()) => t.as_str(),
             Some(Value::String(t)) => {
                 let message = format!("unknown notification type {t:?}; use one of {}", TYPES.join(", "));
-                return Err(vec![FieldProblem::new("type", "error.invalid", message)]);
+                return Err(vec![FieldProblem::new("type", ErrorKey::Invalid, message)]);
             }
-            Some(_) => return Err(vec![FieldProblem::new("type", "error.invalid", "must be a string")]),
-            None => return Err(vec![FieldProblem::new("type", "error.required", "is required")]),
+            Some(_) => return Err(vec![FieldProblem::new("type", ErrorKey::Invalid, "must be a string")]),
+            None => return Err(vec![FieldProblem::new("type", ErrorKey::Required, "is required")]),
         };
         let empty = serde_json::Map::new();
         let payload = match object.get("payload") {
             Some(Value::Object(p)) => p,
             // PHP clients send `[]` for an empty object.
             Some(Value::Array(a)) if a.is_empty() => &empty,
-            Some(_) => return Err(vec![FieldProblem::new("payload", "error.invalid", "must be an object")]),
-            None => return Err(vec![FieldProblem::new("payload", "error.required", "is required")]),
+            Some(_) => return Err(vec![FieldProblem::new("payload", ErrorKey::Invalid, "must be an object")]),
+            None => return Err(vec![FieldProblem::new("payload", ErrorKey::Required, "is required")]),
         };
         let mut fields = Fields { payload, problems: Vec::new() };
         let notification = match kind {
@@ -137,7 +138,7 @@ struct Fields<'a> {
 }
 
 impl Fields<'_> {
-    fn problem(&mut self, name: &str, key: &'static str, message: impl Into<String>) {
+    fn problem(&mut self, name: &str, key: ErrorKey, message: impl Into<String>) {
         self.problems.push(FieldProblem::new(&format!("payload.{name}"), key, message));
     }
 
@@ -146,16 +147,16 @@ impl Fields<'_> {
         match self.payload.get(name) {
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             Some(Value::String(_)) if required => {
-                self.problem(name, "error.required", "must not be empty");
+                self.problem(name, ErrorKey::Required, "must not be empty");
                 None
             }
             None | Some(Value::Null) if required => {
-                self.problem(name, "error.required", "is required");
+                self.problem(name, ErrorKey::Required, "is required");
                 None
             }
             None | Some(Value::Null) | Some(Value::String(_)) => None,
             Some(_) => {
-                self.problem(name, "error.invalid", "must be a string");
+                self.problem(name, ErrorKey::Invalid, "must be a string");
                 None
             }
         }
@@ -170,32 +171,32 @@ impl Fields<'_> {
                 Some(text.trim().to_string())
             }
             _ => {
-                self.problem(name, "error.invalid", format!("{text:?} is not an http:// or https:// address"));
+                self.problem(name, ErrorKey::Invalid, format!("{text:?} is not an http:// or https:// address"));
                 None
             }
         }
     }
 
-    /// `email`: one address or an array of them (DESIGN.md).
+    /// `email`: one address or an array of them.
     fn emails(&mut self) -> Vec<String> {
         let given: Vec<&Value> = match self.payload.get("email") {
             Some(Value::Array(list)) if list.len() > MAX_EMAIL_RECIPIENTS => {
                 let message = format!("at most {MAX_EMAIL_RECIPIENTS} addresses per e-mail notification");
-                self.problem("email", "error.invalid", message);
+                self.problem("email", ErrorKey::Invalid, message);
                 return Vec::new();
             }
             Some(Value::Array(list)) if !list.is_empty() => list.iter().collect(),
             Some(Value::Array(_)) => {
-                self.problem("email", "error.required", "needs at least one address");
+                self.problem("email", ErrorKey::Required, "needs at least one address");
                 return Vec::new();
             }
             Some(one @ Value::String(_)) => vec![one],
             None | Some(Value::Null) => {
-                self.problem("email", "error.required", "is required");
+                self.problem("email", ErrorKey::Required, "is required");
                 return Vec::new();
             }
             Some(_) => {
-                self.problem("email", "error.invalid", "must be an address or an array of addresses");
+                self.problem("email", ErrorKey::Invalid, "must be an address or an array of addresses");
                 return Vec::new();
             }
         };
@@ -204,9 +205,9 @@ impl Fields<'_> {
             match value.as_str().map(str::trim) {
                 Some(address) if is_email(address) => addresses.push(address.to_string()),
                 Some(address) => {
-                    self.problem("email", "error.invalid", format!("{address:?} is not an e-mail address"))
+                    self.problem("email", ErrorKey::Invalid, format!("{address:?} is not an e-mail address"))
                 }
-                None => self.problem("email", "error.invalid", "addresses must be strings"),
+                None => self.problem("email", ErrorKey::Invalid, "addresses must be strings"),
             }
         }
         addresses
@@ -307,7 +308,7 @@ mod tests {
         assert_eq!(ten.recipients(), 10);
         let problems = Notification::parse(&json!({"type": "email", "payload": {"email": addresses(11)}})).unwrap_err();
         assert_eq!(problems.len(), 1);
-        assert_eq!((problems[0].field.as_str(), problems[0].key), ("payload.email", "error.invalid"));
+        assert_eq!((problems[0].field.as_str(), problems[0].key), ("payload.email", ErrorKey::Invalid));
         assert!(problems[0].message.contains("at most 10"), "{problems:?}");
     }
 }

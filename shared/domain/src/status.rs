@@ -1,7 +1,7 @@
 //! Where a job, its renders (videos) and their deliveries are: one enum per entity, with
 //! the names the API, the store and the notifications use.
 
-/// Where a job is (DESIGN.md): `started` until every render ended, then `finished`, or
+/// Where a job is: `started` until every render ended, then `finished`, or
 /// `cancelled` by its owner before that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
@@ -94,6 +94,31 @@ impl DeliveryStatus {
     }
 }
 
+/// What one attempt at a delivery came to: `delivered`, `retry` (another attempt is
+/// scheduled) or `failed` (the last one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Delivered,
+    Retry,
+    Failed,
+}
+
+impl AttemptOutcome {
+    const ALL: [AttemptOutcome; 3] = [AttemptOutcome::Delivered, AttemptOutcome::Retry, AttemptOutcome::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Delivered => "delivered",
+            AttemptOutcome::Retry => "retry",
+            AttemptOutcome::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AttemptOutcome> {
+        AttemptOutcome::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +133,9 @@ mod tests {
         }
         for status in DeliveryStatus::ALL {
             assert_eq!(DeliveryStatus::parse(status.as_str()), Some(status));
+        }
+        for outcome in AttemptOutcome::ALL {
+            assert_eq!(AttemptOutcome::parse(outcome.as_str()), Some(outcome));
         }
         assert_eq!(RenderStatus::parse("done"), None);
     }

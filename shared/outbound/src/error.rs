@@ -1,6 +1,7 @@
 //! Why an outbound request failed. Messages are written for the owner of the job or the
 //! callback: they name the host they were given, never what it resolved to.
 
+use reelfarm_domain::error_key::ErrorKey;
 /// An outbound request that did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum OutboundError {
@@ -50,17 +51,17 @@ impl OutboundError {
     }
 
     /// Stable key for API bodies and logs.
-    pub fn key(&self) -> &'static str {
+    pub fn key(&self) -> ErrorKey {
         match self {
-            OutboundError::Refused(_) => "error.outbound_refused",
-            OutboundError::InvalidUrl(_) => "error.outbound_invalid_url",
-            OutboundError::InvalidHeader(_) => "error.outbound_invalid_header",
-            OutboundError::TooLarge { .. } => "error.outbound_too_large",
-            OutboundError::TimedOut => "error.outbound_timed_out",
-            OutboundError::Status(_) => "error.outbound_status",
-            OutboundError::TooManyRedirects => "error.outbound_too_many_redirects",
-            OutboundError::Network(_) => "error.outbound_network",
-            OutboundError::Io(_) => "error.outbound_io",
+            OutboundError::Refused(_) => ErrorKey::OutboundRefused,
+            OutboundError::InvalidUrl(_) => ErrorKey::OutboundInvalidUrl,
+            OutboundError::InvalidHeader(_) => ErrorKey::OutboundInvalidHeader,
+            OutboundError::TooLarge { .. } => ErrorKey::OutboundTooLarge,
+            OutboundError::TimedOut => ErrorKey::OutboundTimedOut,
+            OutboundError::Status(_) => ErrorKey::OutboundStatus,
+            OutboundError::TooManyRedirects => ErrorKey::OutboundTooManyRedirects,
+            OutboundError::Network(_) => ErrorKey::OutboundNetwork,
+            OutboundError::Io(_) => ErrorKey::OutboundIo,
         }
     }
 }

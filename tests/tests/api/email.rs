@@ -6,6 +6,7 @@ use std::time::Duration;
 use reelfarm_backends::Config;
 use reelfarm_domain::id::{DeliveryId, JobId, RenderId, TemplateId, UserId};
 use reelfarm_domain::notification::Notification;
+use reelfarm_domain::status::RenderStatus;
 use reelfarm_notifier::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use reelfarm_notifier::email::EmailChannel;
 use reelfarm_tests::smtp::SmtpServer;
@@ -37,7 +38,7 @@ fn finished(title: &str) -> RenderFacts {
         user_id: UserId::trusted("u1"),
         external_id: "e1".into(),
         title: title.into(),
-        status: "success".into(),
+        status: RenderStatus::Success,
         error: None,
         project_id: None,
         video_url: Some(VIDEO_URL.into()),
@@ -157,7 +158,7 @@ async fn failed_render_gets_a_short_notice_without_link() {
     let smtp = SmtpServer::start().await;
     let channel = channel(&smtp.url()).await;
     let failed = RenderFacts {
-        status: "failed".into(),
+        status: RenderStatus::Failed,
         error: Some("the value of <logo> is not an image".into()),
         video_url: None,
         thumbnail_url: None,

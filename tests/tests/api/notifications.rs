@@ -1,4 +1,4 @@
-//! Callbacks end to end (spec §6, §6.1; DESIGN.md), in both modes: the render's body
+//! Callbacks end to end (spec §6, §6.1), in both modes: the render's body
 //! POSTed and signed per Standard Webhooks when its video ends, on success and on
 //! failure; non-2xx answers retried on the schedule with a stable `webhook-id`, then
 //! given up; refused addresses; every attempt visible through

@@ -230,6 +230,6 @@ async fn private_templates_are_seen_by_owner_and_shares_only(mode: Mode) {
         limits: Default::default(),
     };
     let refused = import(store, &app.service.backends.blobs, &write_template(dir.path(), "Nobody's"), &options).await;
-    assert!(refused.unwrap_err().to_string().contains("--owner"));
+    assert!(refused.unwrap_err().to_string().contains("owner: is required unless the template is public"));
     app.stop().await;
 }

@@ -9,6 +9,7 @@ use reelfarm_backends::integration::{link_account, Sealer};
 use reelfarm_domain::id::{DeliveryId, JobId, RenderId, TemplateId};
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 use reelfarm_domain::notification::Notification;
+use reelfarm_domain::status::RenderStatus;
 use reelfarm_notifier::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use reelfarm_notifier::google::{DriveChannel, UploadOptions, YouTubeChannel, CHUNK_UNIT};
 use reelfarm_tests::google::{self, FakeGoogle, Fault, Kind};
@@ -62,7 +63,7 @@ async fn setup(mode: Mode, link: bool) -> Setup {
         user_id: user.id.clone(),
         external_id: "ext-1".into(),
         title: "Render one".into(),
-        status: "success".into(),
+        status: RenderStatus::Success,
         error: None,
         project_id: None,
         video_url: Some(app.service.backends.blobs.public_url(key)),
@@ -318,7 +319,7 @@ async fn a_revoked_refresh_token_fails_for_good_asking_to_relink() {
 async fn a_failed_render_has_nothing_to_upload() {
     let s = setup(Mode::Embedded, true).await;
     let facts = RenderFacts {
-        status: "failed".into(),
+        status: RenderStatus::Failed,
         error: Some("boom".into()),
         video_key: None,
         video_url: None,

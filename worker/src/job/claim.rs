@@ -150,7 +150,7 @@ impl RenderHandler {
         };
         let result = tokio::select! {
             result = work => result,
-            () = stop.cancelled() => Err(Failure::Transient("cancelled".into())),
+            () = stop.cancelled() => Err(Failure::Transient("stopped before it ended".into())),
         };
         if result.is_err() && stop.is_cancelled() {
             return self.cancelled(render).await;

@@ -10,6 +10,7 @@
 //! page's script sends them one after the other and swaps the answers in); the page keeps
 //! only the selection and the playhead.
 
+use reelfarm_domain::error_key::ErrorKey;
 mod edit;
 mod fields;
 mod timeline;
@@ -236,7 +237,7 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
                 Ok(Some((session.clone(), Some((notice.to_string(), true)))))
             }
             // A version saved since the working copy started (elsewhere).
-            Err(e) if e.key() == "error.conflict" => {
+            Err(e) if e.key() == ErrorKey::Conflict => {
                 Ok(Some((session.clone(), Some((format!("Not saved: {}", e.body().message), true)))))
             }
             Err(e) => Err(e),
@@ -267,7 +268,7 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
         }
         Ok(None) => None,
         // Another tab moved the working copy on: show it as it is now.
-        Err(e) if e.key() == "error.conflict" => {
+        Err(e) if e.key() == ErrorKey::Conflict => {
             session = copies::open(state, caller, id).await?.1;
             Some((format!("Not changed: {} Here it is as it is now; make the change again.", e.body().message), true))
         }

@@ -4,6 +4,7 @@
 
 use reelfarm_backends::store::StoreError;
 use reelfarm_domain::asset::{AssetKind, AssetStatus};
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::GroupId;
 use reelfarm_domain::template::{Template, VariableType};
 use reelfarm_outbound::Outbound;
@@ -47,7 +48,7 @@ fn takes(media: Option<VariableType>, kind: AssetKind, animated: bool) -> bool {
     }
 }
 
-pub(in crate::services) type Problem = (&'static str, String);
+pub(in crate::services) type Problem = (ErrorKey, String);
 
 /// The media values of one `values` element that cannot be used, by variable id: asset ids
 /// the caller cannot see (or not converted, or of another kind), addresses whose file type
@@ -99,7 +100,7 @@ fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
         return None;
     }
     Some((
-        "error.unsupported_file_type",
+        ErrorKey::UnsupportedFileType,
         format!(
             "a {} value cannot be a .{ext} file; accepted types: {}",
             media.as_str(),
@@ -118,7 +119,7 @@ pub(in crate::services) async fn asset_problem(
     media: Option<VariableType>,
 ) -> Result<Option<Problem>, ApiError> {
     let store = &state.backends.store;
-    let unknown = || Some(("error.unknown_asset", format!("no asset {id:?} in the libraries you can use")));
+    let unknown = || Some((ErrorKey::UnknownAsset, format!("no asset {id:?} in the libraries you can use")));
     let asset = match store.named_asset(id).await {
         Ok(asset) => asset,
         Err(StoreError::NotFound(_)) => return Ok(unknown()),
@@ -135,14 +136,14 @@ pub(in crate::services) async fn asset_problem(
     if asset.status != AssetStatus::Finished {
         let status = asset.status.public();
         return Ok(Some((
-            "error.asset_not_ready",
+            ErrorKey::AssetNotReady,
             format!("asset {id:?} is {status}; only finished assets can be used"),
         )));
     }
     match asset.kind {
         Some(kind) if takes(media, kind, asset.duration_ms.is_some()) => Ok(None),
         kind => Ok(Some((
-            "error.unsupported_file_type",
+            ErrorKey::UnsupportedFileType,
             format!(
                 "asset {id:?} is a {} asset; {}",
                 kind.map_or("unknown", AssetKind::as_str),

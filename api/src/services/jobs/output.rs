@@ -3,6 +3,7 @@
 //! ([`check`]). Each problem names its field; a setting given for a format it does not
 //! apply to is refused rather than ignored.
 
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS, GIF_MAX_FRAME_BYTES};
 use reelfarm_domain::template::{Template, VariableType};
@@ -18,7 +19,7 @@ const GIF_WIDTHS: std::ops::RangeInclusive<u64> = 16..=4096;
 /// Reads `format`, `transparent`, `still_at`, `fps` and `max_width` of `options`.
 pub(super) fn parse(options: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Output {
     let mut invalid = |field: &str, message: String| {
-        errors.push(FieldError::new(format!("options.{field}"), "error.invalid", message));
+        errors.push(FieldError::new(format!("options.{field}"), ErrorKey::Invalid, message));
     };
     let format = match options.get("format").unwrap_or(&Value::Null) {
         Value::Null => Format::Mp4,
@@ -98,7 +99,7 @@ pub(super) fn check(template: &Template, request: &JobRequest) -> Vec<FieldError
     let duration = template.duration();
     if let Some(at) = output.still_at.filter(|at| *at >= duration) {
         let message = format!("{at} s is not within the video, which lasts {duration} s");
-        errors.push(FieldError::new("options.still_at", "error.invalid", message));
+        errors.push(FieldError::new("options.still_at", ErrorKey::Invalid, message));
     }
     let canvas = (template.canvas.width, template.canvas.height, template.canvas.fps);
     let bytes = output.gif_frame_bytes(canvas, duration, request.quality);
@@ -109,11 +110,11 @@ pub(super) fn check(template: &Template, request: &JobRequest) -> Vec<FieldError
             bytes / 1_000_000,
             GIF_MAX_FRAME_BYTES / 1_000_000
         );
-        errors.push(FieldError::new("options.format", "error.invalid", message));
+        errors.push(FieldError::new("options.format", ErrorKey::Invalid, message));
     }
     if output.subtitles && !template.has_captions() {
         let message = "the template has no captions layer to make a subtitle track of".to_string();
-        errors.push(FieldError::new("options.subtitles", "error.invalid", message));
+        errors.push(FieldError::new("options.subtitles", ErrorKey::Invalid, message));
     }
     let background = template.canvas.background;
     if output.transparent && background.is_opaque() {
@@ -122,13 +123,13 @@ pub(super) fn check(template: &Template, request: &JobRequest) -> Vec<FieldError
              transparency, such as #00000000",
             output.format
         );
-        errors.push(FieldError::new("options.transparent", "error.invalid", message));
+        errors.push(FieldError::new("options.transparent", ErrorKey::Invalid, message));
     }
     if !output.format.has_sound() {
         for (i, notification) in request.notifications.iter().enumerate() {
             if matches!(notification, Notification::UploadVideosite { .. }) {
                 let message = format!("a video site takes videos, not a {} (options.format)", output.format);
-                errors.push(FieldError::new(format!("notifications[{i}].type"), "error.invalid", message));
+                errors.push(FieldError::new(format!("notifications[{i}].type"), ErrorKey::Invalid, message));
             }
         }
         for (i, value) in request.values.iter().enumerate() {
@@ -145,7 +146,7 @@ pub(super) fn check(template: &Template, request: &JobRequest) -> Vec<FieldError
                     );
                     errors.push(FieldError::new(
                         format!("values[{i}].template_variables.{id}"),
-                        "error.invalid",
+                        ErrorKey::Invalid,
                         message,
                     ));
                 }

@@ -1,11 +1,12 @@
 //! Reading a job request (spec §4.7) into a [`JobRequest`]: every structural problem of
 //! the body is collected, each naming its field, before anything is looked up.
 //!
-//! Compatibility (DESIGN.md): `options.create_moov` and `options.auto_render` are aliases
+//! Compatibility: `options.create_moov` and `options.auto_render` are aliases
 //! of `create_project` and `create_render`; `[]` is accepted for an empty object
 //! (`template_variables`, `metadata`, PHP clients send it); `external_id` and `title` may
 //! be numbers and are kept as strings; unknown fields are ignored.
 
+use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::output::Output;
@@ -54,17 +55,17 @@ pub struct ValueRequest {
 pub fn parse(body: &Value) -> Result<JobRequest, Vec<FieldError>> {
     let mut errors = Vec::new();
     let Some(body) = body.as_object() else {
-        return Err(vec![FieldError::new("", "error.invalid", "the body must be a JSON object")]);
+        return Err(vec![FieldError::new("", ErrorKey::Invalid, "the body must be a JSON object")]);
     };
     let template_id = match body.get("template_id") {
         // A blank id names no template: the lookup answers 404.
         Some(Value::String(id)) if !id.is_empty() => TemplateId::parse(id.trim()),
         None | Some(Value::Null) | Some(Value::String(_)) => {
-            errors.push(FieldError::new("template_id", "error.required", "is required"));
+            errors.push(FieldError::new("template_id", ErrorKey::Required, "is required"));
             None
         }
         Some(_) => {
-            errors.push(FieldError::new("template_id", "error.invalid", "must be the id of a template (a string)"));
+            errors.push(FieldError::new("template_id", ErrorKey::Invalid, "must be the id of a template (a string)"));
             None
         }
     };
@@ -109,11 +110,11 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
         Some(Value::Object(o)) => o,
         Some(Value::Array(a)) if a.is_empty() => &empty,
         None | Some(Value::Null) => {
-            errors.push(FieldError::new("options", "error.required", "is required (an object, may be empty)"));
+            errors.push(FieldError::new("options", ErrorKey::Required, "is required (an object, may be empty)"));
             &empty
         }
         Some(_) => {
-            errors.push(FieldError::new("options", "error.invalid", "must be an object"));
+            errors.push(FieldError::new("options", ErrorKey::Invalid, "must be an object"));
             &empty
         }
     };
@@ -125,7 +126,7 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
     };
     let quality = quality.unwrap_or_else(|| {
         let message = format!("{given} is not a quality; use one of {}", Quality::NAMES.join(", "));
-        errors.push(FieldError::new("options.quality", "error.invalid", message));
+        errors.push(FieldError::new("options.quality", ErrorKey::Invalid, message));
         Quality::Default
     });
     let given = options.get("priority").unwrap_or(&Value::Null);
@@ -135,7 +136,7 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
         other => Err(format!("{other} is not a priority; use one of {}", Priority::NAMES.join(", "))),
     };
     let priority = priority.unwrap_or_else(|message| {
-        errors.push(FieldError::new("options.priority", "error.invalid", message));
+        errors.push(FieldError::new("options.priority", ErrorKey::Invalid, message));
         Priority::Normal
     });
     let create_render = flag(options, "create_render", "auto_render", true, errors);
@@ -143,7 +144,7 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
     if !create_render && !create_project {
         errors.push(FieldError::new(
             "options",
-            "error.invalid",
+            ErrorKey::Invalid,
             "nothing to create: set create_render or create_project to true",
         ));
     }
@@ -152,7 +153,7 @@ fn options(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Options {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            errors.push(FieldError::new("options.dry_run", "error.invalid", "must be true or false"));
+            errors.push(FieldError::new("options.dry_run", ErrorKey::Invalid, "must be true or false"));
             false
         }
     };
@@ -165,7 +166,7 @@ fn flag(options: &Map<String, Value>, name: &str, alias: &str, default: bool, er
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
         Some(_) => {
-            errors.push(FieldError::new(format!("options.{key}"), "error.invalid", "must be true or false"));
+            errors.push(FieldError::new(format!("options.{key}"), ErrorKey::Invalid, "must be true or false"));
             None
         }
     };
@@ -173,7 +174,7 @@ fn flag(options: &Map<String, Value>, name: &str, alias: &str, default: bool, er
         (Some(a), Some(b)) if a != b => {
             errors.push(FieldError::new(
                 format!("options.{alias}"),
-                "error.invalid",
+                ErrorKey::Invalid,
                 format!("is an alias of {name} and contradicts it"),
             ));
             a
@@ -187,20 +188,20 @@ fn values(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<ValueReque
     let list = match value {
         Some(Value::Array(list)) if !list.is_empty() && list.len() <= MAX_VALUES => list,
         Some(Value::Array(list)) if list.is_empty() => {
-            errors.push(FieldError::new("values", "error.required", "needs at least one element (one per video)"));
+            errors.push(FieldError::new("values", ErrorKey::Required, "needs at least one element (one per video)"));
             return Vec::new();
         }
         Some(Value::Array(list)) => {
             let message = format!("has {} elements; a job makes at most {MAX_VALUES} videos", list.len());
-            errors.push(FieldError::new("values", "error.invalid", message));
+            errors.push(FieldError::new("values", ErrorKey::Invalid, message));
             return Vec::new();
         }
         None | Some(Value::Null) => {
-            errors.push(FieldError::new("values", "error.required", "is required"));
+            errors.push(FieldError::new("values", ErrorKey::Required, "is required"));
             return Vec::new();
         }
         Some(_) => {
-            errors.push(FieldError::new("values", "error.invalid", "must be an array"));
+            errors.push(FieldError::new("values", ErrorKey::Invalid, "must be an array"));
             return Vec::new();
         }
     };
@@ -210,7 +211,7 @@ fn values(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<ValueReque
             let path = format!("values[{i}]");
             let empty = Map::new();
             let Some(element) = element.as_object() else {
-                errors.push(FieldError::new(&path, "error.invalid", "must be an object"));
+                errors.push(FieldError::new(&path, ErrorKey::Invalid, "must be an object"));
                 return ValueRequest {
                     external_id: String::new(),
                     title: String::new(),
@@ -235,7 +236,7 @@ fn text(element: &Map<String, Value>, name: &str, path: &str, errors: &mut Vec<F
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         Some(_) => {
-            errors.push(FieldError::new(format!("{path}.{name}"), "error.invalid", "must be a string"));
+            errors.push(FieldError::new(format!("{path}.{name}"), ErrorKey::Invalid, "must be a string"));
             String::new()
         }
     }
@@ -248,7 +249,7 @@ fn object(element: &Map<String, Value>, name: &str, path: &str, errors: &mut Vec
         Some(Value::Object(o)) => o.clone(),
         Some(Value::Array(a)) if a.is_empty() => Map::new(),
         Some(_) => {
-            errors.push(FieldError::new(format!("{path}.{name}"), "error.invalid", "must be an object"));
+            errors.push(FieldError::new(format!("{path}.{name}"), ErrorKey::Invalid, "must be an object"));
             Map::new()
         }
     }
@@ -260,11 +261,11 @@ fn notifications(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<Not
         Some(Value::Array(list)) if list.len() <= MAX_NOTIFICATIONS => list,
         Some(Value::Array(_)) => {
             let message = format!("at most {MAX_NOTIFICATIONS} notifications per job");
-            errors.push(FieldError::new("notifications", "error.invalid", message));
+            errors.push(FieldError::new("notifications", ErrorKey::Invalid, message));
             return Vec::new();
         }
         Some(_) => {
-            errors.push(FieldError::new("notifications", "error.invalid", "must be an array"));
+            errors.push(FieldError::new("notifications", ErrorKey::Invalid, "must be an array"));
             return Vec::new();
         }
     };
@@ -299,7 +300,7 @@ fn cap_emails(notifications: &[Notification], videos: usize, errors: &mut Vec<Fi
             let message = format!(
                 "a job may send at most {MAX_EMAILS_PER_JOB} e-mails (addresses × videos); this one would send {total}"
             );
-            errors.push(FieldError::new(format!("notifications[{i}].payload.email"), "error.invalid", message));
+            errors.push(FieldError::new(format!("notifications[{i}].payload.email"), ErrorKey::Invalid, message));
             return;
         }
     }

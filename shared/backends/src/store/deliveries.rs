@@ -13,7 +13,7 @@ use sqlx::Row;
 
 use super::{id, optional_id, Dialect, Result, Store, StoreError};
 use reelfarm_domain::id::{now_ms, DeliveryId, JobId, RenderId, UserId};
-use reelfarm_domain::status::DeliveryStatus;
+use reelfarm_domain::status::{AttemptOutcome, DeliveryStatus};
 
 use crate::store::parse_status;
 
@@ -72,7 +72,7 @@ pub struct DeliveryAttempt {
     pub status_code: Option<i64>,
     pub error: Option<String>,
     /// `delivered`, `retry` or `failed`.
-    pub outcome: &'static str,
+    pub outcome: AttemptOutcome,
 }
 
 /// What follows an attempt.
@@ -87,12 +87,12 @@ pub enum AfterAttempt {
 }
 
 impl AfterAttempt {
-    /// The attempt's outcome as recorded: `delivered`, `retry` or `failed`.
-    pub fn outcome(&self) -> &'static str {
+    /// The attempt's outcome as recorded.
+    pub fn outcome(&self) -> AttemptOutcome {
         match self {
-            AfterAttempt::Delivered { .. } => "delivered",
-            AfterAttempt::Retry { .. } => "retry",
-            AfterAttempt::Failed { .. } => "failed",
+            AfterAttempt::Delivered { .. } => AttemptOutcome::Delivered,
+            AfterAttempt::Retry { .. } => AttemptOutcome::Retry,
+            AfterAttempt::Failed { .. } => AttemptOutcome::Failed,
         }
     }
 }
@@ -258,7 +258,7 @@ impl Store {
         .bind(attempt.duration_ms)
         .bind(attempt.status_code)
         .bind(&attempt.error)
-        .bind(attempt.outcome)
+        .bind(attempt.outcome.as_str())
         .execute(&mut *tx)
         .await?;
         if let Some(follow_up) = follow_up {
@@ -375,12 +375,9 @@ impl Store {
             out.iter().enumerate().map(|(i, (d, _))| (d.id.clone(), i)).collect();
         for row in attempts {
             let delivery_id: DeliveryId = id(&row, "delivery_id")?;
-            let outcome = match row.try_get::<String, _>("outcome")?.as_str() {
-                "delivered" => "delivered",
-                "retry" => "retry",
-                "failed" => "failed",
-                other => return Err(StoreError::Corrupt(format!("attempt outcome {other:?}"))),
-            };
+            let outcome: String = row.try_get("outcome")?;
+            let outcome = AttemptOutcome::parse(&outcome)
+                .ok_or_else(|| StoreError::Corrupt(format!("attempt outcome {outcome:?}")))?;
             let attempt = DeliveryAttempt {
                 number: row.try_get("number")?,
                 started_at: row.try_get("started_at")?,

@@ -47,7 +47,7 @@ pub use studio::{StudioSession, STUDIO_HISTORY, STUDIO_RETENTION_MS};
 pub use template_versions::{TemplateContent, TemplateVersion};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
 pub use usage::{RenderCounts, Usage};
-pub use users::{new_webhook_secret, Credits, Group, TokenRecord, User};
+pub use users::{new_webhook_secret, Credits, Group, NewUser, TokenRecord, User};
 pub use workers::WorkerRecord;
 
 /// The SQL dialect behind the pool.

@@ -11,6 +11,7 @@ use sqlx::Row;
 
 use super::{id, Dialect, Result, Store};
 use reelfarm_domain::id::UserId;
+use reelfarm_domain::status::RenderStatus;
 
 /// Storage used by one user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,9 +50,9 @@ impl Store {
         let mut counts = RenderCounts::default();
         for row in rows {
             let n = row.try_get::<i64, _>("n")?.max(0) as u64;
-            match row.try_get::<String, _>("status")?.as_str() {
-                "success" => counts.succeeded += n,
-                "failed" => counts.failed += n,
+            match RenderStatus::parse(&row.try_get::<String, _>("status")?) {
+                Some(RenderStatus::Success) => counts.succeeded += n,
+                Some(RenderStatus::Failed) => counts.failed += n,
                 _ => counts.running += n,
             }
         }

@@ -47,6 +47,18 @@ pub struct TokenRecord {
 /// How often a token's last use is written.
 const LAST_USE_RESOLUTION_MS: i64 = 60_000;
 
+/// What a new user is made with ([`Store::create_account`]).
+#[derive(Debug, Clone, Copy)]
+pub struct NewUser<'a> {
+    pub name: &'a str,
+    /// A group to join, made if missing.
+    pub group: Option<&'a str>,
+    pub credits: i64,
+    pub operator: bool,
+    /// The address they will sign in to the console with (normalised by the caller).
+    pub sign_in_email: Option<&'a str>,
+}
+
 /// Whose credits were set, and to what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credits {
@@ -100,37 +112,47 @@ pub fn new_webhook_secret() -> String {
 impl Store {
     /// Creates a user, and the named group if it does not exist yet, making the user a
     /// member of it.
-    #[tracing::instrument(name = "store::create_user", level = "debug", skip_all)]
     pub async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> Result<User> {
+        self.create_account(&NewUser { name, group, credits, operator: false, sign_in_email: None }).await
+    }
+
+    /// Creates a user as [`NewUser`] describes, in one transaction: the user, its group and
+    /// membership, operator flag and sign-in address (without a password: the user sets
+    /// one after a one-time link). `Conflict` when the name or the address is taken.
+    #[tracing::instrument(name = "store::create_account", level = "debug", skip_all)]
+    pub async fn create_account(&self, new: &NewUser<'_>) -> Result<User> {
+        let NewUser { name, group, credits, operator, sign_in_email } = *new;
         let now = now_ms();
-        let mut user = User {
-            id: UserId::generate(),
-            number: 0,
-            name: name.to_string(),
-            credits,
-            created_at: now,
-            operator: false,
-        };
+        let mut user =
+            User { id: UserId::generate(), number: 0, name: name.to_string(), credits, created_at: now, operator };
         let mut tx = self.begin().await?;
         // The next number is taken in the insert itself; two users created at the same
         // moment may pick the same one, and the loser tries again with the next.
         let mut tries = 0;
         user.number = loop {
             let inserted = sqlx::query_scalar::<_, i64>(
-                "INSERT INTO users (id, number, name, credits, webhook_secret, created_at) \
-                 SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, $4, $5 FROM users RETURNING number",
+                "INSERT INTO users (id, number, name, credits, webhook_secret, created_at, operator, email, password_hash) \
+                 SELECT $1, COALESCE(MAX(number), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM users RETURNING number",
             )
             .bind(user.id.as_str())
             .bind(&user.name)
             .bind(credits)
             .bind("")
             .bind(now)
+            .bind(i64::from(operator))
+            .bind(sign_in_email)
+            .bind(sign_in_email.map(|_| reelfarm_domain::password::unusable_hash()))
             .fetch_one(&mut *tx)
             .await;
             match inserted {
                 Ok(number) => break number,
                 Err(e) if is_unique_violation(&e) => {
                     tx.rollback().await?;
+                    if let Some(email) = sign_in_email {
+                        if self.sign_in_of(email).await?.is_some() {
+                            return Err(StoreError::Conflict(format!("another user signs in as {email}")));
+                        }
+                    }
                     if matches!(self.find_user(name).await, Ok(u) if u.name == name) || tries == 8 {
                         return Err(StoreError::Conflict(format!("a user named `{name}` exists already")));
                     }

@@ -1,5 +1,6 @@
 //! Errors of reading a template: every message says where (a JSON path) and what.
 
+use crate::error_key::ErrorKey;
 use std::fmt;
 
 use serde::Serialize;
@@ -48,11 +49,11 @@ pub enum TemplateError {
 
 impl TemplateError {
     /// Stable key for API bodies and logs.
-    pub fn key(&self) -> &'static str {
+    pub fn key(&self) -> ErrorKey {
         match self {
-            TemplateError::Json(_) => "error.template_not_json",
-            TemplateError::Malformed(_) => "error.template_malformed",
-            TemplateError::Invalid(_) => "error.template_invalid",
+            TemplateError::Json(_) => ErrorKey::TemplateNotJson,
+            TemplateError::Malformed(_) => ErrorKey::TemplateMalformed,
+            TemplateError::Invalid(_) => ErrorKey::TemplateInvalid,
         }
     }
 

@@ -1,5 +1,5 @@
 //! The JSON type of every field of every response, checked against the spec's tables
-//! (§2.1–§2.7, §6.1) and DESIGN.md's additions: strict clients (PHP typed properties)
+//! (§2.1–§2.7, §6.1) and our additions: strict clients (PHP typed properties)
 //! crash on a string where they expect an array, or an integer where they expect a string.
 
 use std::path::Path;
@@ -115,7 +115,7 @@ const METADATA: &[(&str, T)] = &[
     ("tags", T::Arr),
     ("properties", T::ObjOrArr),
 ];
-// §2.5, with DESIGN.md's `quality` (an array of qualities)
+// §2.5, with our `quality` (an array of qualities)
 const TEMPLATE: &[(&str, T)] = &[
     ("id", T::Str),
     ("name", T::Str),

@@ -7,7 +7,7 @@ use super::super::*;
 use super::jobs::new_job;
 use super::templates::new_template;
 use reelfarm_domain::id::{now_ms, DeliveryId};
-use reelfarm_domain::status::DeliveryStatus;
+use reelfarm_domain::status::{AttemptOutcome, DeliveryStatus};
 
 fn planned(job: &NewJob, origin: &str, due_at: i64) -> NewDelivery {
     NewDelivery {
@@ -23,7 +23,7 @@ fn planned(job: &NewJob, origin: &str, due_at: i64) -> NewDelivery {
     }
 }
 
-fn attempt(number: i64, outcome: &'static str) -> DeliveryAttempt {
+fn attempt(number: i64, outcome: AttemptOutcome) -> DeliveryAttempt {
     DeliveryAttempt {
         number,
         started_at: now_ms(),
@@ -66,7 +66,7 @@ pub(super) async fn deliveries(store: &Store) {
 
     // A retry, then a renewal racing with it changes nothing.
     let retry = AfterAttempt::Retry { at: now_ms() - 1, error: "down".into(), state: Some(r#"{"k":1}"#.into()) };
-    assert!(store.record_delivery_attempt(&d.id, &attempt(1, "retry"), &retry, None).await.unwrap());
+    assert!(store.record_delivery_attempt(&d.id, &attempt(1, AttemptOutcome::Retry), &retry, None).await.unwrap());
     assert!(store.renew_delivery_lease(&d.id, 1, renewed, lease).await.unwrap().is_none());
     let again = store.claim_deliveries(lease, 10).await.unwrap();
     assert_eq!(again.len(), 1, "due at once after the retry's time");
@@ -74,12 +74,12 @@ pub(super) async fn deliveries(store: &Store) {
 
     // The first claimer's late record is dropped; the second one's counts.
     let failed = AfterAttempt::Failed { error: "late".into(), state: None };
-    assert!(!store.record_delivery_attempt(&d.id, &attempt(1, "failed"), &failed, None).await.unwrap());
+    assert!(!store.record_delivery_attempt(&d.id, &attempt(1, AttemptOutcome::Failed), &failed, None).await.unwrap());
     let follow_up =
         NewDelivery { origin: format!("after:{}", d.id), parent_id: Some(d.id.clone()), ..planned(&job, "", now) };
     let delivered = AfterAttempt::Delivered { result: Some(r#"{"video_id":"v1"}"#.into()) };
     assert!(store
-        .record_delivery_attempt(&d.id, &attempt(2, "delivered"), &delivered, Some(&follow_up))
+        .record_delivery_attempt(&d.id, &attempt(2, AttemptOutcome::Delivered), &delivered, Some(&follow_up))
         .await
         .unwrap());
 
@@ -92,7 +92,10 @@ pub(super) async fn deliveries(store: &Store) {
         (DeliveryStatus::Delivered, Some(r#"{"video_id":"v1"}"#), None)
     );
     assert!(done.finished_at.is_some());
-    assert_eq!(attempts.iter().map(|a| (a.number, a.outcome)).collect::<Vec<_>>(), [(1, "retry"), (2, "delivered")]);
+    assert_eq!(
+        attempts.iter().map(|a| (a.number, a.outcome)).collect::<Vec<_>>(),
+        [(1, AttemptOutcome::Retry), (2, AttemptOutcome::Delivered)]
+    );
     let (child, _) =
         listed.iter().find(|(x, _)| x.parent_id.as_ref() == Some(&d.id)).expect("the follow-up was planned");
     assert_eq!(child.status, DeliveryStatus::Pending);
@@ -111,7 +114,7 @@ pub(super) async fn deliveries(store: &Store) {
     let claimed = store.claim_deliveries(lease, 10).await.unwrap();
     assert_eq!(claimed.iter().map(|c| (&c.id, c.attempts)).collect::<Vec<_>>(), [(&d.id, 3)]);
     let gave_up = AfterAttempt::Failed { error: "gone".into(), state: None };
-    assert!(store.record_delivery_attempt(&d.id, &attempt(3, "failed"), &gave_up, None).await.unwrap());
+    assert!(store.record_delivery_attempt(&d.id, &attempt(3, AttemptOutcome::Failed), &gave_up, None).await.unwrap());
     assert_eq!(store.delivery(&d.id).await.unwrap().status, DeliveryStatus::Failed);
     assert!(!store.redeliver(&DeliveryId::generate()).await.unwrap());
 }

@@ -11,8 +11,8 @@ pub(super) const ACCOUNT_OF_USER_2: &str =
     "COALESCE((SELECT 'group:' || group_id FROM group_members WHERE user_id = $2 \
     ORDER BY joined_at, group_id LIMIT 1), 'user:' || $2)";
 
-/// Whose credits a user spends: the first group they joined, or their own (DESIGN.md:
-/// credits are counted per user, or per group for group members).
+/// Whose credits a user spends: the first group they joined, or their own (credits are
+/// counted per user, or per group for group members).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum CreditAccount {
     User(UserId),

@@ -1,0 +1,88 @@
+//! What a use case answers when it does not succeed. The API maps each variant to its
+//! status and the error body `{"message", "key", "errors": [{field, key, message}]}`; the
+//! CLI prints it.
+
+use reelfarm_backends::store::StoreError;
+use reelfarm_domain::error_key::ErrorKey;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub type Result<T, E = AppError> = std::result::Result<T, E>;
+
+/// One invalid field of a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// Path of the field, e.g. `name` or `values[0].template_variables.<id>`.
+    pub field: String,
+    /// Stable key of the problem, e.g. `error.required`.
+    #[schema(value_type = String)]
+    pub key: ErrorKey,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, key: ErrorKey, message: impl Into<String>) -> FieldError {
+        FieldError { field: field.into(), key, message: message.into() }
+    }
+
+    /// [`ErrorKey::Invalid`] on `field`.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> FieldError {
+        FieldError::new(field, ErrorKey::Invalid, message)
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Fields of the command are invalid; every one is named.
+    #[error("{}", Fields(.0))]
+    Invalid(Vec<FieldError>),
+    /// Nothing of that name visible to the actor (what, in lower case: `user`).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The change cannot be made as asked (a name taken, a state that does not allow it).
+    #[error("{0}")]
+    Conflict(String),
+    /// The work itself failed (a render, a file): said for the operator, not a field.
+    #[error("{0}")]
+    Failed(String),
+    /// A backend failed; the API answers 503 for transient failures, else 500.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl AppError {
+    /// [`AppError::Invalid`] with one [`ErrorKey::Invalid`] field.
+    pub fn invalid(field: &str, message: impl Into<String>) -> AppError {
+        AppError::Invalid(vec![FieldError::invalid(field, message)])
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> AppError {
+        match e {
+            StoreError::NotFound(what) => AppError::NotFound(what),
+            StoreError::Conflict(message) => AppError::Conflict(message),
+            e => AppError::Store(e),
+        }
+    }
+}
+
+struct Fields<'a>(&'a [FieldError]);
+
+impl std::fmt::Display for Fields<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            [one] => write!(f, "Invalid field {one}"),
+            many => {
+                let names: Vec<&str> = many.iter().map(|e| e.field.as_str()).collect();
+                write!(f, "Invalid fields: {}", names.join(", "))
+            }
+        }
+    }
+}
