@@ -72,7 +72,9 @@ mod tests {
     const MAX_HANDLER_LINES: usize = 40;
 
     /// Every handler, of the API and of the console, only parses, calls a service and
-    /// maps its result: it is short and reaches no backend itself (`services` does).
+    /// maps its result: it is short and reaches no backend itself (`services` does). Nor
+    /// do the helpers beside the handlers: outside the tests, a route or page file only
+    /// names the blob store to make a stored file's public address (no I/O).
     #[test]
     fn handlers_are_short_and_leave_the_backends_to_the_services() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -94,6 +96,15 @@ mod tests {
             let source = std::fs::read_to_string(&path).unwrap();
             let lines: Vec<&str> = source.lines().collect();
             let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+            for (at, line) in code.lines().enumerate().filter(|(_, l)| !l.trim_start().starts_with("//")) {
+                let backend = [".store", ".bus", ".cache"].into_iter().find(|b| line.contains(&format!("{b}.")));
+                let blobs = line.contains(".blobs.") && !line.contains(".blobs.public_url(");
+                if let Some(backend) = backend.or(blobs.then_some(".blobs")) {
+                    problems
+                        .push(format!("{file}:{}: calls `{backend}` beside the handlers (a service's work)", at + 1));
+                }
+            }
             let routes = lines.iter().enumerate().filter(|(_, l)| {
                 let l = l.trim_start();
                 ["#[get(", "#[post(", "#[put(", "#[delete(", "#[route("].iter().any(|a| l.starts_with(a))

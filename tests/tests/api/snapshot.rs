@@ -256,8 +256,9 @@ fn find_uuid(text: &str) -> Option<usize> {
 }
 
 /// In an address: names of 8 or more letters and digits that mix letters with digits or
-/// cases (random prefixes, upload suffixes) as `<random>`, numbers of 6 or more digits as
-/// `<n>`.
+/// cases (random prefixes) as `<random>`, numbers of 6 or more digits as `<n>`. An upload's
+/// suffix (`original-` + 8 hex digits) is `<random>` whatever its digits (all decimal
+/// digits about one upload in 40).
 fn mask_random_runs(text: &str) -> String {
     let mut out = String::new();
     let mut token = String::new();
@@ -267,6 +268,7 @@ fn mask_random_runs(text: &str) -> String {
         let mixed = (has(char::is_ascii_digit) && has(char::is_ascii_alphabetic))
             || (has(char::is_ascii_uppercase) && has(char::is_ascii_lowercase));
         out.push_str(match token.len() {
+            1.. if out.ends_with("original-") => "<random>",
             6.. if digits => "<n>",
             8.. if mixed => "<random>",
             _ => token,
