@@ -1,4 +1,6 @@
-//! Request bodies as the OpenAPI document describes them. The handlers read these bodies
+//! Request bodies as the OpenAPI document describes them. Form bodies derive their schema
+//! from the type that parses them (`CreateLibraryForm`, `AddObjectForm`). The JSON
+//! handlers read their bodies
 //! leniently ( aliases, `[]` for `{}`, numbers for strings, surrounding white
 //! space) and check them field by field; JSON Schema says the same, with `not`, `const`
 //! and patterns that utoipa's types cannot express, so the schemas are written here and
@@ -7,12 +9,11 @@
 use std::borrow::Cow;
 
 use serde_json::{json, Value};
+use utoipa::openapi::schema::Type;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 
 use super::integrations::MAX_FIELD_CHARS;
-use crate::services::assets::MAX_FILENAME_CHARS;
 use crate::services::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
-use crate::services::libraries::MAX_NAME_CHARS;
 use crate::services::template_edit::MAX_VERSION;
 use crate::text;
 use reelfarm_domain::output::{Format, GIF_MAX_FPS};
@@ -40,7 +41,7 @@ macro_rules! hand_written {
     )*};
 }
 
-hand_written!(JobBody, CreateLibraryBody, AddObjectBody, LinkBody, TemplateBody, PreviewBody, DraftBody);
+hand_written!(JobBody, LinkBody, TemplateBody, PreviewBody, DraftBody);
 
 /// Every hand-written schema by name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
@@ -84,21 +85,6 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                 &["json"],
             ),
         ),
-        ("CreateLibraryBody", object(&[("name", text::schema(MAX_NAME_CHARS, "Name of the library"))], &["name"])),
-        (
-            "AddObjectBody",
-            object(
-                &[
-                    ("filename", text::schema(MAX_FILENAME_CHARS, "Name of the file")),
-                    (
-                        "library_id",
-                        json!({ "type": "string", "description":
-                        "Library to add to (one the caller may edit); the personal library when absent or empty" }),
-                    ),
-                ],
-                &["filename"],
-            ),
-        ),
         (
             "LinkBody",
             object(
@@ -117,6 +103,19 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             ),
         ),
     ]
+}
+
+/// The schema of a short text field ([`text::field`]) for a derived body's field
+/// (`#[schema(schema_with = …)]`).
+pub fn text_field(max: usize, description: &str) -> RefOr<Schema> {
+    let rule = text::schema(max, description);
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(max))
+        .pattern(rule["pattern"].as_str())
+        .description(Some(description))
+        .into()
 }
 
 fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
@@ -273,4 +272,72 @@ fn job_body() -> Value {
             "notifications": notifications,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::de::{self, Deserialize, Visitor};
+    use utoipa::{PartialSchema, ToSchema};
+
+    use crate::routes::libraries::CreateLibraryForm;
+    use crate::routes::objects::AddObjectForm;
+
+    /// The field names serde reads for `T` (what its derived `Deserialize` asks the
+    /// deserializer for), without parsing anything.
+    fn parsed_fields<T: for<'de> Deserialize<'de>>() -> Vec<&'static str> {
+        struct Probe<'a>(&'a mut Vec<&'static str>);
+        impl<'de> de::Deserializer<'de> for Probe<'_> {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(de::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                self.0.extend_from_slice(fields);
+                Err(de::Error::custom("probed"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+                option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+            }
+        }
+        let mut fields = Vec::new();
+        let _ = T::deserialize(Probe(&mut fields));
+        fields.sort_unstable();
+        fields
+    }
+
+    /// The properties the OpenAPI document gives `T`, and the required ones.
+    fn documented<T: ToSchema>() -> (Vec<String>, Vec<String>) {
+        let schema = serde_json::to_value(T::schema()).unwrap();
+        let mut properties: Vec<String> = schema["properties"].as_object().unwrap().keys().cloned().collect();
+        properties.sort_unstable();
+        let required =
+            schema["required"].as_array().into_iter().flatten().map(|r| r.as_str().unwrap().into()).collect();
+        (properties, required)
+    }
+
+    /// A derived body documents exactly the fields its handler parses, under the name the
+    /// document uses, and no hand-written schema of that name is put beside it.
+    #[test]
+    fn derived_bodies_document_every_parsed_field_and_nothing_else() {
+        fn check<T: ToSchema + for<'de> Deserialize<'de>>(name: &str, required: &[&str]) {
+            assert_eq!(T::name(), name);
+            let (properties, documented_required) = documented::<T>();
+            assert_eq!(properties, parsed_fields::<T>(), "{name}: documented vs parsed fields");
+            assert_eq!(documented_required, required, "{name}: required fields");
+            assert!(super::schemas().iter().all(|(n, _)| *n != name), "{name} is derived, not hand-written");
+        }
+        check::<CreateLibraryForm>("CreateLibraryBody", &["name"]);
+        check::<AddObjectForm>("AddObjectBody", &["filename"]);
+        let (properties, _) = documented::<AddObjectForm>();
+        assert_eq!(properties, ["filename", "library_id"]);
+        let name = serde_json::to_value(CreateLibraryForm::schema()).unwrap()["properties"]["name"].clone();
+        assert_eq!(name["maxLength"], 100, "the text rule's bounds: {name}");
+        assert!(name["pattern"].as_str().is_some_and(|p| p.starts_with('^')), "{name}");
+    }
 }

@@ -135,16 +135,23 @@ pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
     Ok(HttpResponse::Ok().json(groups))
 }
 
-/// Form of `POST /api2/v1/users/me/libraries`.
-#[derive(Debug, Deserialize)]
+/// Form of `POST /api2/v1/users/me/libraries`; its OpenAPI schema (`CreateLibraryBody`)
+/// is derived from it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = CreateLibraryBody)]
 pub struct CreateLibraryForm {
+    #[schema(schema_with = library_name, required = true)]
     pub name: Option<String>,
+}
+
+fn library_name() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    super::bodies::text_field(crate::services::libraries::MAX_NAME_CHARS, "Name of the library")
 }
 
 /// Creates a personal library.
 #[utoipa::path(
     tag = "libraries",
-    request_body(content = super::bodies::CreateLibraryBody, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = CreateLibraryForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, body = LibraryJson),
         (status = 400, body = ErrorBody),

@@ -177,17 +177,26 @@ pub struct AddObjectResponse {
     pub data: AssetJson,
 }
 
-/// Form of `POST /api2/v1/objects`.
-#[derive(Debug, Deserialize)]
+/// Form of `POST /api2/v1/objects`; its OpenAPI schema (`AddObjectBody`) is derived from
+/// it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = AddObjectBody)]
 pub struct AddObjectForm {
+    #[schema(schema_with = filename, required = true)]
     pub filename: Option<String>,
+    /// Library to add to (one the caller may edit); the personal library when absent or empty
+    #[schema(value_type = String, required = false)]
     pub library_id: Option<String>,
+}
+
+fn filename() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    super::bodies::text_field(crate::services::assets::MAX_FILENAME_CHARS, "Name of the file")
 }
 
 /// Starts an upload: records the object and returns the signed address to PUT it to.
 #[utoipa::path(
     tag = "objects",
-    request_body(content = super::bodies::AddObjectBody, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = AddObjectForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, body = AddObjectResponse),
         (status = 400, body = ErrorBody),
