@@ -1,5 +1,6 @@
 //! Request bodies as the OpenAPI document describes them. Form bodies derive their schema
-//! from the type that parses them (`CreateLibraryForm`, `AddObjectForm`). The JSON
+//! and so does the link body: each from the type that parses it (`CreateLibraryForm`,
+//! `AddObjectForm`, `integrations::LinkBody`). The JSON
 //! handlers read their bodies
 //! leniently ( aliases, `[]` for `{}`, numbers for strings, surrounding white
 //! space) and check them field by field; JSON Schema says the same, with `not`, `const`
@@ -12,7 +13,6 @@ use serde_json::{json, Value};
 use utoipa::openapi::schema::Type;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 
-use super::integrations::MAX_FIELD_CHARS;
 use crate::services::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
 use crate::services::template_edit::MAX_VERSION;
 use crate::text;
@@ -41,7 +41,7 @@ macro_rules! hand_written {
     )*};
 }
 
-hand_written!(JobBody, LinkBody, TemplateBody, PreviewBody, DraftBody);
+hand_written!(JobBody, TemplateBody, PreviewBody, DraftBody);
 
 /// Every hand-written schema by name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
@@ -83,23 +83,6 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                     ),
                 ],
                 &["json"],
-            ),
-        ),
-        (
-            "LinkBody",
-            object(
-                &[
-                    ("client_id", text::schema(MAX_FIELD_CHARS, "OAuth 2.0 client id")),
-                    (
-                        "client_secret",
-                        text::schema(MAX_FIELD_CHARS, "OAuth 2.0 client secret (stored sealed, never shown)"),
-                    ),
-                    (
-                        "refresh_token",
-                        text::schema(MAX_FIELD_CHARS, "Refresh token of the account (stored sealed, never shown)"),
-                    ),
-                ],
-                &["client_id", "client_secret", "refresh_token"],
             ),
         ),
     ]
@@ -279,6 +262,7 @@ mod tests {
     use serde::de::{self, Deserialize, Visitor};
     use utoipa::{PartialSchema, ToSchema};
 
+    use crate::routes::integrations::LinkBody;
     use crate::routes::libraries::CreateLibraryForm;
     use crate::routes::objects::AddObjectForm;
 
@@ -334,6 +318,7 @@ mod tests {
         }
         check::<CreateLibraryForm>("CreateLibraryBody", &["name"]);
         check::<AddObjectForm>("AddObjectBody", &["filename"]);
+        check::<LinkBody>("LinkBody", &["client_id", "client_secret", "refresh_token"]);
         let (properties, _) = documented::<AddObjectForm>();
         assert_eq!(properties, ["filename", "library_id"]);
         let name = serde_json::to_value(CreateLibraryForm::schema()).unwrap()["properties"]["name"].clone();

@@ -8,8 +8,9 @@ use reelfarm_backends::store::IntegrationRecord;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::iso8601;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::openapi::{RefOr, Schema};
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
@@ -63,7 +64,7 @@ pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResp
 #[utoipa::path(
     tag = "integrations",
     params(("provider" = String, Path, description = "`youtube` or `gdrive`")),
-    request_body(content = super::bodies::LinkBody, content_type = "application/json"),
+    request_body(content = LinkBody, content_type = "application/json"),
     responses(
         (status = 200, body = IntegrationJson),
         (status = 400, body = ErrorBody),
@@ -135,16 +136,42 @@ fn parse_provider(name: &str) -> Result<Provider, ApiError> {
     Provider::parse(name).ok_or_else(|| ApiError::not_found("Integration provider"))
 }
 
-/// Reads the body of a link: every field a text field of at most [`MAX_FIELD_CHARS`]
-/// characters; `Err` names each field in error.
+/// The body of a link, as sent; its OpenAPI schema (`LinkBody`) is derived from it. Each
+/// field is a text field of at most [`MAX_FIELD_CHARS`] characters, read as any JSON value
+/// so that a wrong type is named by field.
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = LinkBody)]
+pub struct LinkBody {
+    #[schema(schema_with = client_id, required = true)]
+    client_id: Option<Value>,
+    #[schema(schema_with = client_secret, required = true)]
+    client_secret: Option<Value>,
+    #[schema(schema_with = refresh_token, required = true)]
+    refresh_token: Option<Value>,
+}
+
+fn client_id() -> RefOr<Schema> {
+    super::bodies::text_field(MAX_FIELD_CHARS, "OAuth 2.0 client id")
+}
+
+fn client_secret() -> RefOr<Schema> {
+    super::bodies::text_field(MAX_FIELD_CHARS, "OAuth 2.0 client secret (stored sealed, never shown)")
+}
+
+fn refresh_token() -> RefOr<Schema> {
+    super::bodies::text_field(MAX_FIELD_CHARS, "Refresh token of the account (stored sealed, never shown)")
+}
+
+/// Reads the body of a link; `Err` names each field in error.
 fn parse_account(body: &Value) -> Result<LinkedAccount, Vec<FieldError>> {
-    let Some(body) = body.as_object() else {
+    // An array would be read field by field in order: only an object is a body.
+    let Some(Ok(body)) = body.is_object().then(|| LinkBody::deserialize(body)) else {
         return Err(vec![FieldError::new("", ErrorKey::Invalid, "the body must be a JSON object")]);
     };
     let mut errors = Vec::new();
-    let mut field = |name: &str| match body.get(name) {
+    let mut field = |name: &str, value: Option<Value>| match value {
         value @ (Some(Value::String(_)) | None | Some(Value::Null)) => {
-            crate::text::field(name, value.and_then(Value::as_str), MAX_FIELD_CHARS).unwrap_or_else(|e| {
+            crate::text::field(name, value.as_ref().and_then(Value::as_str), MAX_FIELD_CHARS).unwrap_or_else(|e| {
                 errors.push(e);
                 String::new()
             })
@@ -155,9 +182,9 @@ fn parse_account(body: &Value) -> Result<LinkedAccount, Vec<FieldError>> {
         }
     };
     let account = LinkedAccount {
-        client_id: field("client_id"),
-        client_secret: field("client_secret"),
-        refresh_token: field("refresh_token"),
+        client_id: field("client_id", body.client_id),
+        client_secret: field("client_secret", body.client_secret),
+        refresh_token: field("refresh_token", body.refresh_token),
     };
     if errors.is_empty() {
         Ok(account)
