@@ -20,6 +20,7 @@ use utoipa::OpenApi;
 use utoipa_actix_web::AppExt;
 
 pub mod auth;
+mod body;
 mod console;
 pub mod error;
 mod form;

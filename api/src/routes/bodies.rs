@@ -1,6 +1,7 @@
 //! Request bodies as the OpenAPI document describes them. Form bodies derive their schema
-//! and so does the link body: each from the type that parses it (`CreateLibraryForm`,
-//! `AddObjectForm`, `integrations::LinkBody`). The JSON
+//! and so do the JSON bodies but the job's: each from the type that parses it
+//! (`CreateLibraryForm`, `AddObjectForm`, `LinkBody`, `PreviewBody`, `DraftBody`,
+//! `TemplateBody`; see `crate::body`). The JSON
 //! handlers read their bodies
 //! leniently ( aliases, `[]` for `{}`, numbers for strings, surrounding white
 //! space) and check them field by field; JSON Schema says the same, with `not`, `const`
@@ -14,7 +15,6 @@ use utoipa::openapi::schema::Type;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 
 use crate::services::jobs::request::{MAX_NOTIFICATIONS, MAX_VALUES};
-use crate::services::template_edit::MAX_VERSION;
 use crate::text;
 use reelfarm_domain::output::{Format, GIF_MAX_FPS};
 use reelfarm_domain::priority::Priority;
@@ -41,51 +41,11 @@ macro_rules! hand_written {
     )*};
 }
 
-hand_written!(JobBody, TemplateBody, PreviewBody, DraftBody);
+hand_written!(JobBody);
 
 /// Every hand-written schema by name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
-    vec![
-        ("JobBody", job_body()),
-        ("DraftBody", object(&[("values", template_values())], &[])),
-        (
-            "PreviewBody",
-            object(
-                &[
-                    (
-                        "t",
-                        json!({ "type": "number", "minimum": 0, "description":
-                        "Seconds from the start of the video (at most its duration)" }),
-                    ),
-                    ("values", template_values()),
-                    (
-                        "quality",
-                        json!({ "anyOf": [{ "type": "string", "enum": Quality::NAMES }, { "type": "null" }],
-                        "default": "default", "description": "Size of the frame, as a job's" }),
-                    ),
-                ],
-                &["t"],
-            ),
-        ),
-        (
-            "TemplateBody",
-            object(
-                &[
-                    (
-                        "json",
-                        json!({ "type": "object", "description":
-                        "The template document (docs/templates.md): version, name, canvas, clips, …" }),
-                    ),
-                    (
-                        "base_version",
-                        json!({ "type": ["integer", "null"], "minimum": 1, "maximum": MAX_VERSION, "description":
-                        "The version the edit started from; refused (409) when a later save exists" }),
-                    ),
-                ],
-                &["json"],
-            ),
-        ),
-    ]
+    vec![("JobBody", job_body())]
 }
 
 /// The schema of a short text field ([`text::field`]) for a derived body's field
@@ -99,12 +59,6 @@ pub fn text_field(max: usize, description: &str) -> RefOr<Schema> {
         .pattern(rule["pattern"].as_str())
         .description(Some(description))
         .into()
-}
-
-fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
-    let properties: serde_json::Map<String, Value> =
-        properties.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-    json!({ "type": "object", "properties": properties, "required": required })
 }
 
 /// `{"key": true}` required.
@@ -125,12 +79,6 @@ fn address(description: &str) -> Value {
 /// An object, or `[]` (PHP clients send an empty array for an empty object).
 fn object_or_empty_array(description: &str) -> Value {
     json!({ "description": description, "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }] })
-}
-
-/// Values of a template's variables in a preview or draft body.
-fn template_values() -> Value {
-    json!({ "description": "Values of the template's variables, as a job's template_variables",
-        "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }, { "type": "null" }] })
 }
 
 /// The job request (spec §4.7).
@@ -265,6 +213,9 @@ mod tests {
     use crate::routes::integrations::LinkBody;
     use crate::routes::libraries::CreateLibraryForm;
     use crate::routes::objects::AddObjectForm;
+    use crate::services::drafts::DraftBody;
+    use crate::services::previews::PreviewBody;
+    use crate::services::template_edit::TemplateBody;
 
     /// The field names serde reads for `T` (what its derived `Deserialize` asks the
     /// deserializer for), without parsing anything.
@@ -319,6 +270,9 @@ mod tests {
         check::<CreateLibraryForm>("CreateLibraryBody", &["name"]);
         check::<AddObjectForm>("AddObjectBody", &["filename"]);
         check::<LinkBody>("LinkBody", &["client_id", "client_secret", "refresh_token"]);
+        check::<PreviewBody>("PreviewBody", &["t"]);
+        check::<DraftBody>("DraftBody", &[]);
+        check::<TemplateBody>("TemplateBody", &["json"]);
         let (properties, _) = documented::<AddObjectForm>();
         assert_eq!(properties, ["filename", "library_id"]);
         let name = serde_json::to_value(CreateLibraryForm::schema()).unwrap()["properties"]["name"].clone();

@@ -52,7 +52,7 @@ impl TemplateVersionJson {
 /// listed at their JSON path under `json`.
 #[utoipa::path(
     tag = "templates",
-    request_body(content = super::bodies::TemplateBody, content_type = "application/json"),
+    request_body(content = crate::services::template_edit::TemplateBody, content_type = "application/json"),
     responses(
         (status = 200, body = TemplateJson),
         (status = 400, body = ErrorBody),
@@ -78,7 +78,7 @@ pub async fn create(
 #[utoipa::path(
     tag = "templates",
     params(("id" = String, Path, description = "Template id")),
-    request_body(content = super::bodies::TemplateBody, content_type = "application/json"),
+    request_body(content = crate::services::template_edit::TemplateBody, content_type = "application/json"),
     responses(
         (status = 200, body = TemplateJson),
         (status = 400, body = ErrorBody),

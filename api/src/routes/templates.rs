@@ -228,7 +228,7 @@ pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<Strin
 #[utoipa::path(
     tag = "templates",
     params(("id" = String, Path, description = "Template id")),
-    request_body(content = super::bodies::PreviewBody, content_type = "application/json"),
+    request_body(content = crate::services::previews::PreviewBody, content_type = "application/json"),
     responses(
         (status = 200, description = "The frame", content_type = "image/jpeg"),
         (status = 400, body = ErrorBody),
@@ -262,7 +262,7 @@ pub async fn preview(
 #[utoipa::path(
     tag = "templates",
     params(("id" = String, Path, description = "Template id")),
-    request_body(content = super::bodies::DraftBody, content_type = "application/json"),
+    request_body(content = crate::services::drafts::DraftBody, content_type = "application/json"),
     responses(
         (status = 200, body = super::jobs::JobJson),
         (status = 400, body = ErrorBody, description = "Bad values, or a draft longer than the whole draft budget"),

@@ -12,10 +12,13 @@ use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::id::{now_ms, JobId, TemplateId};
 use reelfarm_domain::output::Format;
 use reelfarm_domain::quality::Quality;
+use serde::Deserialize;
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 use super::Result;
 use crate::auth::Caller;
+use crate::body::{self, Sent};
 use crate::error::{ApiError, FieldError};
 use crate::state::AppState;
 
@@ -24,17 +27,21 @@ use crate::state::AppState;
 const DRAFT_INTERVAL: Duration = Duration::from_secs(2);
 const DRAFTS_AT_ONCE: u32 = 5;
 
+/// The body of `POST …/draft` as sent; its OpenAPI schema (`DraftBody`) is derived from
+/// it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = DraftBody)]
+pub struct DraftBody {
+    #[serde(default)]
+    #[schema(schema_with = body::template_values, required = false)]
+    values: Sent,
+}
+
 /// Reads a draft body: `values` (as a job's `template_variables`), optional.
 pub fn draft_values(body: &Value) -> Result<Map<String, Value>> {
     let invalid = |message: &str| ApiError::validation(vec![FieldError::new("values", ErrorKey::Invalid, message)]);
-    let Some(body) = body.as_object() else {
-        return Err(ApiError::validation(vec![FieldError::new(
-            "",
-            ErrorKey::Invalid,
-            "the body must be a JSON object",
-        )]));
-    };
-    match body.get("values") {
+    let body: DraftBody = body::read(body)?;
+    match body.values.get() {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Array(a)) if a.is_empty() => Ok(Map::new()),
         Some(Value::Object(values)) => {

@@ -12,10 +12,14 @@ use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::preview::{PreviewAnswer, PreviewCall};
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::template::Template;
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::ToSchema;
 
 use super::Result;
 use crate::auth::Caller;
+use crate::body::{self, Sent};
 use crate::error::{ApiError, FieldError};
 use crate::state::AppState;
 
@@ -32,17 +36,37 @@ pub struct PreviewRequest {
     pub quality: Quality,
 }
 
+/// The body of `POST …/preview` as sent; its OpenAPI schema (`PreviewBody`) is derived
+/// from it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = PreviewBody)]
+pub struct PreviewBody {
+    #[serde(default)]
+    #[schema(schema_with = preview_time, required = true)]
+    t: Sent,
+    #[serde(default)]
+    #[schema(schema_with = body::template_values, required = false)]
+    values: Sent,
+    #[serde(default)]
+    #[schema(schema_with = preview_quality, required = false)]
+    quality: Sent,
+}
+
+fn preview_time() -> RefOr<Schema> {
+    body::schema(json!({ "type": "number", "minimum": 0, "description":
+        "Seconds from the start of the video (at most its duration)" }))
+}
+
+fn preview_quality() -> RefOr<Schema> {
+    body::schema(json!({ "anyOf": [{ "type": "string", "enum": Quality::NAMES }, { "type": "null" }],
+        "default": "default", "description": "Size of the frame, as a job's" }))
+}
+
 /// Reads a preview body; every problem names its field.
 pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
-    let Some(body) = body.as_object() else {
-        return Err(ApiError::validation(vec![FieldError::new(
-            "",
-            ErrorKey::Invalid,
-            "the body must be a JSON object",
-        )]));
-    };
+    let body: PreviewBody = body::read(body)?;
     let mut errors = Vec::new();
-    let at = match body.get("t").map(|t| (t, t.as_f64())) {
+    let at = match body.t.get().map(|t| (t, t.as_f64())) {
         Some((_, Some(t))) if t >= 0.0 => t,
         None => {
             errors.push(FieldError::new("t", ErrorKey::Required, "the time of the frame in seconds is required"));
@@ -53,7 +77,7 @@ pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
             0.0
         }
     };
-    let values = match body.get("values") {
+    let values = match body.values.get() {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(values)) => {
             crate::nul::refuse_in_field(&Value::Object(values.clone()), "values")?;
@@ -65,7 +89,7 @@ pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
             Map::new()
         }
     };
-    let quality = match body.get("quality") {
+    let quality = match body.quality.get() {
         None | Some(Value::Null) => Quality::Default,
         Some(Value::String(q)) => q.parse().unwrap_or_else(|e: reelfarm_domain::quality::UnknownQuality| {
             errors.push(FieldError::new("quality", ErrorKey::Invalid, e.to_string()));

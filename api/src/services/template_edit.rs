@@ -16,11 +16,13 @@ use reelfarm_backends::store::{
 use reelfarm_domain::id::{GroupId, TemplateId};
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::template::{Source, Template};
+use utoipa::openapi::{RefOr, Schema};
 
 use super::jobs::media::{asset_problem, refused_address};
 use super::templates::TemplateView;
 use super::Result;
 use crate::auth::Caller;
+use crate::body::{self, Sent};
 use crate::error::{ApiError, FieldError};
 use crate::pagination::Page;
 use crate::state::AppState;
@@ -38,14 +40,35 @@ pub struct SaveRequest {
     pub base_version: Option<i64>,
 }
 
+/// The body of a template's create or save as sent; its OpenAPI schema (`TemplateBody`)
+/// is derived from it.
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[schema(as = TemplateBody)]
+pub struct TemplateBody {
+    #[serde(default)]
+    #[schema(schema_with = template_document, required = true)]
+    json: Sent,
+    #[serde(default)]
+    #[schema(schema_with = base_version, required = false)]
+    base_version: Sent,
+}
+
+fn template_document() -> RefOr<Schema> {
+    body::schema(serde_json::json!({ "type": "object", "description":
+        "The template document (docs/templates.md): version, name, canvas, clips, …" }))
+}
+
+fn base_version() -> RefOr<Schema> {
+    body::schema(serde_json::json!({ "type": ["integer", "null"], "minimum": 1, "maximum": MAX_VERSION,
+        "description": "The version the edit started from; refused (409) when a later save exists" }))
+}
+
 /// Reads a create or save body; a missing or mistyped field names itself.
 pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
     let invalid =
         |field: &str, key: ErrorKey, message: &str| ApiError::validation(vec![FieldError::new(field, key, message)]);
-    let Some(body) = body.as_object() else {
-        return Err(invalid("", ErrorKey::Invalid, "the body must be a JSON object"));
-    };
-    let json = match body.get("json") {
+    let body: TemplateBody = body::read(body)?;
+    let json = match body.json.get() {
         Some(document @ serde_json::Value::Object(_)) => {
             crate::nul::refuse_in_field(document, "json")?;
             document.clone()
@@ -55,7 +78,7 @@ pub fn save_request(body: &serde_json::Value) -> Result<SaveRequest> {
         }
         Some(_) => return Err(invalid("json", ErrorKey::Invalid, "must be the template document (an object)")),
     };
-    let base_version = match body.get("base_version") {
+    let base_version = match body.base_version.get() {
         None | Some(serde_json::Value::Null) => None,
         // JSON Schema's integers include `3.0`.
         Some(n) => match n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f <= MAX_VERSION as f64) {
