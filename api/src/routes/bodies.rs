@@ -214,6 +214,7 @@ mod tests {
     use crate::routes::libraries::CreateLibraryForm;
     use crate::routes::objects::AddObjectForm;
     use crate::services::drafts::DraftBody;
+    use crate::services::jobs::request::JobBody;
     use crate::services::previews::PreviewBody;
     use crate::services::template_edit::TemplateBody;
 
@@ -275,6 +276,10 @@ mod tests {
         check::<TemplateBody>("TemplateBody", &["json"]);
         let (properties, _) = documented::<AddObjectForm>();
         assert_eq!(properties, ["filename", "library_id"]);
+        let job = super::job_body();
+        let mut documented: Vec<&str> = job["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+        documented.sort_unstable();
+        assert_eq!(documented, parsed_fields::<JobBody>(), "JobBody: hand-written properties vs parsed fields");
         let name = serde_json::to_value(CreateLibraryForm::schema()).unwrap()["properties"]["name"].clone();
         assert_eq!(name["maxLength"], 100, "the text rule's bounds: {name}");
         assert!(name["pattern"].as_str().is_some_and(|p| p.starts_with('^')), "{name}");
