@@ -186,10 +186,7 @@ impl From<AppError> for ApiError {
             AppError::Invalid(errors) => ApiError::validation(errors),
             AppError::NotFound(what) => ApiError::not_found(&capitalize(what)),
             AppError::Conflict(message) => ApiError::conflict(message),
-            AppError::Failed(message) => {
-                tracing::error!(%message, "use case failed");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorKey::Internal, "Internal error")
-            }
+            e @ AppError::Failed(_) => ApiError::internal(&e),
             AppError::Store(e) => e.into(),
         }
     }

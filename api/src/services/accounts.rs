@@ -78,19 +78,10 @@ pub async fn set_sign_in(
     super::sessions::end_others(state, &session.user.id, &session.id).await
 }
 
-/// Refuses callers who are not operators, as if there were nothing there.
-fn operator_only(caller: &Caller) -> Result<()> {
-    if caller.user.operator {
-        Ok(())
-    } else {
-        Err(ApiError::not_found("Page"))
-    }
-}
-
 /// A page of every user with their e-mail address and groups, and every group.
 #[tracing::instrument(name = "accounts::overview", skip_all, fields(user_id = %caller.user.id))]
 pub async fn overview(state: &AppState, caller: &Caller, page: Page) -> Result<(Vec<Account>, Vec<GroupSummary>)> {
-    operator_only(caller)?;
+    Actor::User(&caller.user).require_operator()?;
     let store = &state.backends.store;
     Ok((store.accounts(page.limit, page.offset()).await?, store.group_summaries().await?))
 }

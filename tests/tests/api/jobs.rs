@@ -490,7 +490,7 @@ async fn projects_store_the_template_with_the_values_applied(mode: Mode) {
     w.app.stop().await;
 }
 
-/// Issue #16: `<b>` 300,000 times then text, in a body just under the 2 MiB limit, once
+/// `<b>` 300,000 times then text, in a body just under the 2 MiB limit, once
 /// made the parser walk every open tag for every character on an API thread.
 async fn a_hostile_text_value_is_refused_at_once_and_holds_up_nothing(mode: Mode) {
     let w = world(mode, 5).await;

@@ -1,4 +1,4 @@
-//! Issue #16, items 3 and 6, in both modes: uploaded files are stored under the type their
+//! Upload safety, in both modes: uploaded files are stored under the type their
 //! bytes show and served so that none acts as a page (an SVG with a script is an
 //! attachment, on the local store and on S3 alike); uploads are held to a largest size, a
 //! per-user storage quota, an idle timeout and a deadline, and an upload stopped by one
