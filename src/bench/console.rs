@@ -142,6 +142,7 @@ async fn seed_jobs(store: &Store, user: &UserId, template: &TemplateId, n: u32) 
                     credits: 1,
                     cost_ms: 1000,
                     video_ms: 5000,
+                    long_unit: false,
                 }],
                 created_at: now_ms(),
             };

@@ -67,6 +67,7 @@ pub fn batch_job(
                 credits: estimate.map_or(1, |e| e.credits()),
                 cost_ms: estimate.map_or(1000, |e| e.cpu_ms()),
                 video_ms: estimate.map_or(0, |e| (e.duration * 1000.0) as i64),
+                long_unit: false,
             })
             .collect(),
         created_at: now_ms(),

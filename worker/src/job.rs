@@ -12,10 +12,10 @@
 //! Progress goes to the cache as the frames are done. A template's encoded sound is kept
 //! for the whole fleet in the blob store (`sounds`).
 //!
-//! Scheduling: a `render.v1` message is a token for one claim, not an order
-//! to render the render it names. Its handler claims whichever render the scheduler puts
-//! first (`Store::claim_render`: fair between accounts, by priority within one, drafts
-//! ahead), so the broker's order does not matter and one account's batch does not hold up
+//! Scheduling: a `render.v1` (or `template_media.v1`) message is a token for one claim,
+//! not an order to render what it names. Its handler claims whichever unit of work the
+//! scheduler puts first (`Store::claim_work`: fair between accounts, by priority within
+//! one, drafts and template media ahead), so the broker's order does not matter and one account's batch does not hold up
 //! another's video. Every render made one token, and a token is acknowledged only once a
 //! render ended by its hand (or when no render is open at all), so there are never fewer
 //! tokens than open renders.
@@ -53,7 +53,6 @@ use reelfarm_outbound::{FetchLimits, Outbound, OutboundError};
 use secrecy::ExposeSecret;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::failure::Failure;
 use crate::media::Limits;
@@ -100,6 +99,9 @@ pub struct RenderHandler {
     shutdown: CancellationToken,
     /// Whether this worker claims renders, and its failures counted.
     rotation: Arc<Rotation>,
+    /// The render queue's slots, and how many of them hold long units of work.
+    slots: u16,
+    long_units: std::sync::atomic::AtomicU16,
 }
 
 impl RenderHandler {
@@ -130,6 +132,8 @@ impl RenderHandler {
             kept: Arc::new(render::SnapshotCache::new(preview::STILL_CACHE_BYTES)),
             shutdown,
             rotation,
+            slots: config.worker_slots,
+            long_units: Default::default(),
         })
     }
 
@@ -560,12 +564,10 @@ fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
 
 #[async_trait]
 impl Handler for RenderHandler {
-    async fn handle(&self, envelope: &Envelope, attempt: u32) -> Outcome {
+    async fn handle(&self, envelope: &Envelope, _attempt: u32) -> Outcome {
         match &envelope.message {
-            Message::RenderV1 { render_id } => self.claim_and_render(render_id).await,
-            Message::TemplateMediaV1 { template_id, version } => {
-                let span = tracing::info_span!("template_media", template_id = %template_id, version, attempt);
-                self.template_media(template_id, *version, attempt).instrument(span).await
+            Message::RenderV1 { .. } | Message::TemplateMediaV1 { .. } => {
+                self.claim_and_render(&envelope.message).await
             }
             other => Outcome::Abort(format!("unexpected message {} on the render queue", other.kind())),
         }

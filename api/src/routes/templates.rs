@@ -235,7 +235,7 @@ pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<Strin
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 429, body = ErrorBody,
-            description = "Past the user's preview budget (REELFARM_PREVIEW_FRAMES a minute, 30 at once); see Retry-After"),
+            description = "Past the account's preview budget (REELFARM_PREVIEW_FRAMES a minute, 30 at once); see Retry-After"),
         (status = 503, body = ErrorBody, description = "No worker answered in time"),
     ),
     security(("bearer" = []))

@@ -89,7 +89,7 @@ pub async fn create(
         renders: vec![NewRender {
             title: "Draft".into(),
             template_variables: Value::Object(values).to_string(),
-            ..super::jobs::costs(&estimate)
+            ..super::jobs::costs(state, &estimate, &template, Format::Mp4)
         }],
         created_at: now_ms(),
     };

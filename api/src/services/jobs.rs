@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use actix_web::web;
 use reelfarm_backends::store::{Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, StoreError};
-use reelfarm_domain::cost::Estimate;
+use reelfarm_domain::cost::{self, Estimate};
 use reelfarm_domain::id::{now_ms, EntityId, JobId, ProjectId, RenderId, TemplateId};
+use reelfarm_domain::output::Format;
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 use reelfarm_domain::template::values::{apply_values_with, ValueError};
@@ -152,7 +153,7 @@ async fn prepare_renders(
             metadata: serde_json::to_string(&value.metadata).expect("JSON serializes"),
             template_variables: serde_json::to_string(&value.template_variables).expect("JSON serializes"),
             project: project_of,
-            ..costs(&estimate)
+            ..costs(state, &estimate, &applied, request.output.format)
         });
         estimates.push(estimate);
     }
@@ -175,9 +176,11 @@ pub(super) fn beyond_limits(state: &AppState, template: &Template, quality: Qual
     }
 }
 
-/// A render's credits, CPU-milliseconds and video length from its `estimate`; the rest
-/// of the [`NewRender`] is left to fill.
-pub(super) fn costs(estimate: &Estimate) -> NewRender {
+/// A render's credits, CPU-milliseconds and video length from its `estimate`, and whether
+/// it is a long unit of work (one worker renders `template` into `format` whole, for
+/// long); the rest of the [`NewRender`] is left to fill.
+pub(super) fn costs(state: &AppState, estimate: &Estimate, template: &Template, format: Format) -> NewRender {
+    let whole = !cost::is_split(format, template.has_captions(), estimate.duration, state.config.split_after);
     NewRender {
         id: RenderId::generate(),
         external_id: String::new(),
@@ -188,6 +191,7 @@ pub(super) fn costs(estimate: &Estimate) -> NewRender {
         credits: estimate.credits(),
         cost_ms: estimate.cpu_ms(),
         video_ms: (estimate.duration * 1000.0).round() as i64,
+        long_unit: whole && estimate.cpu_ms() > cost::LONG_UNIT_MS,
     }
 }
 

@@ -23,9 +23,9 @@ use crate::body::{self, Sent};
 use crate::error::{ApiError, FieldError};
 use crate::state::AppState;
 
-/// Frames a user may ask for at once above the steady rate (`preview_frames` a minute): a
+/// Frames an account may ask for at once above the steady rate (`preview_frames` a minute): a
 /// scrubbing editor asks a few per second (debounced); a frame costs no credit but a
-/// worker's CPU, so it is bounded per user.
+/// worker's CPU, so it is bounded per account.
 const FRAMES_AT_ONCE: u32 = 30;
 
 /// A preview body: `t` (seconds), `values` (as a job's `template_variables`), `quality`.
@@ -157,7 +157,8 @@ pub async fn frame_of_document(
 
 async fn limit(state: &AppState, caller: &Caller) -> Result<()> {
     if let Some(frames) = state.config.preview_frames {
-        let limit = format!("preview:{}", caller.user.id);
+        // Per account, like the drafts: a group's members share one budget.
+        let limit = format!("preview:{}", state.backends.store.account_of(&caller.user.id).await?);
         let every = Duration::from_secs(60) / frames;
         state.limits.check_every(&state.backends.cache, &limit, every, FRAMES_AT_ONCE).await?;
     }

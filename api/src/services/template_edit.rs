@@ -7,6 +7,7 @@
 //! the placeholder files stored with the template (an import's). A worker renders the
 //! thumb and preview of each saved version.
 
+use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
 use std::collections::BTreeMap;
 
@@ -111,7 +112,8 @@ pub async fn save(state: &AppState, caller: &Caller, id: &TemplateId, request: &
 #[tracing::instrument(name = "template_edit::duplicate", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn duplicate(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateView> {
     let original = state.backends.store.visible_template(id, &caller.user.id).await?;
-    let problems = super::jobs::beyond_limits(state, &*state.template_document(&original)?, Quality::Default);
+    let document = state.template_document(&original)?;
+    let problems = super::jobs::beyond_limits(state, &document, Quality::Default);
     if !problems.is_empty() {
         return Err(ApiError::validation(problems));
     }
@@ -127,6 +129,7 @@ pub async fn duplicate(state: &AppState, caller: &Caller, id: &TemplateId) -> Re
         duration_ms: original.duration_ms,
         quality: original.quality,
         files: original.files.clone(),
+        media_cost_ms: Estimate::template_media(&document).cpu_ms(),
     };
     made(state, caller, content).await
 }
@@ -150,7 +153,7 @@ async fn made(state: &AppState, caller: &Caller, content: TemplateContent) -> Re
         thumb_key: None,
         preview_key: None,
     };
-    let record = state.backends.store.create_saved_template(&new).await?;
+    let record = state.backends.store.create_saved_template(&new, content.media_cost_ms).await?;
     super::templates::view(state, caller, record).await
 }
 
@@ -244,6 +247,7 @@ fn content_of(template: &Template, json: String, files: &BTreeMap<String, String
         duration_ms: (template.duration() * 1000.0).round() as i64,
         quality: Quality::of_canvas(template.canvas.width, template.canvas.height),
         files: used,
+        media_cost_ms: Estimate::template_media(template).cpu_ms(),
     }
 }
 

@@ -127,6 +127,21 @@ impl Estimate {
         Estimate { frames, width, height, duration, cpu_seconds: cpu, peak_memory: memory }
     }
 
+    /// Making the thumb and preview of a saved `template`: its first
+    /// [`TEMPLATE_PREVIEW_SECONDS`](crate::preview::TEMPLATE_PREVIEW_SECONDS) at preview
+    /// quality, however long the template.
+    pub fn template_media(template: &Template) -> Estimate {
+        let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
+        let whole = Estimate::of(template, quality, Format::Mp4, &|_| None);
+        let shown = (crate::preview::TEMPLATE_PREVIEW_SECONDS / whole.duration.max(1e-3)).min(1.0);
+        Estimate {
+            frames: ((whole.frames as f64 * shown).round() as u64).max(1),
+            duration: whole.duration * shown,
+            cpu_seconds: whole.cpu_seconds * shown,
+            ..whole
+        }
+    }
+
     /// The credits a render of this estimate takes ([`credits`]).
     pub fn credits(&self) -> i64 {
         credits(self.duration, self.width, self.height)
@@ -144,6 +159,19 @@ impl Estimate {
     pub fn cpu_ms(&self) -> i64 {
         ((self.cpu_seconds * 1000.0).ceil() as i64).max(1)
     }
+}
+
+/// Estimated CPU-milliseconds above which a render that one worker renders whole is a
+/// long unit of work: a worker with more than one slot keeps one of them for shorter
+/// work, so that one account's long GIFs cannot hold a farm for hours.
+pub const LONG_UNIT_MS: i64 = 120_000;
+
+/// Whether workers that split renders longer than `split_after` (zero: never) render a
+/// video of `duration` seconds into `format` as chunks on many workers: only MP4s are
+/// joined from chunks, and not those with captions (their cues come from the speech,
+/// which only the sound part makes).
+pub fn is_split(format: Format, captions: bool, duration: f64, split_after: Duration) -> bool {
+    !split_after.is_zero() && format == Format::Mp4 && !captions && duration > split_after.as_secs_f64()
 }
 
 fn yuv(pixels: f64, frames: u64) -> u64 {

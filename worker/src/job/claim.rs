@@ -1,12 +1,15 @@
-//! Spending a `render.v1` token: claiming renders in the scheduler's order, keeping the
-//! claimed render's lease while it renders, and recording how it ended (see the module
-//! above for why a message is a token).
+//! Spending a `render.v1` or `template_media.v1` token: claiming units of work (renders,
+//! their parts, templates' media) in the scheduler's order, keeping the claimed unit's
+//! lease while it is made, and recording how it ended (see the module above for why a
+//! message is a token).
 
+use std::future::Future;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::consumer::Outcome;
-use reelfarm_backends::store::{Claim, RenderOutcome, RenderRecord, StoreError};
-use reelfarm_domain::id::{now_ms, RenderId};
+use reelfarm_backends::store::{Claim, RenderOutcome, RenderRecord, StoreError, Work};
+use reelfarm_domain::id::now_ms;
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::RenderStatus;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +27,7 @@ pub(super) const LEASE: Duration = Duration::from_secs(10);
 pub(super) const CLAIM_POLL: Duration = Duration::from_millis(500);
 
 /// What became of a claimed render, for the token that claimed it.
-enum Step {
+pub(super) enum Step {
     /// The render ended by this attempt: the token is spent.
     Ended(Outcome),
     /// The render was put back, cancelled, or claimed by another worker: the token claims
@@ -72,25 +75,44 @@ impl RenderHandler {
     /// are open — put back until their retry time, or started, whose worker may have died
     /// with the token that claimed them spent on another render — it looks again every
     /// [`CLAIM_POLL`]; only with no render open is the token one too many, and acknowledged.
-    pub(super) async fn claim_and_render(&self, named: &RenderId) -> Outcome {
+    pub(super) async fn claim_and_render(&self, token: &Message) -> Outcome {
         let store = &self.backends.store;
         loop {
             // Out of rotation, or stopping: another worker claims instead.
             if self.rotation.is_out() || self.shutdown.is_cancelled() {
-                return self.hand_on(named).await;
+                return self.hand_on(token).await;
             }
-            let claim = match store.claim_render(&self.worker_id, LEASE).await {
-                Ok(claim) => claim,
+            let long = self.long_slot();
+            let work = match store.claim_work(&self.worker_id, LEASE, long.is_some()).await {
+                Ok(work) => work,
                 Err(e) => return Outcome::Retry(format!("claiming a render: {e}")),
             };
-            if let Some(claim) = claim {
-                let part = claim.part.as_ref().map_or(-1, |p| p.part);
-                let span =
-                    tracing::info_span!("render", render_id = %claim.render.id, attempt = claim.render.attempts, part);
-                match self.render_claimed(claim).instrument(span).await {
-                    Step::Ended(outcome) => return outcome,
-                    Step::Again => continue,
+            // The long slot stays taken while a long unit renders, and only then.
+            let _long = match &work {
+                Some(Work::Render(claim)) if claim.long_unit => long,
+                _ => {
+                    drop(long);
+                    None
                 }
+            };
+            let step = match work {
+                Some(Work::Render(claim)) => {
+                    let part = claim.part.as_ref().map_or(-1, |p| p.part);
+                    let span = tracing::info_span!("render", render_id = %claim.render.id,
+                                                   attempt = claim.render.attempts, part);
+                    Some(self.render_claimed(*claim).instrument(span).await)
+                }
+                Some(Work::TemplateMedia(claim)) => {
+                    let span = tracing::info_span!("template_media", template_id = %claim.template_id,
+                                                   version = claim.version, attempt = claim.attempts);
+                    Some(self.media_claimed(claim).instrument(span).await)
+                }
+                None => None,
+            };
+            match step {
+                Some(Step::Ended(outcome)) => return outcome,
+                Some(Step::Again) => continue,
+                None => {}
             }
             let wait = match store.next_claim_at().await {
                 Ok(None) => return Outcome::Done,
@@ -99,15 +121,25 @@ impl RenderHandler {
             };
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
-                () = self.shutdown.cancelled() => return self.hand_on(named).await,
+                () = self.shutdown.cancelled() => return self.hand_on(token).await,
             }
         }
     }
 
+    /// One of the slots this worker may give to long units of work, held until dropped:
+    /// all but one of its slots (its only one, with one), so that one long GIF after
+    /// another cannot keep shorter work of other accounts waiting for hours.
+    fn long_slot(&self) -> Option<LongSlot<'_>> {
+        let most = self.slots.saturating_sub(1).max(1);
+        let held = &self.long_units;
+        held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < most).then_some(n + 1)).ok()?;
+        Some(LongSlot(held))
+    }
+
     /// Hands a token on to another worker: a fresh one in the outbox, this one
     /// acknowledged (put back unsettled, it would count a delivery each time).
-    async fn hand_on(&self, named: &RenderId) -> Outcome {
-        let token = reelfarm_backends::trace::envelope(Message::RenderV1 { render_id: named.clone() });
+    async fn hand_on(&self, token: &Message) -> Outcome {
+        let token = reelfarm_backends::trace::envelope(token.clone());
         match self.backends.store.enqueue_message(&token).await {
             Ok(()) => Outcome::Done,
             Err(e) => Outcome::Retry(format!("handing the token on: {e}")),
@@ -137,11 +169,19 @@ impl RenderHandler {
         // process stopping without waiting): the lease then runs out and another worker
         // renders it.
         let _stop_when_dropped = stop.clone().drop_guard();
-        let _lease = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_lease(
-            store.clone(),
-            claim.clone(),
-            stop.clone(),
-        )));
+        let beat = {
+            let (store, claim) = (store.clone(), claim.clone());
+            move || {
+                let (store, claim) = (store.clone(), claim.clone());
+                async move {
+                    match &claim.part {
+                        Some(part) => store.heartbeat_part(part, LEASE).await,
+                        None => store.heartbeat_render(&claim.render, LEASE).await,
+                    }
+                }
+            }
+        };
+        let _lease = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_lease(beat, stop.clone())));
         let work = async {
             match &claim.part {
                 Some(part) => self.run_part(render, part, &stop).await,
@@ -243,17 +283,27 @@ impl RenderHandler {
     }
 }
 
-/// Extends the lease of the claimed render or part every [`HEARTBEAT`]; cancels `stop`
-/// once the attempt is no longer its own (its job was cancelled, another part failed the
-/// render, or the lease ran out while the database was away and another worker claimed it).
-async fn keep_lease(store: reelfarm_backends::store::Store, claim: Claim, stop: CancellationToken) {
+/// A slot of a worker's given to a long unit of work ([`RenderHandler::long_slot`]).
+struct LongSlot<'a>(&'a AtomicU16);
+
+impl Drop for LongSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Extends the lease of a claimed unit every [`HEARTBEAT`] by `beat`; cancels `stop` once
+/// the attempt is no longer its own (its job was cancelled, another part failed the
+/// render, a later save replaced the template's media, or the lease ran out while the
+/// database was away and another worker claimed it).
+pub(super) async fn keep_lease<F, Fut>(beat: F, stop: CancellationToken)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<bool, StoreError>>,
+{
     loop {
         tokio::time::sleep(HEARTBEAT).await;
-        let alive = match &claim.part {
-            Some(part) => store.heartbeat_part(part, LEASE).await,
-            None => store.heartbeat_render(&claim.render, LEASE).await,
-        };
-        match alive {
+        match beat().await {
             Ok(true) => {}
             Ok(false) => return stop.cancel(),
             Err(e) => tracing::debug!(error = %e, "lease not extended"),

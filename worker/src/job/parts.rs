@@ -14,6 +14,7 @@
 use std::path::Path;
 
 use reelfarm_backends::store::{PartKind, PartRecord, RenderRecord};
+use reelfarm_domain::cost::is_split;
 use reelfarm_domain::output::Format;
 use tokio_util::sync::CancellationToken;
 
@@ -25,15 +26,10 @@ impl RenderHandler {
     /// The parts of the render `p` prepares, when it is longer than the split threshold:
     /// its sound first (short, and needed by the join), the chunks in order, the join.
     pub(super) fn parts_of(&self, p: &Prepared) -> Option<Vec<(PartKind, i64, i64)>> {
-        // Only MP4s are joined from chunks; other formats render whole, as do videos with
-        // captions (their voice-over's cues come from the speech, which only the sound
-        // part makes).
-        if self.split_after.is_zero() || p.settings.output.format != Format::Mp4 || p.template.has_captions() {
-            return None;
-        }
         let frames = split::frame_count(&p.template, p.settings.quality);
         let fps = p.template.canvas.fps.max(1);
-        if frames as f64 / f64::from(fps) <= self.split_after.as_secs_f64() {
+        let duration = frames as f64 / f64::from(fps);
+        if !is_split(p.settings.output.format, p.template.has_captions(), duration, self.split_after) {
             return None;
         }
         let end = frames as i64;

@@ -1,31 +1,76 @@
-//! The thumb and preview of a template saved through the API (`template_media.v1` on the
-//! render queue): the same 480p preview video and JPEG thumb an import makes, rendered
-//! from the template's defaults and recorded only while the version is still the
-//! current one (a later save asks for its own).
+//! The thumb and preview of a template saved through the API: a unit of work in its
+//! owner's account's share (claimed by a `template_media.v1` or any other token), the same
+//! 480p preview video and JPEG thumb an import makes, rendered from the template's
+//! defaults and recorded only while the version is still the current one (a later save
+//! asks for its own).
 
 use reelfarm_backends::consumer::Outcome;
-use reelfarm_backends::store::StoreError;
-use reelfarm_domain::id::TemplateId;
-use reelfarm_domain::template::{Source, Template};
+use reelfarm_backends::store::{MediaClaim, StoreError};
+use reelfarm_domain::id::{now_ms, TemplateId};
+use reelfarm_domain::template::Template;
+use tokio_util::sync::CancellationToken;
 
+use super::claim::{keep_lease, Step, LEASE};
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderSettings};
 
 impl RenderHandler {
-    pub(super) async fn template_media(&self, id: &TemplateId, version: i64, attempt: u32) -> Outcome {
-        match self.make_template_media(id, version).await {
-            Ok(()) => Outcome::Done,
-            Err(Failure::Transient(e) | Failure::Remote(e)) if attempt < self.delivery_limit => Outcome::Retry(e),
-            // Without them the template shows the previous ones (or the placeholder).
+    /// Makes the claimed thumb and preview of a template version while keeping its lease,
+    /// then ends the unit, or puts it back to be retried. Given up, the template shows the
+    /// previous ones (or the placeholder).
+    pub(super) async fn media_claimed(&self, claim: MediaClaim) -> Step {
+        let store = &self.backends.store;
+        let attempts = claim.attempts as u32;
+        if claim.interrupted && attempts >= self.delivery_limit {
+            tracing::error!("the template's media stopped their worker {} times; given up", attempts - 1);
+            return self.end_media(&claim).await;
+        }
+        let stop = CancellationToken::new();
+        let _stop_when_dropped = stop.clone().drop_guard();
+        let beat = {
+            let (store, claim) = (store.clone(), claim.clone());
+            move || {
+                let (store, claim) = (store.clone(), claim.clone());
+                async move { store.heartbeat_media(&claim, LEASE).await }
+            }
+        };
+        let _lease = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_lease(beat, stop.clone())));
+        let result = tokio::select! {
+            result = self.make_template_media(&claim.template_id, claim.version, &stop) => result,
+            // A later save asked for other media, or another worker took these over.
+            () = stop.cancelled() => return Step::Again,
+        };
+        match result {
+            Ok(()) => {}
+            Err(Failure::Transient(e) | Failure::Remote(e)) if attempts < self.delivery_limit => {
+                tracing::warn!(error = %e, "the template's media will be retried");
+                let retry_at = now_ms() + self.backends.bus.retry_delay(attempts).as_millis() as i64;
+                if let Err(e) = store.release_media(&claim, retry_at).await {
+                    tracing::warn!(error = %e, "template media not put back to pending");
+                }
+                return Step::Again;
+            }
             Err(Failure::Transient(e) | Failure::Remote(e) | Failure::Permanent(e)) => {
                 tracing::warn!(error = %e, "the template's thumb and preview were not made");
-                Outcome::Done
             }
+        }
+        self.end_media(&claim).await
+    }
+
+    async fn end_media(&self, claim: &MediaClaim) -> Step {
+        match self.backends.store.end_media(claim).await {
+            Ok(_) => Step::Ended(Outcome::Done),
+            Err(e) => Step::Ended(Outcome::Retry(format!("ending the template's media: {e}"))),
         }
     }
 
-    async fn make_template_media(&self, id: &TemplateId, version: i64) -> Result<(), Failure> {
+    async fn make_template_media(
+        &self,
+        id: &TemplateId,
+        version: i64,
+        stop: &CancellationToken,
+    ) -> Result<(), Failure> {
         let store = &self.backends.store;
         let record = match store.template(id).await {
             Ok(record) if record.version == version && !record.archived => record,
@@ -43,20 +88,15 @@ impl RenderHandler {
         let (mp4, jpg) = (dir.path().join("preview.mp4"), dir.path().join("thumb.jpg"));
         let settings = RenderSettings {
             quality,
-            time_limit: self.time_limit,
             max_seconds: Some(reelfarm_domain::preview::TEMPLATE_PREVIEW_SECONDS),
-            threads: self.encoder_threads,
-            limits: self.media_limits.clone(),
+            stop: stop.clone(),
             ..RenderSettings::default()
         };
         let outputs = (mp4.clone(), jpg.clone());
-        tokio::task::spawn_blocking(move || {
-            let resolve = |s: &Source| fetched.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
-            render::render(&template, &resolve, &settings, &outputs.0, &outputs.1, &|_| {})
+        self.render(&template, fetched, settings, None, move |template, resolve, settings, progress| {
+            render::render(template, resolve, settings, &outputs.0, &outputs.1, progress)
         })
-        .await
-        .map_err(|e| Failure::Transient(format!("preview render task: {e}")))?
-        .map_err(|e| Failure::Permanent(format!("preview render: {e}")))?;
+        .await?;
 
         let prefix = format!("{}/v{version}", record.blob_prefix);
         let (thumb_key, preview_key) = (format!("{prefix}/thumb.jpg"), format!("{prefix}/preview.mp4"));

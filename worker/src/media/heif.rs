@@ -47,7 +47,7 @@ pub(crate) fn decode(path: &Path, limits: &Limits) -> Result<DynamicImage, Media
     if plane.stride < row || plane.data.len() < plane.stride * (height as usize).saturating_sub(1) + row {
         return Err(MediaError::Corrupt("the HEIF image has an inconsistent layout".into()));
     }
-    let mut pixels = Vec::with_capacity(row * height as usize);
+    let mut pixels = super::buffer(row * height as usize, "the HEIF image")?;
     for y in 0..height as usize {
         pixels.extend_from_slice(&plane.data[y * plane.stride..y * plane.stride + row]);
     }

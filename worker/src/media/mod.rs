@@ -284,6 +284,15 @@ impl Job<'_> {
 }
 
 /// The message a panic carried, for the log.
+/// An empty vector with room for `len` items, or an error naming `what` when the memory
+/// cannot be had: large buffers are made this way, so that work that cannot get its memory
+/// fails alone instead of aborting the process.
+pub(crate) fn buffer<T>(len: usize, what: &str) -> Result<Vec<T>, MediaError> {
+    let mut buffer = Vec::new();
+    buffer.try_reserve_exact(len).map_err(|_| MediaError::Internal(format!("not enough memory for {what}")))?;
+    Ok(buffer)
+}
+
 pub(crate) fn panic_detail(panic: &(dyn std::any::Any + Send)) -> &str {
     panic
         .downcast_ref::<&str>()

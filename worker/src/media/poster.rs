@@ -75,7 +75,7 @@ impl Poster {
         let stride = rgba.stride(0);
         let data = rgba.data(0);
         let row = w as usize * 4;
-        let mut pixels = Vec::with_capacity(row * h as usize);
+        let mut pixels = super::buffer(row * h as usize, "the poster")?;
         for y in 0..h as usize {
             pixels.extend_from_slice(
                 data.get(y * stride..y * stride + row)

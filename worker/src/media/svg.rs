@@ -118,7 +118,7 @@ pub(crate) fn render(tree: &Tree, width: u32, height: u32) -> Result<DynamicImag
     let size = tree.size();
     let transform = Transform::from_scale(width as f32 / size.width(), height as f32 / size.height());
     resvg::render(tree, transform, &mut pixmap.as_mut());
-    let mut rgba = Vec::with_capacity(width as usize * height as usize * 4);
+    let mut rgba = super::buffer(width as usize * height as usize * 4, "the drawing")?;
     for p in pixmap.pixels() {
         let c = p.demultiply();
         rgba.extend_from_slice(&[c.red(), c.green(), c.blue(), c.alpha()]);

@@ -193,7 +193,9 @@ impl CaptionsBody {
         let (iw, ih) = (self.bw.saturating_sub(2 * pad).max(1), self.bh.saturating_sub(2 * pad).max(1));
         let text = render_text(&rich, &self.style, iw, ih, self.scale)
             .map_err(|e| RenderError::Internal(format!("captions: {e}")))?;
-        let mut image = Rgba::transparent(self.bw, self.bh);
+        let (bw, bh) = (self.bw, self.bh);
+        let mut image = Rgba::transparent(bw, bh)
+            .ok_or_else(|| RenderError::Internal(format!("not enough memory for {bw}×{bh} captions")))?;
         if let Some(color) = self.background {
             let (w, h) = measure(&rich, &self.style, iw as f32, self.scale);
             let (free_x, free_y) = (iw as f32 - w, ih as f32 - h);

@@ -100,7 +100,7 @@ pub(super) fn render(
         deadline.check()?;
         stopped(settings)?;
         let mut canvas = sink.recycled().unwrap_or_default();
-        canvas.reset(plan.width, plan.height, output.transparent);
+        canvas.try_reset(plan.width, plan.height, output.transparent)?;
         frames.compose(n, &mut canvas)?;
         if Some(n) == thumb_frame {
             thumb = Some(canvas.clone());
@@ -264,8 +264,8 @@ impl<'a> Frames<'a> {
                     Needs::Both => {
                         let mut a = std::mem::take(&mut self.scratch_a);
                         let mut b = std::mem::take(&mut self.scratch_b);
-                        a.reset(canvas.width, canvas.height, canvas.has_alpha());
-                        b.reset(canvas.width, canvas.height, canvas.has_alpha());
+                        a.try_reset(canvas.width, canvas.height, canvas.has_alpha())?;
+                        b.try_reset(canvas.width, canvas.height, canvas.has_alpha())?;
                         let slide = matches!(kind, reelfarm_domain::template::Transition::Slide { .. });
                         let result = (|| {
                             self.draw_clip(from, n, if slide { &mut a } else { canvas })?;

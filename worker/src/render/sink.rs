@@ -167,7 +167,7 @@ fn write_still(canvas: &Picture, format: Format, transparent: bool, path: &Path)
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     let written = match format {
         Format::Png if transparent => {
-            let mut rgba = Vec::with_capacity(w as usize * h as usize * 4);
+            let mut rgba = crate::media::buffer(w as usize * h as usize * 4, "the picture")?;
             for y in 0..h {
                 for x in 0..w {
                     let c = canvas.at(x, y);

@@ -71,7 +71,7 @@ fn frame_at(
     frames.release = resolver.kept.is_none();
     frames.prepare(|i| shown.contains(&i))?;
     let mut canvas = Picture::default();
-    canvas.reset(plan.width, plan.height, false);
+    canvas.try_reset(plan.width, plan.height, false)?;
     frames.compose(n, &mut canvas)?;
     if let Some(kept) = resolver.kept {
         frames.into_videos().for_each(|reader| kept.keep_video(reader));

@@ -78,9 +78,13 @@ pub struct Rgba {
 }
 
 impl Rgba {
-    /// A fully transparent image.
-    pub fn transparent(width: u32, height: u32) -> Rgba {
-        Rgba { width, height, data: vec![0; width as usize * height as usize * 4] }
+    /// A fully transparent image; `None` when its memory cannot be had.
+    pub fn transparent(width: u32, height: u32) -> Option<Rgba> {
+        let len = width as usize * height as usize * 4;
+        let mut data = Vec::new();
+        data.try_reserve_exact(len).ok()?;
+        data.resize(len, 0);
+        Some(Rgba { width, height, data })
     }
 
     /// The pixel at (x, y) as `[r, g, b, a]`.
@@ -106,6 +110,8 @@ pub enum TextError {
     TooLarge { width: u32, height: u32 },
     #[error("invalid text style: {0}")]
     InvalidStyle(String),
+    #[error("not enough memory for a text box of {width}x{height} pixels")]
+    OutOfMemory { width: u32, height: u32 },
 }
 
 impl TextError {
@@ -115,6 +121,7 @@ impl TextError {
             TextError::UnknownFamily(_) => "text.unknown_family",
             TextError::TooLarge { .. } => "text.too_large",
             TextError::InvalidStyle(_) => "text.invalid_style",
+            TextError::OutOfMemory { .. } => "text.out_of_memory",
         }
     }
 }
@@ -135,7 +142,7 @@ pub fn render_text(text: &RichText, style: &TextStyle, width: u32, height: u32, 
     if !fonts::has_family(&style.family) {
         return Err(TextError::UnknownFamily(style.family.clone()));
     }
-    let mut image = Rgba::transparent(width, height);
+    let mut image = Rgba::transparent(width, height).ok_or(TextError::OutOfMemory { width, height })?;
     if width == 0 || height == 0 || text.visible_len() == 0 {
         return Ok(image);
     }

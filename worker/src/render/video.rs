@@ -371,7 +371,7 @@ impl FrameScaler {
         let Some((ctx, _)) = self.context.as_mut() else {
             return Err(MediaError::Internal("no scaler".into()));
         };
-        out.reset(w, h, alpha);
+        out.try_reset(w, h, alpha)?;
         // swscale's SIMD may write a little past a row's end: give the planes slack.
         for plane in [&mut out.y, &mut out.u, &mut out.v, &mut out.a] {
             plane.reserve(64);

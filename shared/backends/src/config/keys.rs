@@ -75,7 +75,7 @@ keys! {
     max_layer_scale = "4": "largest layer box side, as a multiple of the canvas's side along it";
     max_render_memory = "2GiB": "most memory one render is estimated to need, refused when the template is saved (never above media_memory)";
     draft_minutes = "60": "minutes of draft video each account may start per hour (0: no limit)";
-    preview_frames = "600": "preview frames each user may ask for per minute, 30 at once (0: no limit)";
+    preview_frames = "600": "preview frames each account (a user, or the group it works in) may ask for per minute, 30 at once (0: no limit)";
     max_upload_bytes = "10GiB": "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)";
     upload_quota_bytes = "0": "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)";
     upload_idle_timeout = "60s": "an upload that sends nothing for this long is aborted";

@@ -16,6 +16,12 @@ mod jobs;
 mod templates;
 mod usage;
 
+/// The render the scheduler hands `worker` next (long units too).
+async fn claim_render(store: &Store, worker: &str, lease: Duration) -> Result<Option<Claim>> {
+    let work = store.claim_work(worker, lease, true).await?;
+    Ok(work.map(|w| w.into_render().expect("a render, not a template's media")))
+}
+
 async fn sqlite_store() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::connect(&format!("sqlite://{}/reelfarm.db", dir.path().display())).await.unwrap();
@@ -78,6 +84,7 @@ mod cases {
     racing_claims => farm::racing_claims,
     workers => farm::workers,
     split_renders => farm::split_renders,
+    units_of_every_kind => farm::units_of_every_kind,
     deliveries => deliveries::deliveries,
     email_allowance => deliveries::email_allowance,
     housekeeping => housekeeping::housekeeping,

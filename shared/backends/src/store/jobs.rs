@@ -23,13 +23,16 @@ use crate::store::parse_status;
 mod credits;
 mod parts;
 mod renders;
+mod scheduler;
 mod shares;
 mod types;
 
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
 pub use parts::{PartKind, PartRecord};
-pub use renders::{Claim, CANCELLED_ERROR};
+pub use renders::CANCELLED_ERROR;
+pub(super) use scheduler::want_template_media;
+pub use scheduler::{Claim, MediaClaim, Work};
 pub use shares::AccountShare;
 pub use types::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
@@ -46,7 +49,7 @@ const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, titl
 /// The columns of a new render row, in the order [`bind_render`] binds them.
 const NEW_RENDER_COLUMNS: &str =
     "id, job_id, position, external_id, title, metadata, template_variables, status, charged, project_id, created_at, finished_at, \
-    priority, cost_ms, video_ms";
+    priority, cost_ms, video_ms, long_unit";
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
 
@@ -95,6 +98,7 @@ fn bind_render<'q>(
         .bind(job.rank())
         .bind(render.cost_ms.max(1))
         .bind(render.video_ms.max(0))
+        .bind(i64::from(render.long_unit))
 }
 
 /// Binds the [`PROJECT_COLUMNS`] of the project created with `render`.
@@ -244,7 +248,7 @@ impl Store {
         for (render, stored) in job.renders.iter().zip(&record.renders) {
             let sql = format!(
                 "INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
             );
             bind_render(sqlx::query(&sql), job, render, stored).bind(&owner).execute(&mut *tx).await?;
             if let Some((project_id, json)) = &render.project {
@@ -285,7 +289,7 @@ impl Store {
             next += n;
             format!("({})", list.join(", "))
         };
-        let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(15)).collect();
+        let render_rows: Vec<String> = job.renders.iter().map(|_| placeholders(16)).collect();
         let project_rows: Vec<String> =
             job.renders.iter().filter(|r| r.project.is_some()).map(|_| placeholders(8)).collect();
         let outbox_rows: Vec<String> =

@@ -38,8 +38,8 @@ pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery}
 pub use housekeeping::{Pruned, DRAFT_RETENTION_MS, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
 pub use jobs::{
-    AccountShare, Claim, Idempotency, JobCreation, JobRecord, NewJob, NewRender, PartKind, PartRecord, ProjectRecord,
-    RenderOutcome, RenderRecord, CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
+    AccountShare, Claim, Idempotency, JobCreation, JobRecord, MediaClaim, NewJob, NewRender, PartKind, PartRecord,
+    ProjectRecord, RenderOutcome, RenderRecord, Work, CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
+use super::jobs::want_template_media;
 use super::templates::insert_template;
-use super::{id, optional_id, outbox, NewTemplate, Result, Store, StoreError, TemplateRecord};
+use super::{id, optional_id, NewTemplate, Result, Store, StoreError, TemplateRecord};
 use reelfarm_domain::id::{now_ms, TemplateId, UserId};
-use reelfarm_domain::message::Message;
 use reelfarm_domain::quality::Quality;
 
 /// What a save sets: the document and what is derived from it.
@@ -26,6 +26,8 @@ pub struct TemplateContent {
     /// `file` path in the document → blob key (the template's stored placeholder files
     /// that this version still uses).
     pub files: BTreeMap<String, String>,
+    /// Estimated CPU-milliseconds of making its thumb and preview.
+    pub media_cost_ms: i64,
 }
 
 /// One saved version of a template.
@@ -76,24 +78,18 @@ pub(super) async fn insert_version(
     Ok(())
 }
 
-/// The thumb and preview of `version` are rendered by a worker ([`Message::TemplateMediaV1`]).
-async fn enqueue_media(tx: &mut Transaction<'static, Any>, id: &TemplateId, version: i64) -> Result<()> {
-    let message = Message::TemplateMediaV1 { template_id: id.clone(), version };
-    outbox::enqueue(tx, &crate::trace::envelope(message)).await
-}
-
 impl Store {
     /// Creates a template saved through the API (its version 1) and asks a worker for its
     /// thumb and preview, in one transaction.
     #[tracing::instrument(name = "store::create_saved_template", level = "debug", skip_all)]
-    pub async fn create_saved_template(&self, new: &NewTemplate) -> Result<TemplateRecord> {
+    pub async fn create_saved_template(&self, new: &NewTemplate, media_cost_ms: i64) -> Result<TemplateRecord> {
         let owner =
             new.owner_user_id.as_ref().ok_or_else(|| StoreError::Conflict("a saved template has an owner".into()))?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         insert_template(&mut tx, new, now).await?;
         insert_version(&mut tx, &new.id, 1, &new.json, &new.files, Some(owner), now).await?;
-        enqueue_media(&mut tx, &new.id, 1).await?;
+        want_template_media(&mut tx, &new.id, 1, owner, media_cost_ms).await?;
         tx.commit().await?;
         self.outbox_written();
         self.template(&new.id).await
@@ -143,7 +139,7 @@ impl Store {
         };
         let version: i64 = row.try_get(0)?;
         insert_version(&mut tx, id, version, &content.json, &content.files, Some(saved_by), now).await?;
-        enqueue_media(&mut tx, id, version).await?;
+        want_template_media(&mut tx, id, version, saved_by, content.media_cost_ms).await?;
         tx.commit().await?;
         self.outbox_written();
         self.template(id).await

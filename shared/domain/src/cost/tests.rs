@@ -125,3 +125,24 @@ fn a_render_s_deadline_is_a_multiple_of_its_estimate_within_the_job_timeout() {
     assert!((limit.as_secs_f64() - long.cpu_seconds * DEADLINE_FACTOR).abs() < 1.0, "{limit:?} {long:?}");
     assert_eq!(long.time_limit(hour), hour);
 }
+
+#[test]
+fn only_long_mp4s_without_captions_are_split() {
+    let after = Duration::from_secs(60);
+    assert!(is_split(Format::Mp4, false, 61.0, after));
+    assert!(!is_split(Format::Mp4, false, 60.0, after), "up to the threshold: whole");
+    assert!(!is_split(Format::Gif, false, 3600.0, after), "a GIF is not joined from chunks");
+    assert!(!is_split(Format::Mp4, true, 3600.0, after), "captions come from the whole sound");
+    assert!(!is_split(Format::Mp4, false, 3600.0, Duration::ZERO), "zero: never");
+}
+
+#[test]
+fn a_template_s_own_media_cost_its_first_seconds_at_preview_quality() {
+    let hour = template(&shapes(3600.0, 480, 1, 100.0));
+    let media = Estimate::template_media(&hour);
+    let ten = Estimate::template_media(&template(&shapes(10.0, 480, 1, 100.0)));
+    assert_eq!((media.duration, media.frames), (10.0, 300));
+    assert!((media.cpu_seconds - ten.cpu_seconds).abs() < 0.1 * ten.cpu_seconds, "{media:?} vs {ten:?}");
+    let short = Estimate::template_media(&template(&shapes(2.0, 480, 1, 100.0)));
+    assert_eq!((short.duration, short.frames), (2.0, 60), "a short template whole");
+}

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::super::*;
+use super::claim_render;
 use super::jobs::{new_job, success};
 use super::templates::new_template;
 use reelfarm_domain::id::{now_ms, RenderId, TemplateId, UserId};
@@ -31,7 +32,7 @@ async fn job_at(
 
 /// Claims one render and keeps it; its id.
 async fn claim(store: &Store) -> RenderId {
-    store.claim_render("w", LONG).await.unwrap().expect("a render to claim").render.id
+    claim_render(store, "w", LONG).await.unwrap().expect("a render to claim").render.id
 }
 
 pub(super) async fn scheduler(store: &Store) {
@@ -39,7 +40,7 @@ pub(super) async fn scheduler(store: &Store) {
     let ann = store.create_user("ann", None, 1000).await.unwrap();
     let bob = store.create_user("bob", None, 1000).await.unwrap();
     let t0 = now_ms() - 60_000;
-    assert_eq!(store.claim_render("w", LONG).await.unwrap(), None, "nothing to claim");
+    assert_eq!(claim_render(store, "w", LONG).await.unwrap(), None, "nothing to claim");
 
     // Ann's batch of 6 came first; Bob's single video a moment later starts second: the
     // account with fewer running renders goes first, whatever the queue's order.
@@ -107,7 +108,7 @@ pub(super) async fn scheduler(store: &Store) {
 /// Claims and ends every render waiting.
 async fn drain(store: &Store) {
     let done = RenderOutcome::Failed { error: "drained".into() };
-    while let Some(claim) = store.claim_render("drain", LONG).await.unwrap() {
+    while let Some(claim) = claim_render(store, "drain", LONG).await.unwrap() {
         assert!(store.end_claimed(&claim.render, &done).await.unwrap());
     }
     assert!(store.shares().await.unwrap().iter().all(|s| s.waiting == 0));
@@ -120,12 +121,12 @@ pub(super) async fn leases(store: &Store) {
 
     // A claim whose lease runs out is claimed again, as interrupted; only the attempt
     // holding the render may extend, release or end it.
-    let first = store.claim_render("w1", Duration::ZERO).await.unwrap().unwrap();
+    let first = claim_render(store, "w1", Duration::ZERO).await.unwrap().unwrap();
     assert_eq!((first.render.id.clone(), first.interrupted, first.render.attempts), (ids[0].clone(), false, 1));
     assert_eq!(first.render.status, RenderStatus::Started);
     assert_eq!(first.render.worker.as_deref(), Some("w1"));
     assert_eq!(store.next_claim_at().await.unwrap(), Some(0), "the second render can be claimed now");
-    let second = store.claim_render("w2", LONG).await.unwrap().unwrap();
+    let second = claim_render(store, "w2", LONG).await.unwrap().unwrap();
     assert_eq!(second.render.id, ids[0], "the interrupted render before the next one");
     assert_eq!((second.interrupted, second.render.attempts), (true, 2));
     assert!(!store.heartbeat_render(&first.render, LONG).await.unwrap());
@@ -139,16 +140,16 @@ pub(super) async fn leases(store: &Store) {
     let retry_at = now_ms() + 1_000;
     store.release_render(&second.render, retry_at).await.unwrap();
     assert_eq!(store.render(&ids[0]).await.unwrap().status, RenderStatus::Pending);
-    let third = store.claim_render("w2", LONG).await.unwrap().unwrap();
+    let third = claim_render(store, "w2", LONG).await.unwrap().unwrap();
     assert_eq!(third.render.id, ids[1], "the released render waits");
-    assert_eq!(store.claim_render("w2", LONG).await.unwrap(), None);
+    assert_eq!(claim_render(store, "w2", LONG).await.unwrap(), None);
     assert_eq!(store.next_claim_at().await.unwrap(), Some(retry_at), "before the other's lease ends");
     assert!(store.end_claimed(&third.render, &success).await.unwrap());
     assert!(!store.heartbeat_render(&third.render, LONG).await.unwrap(), "ended: no lease");
 
     // Past its retry time it is claimed again (not as interrupted: it was put back).
     tokio::time::sleep(Duration::from_millis((retry_at - now_ms()).max(0) as u64 + 10)).await;
-    let fourth = store.claim_render("w3", LONG).await.unwrap().unwrap();
+    let fourth = claim_render(store, "w3", LONG).await.unwrap().unwrap();
     assert_eq!((fourth.render.id.clone(), fourth.interrupted), (ids[0].clone(), false));
     assert_eq!(fourth.render.attempts, 3);
     // Only a started render left: its lease's end.
@@ -159,7 +160,7 @@ pub(super) async fn leases(store: &Store) {
     let job = store.render(&ids[0]).await.unwrap().job_id;
     assert_eq!(store.cancel_job(&job).await.unwrap(), 1);
     assert!(!store.heartbeat_render(&fourth.render, LONG).await.unwrap());
-    assert_eq!(store.claim_render("w3", LONG).await.unwrap(), None);
+    assert_eq!(claim_render(store, "w3", LONG).await.unwrap(), None);
     assert_eq!(store.next_claim_at().await.unwrap(), None, "nothing open");
 }
 
@@ -173,7 +174,7 @@ pub(super) async fn racing_claims(store: &Store) {
     }
     let claims = (0..40).map(|i| async move {
         loop {
-            match store.claim_render(&format!("w{i}"), LONG).await {
+            match claim_render(store, &format!("w{i}"), LONG).await {
                 Ok(claim) => return claim.map(|c| c.render.id),
                 // SQLite: a writer busy past the pool's timeout; PostgreSQL never.
                 Err(e) if e.is_transient() => tokio::time::sleep(Duration::from_millis(5)).await,
@@ -230,7 +231,7 @@ pub(super) async fn split_renders(store: &Store) {
     let ivy = store.create_user("ivy", None, 10).await.unwrap();
     let jon = store.create_user("jon", None, 10).await.unwrap();
     let long = job_at(store, &ivy.id, &template.id, 1, now_ms() - 10, |_| {}).await;
-    let whole = store.claim_render("w1", LONG).await.unwrap().unwrap();
+    let whole = claim_render(store, "w1", LONG).await.unwrap().unwrap();
     assert_eq!((whole.render.id.clone(), whole.part.clone()), (long[0].clone(), None));
     let parts =
         [(PartKind::Sound, 0, 90), (PartKind::Frames, 0, 60), (PartKind::Frames, 60, 90), (PartKind::Join, 0, 90)];
@@ -244,13 +245,13 @@ pub(super) async fn split_renders(store: &Store) {
     // served last), then the parts in order.
     let other = job_at(store, &jon.id, &template.id, 1, now_ms(), |_| {}).await;
     assert_eq!(claim(store).await, other[0], "ivy's parts do not jump jon's turn");
-    let sound = store.claim_render("w1", LONG).await.unwrap().unwrap();
+    let sound = claim_render(store, "w1", LONG).await.unwrap().unwrap();
     assert_eq!(sound.render.id, long[0]);
     let sound_part = sound.part.clone().unwrap();
     assert_eq!((sound_part.part, sound_part.kind, sound_part.attempts), (0, PartKind::Sound, 1));
-    let first = store.claim_render("w3", Duration::ZERO).await.unwrap().unwrap().part.unwrap();
+    let first = claim_render(store, "w3", Duration::ZERO).await.unwrap().unwrap().part.unwrap();
     assert_eq!((first.kind, first.first_frame, first.end_frame), (PartKind::Frames, 0, 60));
-    let second = store.claim_render("w4", LONG).await.unwrap().unwrap();
+    let second = claim_render(store, "w4", LONG).await.unwrap().unwrap();
     let second_part = second.part.clone().unwrap();
     assert_eq!(second_part.part, 1, "the chunk whose lease ran out, as interrupted");
     assert!(second.interrupted);
@@ -259,18 +260,18 @@ pub(super) async fn split_renders(store: &Store) {
     assert_eq!(store.finish_part(&first).await.unwrap(), None, "nor may it finish it");
 
     // A failed chunk waits for its retry alone; the join waits for every part.
-    let third = store.claim_render("w5", LONG).await.unwrap().unwrap().part.unwrap();
+    let third = claim_render(store, "w5", LONG).await.unwrap().unwrap().part.unwrap();
     assert_eq!(third.part, 2);
     store.release_part(&third, now_ms() + 60_000).await.unwrap();
-    assert_eq!(store.claim_render("w5", LONG).await.unwrap(), None, "nothing claimable: the join waits");
+    assert_eq!(claim_render(store, "w5", LONG).await.unwrap(), None, "nothing claimable: the join waits");
     assert_eq!(store.finish_part(&sound_part).await.unwrap(), Some((1, 4)));
     assert_eq!(store.finish_part(&second_part).await.unwrap(), Some((2, 4)));
     sqlx::query("UPDATE render_parts SET not_before = 0 WHERE part = 2").execute(&store.pool).await.unwrap();
-    let retried = store.claim_render("w6", LONG).await.unwrap().unwrap();
+    let retried = claim_render(store, "w6", LONG).await.unwrap().unwrap();
     let retried = retried.part.unwrap();
     assert_eq!((retried.part, retried.attempts), (2, 2));
     assert_eq!(store.finish_part(&retried).await.unwrap(), Some((3, 4)));
-    let join = store.claim_render("w6", LONG).await.unwrap().unwrap().part.unwrap();
+    let join = claim_render(store, "w6", LONG).await.unwrap().unwrap().part.unwrap();
     assert_eq!(join.kind, PartKind::Join);
     assert!(store.finish_part(&join).await.unwrap().is_none(), "a join ends the render instead");
     let success = success(3);
@@ -283,14 +284,14 @@ pub(super) async fn split_renders(store: &Store) {
 
     // A cancel stops the parts of a split render: nothing claimable, no lease.
     let cancelled = job_at(store, &ivy.id, &template.id, 1, now_ms(), |_| {}).await;
-    let claimed = store.claim_render("w1", LONG).await.unwrap().unwrap();
+    let claimed = claim_render(store, "w1", LONG).await.unwrap().unwrap();
     assert_eq!(claimed.render.id, cancelled[0]);
     assert!(store.split_render(&claimed.render, &parts_of(90)).await.unwrap());
-    let part = store.claim_render("w1", LONG).await.unwrap().unwrap().part.unwrap();
+    let part = claim_render(store, "w1", LONG).await.unwrap().unwrap().part.unwrap();
     store.cancel_job(&claimed.render.job_id).await.unwrap();
     assert!(!store.heartbeat_part(&part, LONG).await.unwrap());
     store.end_render(&other[0], &success).await.unwrap();
-    assert_eq!(store.claim_render("w1", LONG).await.unwrap(), None);
+    assert_eq!(claim_render(store, "w1", LONG).await.unwrap(), None);
     assert_eq!(store.next_claim_at().await.unwrap(), None, "nothing open");
 
     // The parts of ended renders are kept for a week, then pruned.
@@ -308,7 +309,7 @@ pub(super) async fn split_renders(store: &Store) {
         assert!(store.split_render(&store.render(whole).await.unwrap(), &parts_of(90)).await.unwrap());
     }
     let claim_part = || async {
-        let claimed = store.claim_render("w1", LONG).await.unwrap().map(|c| (c.render.id, c.part.unwrap()));
+        let claimed = claim_render(store, "w1", LONG).await.unwrap().map(|c| (c.render.id, c.part.unwrap()));
         claimed.map(|(id, part)| (two.iter().position(|r| *r == id).unwrap(), part))
     };
     let (render, first_sound) = claim_part().await.unwrap();
@@ -326,4 +327,63 @@ pub(super) async fn split_renders(store: &Store) {
 /// Sound, one chunk, join.
 fn parts_of(frames: i64) -> Vec<(PartKind, i64, i64)> {
     vec![(PartKind::Sound, 0, frames), (PartKind::Frames, 0, frames), (PartKind::Join, 0, frames)]
+}
+
+/// Every kind of work in one order: a saved template's media are a unit of its owner's
+/// account (ahead of that account's batch, never of another account), a later save
+/// replaces them, and a worker without a slot for long units passes over long renders.
+pub(super) async fn units_of_every_kind(store: &Store) {
+    let template = store.create_template(&new_template("Units", None, true)).await.unwrap();
+    let ann = store.create_user("ann", None, 1000).await.unwrap();
+    let bob = store.create_user("bob", None, 1000).await.unwrap();
+    let t0 = now_ms() - 60_000;
+    let ann_batch = job_at(store, &ann.id, &template.id, 1, t0, |_| {}).await;
+    let bob_video = job_at(store, &bob.id, &template.id, 1, t0 + 1, |_| {}).await;
+    let saved = store.create_saved_template(&new_template("Saved", Some(&ann.id), false), 5_000).await.unwrap();
+    let media = |work: Option<Work>| match work {
+        Some(Work::TemplateMedia(claim)) => claim,
+        other => panic!("template media expected, got {other:?}"),
+    };
+    let media_first = media(store.claim_work("w", LONG, true).await.unwrap());
+    assert_eq!((&media_first.template_id, media_first.version, media_first.attempts), (&saved.id, 1, 1));
+    assert_eq!(claim(store).await, bob_video[0], "ann runs her media: bob's turn");
+    assert_eq!(claim(store).await, ann_batch[0]);
+
+    // Saved again while being made: the new version's are claimed, the old attempt's lease
+    // is lost. Put back after a failure, they are claimed again with the attempt counted.
+    let content = TemplateContent {
+        name: "Saved".into(),
+        category: String::new(),
+        tags: Vec::new(),
+        json: saved.json.clone(),
+        duration_ms: 1_000,
+        quality: saved.quality,
+        files: Default::default(),
+        media_cost_ms: 5_000,
+    };
+    store.save_template(&saved.id, &content, &ann.id, None).await.unwrap();
+    assert!(!store.heartbeat_media(&media_first, LONG).await.unwrap(), "replaced");
+    let media_second = media(store.claim_work("w", LONG, true).await.unwrap());
+    assert_eq!((media_second.version, media_second.attempts), (2, 1));
+    assert!(store.heartbeat_media(&media_second, LONG).await.unwrap());
+    store.release_media(&media_second, 0).await.unwrap();
+    let media_retry = media(store.claim_work("w", LONG, true).await.unwrap());
+    assert_eq!((media_retry.version, media_retry.attempts), (2, 2));
+    assert!(!store.end_media(&media_first).await.unwrap());
+    assert!(store.end_media(&media_retry).await.unwrap());
+    assert_eq!(store.claim_work("w", LONG, true).await.unwrap(), None);
+
+    // Long units: a slot kept for short work passes over them.
+    let long = |j: &mut NewJob| {
+        j.renders.iter_mut().for_each(|r| (r.cost_ms, r.long_unit) = (3_600_000, true));
+    };
+    let gifs = job_at(store, &ann.id, &template.id, 2, t0 + 10, long).await;
+    let next =
+        |long_units| async move { store.claim_work("w", LONG, long_units).await.unwrap().and_then(Work::into_render) };
+    assert_eq!(next(false).await, None, "only long units wait");
+    let short = job_at(store, &bob.id, &template.id, 1, t0 + 11, |_| {}).await;
+    let taken = next(false).await.unwrap();
+    assert_eq!((&taken.render.id, taken.long_unit), (&short[0], false));
+    let taken = next(true).await.unwrap();
+    assert_eq!((&taken.render.id, taken.long_unit), (&gifs[0], true));
 }

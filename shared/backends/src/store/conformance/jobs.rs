@@ -7,6 +7,7 @@ use reelfarm_domain::output::{Format, Output};
 use std::time::Duration;
 
 use super::super::*;
+use super::claim_render;
 use super::templates::new_template;
 use reelfarm_domain::id::{now_ms, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::message::Message;
@@ -54,6 +55,7 @@ pub(super) fn new_job(
                 credits: 1,
                 cost_ms: 1000,
                 video_ms: 5000,
+                long_unit: false,
             })
             .collect(),
         created_at: now_ms(),
@@ -233,7 +235,7 @@ pub(super) async fn cancel(store: &Store) {
     let ids: Vec<&RenderId> = job.renders.iter().map(|r| &r.id).collect();
     let success = success(1);
     assert!(store.end_render(ids[0], &success).await.unwrap());
-    let claimed = store.claim_render("w1", Duration::from_secs(60)).await.unwrap().unwrap();
+    let claimed = claim_render(store, "w1", Duration::from_secs(60)).await.unwrap().unwrap();
     assert_eq!(&claimed.render.id, ids[1]);
     assert!(store.end_render(ids[2], &RenderOutcome::Failed { error: "broken".into() }).await.unwrap());
     assert_eq!(store.available_credits(&mia.id).await.unwrap(), 7);
@@ -270,7 +272,7 @@ pub(super) async fn cancel(store: &Store) {
 
     // The worker of the started render finds it ended; the pending one never starts.
     assert!(!store.end_render(ids[1], &success).await.unwrap());
-    assert_eq!(store.claim_render("w2", Duration::from_secs(60)).await.unwrap(), None);
+    assert_eq!(claim_render(store, "w2", Duration::from_secs(60)).await.unwrap(), None);
     assert_eq!(store.cancel_job(&job.id).await.unwrap(), 0, "cancelling twice changes nothing");
     assert_eq!(store.available_credits(&mia.id).await.unwrap(), 9);
     assert_eq!(store.job(&job.id).await.unwrap(), cancelled);

@@ -114,6 +114,7 @@ pub(super) async fn versions(store: &Store) {
         duration_ms: 5_000,
         quality: reelfarm_domain::quality::Quality::of_canvas(1280, 720),
         files: BTreeMap::new(),
+        media_cost_ms: 2_000,
     };
     let saved = store.save_template(&imported.id, &content, &erin.id, Some(1)).await.unwrap();
     assert_eq!((saved.version, &saved.name, &saved.json, saved.duration_ms), (2, &content.name, &content.json, 5_000));
@@ -148,7 +149,7 @@ pub(super) async fn versions(store: &Store) {
     // A template saved through the API starts at version 1 with its media asked for.
     let mut new = new_template("Saved", Some(&erin.id), false);
     new.thumb_key = None;
-    let created = store.create_saved_template(&new).await.unwrap();
+    let created = store.create_saved_template(&new, 2_000).await.unwrap();
     assert_eq!((created.version, &created.thumb_key), (1, &None));
     assert_eq!(store.outbox_len().await.unwrap(), before + 3);
 

@@ -82,6 +82,16 @@ impl Store {
 }
 
 impl Store {
+    /// The account `user_id` works in: the first group they joined (`group:…`), or their
+    /// own (`user:…`). Shares, credits and the budgets of free work count per account.
+    #[tracing::instrument(name = "store::account_of", level = "debug", skip_all)]
+    pub async fn account_of(&self, user_id: &UserId) -> Result<String> {
+        Ok(sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
+            .bind(user_id.as_str())
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
     /// The drafts the account of `user_id` started since `since` (Unix ms), oldest first:
     /// when each was made and the milliseconds of video it makes (what the account's
     /// draft budget counts).

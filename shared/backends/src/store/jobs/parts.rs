@@ -1,6 +1,6 @@
 //! The parts of a split render: a render longer than the split threshold is
 //! split by the worker that claimed it into chunks of frames, its sound and their join.
-//! Parts are claimed through [`Store::claim_render`] like renders (counted in their
+//! Parts are claimed through [`Store::claim_work`] like renders (counted in their
 //! account's share), hold a lease their worker extends, go back to `pending` after a
 //! failed attempt and are retried alone; the join, claimable once every other part is
 //! done, ends the render.
@@ -12,11 +12,11 @@ use reelfarm_domain::message::Message;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::renders::{ready, Claim, Guard};
-use super::{render_from, RenderOutcome, RenderRecord, RENDER_COLUMNS};
+use super::renders::Guard;
+use super::{RenderOutcome, RenderRecord};
 use crate::store::{outbox, Result, Store, StoreError};
 
-const PART_COLUMNS: &str = "render_id, part, kind, first_frame, end_frame, status, attempts, worker";
+pub(super) const PART_COLUMNS: &str = "render_id, part, kind, first_frame, end_frame, status, attempts, worker";
 
 /// What a part makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub struct PartRecord {
     pub worker: Option<String>,
 }
 
-fn part_from(row: &AnyRow) -> Result<PartRecord> {
+pub(super) fn part_from(row: &AnyRow) -> Result<PartRecord> {
     Ok(PartRecord {
         render_id: RenderId::trusted(row.try_get::<String, _>("render_id")?),
         part: row.try_get("part")?,
@@ -128,48 +128,6 @@ impl Store {
             .fetch_all(&self.pool)
             .await?;
         rows.iter().map(part_from).collect()
-    }
-
-    /// Takes part `part` of render `id` for `worker` when it is still claimable and nobody
-    /// else is taking it (see [`Store::claim_render`]).
-    pub(super) async fn claim_part(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-        id: &str,
-        part: i64,
-        worker: &str,
-        now: i64,
-        lease: Duration,
-    ) -> Result<Option<Claim>> {
-        let lock = self.skip_locked();
-        let free = sqlx::query(&format!(
-            "SELECT p.part FROM render_parts p WHERE p.render_id = $2 AND p.part = $3 AND {} {lock}",
-            ready("p")
-        ))
-        .bind(now)
-        .bind(id)
-        .bind(part)
-        .fetch_optional(&mut **tx)
-        .await?;
-        if free.is_none() {
-            return Ok(None);
-        }
-        let row = sqlx::query(&format!(
-            "UPDATE render_parts SET status = 'started', attempts = attempts + 1, worker = $1, lease_until = $2 \
-             WHERE render_id = $3 AND part = $4 RETURNING {PART_COLUMNS}"
-        ))
-        .bind(worker)
-        .bind(now + lease.as_millis() as i64)
-        .bind(id)
-        .bind(part)
-        .fetch_one(&mut **tx)
-        .await?;
-        let part = part_from(&row)?;
-        let render = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
-            .bind(id)
-            .fetch_one(&mut **tx)
-            .await?;
-        Ok(Some(Claim { render: render_from(&render)?, interrupted: false, part: Some(part) }))
     }
 
     /// Extends the lease of `claimed`'s attempt; `false` when the attempt is no longer

@@ -74,6 +74,9 @@ pub struct NewRender {
     pub cost_ms: i64,
     /// Milliseconds of video it makes.
     pub video_ms: i64,
+    /// One worker renders it whole and it is estimated above a long unit's
+    /// (`reelfarm_domain::cost::LONG_UNIT_MS`): a worker keeps a slot for shorter work.
+    pub long_unit: bool,
 }
 
 /// The idempotency record of a job request.
