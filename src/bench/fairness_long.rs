@@ -1,9 +1,10 @@
 //! `reelfarm bench fairness --long`: account A has a 10-hour draft and a 10-hour paid
-//! render of one template (each split into 3,600 chunks) on two worker slots; account B
-//! sends one video of the quote-card example through the API, `--tries` times. The
-//! scheduler weighs what each account has running by its estimated CPU-seconds, and A's
-//! draft leads only A's own queue, so B's video waits for no more than a chunk of A's to
-//! end. Bar: B's p95 wait within two of B's own render times.
+//! render of one template (each split into 3,600 chunks) and two 10-hour GIFs of it (not
+//! split: each one unit of work) on two worker slots; account B sends one video of the
+//! quote-card example through the API, `--tries` times. The scheduler weighs what each
+//! account has running by its estimated CPU-seconds, A's draft leads only A's own queue,
+//! and a worker gives long units all its slots but one, so B's video waits for no more
+//! than a chunk of A's to end. Bar: B's p95 wait within two of B's own render times.
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use anyhow::{bail, Context};
 use reelfarm_backends::store::JobCreation;
 use reelfarm_backends::{Blobs, Config};
 use reelfarm_domain::id::JobId;
+use reelfarm_domain::output::{Format, Output};
 
 use crate::admin::template::{import, ImportOptions};
 use crate::stats::Percentiles;
@@ -52,8 +54,12 @@ pub async fn run(config: &Config, tries: u32) -> anyhow::Result<()> {
         .context("serve all")?;
     super::wait_for_api(port).await?;
     let mut jobs = Vec::new();
-    for draft in [true, false] {
-        let job = reelfarm_backends::store::NewJob { draft, ..super::batch_job(&a.id, &template, 1) };
+    for (draft, gif) in [(true, false), (false, false), (false, true), (false, true)] {
+        let mut job = reelfarm_backends::store::NewJob { draft, ..super::batch_job(&a.id, &template, 1) };
+        if gif {
+            job.output = Output { format: Format::Gif, ..Output::default() };
+            job.renders.iter_mut().for_each(|r| r.long_unit = true);
+        }
         match store.create_job(&job, None).await? {
             JobCreation::Created => jobs.push(job.id),
             other => bail!("A's job was not created: {other:?}"),
@@ -79,14 +85,15 @@ async fn measure(
     template: &str,
     tries: u32,
 ) -> anyhow::Result<()> {
-    // Both of A's videos split and rendering before B comes.
+    // A's draft and video split and rendering, one of its GIFs too (a slot is kept for
+    // shorter work), before B comes.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let mut split = 0;
+        let mut started = 0;
         for job in a_jobs {
-            split += store.job(job).await?.renders.iter().filter(|r| r.started_at.is_some()).count();
+            started += store.job(job).await?.renders.iter().filter(|r| r.started_at.is_some()).count();
         }
-        if split == a_jobs.len() {
+        if started == a_jobs.len() - 1 {
             break;
         }
         if Instant::now() > deadline {
@@ -119,7 +126,10 @@ async fn measure(
         renders.push(finished as f64);
     }
     let (waits, renders) = (Percentiles::of(waits), Percentiles::of(renders));
-    println!("fairness --long: account A renders a 10-hour draft and a 10-hour video (split) on 2 worker slots;");
+    println!(
+        "fairness --long: account A renders a 10-hour draft and a 10-hour video (split) and has two 10-hour GIFs \
+         (whole) on 2 worker slots;"
+    );
     println!("account B sends one video of quote-card at 480p {tries} times");
     println!("{:<40} {:>9}", "measure", "value");
     println!("{:<40} {:>6.0} ms", "B's render time, p50", renders.p50);
