@@ -12,6 +12,8 @@ pub mod error;
 pub mod operations;
 pub mod templates;
 pub mod text;
+pub mod tokens;
+pub mod users;
 
 pub use error::{AppError, FieldError, Result};
 

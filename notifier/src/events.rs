@@ -31,10 +31,9 @@ impl EventHandler {
 
     async fn plan(&self, render_id: &RenderId) -> Result<u64, StoreError> {
         let (render, job) = RenderFacts::load_with_job(&self.backends, render_id).await?;
-        let notifications: Vec<Notification> = serde_json::from_str(&job.notifications)
-            .map_err(|e| StoreError::Corrupt(format!("notifications of job {}: {e}", job.id)))?;
         let due_at = now_ms() + self.first_delay_ms;
-        let deliveries: Vec<NewDelivery> = notifications
+        let deliveries: Vec<NewDelivery> = job
+            .notifications
             .iter()
             .enumerate()
             .map(|(index, notification)| NewDelivery {

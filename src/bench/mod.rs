@@ -54,15 +54,15 @@ pub fn batch_job(
         priority: reelfarm_domain::priority::Priority::Normal,
         create_render: true,
         create_project: false,
-        notifications: "[]".into(),
+        notifications: Vec::new(),
         output: Default::default(),
         renders: (0..renders)
             .map(|i| reelfarm_backends::store::NewRender {
                 id: RenderId::generate(),
                 external_id: format!("bench-{i}"),
                 title: String::new(),
-                metadata: "{}".into(),
-                template_variables: "{}".into(),
+                metadata: Default::default(),
+                template_variables: Default::default(),
                 project: None,
                 credits: estimate.map_or(1, |e| e.credits()),
                 cost_ms: estimate.map_or(1000, |e| e.cpu_ms()),

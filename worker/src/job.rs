@@ -144,8 +144,7 @@ impl RenderHandler {
         let record = store.template_at(&job.template_id, job.template_version).await?;
         let template: Template = serde_json::from_str(&record.json)
             .map_err(|e| Failure::Transient(format!("template {} document: {e}", record.id)))?;
-        let values: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&render.template_variables)
-            .map_err(|e| Failure::Transient(format!("render {} values: {e}", render.id)))?;
+        let values = render.template_variables.clone();
         let mut template = apply_values_with(&template, &values, &self.tts.voices).map_err(|problems| {
             let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
             Failure::Permanent(format!("the values no longer fit the template: {}", lines.join("; ")))

@@ -1,19 +1,18 @@
 //! The developer portal: personal access tokens, made, listed and revoked.
 
 use actix_web::http::StatusCode;
-use actix_web::{get, post, web, HttpResponse, ResponseError};
+use actix_web::{get, post, web, HttpResponse};
 use askama::Template;
 use reelfarm_backends::store::TokenRecord;
-use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{iso8601, now_ms};
 use serde::Deserialize;
 
 use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
-use crate::services::tokens::{self, LIFETIMES};
-use crate::services::users;
 use crate::state::AppState;
+use reelfarm_app::tokens::{self, LIFETIMES};
+use reelfarm_app::{users, AppError};
 
 /// A token as the portal lists it.
 struct TokenRow {
@@ -72,10 +71,11 @@ struct Outcome {
 async fn portal(state: &AppState, visitor: &SignedIn, outcome: Outcome) -> Result<HttpResponse, ConsoleError> {
     let now = now_ms();
     let caller = visitor.caller();
-    let tokens = tokens::list(state, &caller).await?.into_iter().map(|t| TokenRow::new(t, now)).collect();
-    let webhook_secret = match users::webhook_secret(state, &caller).await {
+    let (store, user) = (&state.backends.store, &caller.user.id);
+    let tokens = tokens::list(store, user).await?.into_iter().map(|t| TokenRow::new(t, now)).collect();
+    let webhook_secret = match users::webhook_secret(store, &state.sealer, user).await {
         Ok(secret) => Ok(secret),
-        Err(e) if e.status_code() == StatusCode::CONFLICT => Err(e.body().message.clone()),
+        Err(AppError::Conflict(unreadable)) => Err(unreadable),
         Err(e) => return Err(e.into()),
     };
     let Outcome { status, created, problems, rotated } = outcome;
@@ -111,10 +111,11 @@ pub async fn create_token(
     form: web::Form<NewTokenForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     visitor.check_csrf(&form.csrf)?;
-    match tokens::create(&state, &visitor.caller(), form.name.as_deref(), form.days.as_deref()).await {
+    let user = &visitor.session.user.id;
+    match tokens::create(&state.backends.store, user, form.name.as_deref(), form.days.as_deref()).await {
         Ok((_, secret)) => portal(&state, &visitor, Outcome { created: Some(secret), ..Outcome::default() }).await,
-        Err(e) if e.key() == ErrorKey::ValidationFailed => {
-            let problems = e.body().errors.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
+        Err(AppError::Invalid(errors)) => {
+            let problems = errors.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
             portal(&state, &visitor, Outcome { status: Some(StatusCode::BAD_REQUEST), problems, ..Outcome::default() })
                 .await
         }
@@ -130,7 +131,7 @@ pub async fn revoke_token(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     visitor.check_csrf(&form.csrf)?;
-    tokens::revoke(&state, &visitor.caller(), &id).await?;
+    tokens::revoke(&state.backends.store, &visitor.session.user.id, &id).await?;
     Ok(see_other("/console/developer"))
 }
 
@@ -142,6 +143,6 @@ pub async fn rotate_webhook_secret(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     visitor.check_csrf(&form.csrf)?;
-    users::rotate_webhook_secret(&state, &visitor.caller()).await?;
+    users::rotate_webhook_secret(&state.backends.store, &state.sealer, &visitor.session.user.id).await?;
     portal(&state, &visitor, Outcome { rotated: true, ..Outcome::default() }).await
 }

@@ -155,10 +155,7 @@ async fn job_of(state: &AppState, visitor: &SignedIn, id: &str) -> Result<(JobJs
         .job
         .renders
         .iter()
-        .map(|r| {
-            let parsed = serde_json::from_str::<serde_json::Value>(&r.template_variables);
-            parsed.and_then(|v| serde_json::to_string_pretty(&v)).unwrap_or_else(|_| r.template_variables.clone())
-        })
+        .map(|r| serde_json::to_string_pretty(&r.template_variables).expect("JSON objects serialize"))
         .collect();
     Ok((JobJson::of(&view, state), values))
 }

@@ -149,6 +149,12 @@ impl From<ApiError> for ConsoleError {
     }
 }
 
+impl From<reelfarm_app::AppError> for ConsoleError {
+    fn from(e: reelfarm_app::AppError) -> ConsoleError {
+        ConsoleError::Api(e.into())
+    }
+}
+
 impl std::fmt::Display for ConsoleError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

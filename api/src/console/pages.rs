@@ -13,6 +13,7 @@ use super::{html, see_other, Chrome, ConsoleError};
 use crate::limits::client_ip;
 use crate::services::{self, sessions};
 use crate::state::AppState;
+use reelfarm_app::users;
 
 /// The sign-in form's own CSRF cookie (there is no session yet to hold a token).
 const SIGN_IN_COOKIE: &str = "reelfarm_sign_in";
@@ -167,7 +168,7 @@ struct AccountPage {
     chrome: Chrome,
     name: String,
     credits: i64,
-    usage: services::users::Usage,
+    usage: reelfarm_app::users::Usage,
     sessions: Vec<SessionRow>,
     /// The address the user signs in with, if any.
     email: Option<String>,
@@ -191,8 +192,8 @@ impl AccountPage {
 /// The account page, with the outcome of its sign-in form.
 async fn account_page(state: &AppState, visitor: &SignedIn, problem: Option<String>, saved: bool) -> Answer {
     let caller = visitor.caller();
-    let credits = services::users::credits(state, &caller).await?;
-    let usage = services::users::usage(state, &caller).await?;
+    let (store, user) = (&state.backends.store, &caller.user.id);
+    let (credits, usage) = (users::credits(store, user).await?, users::usage(store, user).await?);
     let email = services::accounts::email(state, &caller).await?;
     let sessions = sessions::list(state, &visitor.session.user.id).await?;
     let sessions = sessions

@@ -10,7 +10,7 @@ use reelfarm_backends::store::JobRecord;
 use reelfarm_domain::id::{iso8601, ProjectId, RenderId, TemplateId};
 use reelfarm_domain::status::RenderStatus;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::auth::Caller;
@@ -197,7 +197,7 @@ impl JobJson {
                 },
                 project_id: r.project_id.as_ref().map(ProjectId::to_string),
                 moov_id: r.project_id.as_ref().map(ProjectId::to_string),
-                metadata: serde_json::from_str(&r.metadata).unwrap_or_else(|_| Value::Object(Map::new())),
+                metadata: Value::Object(r.metadata.clone()),
                 created_at: iso8601(r.created_at),
                 started_at: r.started_at.map(iso8601),
                 finished_at: r.finished_at.map(iso8601),
@@ -387,6 +387,6 @@ pub async fn project(
 )]
 #[get("/generator/v1/users/me/credits")]
 pub async fn credits(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let credits = services::users::credits(&state, &caller).await?;
+    let credits = reelfarm_app::users::credits(&state.backends.store, &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(CreditsJson { credits }))
 }

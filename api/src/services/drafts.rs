@@ -84,11 +84,11 @@ pub async fn create(
         priority: reelfarm_domain::priority::Priority::Normal,
         create_render: true,
         create_project: false,
-        notifications: "[]".into(),
+        notifications: Vec::new(),
         output: Default::default(),
         renders: vec![NewRender {
             title: "Draft".into(),
-            template_variables: Value::Object(values).to_string(),
+            template_variables: values,
             ..super::jobs::costs(state, &estimate, &template, Format::Mp4)
         }],
         created_at: now_ms(),

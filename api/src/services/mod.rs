@@ -20,10 +20,8 @@ pub mod sessions;
 pub mod studio;
 pub mod template_edit;
 pub mod templates;
-pub mod tokens;
 pub mod tts;
 pub mod uploads;
-pub mod users;
 
 use crate::error::ApiError;
 

@@ -7,7 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::fields::{
-    animation_fields, layer_fields, transition_fields, Field, Kind, Unset, CLIP_FIELDS, TEMPLATE_FIELDS,
+    animation_fields, animation_kinds, layer_fields, layer_kinds, transition_fields, Field, Kind, Unset, CLIP_FIELDS,
+    TEMPLATE_FIELDS,
 };
 use Kind::*;
 
@@ -177,15 +178,11 @@ fn canvas_size(doc: &Value) -> (f64, f64) {
 }
 
 /// A new layer of `kind` for a canvas of `doc`'s size, with `source` for media kinds.
-fn new_layer(doc: &Value, kind: &str, id: String, source: Value) -> Result<Value, String> {
+fn new_layer(doc: &Value, kind: &str, id: String, source: Value) -> Value {
     let (w, h) = canvas_size(doc);
     let middle = json!({ "x": number((w * 0.1).round()), "y": number((h * 0.3).round()),
                          "width": number((w * 0.8).round()), "height": number((h * 0.4).round()) });
     let mut layer = match kind {
-        "text" => {
-            json!({ "text": "Text", "font": { "family": "Liberation Sans", "size": number((h / 10.0).round().max(1.0)) },
-                          "align": "center", "vertical_align": "middle" })
-        }
         "image" | "video" | "sound" | "lottie" => json!({ "source": source }),
         "shape" => json!({ "color": "#ffffff80" }),
         "captions" => json!({
@@ -193,7 +190,11 @@ fn new_layer(doc: &Value, kind: &str, id: String, source: Value) -> Result<Value
             "font": { "family": "Liberation Sans", "size": number((h / 14.0).round().max(1.0)) },
             "background": "#000000b3"
         }),
-        other => return Err(format!("{other:?} is not a kind of layer")),
+        // Text: its kind is checked when the edit is parsed.
+        _ => {
+            json!({ "text": "Text", "font": { "family": "Liberation Sans", "size": number((h / 10.0).round().max(1.0)) },
+                          "align": "center", "vertical_align": "middle" })
+        }
     };
     let object = layer.as_object_mut().expect("an object");
     if kind != "sound" {
@@ -201,18 +202,18 @@ fn new_layer(doc: &Value, kind: &str, id: String, source: Value) -> Result<Value
     }
     object.insert("kind".into(), json!(kind));
     object.insert("id".into(), json!(id));
-    Ok(layer)
+    layer
 }
 
-fn new_animation(kind: &str) -> Result<Value, String> {
-    Ok(match kind {
-        "fade_in" | "fade_out" => json!({ "kind": kind, "duration": 0.5 }),
+fn new_animation(kind: &str) -> Value {
+    match kind {
         "slide_in" | "slide_out" => json!({ "kind": kind, "duration": 0.5, "direction": "left" }),
         "scale" => json!({ "kind": kind, "from": 1, "to": 1.2 }),
         "ken_burns" => json!({ "kind": kind, "from": { "x": 0, "y": 0, "width": 1, "height": 1 },
                                 "to": { "x": 0.1, "y": 0.1, "width": 0.8, "height": 0.8 } }),
-        other => return Err(format!("{other:?} is not a kind of animation")),
-    })
+        // Fades in and out (kinds are checked when the edit is parsed).
+        _ => json!({ "kind": kind, "duration": 0.5 }),
+    }
 }
 
 /// Seconds rounded to the millisecond.
@@ -220,20 +221,114 @@ fn seconds(x: f64) -> Value {
     number((x * 1000.0).round() / 1000.0)
 }
 
-/// Applies the edit `op` that `form` describes to `doc`; the selection after it. A media
-/// layer it adds starts with `new_source`. The message of an error says what could not be
-/// done (the document is then unchanged).
+/// One edit of the document, as the panel, the timeline and the buttons send it: a form's
+/// `op` and the fields that name what it changes. The panel's edits (`template`, `clip`,
+/// `layer`) also carry the fields they set, which [`apply`] reads from the form by the
+/// field table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    /// The template's own fields and its tags.
+    Template,
+    /// A clip's fields and its transition.
+    Clip(String),
+    /// A layer's fields, its variable and its animations' fields.
+    Layer(String),
+    /// When a layer shows, in seconds of its clip (the timeline).
+    Time {
+        layer: String,
+        start: f64,
+        end: f64,
+    },
+    ClipDuration {
+        clip: String,
+        duration: f64,
+    },
+    /// A new clip after this one (at the end without).
+    AddClip {
+        after: Option<String>,
+    },
+    RemoveClip(String),
+    MoveClip {
+        clip: String,
+        step: Step,
+    },
+    /// A new layer of a kind the format names, on top of a clip's.
+    AddLayer {
+        clip: String,
+        kind: &'static str,
+    },
+    RemoveLayer(String),
+    MoveLayer {
+        layer: String,
+        step: Step,
+    },
+    /// A new animation of a kind the format names.
+    AddAnimation {
+        layer: String,
+        kind: &'static str,
+    },
+    RemoveAnimation {
+        layer: String,
+        index: usize,
+    },
+    /// The whole document as typed.
+    Json(String),
+}
+
+/// Which way a clip or layer moves among its siblings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Back,
+    Forward,
+}
+
+impl Edit {
+    /// The edit `op` with what `form` names; the message says what is missing or unknown.
+    pub fn parse(op: &str, form: &Form) -> Result<Edit, String> {
+        let target = |name: &str| form.get(name).map(str::to_string).ok_or_else(|| format!("{name} is missing"));
+        let step = || if form.get("step") == Some("-1") { Step::Back } else { Step::Forward };
+        let kind = |of: &'static [&'static str], what: &str| {
+            let kind = target("kind")?;
+            of.iter().copied().find(|k| *k == kind).ok_or_else(|| format!("{kind:?} is not a kind of {what}"))
+        };
+        Ok(match op {
+            "template" => Edit::Template,
+            "clip" => Edit::Clip(target("clip")?),
+            "layer" => Edit::Layer(target("layer")?),
+            "time" => Edit::Time { layer: target("layer")?, start: form.number("start")?, end: form.number("end")? },
+            "clip_duration" => Edit::ClipDuration { clip: target("clip")?, duration: form.number("duration")? },
+            "add_clip" => Edit::AddClip { after: form.get("clip").map(str::to_string) },
+            "remove_clip" => Edit::RemoveClip(target("clip")?),
+            "move_clip" => Edit::MoveClip { clip: target("clip")?, step: step() },
+            "add_layer" => Edit::AddLayer { clip: target("clip")?, kind: kind(layer_kinds(), "layer")? },
+            "remove_layer" => Edit::RemoveLayer(target("layer")?),
+            "move_layer" => Edit::MoveLayer { layer: target("layer")?, step: step() },
+            "add_animation" => {
+                Edit::AddAnimation { layer: target("layer")?, kind: kind(animation_kinds(), "animation")? }
+            }
+            "remove_animation" => Edit::RemoveAnimation {
+                layer: target("layer")?,
+                index: target("index")?.parse().map_err(|_| "index must be a number")?,
+            },
+            "json" => Edit::Json(target("document")?),
+            other => return Err(format!("{other:?} is not an edit the studio knows")),
+        })
+    }
+}
+
+/// Applies `edit` to `doc`, the panel's fields from `form`; the selection after it. A
+/// media layer it adds starts with `new_source`. The message of an error says what could
+/// not be done (the document is then unchanged).
 pub fn apply(
     doc: &mut Value,
-    op: &str,
+    edit: &Edit,
     form: &Form,
     selected: Selection,
     new_source: &Value,
 ) -> Result<Selection, String> {
     let mut next = doc.clone();
-    let target = |name: &str| form.get(name).map(str::to_string).ok_or_else(|| format!("{name} is missing"));
-    let selection = match op {
-        "template" => {
+    let selection = match edit {
+        Edit::Template => {
             let object = next.as_object_mut().ok_or("the document is not an object")?;
             set_fields(object, TEMPLATE_FIELDS, form, "");
             if let Some(tags) = form.get("tags") {
@@ -242,8 +337,8 @@ pub fn apply(
             }
             selected
         }
-        "clip" => {
-            let clip = clip_mut(&mut next, &target("clip")?)?;
+        Edit::Clip(id) => {
+            let clip = clip_mut(&mut next, id)?;
             set_fields(clip, CLIP_FIELDS, form, "");
             match form.get("transition.kind") {
                 None => {}
@@ -267,8 +362,8 @@ pub fn apply(
             }
             Selection::Clip(clip.get("id").and_then(Value::as_str).unwrap_or_default().to_string())
         }
-        "layer" => {
-            let layer = layer_mut(&mut next, &target("layer")?)?;
+        Edit::Layer(id) => {
+            let layer = layer_mut(&mut next, id)?;
             let kind = layer.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
             set_fields(layer, &layer_fields(&kind), form, "");
             if kind != "shape" && form.0.iter().any(|(k, v)| k == "checkboxes" && v == "variable") {
@@ -283,105 +378,93 @@ pub fn apply(
             }
             Selection::Layer(layer.get("id").and_then(Value::as_str).unwrap_or_default().to_string())
         }
-        "time" => {
-            let id = target("layer")?;
-            let (start, end) = (form.number("start")?, form.number("end")?);
-            let (c, _) = find_layer(&next, &id).ok_or_else(|| format!("there is no layer {id:?} any more"))?;
+        Edit::Time { layer: id, start, end } => {
+            let (c, _) = find_layer(&next, id).ok_or_else(|| format!("there is no layer {id:?} any more"))?;
             let clip_duration = next["clips"][c].get("duration").and_then(Value::as_f64).unwrap_or(f64::INFINITY);
-            let layer = layer_mut(&mut next, &id)?;
-            put(layer, "start", (start > 0.0).then(|| seconds(start)));
-            put(layer, "end", (end < clip_duration - 0.0005).then(|| seconds(end)));
-            Selection::Layer(id)
+            let layer = layer_mut(&mut next, id)?;
+            put(layer, "start", (*start > 0.0).then(|| seconds(*start)));
+            put(layer, "end", (*end < clip_duration - 0.0005).then(|| seconds(*end)));
+            Selection::Layer(id.clone())
         }
-        "clip_duration" => {
-            let id = target("clip")?;
-            clip_mut(&mut next, &id)?.insert("duration".into(), seconds(form.number("duration")?));
-            Selection::Clip(id)
+        Edit::ClipDuration { clip, duration } => {
+            clip_mut(&mut next, clip)?.insert("duration".into(), seconds(*duration));
+            Selection::Clip(clip.clone())
         }
-        "add_clip" => {
+        Edit::AddClip { after } => {
             let id = fresh_id("scene", |id| find_clip(&next, id).is_some());
-            let after = form.get("clip").and_then(|c| find_clip(&next, c));
+            let after = after.as_deref().and_then(|c| find_clip(&next, c));
             let clips = clips_mut(&mut next)?;
             let at = after.map_or(clips.len(), |c| c + 1);
             clips.insert(at, json!({ "id": id, "duration": 3, "layers": [] }));
             Selection::Clip(id)
         }
-        "remove_clip" => {
-            let c = find_clip(&next, &target("clip")?).ok_or("there is no such clip any more")?;
+        Edit::RemoveClip(id) => {
+            let c = find_clip(&next, id).ok_or("there is no such clip any more")?;
             clips_mut(&mut next)?.remove(c);
             Selection::Template
         }
-        "move_clip" => {
-            let id = target("clip")?;
-            let c = find_clip(&next, &id).ok_or("there is no such clip any more")?;
+        Edit::MoveClip { clip: id, step } => {
+            let c = find_clip(&next, id).ok_or("there is no such clip any more")?;
             let clips = clips_mut(&mut next)?;
-            let to = step_to(c, form.get("step"), clips.len());
+            let to = step_to(c, *step, clips.len());
             clips.swap(c, to);
-            Selection::Clip(id)
+            Selection::Clip(id.clone())
         }
-        "add_layer" => {
-            let kind = target("kind")?;
-            let c = find_clip(&next, &target("clip")?).ok_or("there is no such clip any more")?;
-            let id = fresh_id(&kind, |id| find_layer(&next, id).is_some());
-            let layer = new_layer(&next, &kind, id.clone(), new_source.clone())?;
+        Edit::AddLayer { clip, kind } => {
+            let c = find_clip(&next, clip).ok_or("there is no such clip any more")?;
+            let id = fresh_id(kind, |id| find_layer(&next, id).is_some());
+            let layer = new_layer(&next, kind, id.clone(), new_source.clone());
             layers_mut(&mut next, c)?.push(layer);
             Selection::Layer(id)
         }
-        "remove_layer" => {
-            let (c, l) = find_layer(&next, &target("layer")?).ok_or("there is no such layer any more")?;
+        Edit::RemoveLayer(id) => {
+            let (c, l) = find_layer(&next, id).ok_or("there is no such layer any more")?;
             let clip = next["clips"][c].get("id").and_then(Value::as_str).unwrap_or_default().to_string();
             layers_mut(&mut next, c)?.remove(l);
             Selection::Clip(clip)
         }
-        "move_layer" => {
-            let id = target("layer")?;
-            let (c, l) = find_layer(&next, &id).ok_or("there is no such layer any more")?;
+        Edit::MoveLayer { layer: id, step } => {
+            let (c, l) = find_layer(&next, id).ok_or("there is no such layer any more")?;
             let layers = layers_mut(&mut next, c)?;
-            let to = step_to(l, form.get("step"), layers.len());
+            let to = step_to(l, *step, layers.len());
             layers.swap(l, to);
-            Selection::Layer(id)
+            Selection::Layer(id.clone())
         }
-        "add_animation" => {
-            let id = target("layer")?;
-            let animation = new_animation(&target("kind")?)?;
-            let layer = layer_mut(&mut next, &id)?;
+        Edit::AddAnimation { layer: id, kind } => {
+            let layer = layer_mut(&mut next, id)?;
             let animations = layer.entry("animations").or_insert_with(|| json!([]));
-            animations.as_array_mut().ok_or("the layer's animations are not a list")?.push(animation);
-            Selection::Layer(id)
+            animations.as_array_mut().ok_or("the layer's animations are not a list")?.push(new_animation(kind));
+            Selection::Layer(id.clone())
         }
-        "remove_animation" => {
-            let id = target("layer")?;
-            let index: usize = target("index")?.parse().map_err(|_| "index must be a number")?;
-            let layer = layer_mut(&mut next, &id)?;
+        Edit::RemoveAnimation { layer: id, index } => {
+            let layer = layer_mut(&mut next, id)?;
             let animations = layer.get_mut("animations").and_then(Value::as_array_mut).ok_or("no animations")?;
-            if index >= animations.len() {
+            if *index >= animations.len() {
                 return Err("there is no such animation any more".into());
             }
-            animations.remove(index);
+            animations.remove(*index);
             if animations.is_empty() {
                 layer.remove("animations");
             }
-            Selection::Layer(id)
+            Selection::Layer(id.clone())
         }
-        "json" => {
-            let text = target("document")?;
-            next = serde_json::from_str(&text).map_err(|e| format!("not valid JSON: {e}"))?;
+        Edit::Json(text) => {
+            next = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
             if !next.is_object() {
                 return Err("the document must be a JSON object".into());
             }
             selected
         }
-        other => return Err(format!("{other:?} is not an edit the studio knows")),
     };
     *doc = next;
     Ok(selection)
 }
 
-/// The index `from` moves to by the form's `step` (±1), kept within `len`.
-fn step_to(from: usize, step: Option<&str>, len: usize) -> usize {
+/// The index `from` moves to by `step`, kept within `len`.
+fn step_to(from: usize, step: Step, len: usize) -> usize {
     match step {
-        Some("-1") => from.saturating_sub(1),
-        _ => (from + 1).min(len.saturating_sub(1)),
+        Step::Back => from.saturating_sub(1),
+        Step::Forward => (from + 1).min(len.saturating_sub(1)),
     }
 }
 

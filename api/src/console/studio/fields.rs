@@ -1,6 +1,9 @@
 //! The fields of a template document the studio's panel shows and edits: for the
 //! template, a clip, each kind of layer, animation and transition — how each is typed,
-//! what it is when left out, and where the panel groups it.
+//! what it is when left out, and where the panel groups it. The choices of a field are the
+//! names the format's schema lists.
+
+use reelfarm_domain::template::names;
 
 /// How a field is typed and shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,7 +14,9 @@ pub enum Kind {
     LongText,
     Color,
     Bool,
-    Choice(&'static [&'static str]),
+    /// One of the names of this definition of the format's schema
+    /// (`reelfarm_domain::template::names`).
+    Choice(&'static str),
     /// One of the renderer's font families.
     Font,
     /// A media source: a library asset, an address or a stored file.
@@ -57,14 +62,24 @@ use Group::{Box as InBox, Content, Timing, Variable};
 use Kind::*;
 use Unset::{Absent, Is, Required};
 
-const ALIGN: &[&str] = &["left", "center", "right"];
-const VERTICAL: &[&str] = &["top", "middle", "bottom"];
-const MEDIA_FIT: &[&str] = &["cover", "contain", "fill"];
-const DIRECTIONS: &[&str] = &["left", "right", "up", "down"];
-const EASINGS: &[&str] = &["linear", "ease_in", "ease_out", "ease_in_out"];
-pub const TRANSITIONS: &[&str] = &["cut", "crossfade", "fade_color", "wipe", "slide"];
-pub const LAYER_KINDS: &[&str] = &["text", "image", "video", "sound", "shape", "captions", "lottie"];
-pub const ANIMATIONS: &[&str] = &["fade_in", "fade_out", "slide_in", "slide_out", "scale", "ken_burns"];
+/// The definitions of the template format's schema whose names are a field's choices.
+const ALIGN: &str = "Align";
+const VERTICAL: &str = "VAlign";
+const MEDIA_FIT: &str = "Fit";
+const DIRECTIONS: &str = "Direction";
+const EASINGS: &str = "Easing";
+pub const TRANSITIONS: &str = "Transition";
+const TEXT_FIT: &str = "TextFit";
+const SHAPES: &str = "ShapeKind";
+
+/// The kinds of layer and of animation, as the format names them.
+pub fn layer_kinds() -> &'static [&'static str] {
+    names("Layer")
+}
+
+pub fn animation_kinds() -> &'static [&'static str] {
+    names("Animation")
+}
 
 pub const TEMPLATE_FIELDS: &[Field] = &[
     field("name", "Name", Text, Required, Content),
@@ -100,7 +115,7 @@ const TEXT: &[Field] = &[
     field("align", "Alignment", Choice(ALIGN), Is("\"left\""), Content),
     field("vertical_align", "Vertical alignment", Choice(VERTICAL), Is("\"top\""), Content),
     field("line_height", "Line height (× size)", Number, Is("1.2"), Content),
-    field("fit", "Size", Choice(&["fixed", "shrink"]), Is("\"fixed\""), Variable),
+    field("fit", "Size", Choice(TEXT_FIT), Is("\"fixed\""), Variable),
     field("multiline", "Several lines", Bool, Is("true"), Variable),
     field("minimum_length", "Fewest characters", Integer, Is("0"), Variable),
     field("maximum_length", "Most characters", Integer, Is("1000"), Variable),
@@ -130,7 +145,7 @@ const SOUND: &[Field] = &[
 ];
 
 const SHAPE: &[Field] = &[
-    field("shape", "Shape", Choice(&["rectangle", "rounded_rectangle"]), Is("\"rectangle\""), Content),
+    field("shape", "Shape", Choice(SHAPES), Is("\"rectangle\""), Content),
     field("color", "Colour", Color, Required, Content),
     field("radius", "Corner radius (px)", Number, Is("0"), Content),
 ];

@@ -33,8 +33,8 @@ use crate::services::studio as copies;
 use crate::services::template_edit::{self, SaveRequest};
 use crate::services::{self, drafts};
 use crate::state::AppState;
-use edit::{Form, Selection};
-use fields::{ANIMATIONS, LAYER_KINDS};
+use edit::{Edit, Form, Selection};
+use fields::{animation_kinds, layer_kinds};
 
 type Answer = Result<HttpResponse, ConsoleError>;
 
@@ -155,8 +155,8 @@ async fn editor(
         document: view::pretty(&doc),
         problems: problems.len(),
         timeline,
-        layer_kinds: LAYER_KINDS,
-        animation_kinds: ANIMATIONS,
+        layer_kinds: layer_kinds(),
+        animation_kinds: animation_kinds(),
         versions: copies::versions(state, record, VERSIONS_SHOWN)
             .await?
             .into_iter()
@@ -244,8 +244,12 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
         },
         op => {
             let mut doc: Value = serde_json::from_str(&session.json).map_err(|e| ApiError::internal(&e))?;
-            let source = new_source(state, caller, form, op).await?;
-            match edit::apply(&mut doc, op, form, selection.clone(), &source) {
+            let parsed = Edit::parse(op, form);
+            let source = match &parsed {
+                Ok(Edit::AddLayer { kind, .. }) => new_source(state, caller, kind).await?,
+                _ => Value::Null,
+            };
+            match parsed.and_then(|edit| edit::apply(&mut doc, &edit, form, selection.clone(), &source)) {
                 Ok(next) => {
                     selection = next;
                     if serde_json::from_str::<Value>(&session.json).is_ok_and(|old| old == doc) {
@@ -284,14 +288,10 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
 /// What a stale save hears.
 const STALE: &str = "the working copy was changed elsewhere (another tab or window).";
 
-/// The source a layer added by `op` starts with: the first library file of its kind, or
-/// an address for the user to fill in.
-async fn new_source(state: &AppState, caller: &Caller, form: &Form, op: &str) -> Result<Value, ApiError> {
-    let first = match op {
-        "add_layer" => choices(state, caller, form.get("kind").unwrap_or_default()).await?.into_iter().next(),
-        _ => None,
-    };
-    Ok(match first {
+/// The source a layer of `kind` starts with: the first library file of its kind, or an
+/// address for the user to fill in.
+async fn new_source(state: &AppState, caller: &Caller, kind: &str) -> Result<Value, ApiError> {
+    Ok(match choices(state, caller, kind).await?.into_iter().next() {
         Some((id, _)) => serde_json::json!({ "asset": id }),
         None => serde_json::json!({ "url": "" }),
     })

@@ -2,12 +2,12 @@
 //! panel of the selected template, clip or layer, and the document as JSON — each with the
 //! document's problems at their place (by their JSON path).
 
-use reelfarm_domain::template::Template;
+use reelfarm_domain::template::{names, Template};
 use serde_json::Value;
 
 use super::edit::{self, find_clip, find_layer, Selection};
 use super::fields::{
-    animation_fields, layer_fields, transition_fields, Field, Group, Kind, Unset, CLIP_FIELDS, LAYER_KINDS,
+    animation_fields, layer_fields, layer_kinds, transition_fields, Field, Group, Kind, Unset, CLIP_FIELDS,
     TEMPLATE_FIELDS, TRANSITIONS,
 };
 
@@ -168,7 +168,7 @@ fn input(field: &Field, object: &Value, prefix: &str, problem: Option<String>, c
             (if is_plain || plain.is_empty() { "color" } else { "text" }, Vec::new(), String::new())
         }
         Kind::Bool => ("checkbox", Vec::new(), String::new()),
-        Kind::Choice(words) => ("select", options(words), String::new()),
+        Kind::Choice(definition) => ("select", options(names(definition)), String::new()),
         Kind::Font => ("select", options(crate::services::templates::fonts()), String::new()),
         Kind::Source => source_options(shown.as_ref(), choices),
     };
@@ -279,7 +279,7 @@ pub fn panel(
                 }
             }
             // Shapes and Lottie animations cannot be variables.
-            if !matches!(kind.as_str(), "shape" | "lottie") && LAYER_KINDS.contains(&kind.as_str()) {
+            if !matches!(kind.as_str(), "shape" | "lottie") && layer_kinds().contains(&kind.as_str()) {
                 let name_problem = placing.take(&format!("{path}.variable"));
                 panel.variable = Some(variable(layer, template, variable_fields, name_problem));
             }

@@ -65,7 +65,7 @@ fn bind_job<'q>(query: AnyQuery<'q>, job: &'q NewJob, record: &'q JobRecord, cha
         .bind(job.quality.as_str())
         .bind(i64::from(job.create_render))
         .bind(i64::from(job.create_project))
-        .bind(&job.notifications)
+        .bind(to_json(&job.notifications))
         .bind(job.created_at)
         .bind(record.finished_at)
         .bind(charges)
@@ -88,8 +88,8 @@ fn bind_render<'q>(
         .bind(stored.position)
         .bind(&render.external_id)
         .bind(&render.title)
-        .bind(&render.metadata)
-        .bind(&render.template_variables)
+        .bind(to_json(&render.metadata))
+        .bind(to_json(&render.template_variables))
         .bind(stored.status.as_str())
         .bind(if job.charges() > 0 { render.credits } else { 0 })
         .bind(stored.project_id.as_ref().map(ProjectId::as_str))
@@ -120,6 +120,17 @@ fn bind_project<'q>(
         .bind(job.created_at)
 }
 
+/// `value` as the JSON text a column holds.
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("records serialize")
+}
+
+/// The JSON in text column `column`.
+fn json_column<T: serde::de::DeserializeOwned>(row: &AnyRow, column: &str) -> Result<T> {
+    let text: String = row.try_get(column)?;
+    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+}
+
 fn job_from(row: &AnyRow) -> Result<JobRecord> {
     Ok(JobRecord {
         id: id(row, "id")?,
@@ -132,7 +143,7 @@ fn job_from(row: &AnyRow) -> Result<JobRecord> {
         },
         create_render: flag(row, "create_render")?,
         create_project: flag(row, "create_project")?,
-        notifications: row.try_get("notifications")?,
+        notifications: json_column(row, "notifications")?,
         created_at: row.try_get("created_at")?,
         finished_at: row.try_get("finished_at")?,
         template_version: row.try_get("template_version")?,
@@ -156,8 +167,8 @@ fn render_from(row: &AnyRow) -> Result<RenderRecord> {
         position: row.try_get("position")?,
         external_id: row.try_get("external_id")?,
         title: row.try_get("title")?,
-        metadata: row.try_get("metadata")?,
-        template_variables: row.try_get("template_variables")?,
+        metadata: json_column(row, "metadata")?,
+        template_variables: json_column(row, "template_variables")?,
         status: parse_status(RenderStatus::parse, "render", row.try_get("status")?)?,
         error: row.try_get("error")?,
         project_id: optional_id(row, "project_id")?,

@@ -28,6 +28,6 @@ pub use layer::{
     Align, CaptionsLayer, Content, Fit, Font, Frame, ImageLayer, Layer, LottieLayer, ShapeKind, ShapeLayer, SoundLayer,
     TextFit, TextLayer, VAlign, Variable, VideoLayer,
 };
-pub use schema::json_schema;
+pub use schema::{json_schema, names};
 pub use types::{Animation, Canvas, Clip, Direction, Easing, Rect, Soundtrack, Source, Template, Transition, VERSION};
 pub use variables::{Requirements, TemplateVariable, VariableType};

@@ -16,8 +16,13 @@ fn starter() -> Value {
     })
 }
 
+/// The edit `op` of `form` parsed and applied.
+fn apply_op(doc: &mut Value, op: &str, form: &Form, selected: Selection, source: &Value) -> Result<Selection, String> {
+    apply(doc, &Edit::parse(op, form)?, form, selected, source)
+}
+
 fn edit(doc: &mut Value, op: &str, fields: &[(&str, &str)]) -> Selection {
-    apply(doc, op, &form(fields), Selection::Template, &json!({ "url": "" })).unwrap()
+    apply_op(doc, op, &form(fields), Selection::Template, &json!({ "url": "" })).unwrap()
 }
 
 #[test]
@@ -140,7 +145,8 @@ fn a_captions_layer_is_added_valid_and_styled_in_the_panel() {
 fn a_lottie_layer_is_added_with_the_first_library_animation_and_edited() {
     let mut doc = starter();
     let first = json!({ "asset": "0b3f6c1e-2d4a-4e5f-8a9b-1c2d3e4f5a6b" });
-    let added = apply(&mut doc, "add_layer", &form(&[("clip", "a"), ("kind", "lottie")]), Selection::Template, &first);
+    let added =
+        apply_op(&mut doc, "add_layer", &form(&[("clip", "a"), ("kind", "lottie")]), Selection::Template, &first);
     assert_eq!(added, Ok(Selection::Layer("lottie-1".into())));
     edit(&mut doc, "layer", &[("layer", "lottie-1"), ("speed", "2"), ("loop", "true"), ("fit", "cover")]);
     let layer = &doc["clips"][0]["layers"][1];
@@ -160,7 +166,7 @@ fn a_failed_edit_changes_nothing() {
         ("time", vec![("layer", "title"), ("start", "soon"), ("end", "4")]),
         ("explode", vec![]),
     ] {
-        let result = apply(&mut doc, op, &form(&fields), Selection::Template, &Value::Null);
+        let result = apply_op(&mut doc, op, &form(&fields), Selection::Template, &Value::Null);
         assert!(result.is_err(), "{op}: {result:?}");
         assert_eq!(doc, before, "{op}");
     }

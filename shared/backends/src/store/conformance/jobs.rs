@@ -42,15 +42,15 @@ pub(super) fn new_job(
         priority: reelfarm_domain::priority::Priority::Normal,
         create_render,
         create_project,
-        notifications: "[]".into(),
+        notifications: Vec::new(),
         output: Default::default(),
         renders: (0..renders)
             .map(|i| NewRender {
                 id: RenderId::generate(),
                 external_id: format!("ext-{i}"),
                 title: format!("Video {i}"),
-                metadata: r#"{"k":1}"#.into(),
-                template_variables: "{}".into(),
+                metadata: serde_json::json!({ "k": 1 }).as_object().cloned().unwrap_or_default(),
+                template_variables: Default::default(),
                 project: create_project.then(|| (ProjectId::generate(), format!(r#"{{"project":{i}}}"#))),
                 credits: 1,
                 cost_ms: 1000,
@@ -229,8 +229,12 @@ pub(super) async fn credits_follow_each_render(store: &Store) {
 pub(super) async fn cancel(store: &Store) {
     let template = store.create_template(&new_template("Cancel", None, true)).await.unwrap();
     let mia = store.create_user("mia", None, 10).await.unwrap();
-    let job =
-        NewJob { notifications: r#"[{"type":"callback"}]"#.into(), ..new_job(&mia.id, &template.id, 4, true, false) };
+    let job = NewJob {
+        notifications: vec![reelfarm_domain::notification::Notification::Callback {
+            url: "http://127.0.0.1:1/".into(),
+        }],
+        ..new_job(&mia.id, &template.id, 4, true, false)
+    };
     assert_eq!(store.create_job(&job, None).await.unwrap(), JobCreation::Created);
     let ids: Vec<&RenderId> = job.renders.iter().map(|r| &r.id).collect();
     let success = success(1);

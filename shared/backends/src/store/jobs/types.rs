@@ -1,10 +1,14 @@
 //! The records of jobs, renders and projects, and what creating a job takes.
 
 use reelfarm_domain::id::{JobId, ProjectId, RenderId, TemplateId, UserId};
+use reelfarm_domain::notification::Notification;
 use reelfarm_domain::output::Output;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
+
+/// A JSON object.
+pub type Object = serde_json::Map<String, serde_json::Value>;
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
@@ -26,8 +30,8 @@ pub struct NewJob {
     pub priority: Priority,
     pub create_render: bool,
     pub create_project: bool,
-    /// JSON array of the validated notifications.
-    pub notifications: String,
+    /// The validated notifications.
+    pub notifications: Vec<Notification>,
     /// What each render makes (format and its settings).
     pub output: Output,
     pub renders: Vec<NewRender>,
@@ -62,10 +66,10 @@ pub struct NewRender {
     pub id: RenderId,
     pub external_id: String,
     pub title: String,
-    /// JSON object passed through.
-    pub metadata: String,
-    /// JSON object: variable id → value.
-    pub template_variables: String,
+    /// Passed through.
+    pub metadata: Object,
+    /// Variable id → value.
+    pub template_variables: Object,
     /// The project created with it: id and the template document with the values applied.
     pub project: Option<(ProjectId, String)>,
     /// The credits it takes when its job charges (`reelfarm_domain::cost::credits`).
@@ -112,8 +116,7 @@ pub struct JobRecord {
     pub priority: Priority,
     pub create_render: bool,
     pub create_project: bool,
-    /// JSON array.
-    pub notifications: String,
+    pub notifications: Vec<Notification>,
     pub created_at: i64,
     pub finished_at: Option<i64>,
     /// The template version the renders use; `None` for jobs made before versions (the
@@ -192,8 +195,8 @@ pub struct RenderRecord {
     pub position: i64,
     pub external_id: String,
     pub title: String,
-    pub metadata: String,
-    pub template_variables: String,
+    pub metadata: Object,
+    pub template_variables: Object,
     pub status: RenderStatus,
     pub error: Option<String>,
     pub project_id: Option<ProjectId>,
