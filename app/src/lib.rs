@@ -9,6 +9,9 @@
 
 pub mod accounts;
 pub mod error;
+pub mod integrations;
+pub mod libraries;
+pub mod notifications;
 pub mod operations;
 pub mod templates;
 pub mod text;

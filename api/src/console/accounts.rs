@@ -13,8 +13,8 @@ use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::error::ApiError;
 use crate::services::consent::{self, Callback};
-use crate::services::integrations;
 use crate::state::AppState;
+use reelfarm_app::integrations;
 
 type Answer = Result<HttpResponse, ConsoleError>;
 
@@ -52,7 +52,7 @@ async fn accounts_page(
     linked: Option<Provider>,
     problem: Option<ApiError>,
 ) -> Answer {
-    let records = integrations::list(state, &visitor.caller()).await?;
+    let records = integrations::list(&state.backends.store, &visitor.session.user.id).await?;
     let providers = Provider::ALL
         .into_iter()
         .map(|p| ProviderRow {
@@ -130,6 +130,6 @@ pub async fn disconnect(
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     let provider = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("Provider"))?;
-    integrations::unlink(&state, &visitor.caller(), provider).await?;
+    integrations::unlink(&state.backends.store, &visitor.session.user.id, provider).await?;
     Ok(see_other("/console/accounts"))
 }

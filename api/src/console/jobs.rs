@@ -137,11 +137,12 @@ struct Deliveries {
 /// The deliveries of a job, live while the job runs or one of them is pending.
 async fn deliveries_of(state: &AppState, visitor: &SignedIn, job: &JobJson) -> Result<Deliveries, ConsoleError> {
     let id = ids::in_path::<JobId>(&job.id)?;
-    let deliveries: Vec<DeliveryJson> = services::notifications::of_job(state, &visitor.caller(), &id)
-        .await?
-        .into_iter()
-        .map(|(d, a)| DeliveryJson::new(d, a))
-        .collect();
+    let deliveries: Vec<DeliveryJson> =
+        reelfarm_app::notifications::of_job(&state.backends.store, &visitor.session.user.id, &id)
+            .await?
+            .into_iter()
+            .map(|(d, a)| DeliveryJson::new(d, a))
+            .collect();
     let live = job.status == JobStatus::Started.as_str()
         || deliveries.iter().any(|d| d.status == DeliveryStatus::Pending.as_str());
     Ok(Deliveries { job_id: job.id.clone(), deliveries, live, csrf: visitor.session.csrf.clone() })

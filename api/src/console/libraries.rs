@@ -46,7 +46,7 @@ struct LibrariesPage {
 
 #[get("/libraries")]
 pub async fn libraries_page(state: web::Data<AppState>, visitor: SignedIn) -> Answer {
-    let sections = services::libraries::list(&state, &visitor.caller()).await?;
+    let sections = reelfarm_app::libraries::list(&state.backends.store, &visitor.session.user.id).await?;
     let sections = sections
         .into_iter()
         .map(|s| SectionView {
@@ -136,7 +136,7 @@ pub async fn library_page(
 ) -> Answer {
     let id = ids::in_path::<LibraryId>(&id)?;
     let caller = visitor.caller();
-    let (library, editable) = services::libraries::visible(&state, &caller, &id).await?;
+    let (library, editable) = reelfarm_app::libraries::visible(&state.backends.store, &caller.user.id, &id).await?;
     let page = Page { limit: ASSETS_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
     let search = query.q.as_deref().map(str::trim).unwrap_or_default().to_string();
     let assets = services::assets::list(&state, &caller, &id, Some(&search), page).await?;

@@ -7,8 +7,8 @@ use utoipa::ToSchema;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
-use crate::services;
 use crate::state::AppState;
+use reelfarm_app::libraries;
 
 /// The object types a library holds.
 const SUPPORTED_TYPES: [&str; 6] = ["video", "image", "sprite", "svg", "sound", "lottie"];
@@ -123,7 +123,7 @@ impl LibraryJson {
 )]
 #[get("/api2/v1/users/me/libraries")]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let sections = services::libraries::list(&state, &caller).await?;
+    let sections = libraries::list(&state.backends.store, &caller.user.id).await?;
     let groups: Vec<LibraryGroup> = sections
         .into_iter()
         .map(|section| LibraryGroup {
@@ -145,7 +145,7 @@ pub struct CreateLibraryForm {
 }
 
 fn library_name() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
-    super::bodies::text_field(crate::services::libraries::MAX_NAME_CHARS, "Name of the library")
+    super::bodies::text_field(reelfarm_app::accounts::MAX_NAME_CHARS, "Name of the library")
 }
 
 /// Creates a personal library.
@@ -167,7 +167,7 @@ pub async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let form: CreateLibraryForm = crate::form::read(&req, payload).await?;
-    let library = services::libraries::create(&state, &caller, form.name.as_deref()).await?;
+    let library = libraries::create(&state.backends.store, &caller.user.id, form.name.as_deref()).await?;
     Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
 }
 
@@ -182,6 +182,6 @@ pub async fn create(
 )]
 #[get("/api2/v1/user/me/personal-library")]
 pub async fn personal(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let library = services::libraries::personal(&state, &caller).await?;
+    let library = libraries::personal(&state.backends.store, &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
 }

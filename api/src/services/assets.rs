@@ -2,14 +2,14 @@
 
 use reelfarm_backends::store::AssetQuery;
 use reelfarm_domain::asset::{Asset, AssetKind};
-use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{AssetId, LibraryId};
 
-use super::{libraries, Result};
+use super::Result;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::pagination::Page;
 use crate::state::AppState;
+use reelfarm_app::{libraries, AppError};
 
 /// Longest file name accepted, in characters.
 pub const MAX_FILENAME_CHARS: usize = 255;
@@ -35,13 +35,10 @@ pub async fn add(
     let library = match library_id {
         None => store.personal_library(&caller.user.id).await?,
         Some(id) => {
-            let (library, editable) = libraries::visible(state, caller, id).await.map_err(|e| {
-                if e.key() == ErrorKey::NotFound {
-                    ApiError::not_found_field("library_id", "Library")
-                } else {
-                    e
-                }
-            })?;
+            let (library, editable) = match libraries::visible(store, &caller.user.id, id).await {
+                Err(AppError::NotFound(_)) => return Err(ApiError::not_found_field("library_id", "Library")),
+                visible => visible?,
+            };
             if !editable {
                 return Err(ApiError::forbidden("This library is read-only for you"));
             }
@@ -57,10 +54,10 @@ pub async fn add(
 #[tracing::instrument(name = "assets::visible", skip_all, fields(user_id = %caller.user.id, id = %id))]
 pub async fn visible(state: &AppState, caller: &Caller, id: &AssetId) -> Result<(Asset, bool)> {
     let asset = state.backends.store.asset(id).await?;
-    match libraries::visible(state, caller, &asset.library_id).await {
+    match libraries::visible(&state.backends.store, &caller.user.id, &asset.library_id).await {
         Ok((_, editable)) => Ok((asset, editable)),
-        Err(e) if e.key() == ErrorKey::NotFound => Err(ApiError::not_found("Asset")),
-        Err(e) => Err(e),
+        Err(AppError::NotFound(_)) => Err(ApiError::not_found("Asset")),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -111,7 +108,7 @@ pub async fn list(
     text: Option<&str>,
     page: Page,
 ) -> Result<Vec<Asset>> {
-    let (library, _) = libraries::visible(state, caller, library_id).await?;
+    let (library, _) = libraries::visible(&state.backends.store, &caller.user.id, library_id).await?;
     let libraries = [library.id];
     let query =
         AssetQuery { libraries: &libraries, text, limit: page.limit, offset: page.offset(), ..Default::default() };
