@@ -43,11 +43,7 @@ impl ApiError {
 
     /// 400: well-formed, but fields are invalid; `errors` names each.
     pub fn validation(errors: Vec<FieldError>) -> ApiError {
-        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
-        let message = match errors.as_slice() {
-            [one] => format!("Invalid field {}: {}", one.field, one.message),
-            _ => format!("Invalid fields: {}", fields.join(", ")),
-        };
+        let message = reelfarm_app::error::Fields(&errors).to_string();
         let mut e = ApiError::new(StatusCode::BAD_REQUEST, ErrorKey::ValidationFailed, message);
         e.body.errors = errors;
         e

@@ -73,7 +73,9 @@ impl From<StoreError> for AppError {
     }
 }
 
-struct Fields<'a>(&'a [FieldError]);
+/// What invalid `fields` come to in one line: `Invalid field name: is required`, or
+/// `Invalid fields: name, limit` for several (each is named in the error's list).
+pub struct Fields<'a>(pub &'a [FieldError]);
 
 impl std::fmt::Display for Fields<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
