@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use reelfarm_backends::consumer::Outcome;
 use reelfarm_backends::store::{Claim, RenderOutcome, RenderRecord, StoreError, Work};
+use reelfarm_backends::Store;
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::RenderStatus;
@@ -164,28 +165,17 @@ impl RenderHandler {
             };
         }
         let started = Instant::now();
-        let stop = CancellationToken::new();
-        // Also stops the renderer's thread when this handler is dropped mid-render (its
-        // process stopping without waiting): the lease then runs out and another worker
-        // renders it.
-        let _stop_when_dropped = stop.clone().drop_guard();
-        let beat = {
-            let (store, claim) = (store.clone(), claim.clone());
-            move || {
-                let (store, claim) = (store.clone(), claim.clone());
-                async move {
-                    match &claim.part {
-                        Some(part) => store.heartbeat_part(part, LEASE).await,
-                        None => store.heartbeat_render(&claim.render, LEASE).await,
-                    }
-                }
+        let held = hold(store, &claim, |store, claim: Claim| async move {
+            match &claim.part {
+                Some(part) => store.heartbeat_part(part, LEASE).await,
+                None => store.heartbeat_render(&claim.render, LEASE).await,
             }
-        };
-        let _lease = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_lease(beat, stop.clone())));
+        });
+        let stop = &held.stop;
         let work = async {
             match &claim.part {
-                Some(part) => self.run_part(render, part, &stop).await,
-                None => self.run(render, &stop).await,
+                Some(part) => self.run_part(render, part, stop).await,
+                None => self.run(render, stop).await,
             }
         };
         let result = tokio::select! {
@@ -292,11 +282,37 @@ impl Drop for LongSlot<'_> {
     }
 }
 
+/// The lease of a claimed unit, kept while it is made: `stop` is cancelled once the
+/// attempt is no longer its own, and when this is dropped (the handler dropped mid-work,
+/// its process stopping: the lease then runs out and another worker takes over).
+pub(super) struct Held {
+    pub stop: CancellationToken,
+    _stop_when_dropped: tokio_util::sync::DropGuard,
+    _lease: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+/// Keeps the lease of `unit` by `beat` every [`HEARTBEAT`] (see [`keep_lease`]).
+pub(super) fn hold<T, F, Fut>(store: &Store, unit: &T, beat: F) -> Held
+where
+    T: Clone + Send + Sync + 'static,
+    F: Fn(Store, T) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<bool, StoreError>> + Send + 'static,
+{
+    let stop = CancellationToken::new();
+    let (store, unit) = (store.clone(), unit.clone());
+    let lease = tokio::spawn(keep_lease(move || beat(store.clone(), unit.clone()), stop.clone()));
+    Held {
+        stop: stop.clone(),
+        _stop_when_dropped: stop.drop_guard(),
+        _lease: tokio_util::task::AbortOnDropHandle::new(lease),
+    }
+}
+
 /// Extends the lease of a claimed unit every [`HEARTBEAT`] by `beat`; cancels `stop` once
 /// the attempt is no longer its own (its job was cancelled, another part failed the
 /// render, a later save replaced the template's media, or the lease ran out while the
 /// database was away and another worker claimed it).
-pub(super) async fn keep_lease<F, Fut>(beat: F, stop: CancellationToken)
+async fn keep_lease<F, Fut>(beat: F, stop: CancellationToken)
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<bool, StoreError>>,

@@ -10,7 +10,7 @@ use reelfarm_domain::id::{now_ms, TemplateId};
 use reelfarm_domain::template::Template;
 use tokio_util::sync::CancellationToken;
 
-use super::claim::{keep_lease, Step, LEASE};
+use super::claim::{hold, Step, LEASE};
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderSettings};
@@ -26,18 +26,11 @@ impl RenderHandler {
             tracing::error!("the template's media stopped their worker {} times; given up", attempts - 1);
             return self.end_media(&claim).await;
         }
-        let stop = CancellationToken::new();
-        let _stop_when_dropped = stop.clone().drop_guard();
-        let beat = {
-            let (store, claim) = (store.clone(), claim.clone());
-            move || {
-                let (store, claim) = (store.clone(), claim.clone());
-                async move { store.heartbeat_media(&claim, LEASE).await }
-            }
-        };
-        let _lease = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(keep_lease(beat, stop.clone())));
+        let held =
+            hold(store, &claim, |store, claim: MediaClaim| async move { store.heartbeat_media(&claim, LEASE).await });
+        let stop = &held.stop;
         let result = tokio::select! {
-            result = self.make_template_media(&claim.template_id, claim.version, &stop) => result,
+            result = self.make_template_media(&claim.template_id, claim.version, stop) => result,
             // A later save asked for other media, or another worker took these over.
             () = stop.cancelled() => return Step::Again,
         };

@@ -280,33 +280,29 @@ impl Store {
     /// took it).
     #[tracing::instrument(name = "store::heartbeat_media", level = "debug", skip_all)]
     pub async fn heartbeat_media(&self, claimed: &MediaClaim, lease: Duration) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE template_media SET lease_until = $1 WHERE template_id = $2 AND version = $3 \
-             AND attempts = $4 AND status = 'started'",
-        )
-        .bind(now_ms() + lease.as_millis() as i64)
+        self.update_held(claimed, "lease_until = $1", now_ms() + lease.as_millis() as i64).await
+    }
+
+    /// Puts `claimed` back to `pending`, not before `retry_at` (Unix ms).
+    #[tracing::instrument(name = "store::release_media", level = "debug", skip_all)]
+    pub async fn release_media(&self, claimed: &MediaClaim, retry_at: i64) -> Result<()> {
+        self.update_held(claimed, "status = 'pending', not_before = $1, lease_until = NULL", retry_at).await.map(drop)
+    }
+
+    /// Sets `set` (`$1` is `value`) on the row of `claimed` while its attempt holds it;
+    /// whether it did.
+    async fn update_held(&self, claimed: &MediaClaim, set: &str, value: i64) -> Result<bool> {
+        let done = sqlx::query(&format!(
+            "UPDATE template_media SET {set} WHERE template_id = $2 AND version = $3 AND attempts = $4 \
+             AND status = 'started'"
+        ))
+        .bind(value)
         .bind(claimed.template_id.as_str())
         .bind(claimed.version)
         .bind(claimed.attempts)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
-    }
-
-    /// Puts `claimed` back to `pending`, not before `retry_at` (Unix ms).
-    #[tracing::instrument(name = "store::release_media", level = "debug", skip_all)]
-    pub async fn release_media(&self, claimed: &MediaClaim, retry_at: i64) -> Result<()> {
-        sqlx::query(
-            "UPDATE template_media SET status = 'pending', not_before = $1, lease_until = NULL \
-             WHERE template_id = $2 AND version = $3 AND attempts = $4 AND status = 'started'",
-        )
-        .bind(retry_at)
-        .bind(claimed.template_id.as_str())
-        .bind(claimed.version)
-        .bind(claimed.attempts)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
     }
 
     /// Ends `claimed` (made, or given up); `false` when the attempt was no longer the
