@@ -1,10 +1,11 @@
 //! `reelfarm bench fairness --long`: account A has a 10-hour draft and a 10-hour paid
-//! render of one template (each split into 3,600 chunks) and two 10-hour GIFs of it (not
-//! split: each one unit of work) on two worker slots; account B sends one video of the
-//! quote-card example through the API, `--tries` times. The scheduler weighs what each
-//! account has running by its estimated CPU-seconds, A's draft leads only A's own queue,
-//! and a worker gives long units all its slots but one, so B's video waits for no more
-//! than a chunk of A's to end. Bar: B's p95 wait within two of B's own render times.
+//! render of one template (each split into 3,600 chunks), account C two 10-hour GIFs of
+//! it (not split: each one long unit of work), on two worker slots; account B sends one
+//! video of the quote-card example through the API, `--tries` times. The scheduler weighs
+//! what each account has running by its estimated CPU-seconds, A's draft leads only A's
+//! own queue, and a worker gives long units all its slots but one, so B's video waits for
+//! no more than a chunk of A's to end. Bar: B's p95 wait within two of B's own render
+//! times.
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,7 @@ pub async fn run(config: &Config, tries: u32) -> anyhow::Result<()> {
     let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
     let a = store.create_user(&format!("bench-a-{namespace}"), None, 10_000).await?;
     let b = store.create_user(&format!("bench-b-{namespace}"), None, i64::from(tries)).await?;
+    let c = store.create_user(&format!("bench-c-{namespace}"), None, 10_000).await?;
     let token = store.create_token(&b.id, 1).await?.1;
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("ten-hours.json");
@@ -55,9 +57,11 @@ pub async fn run(config: &Config, tries: u32) -> anyhow::Result<()> {
     super::wait_for_api(port).await?;
     let mut jobs = Vec::new();
     for (draft, gif) in [(true, false), (false, false), (false, true), (false, true)] {
-        let mut job = reelfarm_backends::store::NewJob { draft, ..super::batch_job(&a.id, &template, 1) };
+        let owner = if gif { &c.id } else { &a.id };
+        let mut job = reelfarm_backends::store::NewJob { draft, ..super::batch_job(owner, &template, 1) };
         if gif {
-            job.output = Output { format: Format::Gif, ..Output::default() };
+            // One frame a second, 64 px wide: a spool of 330 MB for the ten hours.
+            job.output = Output { format: Format::Gif, fps: Some(1), max_width: Some(64), ..Output::default() };
             job.renders.iter_mut().for_each(|r| r.long_unit = true);
         }
         match store.create_job(&job, None).await? {
@@ -85,8 +89,8 @@ async fn measure(
     template: &str,
     tries: u32,
 ) -> anyhow::Result<()> {
-    // A's draft and video split and rendering, one of its GIFs too (a slot is kept for
-    // shorter work), before B comes.
+    // A's draft and video split and rendering, one of C's GIFs too (the other slot is kept
+    // for shorter work), before B comes.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let mut started = 0;
@@ -127,8 +131,8 @@ async fn measure(
     }
     let (waits, renders) = (Percentiles::of(waits), Percentiles::of(renders));
     println!(
-        "fairness --long: account A renders a 10-hour draft and a 10-hour video (split) and has two 10-hour GIFs \
-         (whole) on 2 worker slots;"
+        "fairness --long: account A renders a 10-hour draft and a 10-hour video (split), account C two 10-hour \
+         GIFs (whole), on 2 worker slots;"
     );
     println!("account B sends one video of quote-card at 480p {tries} times");
     println!("{:<40} {:>9}", "measure", "value");

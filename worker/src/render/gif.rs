@@ -103,7 +103,12 @@ impl GifEncoder {
         }
         bgra.set_pts(Some(self.frames));
         self.frames += 1;
-        add(&mut self.palettegen, "in", Some(&bgra), "counting colours")
+        add(&mut self.palettegen, "in", Some(&bgra), "counting colours")?;
+        // Asking for output runs the graph: palettegen counts the frame and lets it go
+        // (its palette comes at the end). Given frames only, the graph would queue every
+        // one of them until then: a 10-minute GIF held 10 minutes of frames in memory.
+        pull(&mut self.palettegen, &mut frame::Video::empty());
+        Ok(())
     }
 
     /// Makes the palette, maps every spooled frame to it and writes the GIF; `go_on` is

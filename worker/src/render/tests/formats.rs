@@ -284,6 +284,36 @@ fn a_gif_told_to_stop_during_its_second_pass_stops_and_leaves_no_spool() {
     assert!(!path.with_extension("frames").exists(), "the spooled frames are removed");
 }
 
+/// Resident memory of this test process (nextest runs each test in a process of its own).
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("VmRSS");
+    kib.trim().trim_end_matches(" kB").parse::<u64>().expect("kB") * 1024
+}
+
+#[test]
+fn a_gif_s_first_pass_keeps_no_frames_in_memory() {
+    use crate::render::gif::GifEncoder;
+    use crate::render::picture::{Picture, Yuv};
+    let scratch = Scratch::new();
+    let path = scratch.path("long.gif");
+    let (w, h) = (480, 270);
+    let mut gif = GifEncoder::start(&path, (w, h), w, h, 25).expect("start");
+    let mut canvas = Picture::default();
+    canvas.reset(w, h, false);
+    gif.push(&canvas).expect("push");
+    let before = rss_bytes();
+    // 200 frames of 518 KB each: 104 MB, were they held until the palette is made.
+    for n in 0..200u32 {
+        canvas.fill(Yuv { y: 16 + (n % 200) as u8, u: 128, v: 128, a: 255 });
+        gif.push(&canvas).expect("push");
+    }
+    let grown = rss_bytes().saturating_sub(before);
+    assert!(grown < 32 << 20, "the first pass grew by {} MiB", grown >> 20);
+    let stopped = gif.finish(&|_| Err(RenderError::Cancelled));
+    assert!(matches!(stopped, Err(RenderError::Cancelled)), "{stopped:?}");
+}
+
 #[test]
 fn a_gifs_progress_counts_its_second_pass() {
     let scratch = Scratch::new();
