@@ -266,6 +266,8 @@ impl RenderHandler {
         // A deadline from the render's estimate: a render far slower than estimated is
         // stopped long before the job timeout.
         let estimate = Estimate::of(template, output.quality, output.output.format, &|_| None);
+        // A render of the first seconds only (a template's own preview) is bounded by them.
+        let estimate = output.max_seconds.map_or(estimate, |seconds| estimate.first(seconds));
         let settings = RenderSettings {
             time_limit: estimate.time_limit(self.time_limit),
             threads: self.encoder_threads,

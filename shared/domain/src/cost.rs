@@ -132,13 +132,17 @@ impl Estimate {
     /// quality, however long the template.
     pub fn template_media(template: &Template) -> Estimate {
         let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
-        let whole = Estimate::of(template, quality, Format::Mp4, &|_| None);
-        let shown = (crate::preview::TEMPLATE_PREVIEW_SECONDS / whole.duration.max(1e-3)).min(1.0);
+        Estimate::of(template, quality, Format::Mp4, &|_| None).first(crate::preview::TEMPLATE_PREVIEW_SECONDS)
+    }
+
+    /// The render of only the first `seconds` of the video (all of it when shorter).
+    pub fn first(self, seconds: f64) -> Estimate {
+        let shown = (seconds / self.duration.max(1e-3)).clamp(0.0, 1.0);
         Estimate {
-            frames: ((whole.frames as f64 * shown).round() as u64).max(1),
-            duration: whole.duration * shown,
-            cpu_seconds: whole.cpu_seconds * shown,
-            ..whole
+            frames: ((self.frames as f64 * shown).round() as u64).max(1),
+            duration: self.duration * shown,
+            cpu_seconds: self.cpu_seconds * shown,
+            ..self
         }
     }
 
