@@ -181,7 +181,12 @@ impl From<AppError> for ApiError {
         match e {
             AppError::Invalid(errors) => ApiError::validation(errors),
             AppError::NotFound(what) => ApiError::not_found(&capitalize(what)),
+            AppError::NotFoundField { field, what } => ApiError::not_found_field(field, &capitalize(what)),
+            AppError::Forbidden(message) => ApiError::forbidden(message),
             AppError::Conflict(message) => ApiError::conflict(message),
+            AppError::TryLater { seconds } => ApiError::rate_limited(seconds),
+            AppError::Unavailable => ApiError::unavailable(),
+            e @ AppError::OutOfCredits { .. } => ApiError::contract_exceeded(e.to_string()),
             e @ AppError::Failed(_) => ApiError::internal(&e),
             AppError::Store(e) => e.into(),
         }

@@ -1,27 +1,13 @@
 //! What every handler can reach.
 
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use lru::LruCache;
+use reelfarm_app::jobs::Jobs;
 use reelfarm_backends::integration::Sealer;
 use reelfarm_backends::store::{StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::template::Template;
-use reelfarm_tts::Voices;
-
-/// Most parsed template documents kept in memory (the least recently used go first).
-const TEMPLATE_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(1024).unwrap();
-/// How long a template found visible to a user is taken as visible without asking the
-/// store again (job creation's hot path): a share removed takes effect within this.
-const VISIBILITY_TTL: Duration = Duration::from_secs(10);
-/// Most (user, template) visibility entries kept (the least recently used go first).
-const VISIBILITY_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(16 * 1024).unwrap();
-
-/// A template found visible to a user, and when.
-type Visible = (Instant, Arc<TemplateRecord>);
 
 /// Shared by every worker thread of the server.
 pub struct AppState {
@@ -29,30 +15,23 @@ pub struct AppState {
     pub backends: Backends,
     /// Seals and opens the secrets of linked accounts (key from `config.secret_key`).
     pub sealer: Sealer,
-    /// The text-to-speech voices this deployment offers.
-    pub voices: Voices,
     /// Rate limits, with their fallback while the shared cache is down.
     pub limits: crate::limits::Limits,
     /// The bounded queue every password hash and check goes through.
     pub hashing: crate::hashing::Hashing,
-    /// Parsed template documents by template id and version. A version's document never
-    /// changes, so an entry never goes stale.
-    templates: Mutex<LruCache<(TemplateId, i64), Arc<Template>>>,
-    /// Templates recently found visible, by (user id, template id).
-    visible: Mutex<LruCache<(UserId, TemplateId), Visible>>,
+    /// The job use cases, with the template catalog they keep.
+    pub jobs: Jobs,
 }
 
 impl AppState {
     pub fn new(config: Config, backends: Backends) -> AppState {
         AppState {
             sealer: Sealer::new(&config),
-            voices: Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() },
             limits: crate::limits::Limits::new(),
             hashing: crate::hashing::Hashing::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+            jobs: Jobs::new(&backends, &config),
             config,
             backends,
-            templates: Mutex::new(LruCache::new(TEMPLATE_CACHE_SIZE)),
-            visible: Mutex::new(LruCache::new(VISIBILITY_CACHE_SIZE)),
         }
     }
 
@@ -61,42 +40,18 @@ impl AppState {
         format!("{}/static/{name}", self.config.public_url)
     }
 
-    /// The template `id` if `user_id` may see it (see [`VISIBILITY_TTL`]).
+    /// The template `id` if `user_id` may see it (recently found visible: within 10 s).
     pub async fn visible_template(&self, id: &TemplateId, user_id: &UserId) -> Result<Arc<TemplateRecord>, StoreError> {
-        let key = (user_id.clone(), id.clone());
-        if let Some((at, record)) = self.visible.lock().expect("visibility cache lock").get(&key) {
-            if at.elapsed() < VISIBILITY_TTL {
-                return Ok(record.clone());
-            }
-        }
-        let record = Arc::new(self.backends.store.visible_template(id, user_id).await?);
-        self.visible.lock().expect("visibility cache lock").put(key, (Instant::now(), record.clone()));
-        Ok(record)
+        self.jobs.catalog().visible(id, user_id).await
     }
 
-    /// The stored document of `record`, read for its shape only: it was validated when
-    /// imported or saved, and a rule added since must not make an existing template unreadable.
+    /// The stored document of `record`, parsed once per version.
     pub fn template_document(&self, record: &TemplateRecord) -> Result<Arc<Template>, StoreError> {
-        let key = (record.id.clone(), record.version);
-        if let Some(cached) = self.templates.lock().expect("template cache lock").get(&key) {
-            return Ok(cached.clone());
-        }
-        let template: Template = serde_json::from_str(&record.json)
-            .map_err(|e| StoreError::Corrupt(format!("template {} document: {e}", record.id)))?;
-        let template = Arc::new(template);
-        self.templates.lock().expect("template cache lock").put(key, template.clone());
-        Ok(template)
+        self.jobs.catalog().document(record)
     }
 
-    /// Forgets who was found to see template `id`, after it was saved or archived: this
-    /// process's next job of it reads the current version. (Other api processes may use
-    /// their entry for up to [`VISIBILITY_TTL`].)
+    /// Forgets who was found to see template `id`, after it was saved or archived.
     pub fn forget_template(&self, id: &TemplateId) {
-        let mut visible = self.visible.lock().expect("visibility cache lock");
-        let stale: Vec<(UserId, TemplateId)> =
-            visible.iter().filter(|((_, t), _)| t == id).map(|(k, _)| k.clone()).collect();
-        for key in stale {
-            visible.pop(&key);
-        }
+        self.jobs.catalog().forget(id)
     }
 }

@@ -45,9 +45,28 @@ pub enum AppError {
     /// Nothing of that name visible to the actor (what, in lower case: `user`).
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// A field of the command names nothing of that kind visible to the actor.
+    #[error("{} not found", .what)]
+    NotFoundField { field: &'static str, what: &'static str },
+    /// The actor may see it but not do this to it (a read-only library).
+    #[error("{0}")]
+    Forbidden(String),
     /// The change cannot be made as asked (a name taken, a state that does not allow it).
     #[error("{0}")]
     Conflict(String),
+    /// The account's credits do not cover what was asked (`needed` credits); nothing was
+    /// written.
+    #[error(
+        "The render package of your contract is used up: this job needs {needed} credit(s) and not that many are \
+         left. Surcharging (renders beyond the package) can be enabled by our sales team."
+    )]
+    OutOfCredits { needed: i64 },
+    /// Not now: the account's budget allows it again in `seconds`.
+    #[error("Too many requests; slow down")]
+    TryLater { seconds: u64 },
+    /// A service the operation cannot do without (a worker, the cache) did not answer.
+    #[error("The service is temporarily unavailable; retry later")]
+    Unavailable,
     /// The work itself failed (a render, a file): said for the operator, not a field.
     #[error("{0}")]
     Failed(String),

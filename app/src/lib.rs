@@ -8,11 +8,16 @@
 //! are the API's business, [`AppError`] says what went wrong.
 
 pub mod accounts;
+pub mod assets;
+pub mod catalog;
+pub mod drafts;
 pub mod error;
 pub mod integrations;
+pub mod jobs;
 pub mod libraries;
 pub mod notifications;
 pub mod operations;
+pub mod previews;
 pub mod templates;
 pub mod text;
 pub mod tokens;

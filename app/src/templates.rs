@@ -1,23 +1,26 @@
-//! Importing a template file (`reelfarm admin template import`, the first run's examples):
-//! the template is checked, its placeholder media stored, its thumb and preview rendered
-//! from its defaults, and the record written.
+//! Templates as a user sees them ([`TemplateView`]), and importing a template file
+//! (`reelfarm admin template import`, the first run's examples): the template is checked,
+//! its placeholder media stored, its thumb and preview rendered from its defaults, and the
+//! record written.
 //!
 //! Nothing is visible until everything is in place: the files go under the template's
 //! unguessable blob prefix first, the record is written last, and a failure on the way
 //! removes what was stored.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use reelfarm_backends::store::{template_blob_prefix, NewTemplate, StoreError, TemplateRecord};
-use reelfarm_backends::{Blobs, Store};
+use reelfarm_backends::store::{template_blob_prefix, NewTemplate, ShareTarget, StoreError, TemplateRecord};
+use reelfarm_backends::{Backends, Blobs, Store};
 use reelfarm_domain::asset::AssetStatus;
 use reelfarm_domain::cost::Limits;
 use reelfarm_domain::error_key::ErrorKey;
-use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
-use reelfarm_domain::template::{Source, Template};
+use reelfarm_domain::template::{Source, Template, TemplateVariable};
 
+use crate::catalog::Catalog;
 use crate::{Actor, AppError, FieldError, Result};
 
 /// Renders a template's preview (an MP4 of its first seconds) and thumb (a JPEG) from its
@@ -248,6 +251,115 @@ fn content_type_of(file: &str) -> &'static str {
         "flac" => "audio/flac",
         _ => "application/octet-stream",
     }
+}
+
+/// A template as the caller sees it.
+pub struct TemplateView {
+    pub record: TemplateRecord,
+    pub document: Arc<Template>,
+    /// Public addresses of the library assets that are defaults of its variables, by
+    /// asset id (empty for an asset deleted since).
+    pub asset_addresses: Arc<HashMap<String, String>>,
+    /// Whom the template is shared with: for its owner only, empty for everyone else.
+    pub shares: Vec<ShareTarget>,
+}
+
+impl TemplateView {
+    /// The template's variables, their default media resolved to public addresses.
+    pub fn variables(&self, blobs: &Blobs) -> Vec<TemplateVariable> {
+        self.document.variables(|source| match source {
+            Source::File { file } => self.record.files.get(file).map(|key| blobs.public_url(key)).unwrap_or_default(),
+            Source::Asset { asset } => self.asset_addresses.get(asset).cloned().unwrap_or_default(),
+            Source::Url { url } => url.clone(),
+        })
+    }
+}
+
+/// `limit` of the templates `user` may use from `offset` (own, shared with them or their
+/// groups, public), newest first.
+#[tracing::instrument(name = "templates::list", skip_all, fields(user_id = %user))]
+pub async fn list(
+    backends: &Backends,
+    catalog: &Catalog,
+    user: &UserId,
+    limit: u32,
+    offset: u64,
+) -> Result<Vec<TemplateView>> {
+    let records = backends.store.visible_templates(user, limit, offset).await?;
+    views(backends, catalog, user, records).await
+}
+
+/// One template `user` may use.
+#[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %user, id = %id))]
+pub async fn get(backends: &Backends, catalog: &Catalog, user: &UserId, id: &TemplateId) -> Result<TemplateView> {
+    let record = backends.store.visible_template(id, user).await?;
+    view(backends, catalog, user, record).await
+}
+
+/// The view of one template record as `user` sees it.
+pub async fn view(
+    backends: &Backends,
+    catalog: &Catalog,
+    user: &UserId,
+    record: TemplateRecord,
+) -> Result<TemplateView> {
+    Ok(views(backends, catalog, user, vec![record]).await?.pop().expect("one view per record"))
+}
+
+/// The views of `records`; the assets their variables default to are looked up once,
+/// whatever number of templates use them.
+async fn views(
+    backends: &Backends,
+    catalog: &Catalog,
+    user: &UserId,
+    records: Vec<TemplateRecord>,
+) -> Result<Vec<TemplateView>> {
+    let mut addresses = HashMap::new();
+    let mut parts = Vec::with_capacity(records.len());
+    for record in records {
+        let document = catalog.document(&record)?;
+        load_addresses(backends, &document, &mut addresses).await?;
+        let shares = if record.owner_user_id.as_ref() == Some(user) {
+            backends.store.template_shares(&record.id).await?
+        } else {
+            Vec::new()
+        };
+        parts.push((record, document, shares));
+    }
+    let asset_addresses = Arc::new(addresses);
+    Ok(parts
+        .into_iter()
+        .map(|(record, document, shares)| TemplateView {
+            record,
+            document,
+            asset_addresses: asset_addresses.clone(),
+            shares,
+        })
+        .collect())
+}
+
+/// Looks up the assets that are defaults of `template`'s variables and are not in
+/// `addresses` yet.
+async fn load_addresses(
+    backends: &Backends,
+    template: &Template,
+    addresses: &mut HashMap<String, String>,
+) -> Result<()> {
+    let layers = template.clips.iter().flat_map(|c| &c.layers).filter(|l| l.variable.is_some());
+    for source in layers.filter_map(|l| l.content.source()) {
+        let Source::Asset { asset } = source else { continue };
+        if addresses.contains_key(asset) {
+            continue;
+        }
+        let address = match backends.store.named_asset(asset).await {
+            Ok(a) => a.original_key.map(|k| backends.blobs.public_url(&k)).unwrap_or_default(),
+            // The asset was deleted since the import: there is no default to show.
+            Err(StoreError::NotFound(_)) => String::new(),
+            Err(e) => return Err(e.into()),
+        };
+        addresses.insert(asset.clone(), address);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,18 +5,18 @@
 use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use askama::Template;
+use reelfarm_app::{assets, AppError};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
-use reelfarm_domain::error_key::ErrorKey;
-use reelfarm_domain::id::{iso8601, AssetId, LibraryId};
+use reelfarm_domain::id::{iso8601, now_ms, AssetId, LibraryId};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
+use crate::error::ApiError;
 use crate::ids;
 use crate::pagination::Page;
-use crate::services;
 use crate::state::AppState;
 
 /// Objects per page of a library.
@@ -139,7 +139,8 @@ pub async fn library_page(
     let (library, editable) = reelfarm_app::libraries::visible(&state.backends.store, &caller.user.id, &id).await?;
     let page = Page { limit: ASSETS_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
     let search = query.q.as_deref().map(str::trim).unwrap_or_default().to_string();
-    let assets = services::assets::list(&state, &caller, &id, Some(&search), page).await?;
+    let store = &state.backends.store;
+    let assets = assets::list(store, &caller.user.id, &id, Some(&search), page.limit, page.offset()).await?;
     let more = assets.len() == ASSETS_PER_PAGE as usize;
     let assets = assets.iter().map(|a| AssetTile::new(a, &state)).collect();
     let chrome = visitor.chrome("libraries");
@@ -164,9 +165,13 @@ pub async fn add_object(
 ) -> Answer {
     visitor.check_csrf_header(&req)?;
     let id = ids::in_path::<LibraryId>(&id)?;
-    match services::assets::add(&state, &visitor.caller(), form.filename.as_deref(), Some(&id)).await {
-        Ok(new) => Ok(HttpResponse::Created().json(json!({"id": new.asset.id, "upload_url": new.upload_url}))),
-        Err(e) => Ok(e.error_response_owned()),
+    let user = &visitor.session.user.id;
+    match assets::add(&state.backends.store, user, form.filename.as_deref(), Some(&id)).await {
+        Ok(asset) => {
+            let upload_url = crate::signing::upload_url(&state.config, &asset.id, now_ms());
+            Ok(HttpResponse::Created().json(json!({"id": asset.id, "upload_url": upload_url})))
+        }
+        Err(e) => Ok(ApiError::from(e).error_response_owned()),
     }
 }
 
@@ -180,7 +185,7 @@ struct TileFragment {
 #[get("/objects/{id}/tile")]
 pub async fn object_tile(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
     let id = ids::in_path::<AssetId>(&id)?;
-    let asset = services::assets::get(&state, &visitor.caller(), &id).await?;
+    let asset = assets::get(&state.backends.store, &visitor.session.user.id, &id).await?;
     Ok(html(StatusCode::OK, &TileFragment { asset: AssetTile::new(&asset, &state) }))
 }
 
@@ -219,7 +224,7 @@ async fn object(
     problem: Option<String>,
 ) -> Result<ObjectPage, ConsoleError> {
     let id = ids::in_path::<AssetId>(id)?;
-    let (asset, editable) = services::assets::visible(state, &visitor.caller(), &id).await?;
+    let (asset, editable) = assets::visible(&state.backends.store, &visitor.session.user.id, &id).await?;
     let kind = asset.kind;
     let files = asset
         .renditions
@@ -274,10 +279,10 @@ pub async fn rename_object(
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     let asset = ids::in_path::<AssetId>(&id)?;
-    match services::assets::rename(&state, &visitor.caller(), &asset, form.label.as_deref()).await {
+    match assets::rename(&state.backends.store, &visitor.session.user.id, &asset, form.label.as_deref()).await {
         Ok(_) => Ok(see_other(&format!("/console/objects/{asset}"))),
-        Err(e) if e.key() == ErrorKey::ValidationFailed => {
-            let problem = e.body().errors.first().map(|f| format!("The name {}", f.message));
+        Err(AppError::Invalid(errors)) => {
+            let problem = errors.first().map(|f| format!("The name {}", f.message));
             Ok(html(StatusCode::BAD_REQUEST, &object(&state, &visitor, &id, problem).await?))
         }
         Err(e) => Err(e.into()),
@@ -293,7 +298,8 @@ pub async fn delete_object(
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     let id = ids::in_path::<AssetId>(&id)?;
-    let removed = services::assets::remove(&state, &visitor.caller(), &id).await?;
+    let user = &visitor.session.user.id;
+    let removed = assets::remove(&state.backends.store, &state.backends.blobs, user, &id).await?;
     Ok(see_other(&format!("/console/libraries/{}", removed.library_id)))
 }
 

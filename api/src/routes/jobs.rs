@@ -282,7 +282,7 @@ fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, ApiError> {
 )]
 #[get("/generator/v1/jobs/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let view = services::jobs::get(&state, &caller, &ids::in_path(&id)?).await?;
+    let view = state.jobs.get(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(JobJson::of(&view, &state)))
 }
 
@@ -302,7 +302,7 @@ pub async fn cancel(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = services::jobs::cancel(&state, &caller, &ids::in_path(&id)?).await?;
+    let view = state.jobs.cancel(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(JobJson::of(&view, &state)))
 }
 
@@ -350,7 +350,8 @@ async fn jobs_page(
     template_id: Option<&TemplateId>,
     query: &PageQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let views = services::jobs::list(state, caller, template_id, None, query.parse()?).await?;
+    let page = query.parse()?;
+    let views = state.jobs.list(&caller.user.id, template_id, None, page.limit, page.offset()).await?;
     Ok(HttpResponse::Ok().json(views.iter().map(|v| JobJson::of(v, state)).collect::<Vec<_>>()))
 }
 
@@ -367,7 +368,7 @@ pub async fn project(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (project, json) = services::jobs::project(&state, &caller, &ids::in_path(&id)?).await?;
+    let (project, json) = state.jobs.project(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(ProjectJson {
         json,
         id: project.id.into(),

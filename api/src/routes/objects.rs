@@ -1,7 +1,9 @@
 //! Library objects (spec §2.3, §2.4, §4.3, §4.4): start an upload, read, list, delete.
 
 use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
+use reelfarm_app::assets;
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus, Rendition};
+use reelfarm_domain::id::now_ms;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -9,7 +11,6 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::ids;
 use crate::pagination::PageQuery;
-use crate::services;
 use crate::state::AppState;
 
 /// An asset record (spec §2.3).
@@ -190,7 +191,7 @@ pub struct AddObjectForm {
 }
 
 fn filename() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
-    super::bodies::text_field(crate::services::assets::MAX_FILENAME_CHARS, "Name of the file")
+    super::bodies::text_field(reelfarm_app::assets::MAX_FILENAME_CHARS, "Name of the file")
 }
 
 /// Starts an upload: records the object and returns the signed address to PUT it to.
@@ -218,8 +219,10 @@ pub async fn add(
         Some(id) => Some(ids::in_field("library_id", id)?),
         None => None,
     };
-    let added = services::assets::add(&state, &caller, form.filename.as_deref(), library_id.as_ref()).await?;
-    Ok(HttpResponse::Ok().json(AddObjectResponse { url: added.upload_url, data: AssetJson::new(&added.asset, &state) }))
+    let store = &state.backends.store;
+    let asset = assets::add(store, &caller.user.id, form.filename.as_deref(), library_id.as_ref()).await?;
+    let url = crate::signing::upload_url(&state.config, &asset.id, now_ms());
+    Ok(HttpResponse::Ok().json(AddObjectResponse { url, data: AssetJson::new(&asset, &state) }))
 }
 
 /// One asset record; poll it until `status` is `finished` or `failed`.
@@ -231,7 +234,7 @@ pub async fn add(
 )]
 #[get("/api2/v1/objects/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let asset = services::assets::get(&state, &caller, &ids::in_path(&id)?).await?;
+    let asset = assets::get(&state.backends.store, &caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
 }
 
@@ -253,7 +256,8 @@ pub async fn remove(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let asset = services::assets::remove(&state, &caller, &ids::in_path(&id)?).await?;
+    let id = ids::in_path(&id)?;
+    let asset = assets::remove(&state.backends.store, &state.backends.blobs, &caller.user.id, &id).await?;
     Ok(HttpResponse::Ok().json(serde_json::json!({"id": asset.id, "deleted": true})))
 }
 
@@ -282,7 +286,8 @@ pub async fn list(
     id: web::Path<String>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let assets = services::assets::list(&state, &caller, &ids::in_path(&id)?, None, query.parse()?).await?;
+    let (id, page) = (ids::in_path(&id)?, query.parse()?);
+    let assets = assets::list(&state.backends.store, &caller.user.id, &id, None, page.limit, page.offset()).await?;
     let assets = assets.iter().map(|a| AssetJson::new(a, &state)).collect();
     Ok(HttpResponse::Ok().json(AssetList { assets }))
 }

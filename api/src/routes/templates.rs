@@ -14,8 +14,8 @@ use crate::error::{ApiError, ErrorBody};
 use crate::ids;
 use crate::pagination::PageQuery;
 use crate::services;
-use crate::services::templates::TemplateView;
 use crate::state::AppState;
+use reelfarm_app::templates::{self as app_templates, TemplateView};
 
 /// `owner` and `created_by` of a public template imported without an owner.
 pub const OPERATOR: &str = "operator";
@@ -201,7 +201,9 @@ pub async fn list(
     caller: Caller,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let views = services::templates::list(&state, &caller, query.parse()?).await?;
+    let page = query.parse()?;
+    let catalog = state.jobs.catalog();
+    let views = app_templates::list(&state.backends, catalog, &caller.user.id, page.limit, page.offset()).await?;
     let out: Vec<TemplateJson> = views.into_iter().map(|view| TemplateJson::new(view, false, &state)).collect();
     Ok(HttpResponse::Ok().json(out))
 }
@@ -219,7 +221,7 @@ pub async fn list(
 )]
 #[get("/generator/v1/templates/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let view = services::templates::get(&state, &caller, &ids::in_path(&id)?).await?;
+    let view = app_templates::get(&state.backends, state.jobs.catalog(), &caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(TemplateJson::new(view, true, &state)))
 }
 

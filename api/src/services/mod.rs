@@ -6,7 +6,6 @@
 //! (key, message, the fields in error), which a page shows as well as a JSON body does.
 
 pub mod accounts;
-pub mod assets;
 pub mod consent;
 pub mod drafts;
 pub mod files;

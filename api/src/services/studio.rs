@@ -9,11 +9,11 @@ use reelfarm_domain::quality::Quality;
 use serde_json::Value;
 
 use super::template_edit::{self, SaveRequest};
-use super::templates::TemplateView;
 use super::{previews, Result};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
+use reelfarm_app::templates::TemplateView;
 
 /// The caller's template `id` (404 or 403 unless they own it) and their working copy of
 /// it: the one they left, or a new one from the current version (also when theirs started

@@ -19,8 +19,9 @@ use reelfarm_domain::quality::Quality;
 use reelfarm_domain::template::{Source, Template};
 use utoipa::openapi::{RefOr, Schema};
 
-use super::jobs::media::{asset_problem, refused_address};
-use super::templates::TemplateView;
+use reelfarm_app::jobs::asset_problem;
+use reelfarm_app::templates::{self, TemplateView};
+
 use super::Result;
 use crate::auth::Caller;
 use crate::body::{self, Sent};
@@ -113,7 +114,7 @@ pub async fn save(state: &AppState, caller: &Caller, id: &TemplateId, request: &
 pub async fn duplicate(state: &AppState, caller: &Caller, id: &TemplateId) -> Result<TemplateView> {
     let original = state.backends.store.visible_template(id, &caller.user.id).await?;
     let document = state.template_document(&original)?;
-    let problems = super::jobs::beyond_limits(state, &document, Quality::Default);
+    let problems = state.jobs.beyond_limits(&document, Quality::Default);
     if !problems.is_empty() {
         return Err(ApiError::validation(problems));
     }
@@ -154,7 +155,7 @@ async fn made(state: &AppState, caller: &Caller, content: TemplateContent) -> Re
         preview_key: None,
     };
     let record = state.backends.store.create_saved_template(&new, content.media_cost_ms).await?;
-    super::templates::view(state, caller, record).await
+    Ok(templates::view(&state.backends, state.jobs.catalog(), &caller.user.id, record).await?)
 }
 
 /// Deletes the caller's template `id`: it is archived, so nobody lists it or makes jobs
@@ -216,7 +217,7 @@ async fn saved(
 ) -> Result<TemplateView> {
     let record = state.backends.store.save_template(id, content, &caller.user.id, base).await?;
     state.forget_template(id);
-    super::templates::view(state, caller, record).await
+    Ok(templates::view(&state.backends, state.jobs.catalog(), &caller.user.id, record).await?)
 }
 
 /// Template `id` if the caller owns it: 404 when they cannot see it, 403 when they can
@@ -285,13 +286,16 @@ pub async fn check(
                     format!("no file {file:?} is stored with this template; use a library asset or an address"),
                 )),
             ),
-            Source::Url { url } => (format!("{path}.url"), refused_address(state, url)),
+            Source::Url { url } => (format!("{path}.url"), state.jobs.refused_address(url)),
             Source::Asset { asset } => {
                 if groups.is_none() {
                     groups = Some(caller.group_ids(state).await?);
                 }
                 let groups = groups.as_deref().unwrap_or_default();
-                (format!("{path}.asset"), asset_problem(state, caller, groups, asset, media).await?)
+                (
+                    format!("{path}.asset"),
+                    asset_problem(&state.backends.store, &caller.user, groups, asset, media).await?,
+                )
             }
         };
         if let Some((key, message)) = problem {

@@ -29,9 +29,9 @@ use super::{html, see_other, Chrome, ConsoleError};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::ids;
+use crate::services::drafts;
 use crate::services::studio as copies;
 use crate::services::template_edit::{self, SaveRequest};
-use crate::services::{self, drafts};
 use crate::state::AppState;
 use edit::{Edit, Form, Selection};
 use fields::{animation_kinds, layer_kinds};
@@ -99,7 +99,7 @@ async fn choices(state: &AppState, caller: &Caller, kind: &str) -> Result<Vec<(S
         "lottie" => &[AssetKind::Lottie],
         _ => return Ok(Vec::new()),
     };
-    let assets = services::assets::choosable(state, caller, kinds, SOURCE_CHOICES).await?;
+    let assets = reelfarm_app::assets::choosable(&state.backends.store, &caller.user.id, kinds, SOURCE_CHOICES).await?;
     Ok(assets.into_iter().map(|a| (a.id.to_string(), a.label)).collect())
 }
 

@@ -15,6 +15,8 @@ use reelfarm_domain::quality::Quality;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+pub use reelfarm_app::jobs::{JobRequest, ValueRequest};
+
 use crate::body::Sent;
 use crate::error::FieldError;
 
@@ -25,33 +27,6 @@ pub const MAX_NOTIFICATIONS: usize = 20;
 /// Most e-mails one job may cause: the addresses of its e-mail notifications, each sent
 /// once per video.
 pub const MAX_EMAILS_PER_JOB: usize = 50;
-
-/// A structurally valid job request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobRequest {
-    /// `None` when the text given is not of our ids' form: it names no template.
-    pub template_id: Option<TemplateId>,
-    pub quality: Quality,
-    /// As asked; the account's cap applies when the job is made.
-    pub priority: Priority,
-    pub create_render: bool,
-    pub create_project: bool,
-    /// `options.format` and its settings.
-    pub output: Output,
-    /// `options.dry_run`: answer what the job would cost and create nothing.
-    pub dry_run: bool,
-    pub values: Vec<ValueRequest>,
-    pub notifications: Vec<Notification>,
-}
-
-/// One element of `values`.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ValueRequest {
-    pub external_id: String,
-    pub title: String,
-    pub template_variables: Map<String, Value>,
-    pub metadata: Map<String, Value>,
-}
 
 /// The job body's fields as sent. Its schema is written by hand (`routes::bodies`: JSON
 /// Schema's `not` and `const` say what utoipa's types cannot); a test holds the schema's

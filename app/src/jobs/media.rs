@@ -2,18 +2,17 @@
 //! and converted; addresses whose file type (when their name tells it) is accepted for
 //! the variable and that are not IP addresses the outbound policy refuses.
 
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{StoreError, User};
+use reelfarm_backends::Store;
 use reelfarm_domain::asset::{AssetKind, AssetStatus};
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::GroupId;
 use reelfarm_domain::template::{Template, VariableType};
-use reelfarm_outbound::Outbound;
+use reelfarm_outbound::{AllowEntry, Outbound};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::request::ValueRequest;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::state::AppState;
+use crate::Result;
 
 /// File types accepted in addresses of media values (spec §4.7.1), by variable type.
 const IMAGE_TYPES: &[&str] = &["gif", "jpeg", "jpg", "png", "svg", "webp", "heic"];
@@ -48,33 +47,35 @@ fn takes(media: Option<VariableType>, kind: AssetKind, animated: bool) -> bool {
     }
 }
 
-pub(in crate::services) type Problem = (ErrorKey, String);
+/// What is wrong with a value: its key and what to tell the caller.
+pub type Problem = (ErrorKey, String);
 
 /// The media values of one `values` element that cannot be used, by variable id: asset ids
 /// the caller cannot see (or not converted, or of another kind), addresses whose file type
 /// is not accepted for the variable.
 pub(super) async fn check_media(
-    state: &AppState,
-    caller: &Caller,
+    store: &Store,
+    outbound_allow: &[AllowEntry],
+    user: &User,
     groups: &mut Option<Vec<GroupId>>,
     template: &Template,
-    value: &ValueRequest,
-) -> Result<Vec<(String, Problem)>, ApiError> {
+    values: &Map<String, Value>,
+) -> Result<Vec<(String, Problem)>> {
     let mut problems = Vec::new();
-    for (key, given) in &value.template_variables {
+    for (key, given) in values {
         let Some(text) = given.as_str().map(str::trim) else { continue };
         let Some((_, layer)) = Uuid::parse_str(key).ok().and_then(|id| template.variable_layer(id)) else { continue };
         let Some(media) = layer.content.variable_type().filter(|t| *t != VariableType::Text) else { continue };
         let lower = text.to_ascii_lowercase();
         let problem = if lower.starts_with("http://") || lower.starts_with("https://") {
-            refused_address(state, text).or_else(|| url_file_type(text, media))
+            refused_address(outbound_allow, text).or_else(|| url_file_type(text, media))
         } else if media == VariableType::Captions {
             continue; // not an address: applying the values says what a captions value is
         } else {
             if groups.is_none() {
-                *groups = Some(caller.group_ids(state).await?);
+                *groups = Some(store.groups_of(&user.id).await?.into_iter().map(|g| g.id).collect());
             }
-            asset_problem(state, caller, groups.as_deref().unwrap_or_default(), text, Some(media)).await?
+            asset_problem(store, user, groups.as_deref().unwrap_or_default(), text, Some(media)).await?
         };
         if let Some(problem) = problem {
             problems.push((key.clone(), problem));
@@ -85,8 +86,8 @@ pub(super) async fn check_media(
 
 /// An address the render could never fetch (an IP address the outbound policy refuses):
 /// refused now, before the job is charged.
-pub(in crate::services) fn refused_address(state: &AppState, address: &str) -> Option<Problem> {
-    let refused = Outbound::new(&state.config.outbound_allow).refused_literal(address)?;
+pub fn refused_address(outbound_allow: &[AllowEntry], address: &str) -> Option<Problem> {
+    let refused = Outbound::new(outbound_allow).refused_literal(address)?;
     Some((refused.key(), refused.to_string()))
 }
 
@@ -111,14 +112,13 @@ fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
 
 /// Why the asset `id` cannot be used for `media` (a variable's type; `None`: a Lottie
 /// layer's animation), if it cannot: unknown to the caller, not converted, of another kind.
-pub(in crate::services) async fn asset_problem(
-    state: &AppState,
-    caller: &Caller,
+pub async fn asset_problem(
+    store: &Store,
+    user: &User,
     groups: &[GroupId],
     id: &str,
     media: Option<VariableType>,
-) -> Result<Option<Problem>, ApiError> {
-    let store = &state.backends.store;
+) -> Result<Option<Problem>> {
     let unknown = || Some((ErrorKey::UnknownAsset, format!("no asset {id:?} in the libraries you can use")));
     let asset = match store.named_asset(id).await {
         Ok(asset) => asset,
@@ -130,7 +130,7 @@ pub(in crate::services) async fn asset_problem(
         Err(StoreError::NotFound(_)) => return Ok(unknown()),
         Err(e) => return Err(e.into()),
     };
-    if !library.visible_to(&caller.user.id, groups) {
+    if !library.visible_to(&user.id, groups) {
         return Ok(unknown());
     }
     if asset.status != AssetStatus::Finished {

@@ -1,0 +1,80 @@
+//! The templates jobs are made from, as this process keeps them: parsed documents by id
+//! and version (a version's document never changes, so an entry never goes stale), and
+//! which user was recently found to see which template (job creation's hot path).
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lru::LruCache;
+use reelfarm_backends::store::{StoreError, TemplateRecord};
+use reelfarm_backends::Store;
+use reelfarm_domain::id::{TemplateId, UserId};
+use reelfarm_domain::template::Template;
+
+/// Most parsed template documents kept in memory (the least recently used go first).
+const TEMPLATE_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(1024).unwrap();
+/// How long a template found visible to a user is taken as visible without asking the
+/// store again: a share removed takes effect within this.
+const VISIBILITY_TTL: Duration = Duration::from_secs(10);
+/// Most (user, template) visibility entries kept (the least recently used go first).
+const VISIBILITY_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(16 * 1024).unwrap();
+
+/// A template found visible to a user, and when.
+type Visible = (Instant, Arc<TemplateRecord>);
+
+/// Parsed template documents and recent visibility, shared by every request of a process.
+pub struct Catalog {
+    store: Store,
+    templates: Mutex<LruCache<(TemplateId, i64), Arc<Template>>>,
+    visible: Mutex<LruCache<(UserId, TemplateId), Visible>>,
+}
+
+impl Catalog {
+    pub fn new(store: Store) -> Catalog {
+        Catalog {
+            store,
+            templates: Mutex::new(LruCache::new(TEMPLATE_CACHE_SIZE)),
+            visible: Mutex::new(LruCache::new(VISIBILITY_CACHE_SIZE)),
+        }
+    }
+
+    /// The template `id` if `user_id` may see it (see [`VISIBILITY_TTL`]).
+    pub async fn visible(&self, id: &TemplateId, user_id: &UserId) -> Result<Arc<TemplateRecord>, StoreError> {
+        let key = (user_id.clone(), id.clone());
+        if let Some((at, record)) = self.visible.lock().expect("visibility cache lock").get(&key) {
+            if at.elapsed() < VISIBILITY_TTL {
+                return Ok(record.clone());
+            }
+        }
+        let record = Arc::new(self.store.visible_template(id, user_id).await?);
+        self.visible.lock().expect("visibility cache lock").put(key, (Instant::now(), record.clone()));
+        Ok(record)
+    }
+
+    /// The stored document of `record`, read for its shape only: it was validated when
+    /// imported or saved, and a rule added since must not make an existing template unreadable.
+    pub fn document(&self, record: &TemplateRecord) -> Result<Arc<Template>, StoreError> {
+        let key = (record.id.clone(), record.version);
+        if let Some(cached) = self.templates.lock().expect("template cache lock").get(&key) {
+            return Ok(cached.clone());
+        }
+        let template: Template = serde_json::from_str(&record.json)
+            .map_err(|e| StoreError::Corrupt(format!("template {} document: {e}", record.id)))?;
+        let template = Arc::new(template);
+        self.templates.lock().expect("template cache lock").put(key, template.clone());
+        Ok(template)
+    }
+
+    /// Forgets who was found to see template `id`, after it was saved or archived: this
+    /// process's next job of it reads the current version. (Other processes may use their
+    /// entry for up to [`VISIBILITY_TTL`].)
+    pub fn forget(&self, id: &TemplateId) {
+        let mut visible = self.visible.lock().expect("visibility cache lock");
+        let stale: Vec<(UserId, TemplateId)> =
+            visible.iter().filter(|((_, t), _)| t == id).map(|(k, _)| k.clone()).collect();
+        for key in stale {
+            visible.pop(&key);
+        }
+    }
+}
