@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use reelfarm_app::jobs::Jobs;
+use reelfarm_app::Farm;
 use reelfarm_backends::integration::Sealer;
 use reelfarm_backends::store::{StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
@@ -20,7 +20,7 @@ pub struct AppState {
     /// The bounded queue every password hash and check goes through.
     pub hashing: crate::hashing::Hashing,
     /// The job use cases, with the template catalog they keep.
-    pub jobs: Jobs,
+    pub farm: Farm,
 }
 
 impl AppState {
@@ -29,7 +29,7 @@ impl AppState {
             sealer: Sealer::new(&config),
             limits: crate::limits::Limits::new(),
             hashing: crate::hashing::Hashing::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
-            jobs: Jobs::new(&backends, &config),
+            farm: Farm::new(&backends, &config),
             config,
             backends,
         }
@@ -42,16 +42,16 @@ impl AppState {
 
     /// The template `id` if `user_id` may see it (recently found visible: within 10 s).
     pub async fn visible_template(&self, id: &TemplateId, user_id: &UserId) -> Result<Arc<TemplateRecord>, StoreError> {
-        self.jobs.catalog().visible(id, user_id).await
+        self.farm.catalog().visible(id, user_id).await
     }
 
     /// The stored document of `record`, parsed once per version.
     pub fn template_document(&self, record: &TemplateRecord) -> Result<Arc<Template>, StoreError> {
-        self.jobs.catalog().document(record)
+        self.farm.catalog().document(record)
     }
 
     /// Forgets who was found to see template `id`, after it was saved or archived.
     pub fn forget_template(&self, id: &TemplateId) {
-        self.jobs.catalog().forget(id)
+        self.farm.catalog().forget(id)
     }
 }

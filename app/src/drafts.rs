@@ -15,18 +15,18 @@ use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use serde_json::{Map, Value};
 
-use crate::jobs::Jobs;
+use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
 
 /// The window the draft budget counts in.
 const BUDGET_WINDOW_MS: i64 = 3_600_000;
 
-impl Jobs {
+impl Farm {
     /// Starts a draft of template `id` (its current version) with `values` for `user`;
     /// the job as made.
     #[tracing::instrument(name = "drafts::create", skip_all, fields(user_id = %user.id, id = %id))]
     pub async fn draft(&self, user: &User, id: &TemplateId, values: Map<String, Value>) -> Result<JobRecord> {
-        let record = self.store.visible_template(id, &user.id).await?;
+        let record = self.backends.store.visible_template(id, &user.id).await?;
         let template = self.catalog.document(&record)?;
         let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
         let problems = self.beyond_limits(&template, quality);
@@ -55,7 +55,7 @@ impl Jobs {
             }],
             created_at: now_ms(),
         };
-        match self.store.create_job(&job, None).await? {
+        match self.backends.store.create_job(&job, None).await? {
             JobCreation::Created => Ok(JobRecord::from_new(&job)),
             other => Err(AppError::Failed(format!("a draft was not created: {other:?}"))),
         }
@@ -76,7 +76,7 @@ impl Jobs {
             return Err(AppError::Invalid(vec![FieldError::new("id", ErrorKey::LimitExceeded, message)]));
         }
         let now = now_ms();
-        let drafts = self.store.drafts_since(&user.id, now - BUDGET_WINDOW_MS).await?;
+        let drafts = self.backends.store.drafts_since(&user.id, now - BUDGET_WINDOW_MS).await?;
         let mut used: i64 = drafts.iter().map(|(_, ms)| ms).sum();
         if used + wanted <= budget {
             return Ok(());

@@ -11,13 +11,11 @@ mod output;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use reelfarm_backends::store::{
     Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, StoreError, User,
 };
-use reelfarm_backends::{Backends, Bus, Cache, Config, Store};
-use reelfarm_domain::cost::{self, Estimate, Limits};
+use reelfarm_domain::cost::{self, Estimate};
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{now_ms, EntityId, GroupId, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::notification::Notification;
@@ -28,13 +26,12 @@ use reelfarm_domain::status::{JobStatus, RenderStatus};
 use reelfarm_domain::template::values::{apply_values_with, ValueError};
 use reelfarm_domain::template::Template;
 use reelfarm_domain::tts::is_speech;
-use reelfarm_outbound::AllowEntry;
-use reelfarm_tts::{espeak_voices, Voices};
+use reelfarm_tts::espeak_voices;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 pub use self::media::{asset_problem, refused_address, Problem};
-use crate::catalog::Catalog;
+use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
 
 /// A structurally valid job request (spec §4.7), as the API's parser reads it.
@@ -95,46 +92,7 @@ pub struct IdempotencyKey<'a> {
     pub request_hash: &'a str,
 }
 
-/// The use cases of work on the farm (jobs, drafts, preview frames) with what they need
-/// of the deployment: the store, the cache of render progress, the bus, the template
-/// catalog, the voices and the limits of a render.
-pub struct Jobs {
-    pub(crate) store: Store,
-    cache: Cache,
-    pub(crate) bus: Bus,
-    pub(crate) catalog: Catalog,
-    voices: Voices,
-    limits: Limits,
-    split_after: Duration,
-    pub(crate) draft_minutes: Option<u32>,
-    outbound_allow: Vec<AllowEntry>,
-}
-
-impl Jobs {
-    pub fn new(backends: &Backends, config: &Config) -> Jobs {
-        Jobs {
-            store: backends.store.clone(),
-            cache: backends.cache.clone(),
-            bus: backends.bus.clone(),
-            catalog: Catalog::new(backends.store.clone()),
-            voices: Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() },
-            limits: config.render_limits,
-            split_after: config.split_after,
-            draft_minutes: config.draft_minutes,
-            outbound_allow: config.outbound_allow.clone(),
-        }
-    }
-
-    /// The templates jobs are made from.
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
-    }
-
-    /// The text-to-speech voices this deployment offers.
-    pub fn voices(&self) -> &Voices {
-        &self.voices
-    }
-
+impl Farm {
     /// Creates a job of `request` for `user` and charges its credits. `respond` makes the
     /// response from the job as created: it is kept with the idempotency key so that a
     /// retry gets the same bytes.
@@ -154,10 +112,10 @@ impl Jobs {
         let (renders, estimates) = self.prepare_renders(user, &template, &request).await?;
         if request.dry_run {
             let credits = if request.create_render { renders.iter().map(|r| r.credits).sum() } else { 0 };
-            let available = self.store.available_credits(&user.id).await?;
+            let available = self.backends.store.available_credits(&user.id).await?;
             return Ok(Created::Quote(Quote { credits, available, videos: estimates }));
         }
-        let priority = request.priority.min(self.store.max_priority_of(&user.id).await?);
+        let priority = request.priority.min(self.backends.store.max_priority_of(&user.id).await?);
         let job = NewJob {
             id: JobId::generate(),
             user_id: user.id.clone(),
@@ -176,7 +134,7 @@ impl Jobs {
         let response = respond(&JobRecord::from_new(&job));
         let idempotency =
             idempotency.as_ref().map(|k| Idempotency { key: k.key, request_hash: k.request_hash, response: &response });
-        match self.store.create_job(&job, idempotency).await? {
+        match self.backends.store.create_job(&job, idempotency).await? {
             JobCreation::Created => {
                 tracing::info!(job_id = %job.id, renders = job.renders.len(), "job created");
                 Ok(Created::New(response))
@@ -302,7 +260,8 @@ impl Jobs {
         values: &Map<String, Value>,
         path: &str,
     ) -> Result<Vec<FieldError>> {
-        let problems = media::check_media(&self.store, &self.outbound_allow, user, groups, template, values).await?;
+        let problems =
+            media::check_media(&self.backends.store, &self.outbound_allow, user, groups, template, values).await?;
         Ok(problems
             .into_iter()
             .map(|(key, (k, message))| FieldError::new(format!("{path}.{key}"), k, message))
@@ -343,7 +302,7 @@ impl Jobs {
     /// One of `user`'s jobs.
     #[tracing::instrument(name = "jobs::get", skip_all, fields(user_id = %user, id = %id))]
     pub async fn get(&self, user: &UserId, id: &JobId) -> Result<JobView> {
-        let job = match self.store.job(id).await {
+        let job = match self.backends.store.job(id).await {
             Ok(job) if job.user_id == *user => job,
             Ok(_) | Err(StoreError::NotFound(_)) => return Err(AppError::NotFound(JobId::WHAT)),
             Err(e) => return Err(e.into()),
@@ -356,12 +315,12 @@ impl Jobs {
     /// nothing.
     #[tracing::instrument(name = "jobs::cancel", skip_all, fields(user_id = %user, id = %id))]
     pub async fn cancel(&self, user: &UserId, id: &JobId) -> Result<JobView> {
-        match self.store.job_alone(id).await {
+        match self.backends.store.job_alone(id).await {
             Ok(job) if job.user_id == *user => {}
             Ok(_) | Err(StoreError::NotFound(_)) => return Err(AppError::NotFound(JobId::WHAT)),
             Err(e) => return Err(e.into()),
         }
-        let renders = self.store.cancel_job(id).await?;
+        let renders = self.backends.store.cancel_job(id).await?;
         if renders > 0 {
             tracing::info!(renders, "job cancelled");
         }
@@ -380,13 +339,14 @@ impl Jobs {
         offset: u64,
     ) -> Result<Vec<JobView>> {
         if let Some(template_id) = template_id {
-            match self.store.visible_template(template_id, user).await {
+            match self.backends.store.visible_template(template_id, user).await {
                 // A deleted (archived) template's jobs stay the user's to list.
-                Err(StoreError::NotFound(_)) if self.store.template(template_id).await.is_ok_and(|t| t.archived) => {}
+                Err(StoreError::NotFound(_))
+                    if self.backends.store.template(template_id).await.is_ok_and(|t| t.archived) => {}
                 found => drop(found?),
             }
         }
-        let jobs = self.store.jobs_of(user, template_id, status, limit, offset).await?;
+        let jobs = self.backends.store.jobs_of(user, template_id, status, limit, offset).await?;
         Ok(self.with_progress(jobs).await)
     }
 
@@ -398,7 +358,7 @@ impl Jobs {
             .filter(|r| r.status == RenderStatus::Started)
             .map(|r| r.id.clone())
             .collect();
-        let mut progress = match self.cache.renders_progress(&started).await {
+        let mut progress = match self.backends.cache.renders_progress(&started).await {
             Ok(progress) => progress,
             Err(e) => {
                 // Progress is a nicety: without the cache it shows 0.
@@ -417,7 +377,7 @@ impl Jobs {
     /// A project one of `user`'s jobs made, with its document.
     #[tracing::instrument(name = "jobs::project", skip_all, fields(user_id = %user, id = %id))]
     pub async fn project(&self, user: &UserId, id: &ProjectId) -> Result<(ProjectRecord, Value)> {
-        let project = match self.store.project(id).await {
+        let project = match self.backends.store.project(id).await {
             Ok(p) if p.user_id == *user => p,
             Ok(_) | Err(StoreError::NotFound(_)) => return Err(AppError::NotFound(ProjectId::WHAT)),
             Err(e) => return Err(e.into()),

@@ -12,18 +12,22 @@ pub mod assets;
 pub mod catalog;
 pub mod drafts;
 pub mod error;
+pub mod farm;
 pub mod integrations;
 pub mod jobs;
 pub mod libraries;
 pub mod notifications;
 pub mod operations;
 pub mod previews;
+pub mod studio;
+pub mod template_edit;
 pub mod templates;
 pub mod text;
 pub mod tokens;
 pub mod users;
 
 pub use error::{AppError, FieldError, Result};
+pub use farm::Farm;
 
 use reelfarm_backends::store::User;
 

@@ -12,7 +12,7 @@ use reelfarm_domain::quality::Quality;
 use reelfarm_domain::template::Template;
 use serde_json::{Map, Value};
 
-use crate::jobs::Jobs;
+use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
 
 /// A preview: the time of the frame (seconds), values as a job's `template_variables`,
@@ -24,11 +24,11 @@ pub struct PreviewRequest {
     pub quality: Quality,
 }
 
-impl Jobs {
+impl Farm {
     /// The JPEG of the frame of template `id` (its current version) at `request.at`.
     #[tracing::instrument(name = "previews::frame", skip_all, fields(user_id = %user.id, id = %id))]
     pub async fn frame(&self, user: &User, id: &TemplateId, request: PreviewRequest) -> Result<Vec<u8>> {
-        let record = self.store.visible_template(id, &user.id).await?;
+        let record = self.backends.store.visible_template(id, &user.id).await?;
         let template = self.catalog.document(&record)?;
         within(record.duration_ms as f64 / 1000.0, request.at)?;
         let problems = self.beyond_limits(&template, request.quality);
@@ -72,7 +72,7 @@ impl Jobs {
 
     /// Asks a worker for the frame of `call`.
     async fn drawn(&self, call: &PreviewCall) -> Result<Vec<u8>> {
-        let answer = match self.bus.call(Service::Preview, &call.to_bytes(), PREVIEW_WAIT).await {
+        let answer = match self.backends.bus.call(Service::Preview, &call.to_bytes(), PREVIEW_WAIT).await {
             Ok(answer) => answer,
             Err(BusError::NoAnswer(_)) => {
                 tracing::warn!("no worker answered a preview call");

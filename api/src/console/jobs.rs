@@ -67,7 +67,7 @@ pub async fn jobs_page(state: web::Data<AppState>, visitor: SignedIn, query: web
     };
     let page = Page { limit: JOBS_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
     let views =
-        state.jobs.list(&visitor.session.user.id, template_id.as_ref(), status, page.limit, page.offset()).await?;
+        state.farm.list(&visitor.session.user.id, template_id.as_ref(), status, page.limit, page.offset()).await?;
     let jobs: Vec<JobJson> = views.iter().map(|v| JobJson::of(v, &state)).collect();
     Ok(html(
         StatusCode::OK,
@@ -152,7 +152,7 @@ async fn deliveries_of(state: &AppState, visitor: &SignedIn, job: &JobJson) -> R
 /// The caller's job `id` as its page shows it, with the values of each video (JSON).
 async fn job_of(state: &AppState, visitor: &SignedIn, id: &str) -> Result<(JobJson, Vec<String>), ConsoleError> {
     let id = ids::in_path::<JobId>(id)?;
-    let view = state.jobs.get(&visitor.session.user.id, &id).await?;
+    let view = state.farm.get(&visitor.session.user.id, &id).await?;
     let values = view
         .job
         .renders
@@ -216,7 +216,7 @@ pub async fn cancel(
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     let id = ids::in_path::<JobId>(&id)?;
-    state.jobs.cancel(&visitor.session.user.id, &id).await?;
+    state.farm.cancel(&visitor.session.user.id, &id).await?;
     Ok(see_other(&format!("/console/jobs/{id}")))
 }
 

@@ -282,7 +282,7 @@ fn idempotency_key(req: &HttpRequest) -> Result<Option<String>, ApiError> {
 )]
 #[get("/generator/v1/jobs/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let view = state.jobs.get(&caller.user.id, &ids::in_path(&id)?).await?;
+    let view = state.farm.get(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(JobJson::of(&view, &state)))
 }
 
@@ -302,7 +302,7 @@ pub async fn cancel(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = state.jobs.cancel(&caller.user.id, &ids::in_path(&id)?).await?;
+    let view = state.farm.cancel(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(JobJson::of(&view, &state)))
 }
 
@@ -351,7 +351,7 @@ async fn jobs_page(
     query: &PageQuery,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.parse()?;
-    let views = state.jobs.list(&caller.user.id, template_id, None, page.limit, page.offset()).await?;
+    let views = state.farm.list(&caller.user.id, template_id, None, page.limit, page.offset()).await?;
     Ok(HttpResponse::Ok().json(views.iter().map(|v| JobJson::of(v, state)).collect::<Vec<_>>()))
 }
 
@@ -368,7 +368,7 @@ pub async fn project(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (project, json) = state.jobs.project(&caller.user.id, &ids::in_path(&id)?).await?;
+    let (project, json) = state.farm.project(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(ProjectJson {
         json,
         id: project.id.into(),

@@ -69,7 +69,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let body: serde_json::Value = crate::form::read_json(&req, payload).await?;
     let request = template_edit::save_request(&body)?;
-    let view = template_edit::create(&state, &caller, &request).await?;
+    let view = state.farm.create_template(&caller.user, &request).await?;
     Ok(HttpResponse::Ok().json(TemplateJson::new(view, true, &state)))
 }
 
@@ -100,7 +100,7 @@ pub async fn save(
     let id = ids::in_path(&id)?;
     let body: serde_json::Value = crate::form::read_json(&req, payload).await?;
     let request = template_edit::save_request(&body)?;
-    let view = template_edit::save(&state, &caller, &id, &request).await?;
+    let view = state.farm.save_template(&caller.user, &id, &request).await?;
     Ok(HttpResponse::Ok().json(TemplateJson::new(view, true, &state)))
 }
 
@@ -117,7 +117,7 @@ pub async fn duplicate(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = template_edit::duplicate(&state, &caller, &ids::in_path(&id)?).await?;
+    let view = state.farm.duplicate_template(&caller.user, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(TemplateJson::new(view, true, &state)))
 }
 
@@ -140,7 +140,7 @@ pub async fn remove(
     caller: Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    template_edit::delete(&state, &caller, &ids::in_path(&id)?).await?;
+    state.farm.delete_template(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -166,7 +166,7 @@ pub async fn versions(
 ) -> Result<HttpResponse, ApiError> {
     let id: TemplateId = ids::in_path(&id)?;
     let page = query.parse()?;
-    let (current, versions) = template_edit::versions(&state, &caller, &id, page).await?;
+    let (current, versions) = state.farm.template_versions(&caller.user.id, &id, page.limit, page.offset()).await?;
     let out: Vec<TemplateVersionJson> =
         versions.into_iter().map(|v| TemplateVersionJson::new(v, current, false)).collect();
     Ok(HttpResponse::Ok().json(out))
@@ -192,7 +192,7 @@ pub async fn version(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, number) = (ids::in_path(&path.0)?, version_number(&path.1)?);
-    let (current, found) = template_edit::version(&state, &caller, &id, number).await?;
+    let (current, found) = state.farm.template_version(&caller.user.id, &id, number).await?;
     Ok(HttpResponse::Ok().json(TemplateVersionJson::new(found, current, true)))
 }
 
@@ -216,7 +216,7 @@ pub async fn restore(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, number) = (ids::in_path(&path.0)?, version_number(&path.1)?);
-    let view = template_edit::restore(&state, &caller, &id, number).await?;
+    let view = state.farm.restore_template(&caller.user, &id, number).await?;
     Ok(HttpResponse::Ok().json(TemplateJson::new(view, true, &state)))
 }
 

@@ -59,5 +59,5 @@ pub async fn create(
         let limit = format!("draft:{}", caller.user.id);
         state.limits.check_every(&state.backends.cache, &limit, DRAFT_INTERVAL, DRAFTS_AT_ONCE).await?;
     }
-    Ok(state.jobs.draft(&caller.user, id, values).await?)
+    Ok(state.farm.draft(&caller.user, id, values).await?)
 }

@@ -33,5 +33,5 @@ pub async fn create(
         .map(|_| hex::encode(Sha256::digest(serde_json::to_vec(body).expect("JSON serializes"))))
         .unwrap_or_default();
     let idempotency = idempotency_key.map(|key| IdempotencyKey { key, request_hash: &request_hash });
-    Ok(state.jobs.create(&caller.user, request, idempotency, respond).await?)
+    Ok(state.farm.create(&caller.user, request, idempotency, respond).await?)
 }

@@ -100,12 +100,12 @@ pub fn preview_request(body: &Value) -> Result<PreviewRequest> {
 /// The JPEG of the frame of template `id` (its current version) at `request.at`.
 pub async fn frame(state: &AppState, caller: &Caller, id: &TemplateId, request: PreviewRequest) -> Result<Vec<u8>> {
     limit(state, caller).await?;
-    Ok(state.jobs.frame(&caller.user, id, request).await?)
+    Ok(state.farm.frame(&caller.user, id, request).await?)
 }
 
 /// The JPEG of the frame at `at` of `template`, an unsaved document of the caller's
 /// template `record` (the studio's working copy) that the caller has checked as a save
-/// ([`template_edit::check`](super::template_edit::check)); it may use `record`'s files.
+/// (`Farm::check_template`); it may use `record`'s files.
 pub async fn frame_of_document(
     state: &AppState,
     caller: &Caller,
@@ -115,7 +115,7 @@ pub async fn frame_of_document(
     quality: Quality,
 ) -> Result<Vec<u8>> {
     limit(state, caller).await?;
-    Ok(state.jobs.frame_of_document(record, document, at, quality).await?)
+    Ok(state.farm.frame_of_document(record, document, at, quality).await?)
 }
 
 async fn limit(state: &AppState, caller: &Caller) -> Result<()> {

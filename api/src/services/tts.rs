@@ -18,7 +18,7 @@ pub struct ProviderVoices {
 /// The providers available here (only `wanted` when given), each with its voices.
 #[tracing::instrument(name = "tts::voices", skip_all)]
 pub async fn voices(state: &AppState, wanted: Option<Provider>) -> Result<Vec<ProviderVoices>> {
-    let catalog = state.jobs.voices().clone();
+    let catalog = state.farm.voices().clone();
     // The first look at espeak's voices runs `espeak-ng --voices`.
     web::block(move || {
         catalog

@@ -29,12 +29,11 @@ use super::{html, see_other, Chrome, ConsoleError};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::ids;
-use crate::services::drafts;
-use crate::services::studio as copies;
-use crate::services::template_edit::{self, SaveRequest};
+use crate::services::{self, drafts};
 use crate::state::AppState;
 use edit::{Edit, Form, Selection};
 use fields::{animation_kinds, layer_kinds};
+use reelfarm_app::template_edit::SaveTemplate;
 
 type Answer = Result<HttpResponse, ConsoleError>;
 
@@ -113,7 +112,7 @@ async fn editor(
     notice: Option<(String, bool)>,
 ) -> Result<Editor, ApiError> {
     let doc: Value = serde_json::from_str(&session.json).unwrap_or(Value::Null);
-    let problems = copies::problems(state, caller, record, &doc).await?;
+    let problems = state.farm.studio_problems(&caller.user, record, &doc).await?;
     let template = reelfarm_domain::template::Template::from_json(&session.json).ok();
     let kind = match &selection {
         Selection::Layer(id) => edit::find_layer(&doc, id)
@@ -157,7 +156,9 @@ async fn editor(
         timeline,
         layer_kinds: layer_kinds(),
         animation_kinds: animation_kinds(),
-        versions: copies::versions(state, record, VERSIONS_SHOWN)
+        versions: state
+            .farm
+            .studio_versions(record, VERSIONS_SHOWN)
             .await?
             .into_iter()
             .map(|(n, at)| (n, reelfarm_domain::id::iso8601(at)[..16].replace('T', " ")))
@@ -169,7 +170,7 @@ async fn editor(
 pub async fn studio(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
     let id = ids::in_path::<TemplateId>(&id)?;
     let caller = visitor.caller();
-    let (record, session) = copies::open(&state, &caller, &id).await?;
+    let (record, session) = state.farm.open_studio(&caller.user, &id).await?;
     let editor = editor(&state, &caller, &record, &session, Selection::Template, None).await?;
     let page = StudioPage {
         chrome: visitor.chrome("templates"),
@@ -204,7 +205,7 @@ pub async fn edit_document(
 /// editor after it.
 async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form) -> Result<Editor, ApiError> {
     let seen = form.get("rev").and_then(|r| r.parse::<i64>().ok());
-    let (mut record, mut session) = copies::open(state, caller, id).await?;
+    let (mut record, mut session) = state.farm.open_studio(&caller.user, id).await?;
     let mut selection = Selection::parse(form.get("sel").unwrap_or_default());
     let mut typed = None;
     let changed = match form.get("op").unwrap_or_default() {
@@ -212,21 +213,40 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
             selection = Selection::parse(form.get("select").unwrap_or_default());
             Ok(None)
         }
-        "undo" => copies::step(state, caller, &record, -1, seen).await.map(|s| (s, None)).map(Some),
-        "redo" => copies::step(state, caller, &record, 1, seen).await.map(|s| (s, None)).map(Some),
-        "discard" => copies::discard(state, caller, &record)
+        "undo" => state
+            .farm
+            .step_studio(&caller.user, &record, -1, seen)
             .await
+            .map_err(ApiError::from)
+            .map(|s| (s, None))
+            .map(Some),
+        "redo" => state
+            .farm
+            .step_studio(&caller.user, &record, 1, seen)
+            .await
+            .map_err(ApiError::from)
+            .map(|s| (s, None))
+            .map(Some),
+        "discard" => state
+            .farm
+            .discard_studio(&caller.user, &record)
+            .await
+            .map_err(ApiError::from)
             .map(|s| Some((s, Some((format!("Changes discarded: this is version {}.", record.version), false))))),
         "restore" => match form.get("version").and_then(|v| v.parse::<i64>().ok()) {
-            Some(version) => copies::restore(state, caller, &record, version).await.map(|(restored, s)| {
-                record = restored;
-                let notice = format!("Restored version {version} as version {}.", record.version);
-                Some((s, Some((notice, false))))
-            }),
+            Some(version) => {
+                state.farm.restore_studio(&caller.user, &record, version).await.map_err(ApiError::from).map(
+                    |(restored, s)| {
+                        record = restored;
+                        let notice = format!("Restored version {version} as version {}.", record.version);
+                        Some((s, Some((notice, false))))
+                    },
+                )
+            }
             None => Err(ApiError::invalid_request("version must be a version number")),
         },
         "save" if seen.is_some_and(|seen| seen != session.rev) => Err(ApiError::conflict(STALE)),
-        "save" => match copies::save(state, caller, &record, &session).await {
+        "save" => match state.farm.save_studio(&caller.user, &record, &session).await.map_err(ApiError::from) {
             Ok(saved) => {
                 record = saved.record;
                 session.base_version = record.version;
@@ -255,7 +275,12 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
                     if serde_json::from_str::<Value>(&session.json).is_ok_and(|old| old == doc) {
                         Ok(None)
                     } else {
-                        copies::edit(state, caller, &record, &doc, seen).await.map(|s| Some((s, None)))
+                        state
+                            .farm
+                            .edit_studio(&caller.user, &record, &doc, seen)
+                            .await
+                            .map_err(ApiError::from)
+                            .map(|s| Some((s, None)))
                     }
                 }
                 Err(message) => {
@@ -273,7 +298,7 @@ async fn edited(state: &AppState, caller: &Caller, id: &TemplateId, form: &Form)
         Ok(None) => None,
         // Another tab moved the working copy on: show it as it is now.
         Err(e) if e.key() == ErrorKey::Conflict => {
-            session = copies::open(state, caller, id).await?.1;
+            session = state.farm.open_studio(&caller.user, id).await?.1;
             Some((format!("Not changed: {} Here it is as it is now; make the change again.", e.body().message), true))
         }
         Err(e) => return Err(e),
@@ -314,7 +339,7 @@ pub async fn frame(
     query: web::Query<FrameQuery>,
 ) -> Answer {
     let id = ids::in_path::<TemplateId>(&id)?;
-    let jpeg = copies::frame(&state, &visitor.caller(), &id, query.rev, query.t).await?;
+    let jpeg = services::studio::frame(&state, &visitor.caller(), &id, query.rev, query.t).await?;
     Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("cache-control", "no-store")).body(jpeg))
 }
 
@@ -347,8 +372,8 @@ fn starter() -> Value {
 #[post("/templates/new")]
 pub async fn new_template(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let request = SaveRequest { json: starter(), base_version: None };
-    let view = template_edit::create(&state, &visitor.caller(), &request).await?;
+    let request = SaveTemplate { json: starter(), base_version: None };
+    let view = state.farm.create_template(&visitor.session.user, &request).await?;
     Ok(see_other(&format!("/console/templates/{}/studio", view.record.id)))
 }
 
@@ -364,7 +389,7 @@ pub async fn draft(
     visitor.check_csrf(&form.csrf)?;
     let id = ids::in_path::<TemplateId>(&id)?;
     let caller = visitor.caller();
-    template_edit::owned(&state, &caller, &id).await?;
+    state.farm.owned_template(&caller.user.id, &id).await?;
     let job = drafts::create(&state, &caller, &id, Default::default()).await?;
     Ok(see_other(&format!("/console/jobs/{}", job.id)))
 }
