@@ -3,6 +3,7 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
+use reelfarm_app::uploads::{Stop, Stopped};
 use reelfarm_app::AppError;
 use reelfarm_backends::store::StoreError;
 use reelfarm_domain::error_key::ErrorKey;
@@ -184,6 +185,12 @@ impl From<AppError> for ApiError {
             AppError::NotFoundField { field, what } => ApiError::not_found_field(field, &capitalize(what)),
             AppError::Forbidden(message) => ApiError::forbidden(message),
             AppError::Conflict(message) => ApiError::conflict(message),
+            AppError::Upload(Stopped { stop, message }) => match stop {
+                Stop::TooLarge => ApiError::payload_too_large(message),
+                Stop::OverQuota => ApiError::storage_quota_exceeded(message),
+                Stop::Idle | Stop::Deadline => ApiError::request_timeout(message),
+                Stop::Broken(_) | Stop::Empty => ApiError::invalid_request(message),
+            },
             AppError::TryLater { seconds } => ApiError::rate_limited(seconds),
             AppError::Unavailable => ApiError::unavailable(),
             e @ AppError::OutOfCredits { .. } => ApiError::contract_exceeded(e.to_string()),

@@ -61,6 +61,9 @@ pub enum AppError {
          left. Surcharging (renders beyond the package) can be enabled by our sales team."
     )]
     OutOfCredits { needed: i64 },
+    /// An upload stopped before its end (too large, over quota, stalled, broken).
+    #[error("{}", .0.message)]
+    Upload(crate::uploads::Stopped),
     /// Not now: the account's budget allows it again in `seconds`.
     #[error("Too many requests; slow down")]
     TryLater { seconds: u64 },

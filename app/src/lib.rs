@@ -24,6 +24,7 @@ pub mod template_edit;
 pub mod templates;
 pub mod text;
 pub mod tokens;
+pub mod uploads;
 pub mod users;
 
 pub use error::{AppError, FieldError, Result};

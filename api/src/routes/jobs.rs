@@ -1,5 +1,5 @@
 //! Jobs (spec §2.7, §4.7, §7): videos and projects made from a template with a caller's
-//! values, the caller's credits, and the projects jobs created (`services::jobs`). An
+//! values, the caller's credits, and the projects jobs created (`reelfarm_app::jobs`). An
 //! `Idempotency-Key` header makes a retried creation safe.
 
 use std::collections::HashMap;

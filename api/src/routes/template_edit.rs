@@ -1,5 +1,6 @@
-//! Templates made and changed by their owner (additions, `services::template_edit`):
-//! create, save (every save a new version), duplicate, delete, versions and restore.
+//! Templates made and changed by their owner (additions; the use cases are
+//! `reelfarm_app::template_edit`): create, save (every save a new version), duplicate,
+//! delete, versions and restore.
 
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
 use reelfarm_backends::store::TemplateVersion;

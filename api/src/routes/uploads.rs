@@ -1,15 +1,17 @@
 //! The signed upload: `PUT {upload_url}/uploads/{id}?expires=…&signature=…` with the raw
-//! file as body (`services::uploads`).
+//! file as body. The signature is checked here; the use case (`reelfarm_app::uploads`)
+//! streams the body to the blob store within the upload limits.
 
 use actix_web::http::header;
 use actix_web::{put, web, HttpRequest, HttpResponse};
-use reelfarm_domain::id::AssetId;
+use reelfarm_app::uploads::{self, UploadLimits};
+use reelfarm_domain::id::{now_ms, AssetId};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::objects::AssetJson;
 use crate::error::{ApiError, ErrorBody};
-use crate::services;
+use crate::signing::{self, Refusal};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -49,6 +51,14 @@ pub async fn upload(
     let signed = (query.expires.as_deref(), query.signature.as_deref());
     // No address we signed names anything but one of our ids.
     let id = AssetId::parse(&id).ok_or_else(|| ApiError::forbidden("Invalid upload signature"))?;
-    let asset = services::uploads::receive(&state, &id, signed, announced, payload).await?;
+    match signing::verify(&state.config, &id, signed.0, signed.1, now_ms()) {
+        Ok(()) => {}
+        Err(Refusal::Expired) => {
+            return Err(ApiError::forbidden("This upload address has expired; add the object again"))
+        }
+        Err(Refusal::Missing | Refusal::Invalid) => return Err(ApiError::forbidden("Invalid upload signature")),
+    }
+    let limits = UploadLimits::of(&state.config);
+    let asset = uploads::receive(&state.backends, &limits, &id, announced, payload).await?;
     Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
 }

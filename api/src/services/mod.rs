@@ -18,7 +18,6 @@ pub mod studio;
 pub mod template_edit;
 pub mod templates;
 pub mod tts;
-pub mod uploads;
 
 use crate::error::ApiError;
 

@@ -1,26 +1,24 @@
-//! The signed upload: the raw file PUT to the address `assets::add` signed. No bearer
-//! token; the body streams to the blob store in constant memory, within the upload limits
-//! (`body`), and the conversion is queued in the same transaction that records it. The
-//! stored type comes from the bytes, never from the uploader.
+//! An upload: the raw file of an object recorded by [`assets::add`](crate::assets::add),
+//! as a stream of bytes (the API checks the signature of its address first). The body
+//! streams to the blob store in constant memory, within the upload limits (`body`), and
+//! the conversion is queued in the same transaction that records it. The stored type
+//! comes from the bytes, never from the uploader.
 
 use std::time::Duration;
 
-use actix_web::web;
 use bytes::{Bytes, BytesMut};
+use futures::Stream;
 use reelfarm_backends::blob::{media_type, BlobError};
 use reelfarm_backends::store::StoreError;
-use reelfarm_backends::Store;
+use reelfarm_backends::{Backends, Config, Store};
 use reelfarm_domain::asset::Asset;
 use reelfarm_domain::id::AssetId;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::io::StreamReader;
 use tokio_util::task::AbortOnDropHandle;
 
-use self::body::{Body, Limits, Room, Stop};
-use super::Result;
-use crate::error::ApiError;
-use crate::signing::{self, Refusal};
-use crate::state::AppState;
+use self::body::{Body, Limits, Room};
+use crate::{AppError, Result};
 
 mod body;
 
@@ -31,41 +29,72 @@ const HEARTBEAT: Duration = Duration::from_secs(30);
 /// Bytes read before the type is sniffed (or the whole body, if shorter).
 const SNIFF_BYTES: usize = 4096;
 
-/// Stores the body of a signed upload to the object `id` (`expires` and `signature` from
-/// its address; `announced`: the Content-Length, when given) and queues its conversion.
-#[tracing::instrument(name = "uploads::receive", skip_all, fields(id = %id))]
-pub async fn receive(
-    state: &AppState,
-    id: &AssetId,
-    (expires, signature): (Option<&str>, Option<&str>),
-    announced: Option<u64>,
-    payload: web::Payload,
-) -> Result<Asset> {
-    let now = reelfarm_domain::id::now_ms();
-    match signing::verify(&state.config, id, expires, signature, now) {
-        Ok(()) => {}
-        Err(Refusal::Expired) => {
-            return Err(ApiError::forbidden("This upload address has expired; add the object again"))
-        }
-        Err(Refusal::Missing | Refusal::Invalid) => return Err(ApiError::forbidden("Invalid upload signature")),
-    }
-    let config = &state.config;
-    let mut limits = Limits {
-        max: config.max_upload_bytes,
-        room: None,
-        idle: config.upload_idle_timeout,
-        total: config.upload_deadline,
-    };
-    // Too large for anyone: refused before the claim and before any byte is read.
-    limits.check_announced(announced).map_err(|stop| limits.error(stop))?;
+/// What bounds an upload: the largest file, each uploader's storage quota, the longest
+/// wait for the next bytes and the longest upload.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadLimits {
+    pub max: Option<u64>,
+    pub quota: Option<u64>,
+    pub idle: Duration,
+    pub total: Duration,
+}
 
-    let store = &state.backends.store;
+impl UploadLimits {
+    pub fn of(config: &Config) -> UploadLimits {
+        UploadLimits {
+            max: config.max_upload_bytes,
+            quota: config.upload_quota_bytes,
+            idle: config.upload_idle_timeout,
+            total: config.upload_deadline,
+        }
+    }
+}
+
+/// Why an upload stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    TooLarge,
+    OverQuota,
+    Idle,
+    Deadline,
+    /// The connection broke or the body was malformed.
+    Broken(String),
+    Empty,
+}
+
+/// An upload that stopped, and what to tell the uploader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub stop: Stop,
+    pub message: String,
+}
+
+/// Stores `payload`, the file of the object `id` (`announced`: its length, when given),
+/// and queues its conversion.
+#[tracing::instrument(name = "uploads::receive", skip_all, fields(id = %id))]
+pub async fn receive<S, E>(
+    backends: &Backends,
+    upload_limits: &UploadLimits,
+    id: &AssetId,
+    announced: Option<u64>,
+    payload: S,
+) -> Result<Asset>
+where
+    S: Stream<Item = std::result::Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let mut limits =
+        Limits { max: upload_limits.max, room: None, idle: upload_limits.idle, total: upload_limits.total };
+    // Too large for anyone: refused before the claim and before any byte is read.
+    limits.check_announced(announced).map_err(|stop| AppError::Upload(limits.error(stop)))?;
+
+    let store = &backends.store;
     let attempt = store.begin_upload(id).await.map_err(|e| match e {
-        StoreError::NotFound(_) => ApiError::not_found("Object"),
+        StoreError::NotFound(_) => AppError::NotFound("object"),
         e => e.into(),
     })?;
     let claim = Claim::new(store.clone(), id.clone(), attempt);
-    match stream(state, &claim, &mut limits, announced, payload).await {
+    match stream(backends, upload_limits.quota, &claim, &mut limits, announced, payload).await {
         Ok((key, content_type, size)) => {
             let asset = claim.finish(&key, &content_type, size).await?;
             tracing::info!(asset_id = %asset.id, size, %content_type, "upload stored, conversion queued");
@@ -81,19 +110,24 @@ pub async fn receive(
 
 /// Checks the quota, then streams the body into the blob store; returns the key, type
 /// and size stored. On an error nothing is left under the key.
-async fn stream(
-    state: &AppState,
+async fn stream<S, E>(
+    backends: &Backends,
+    quota: Option<u64>,
     claim: &Claim,
     limits: &mut Limits,
     announced: Option<u64>,
-    payload: web::Payload,
-) -> Result<(String, String, u64)> {
-    let store = &state.backends.store;
+    payload: S,
+) -> Result<(String, String, u64)>
+where
+    S: Stream<Item = std::result::Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let store = &backends.store;
     let asset = store.asset(&claim.id).await?;
-    if let Some(quota) = state.config.upload_quota_bytes {
+    if let Some(quota) = quota {
         let used = store.stored_bytes(&asset.owner_user_id).await?;
         limits.room = Some(Room { quota, used });
-        limits.check_announced(announced).map_err(|stop| limits.error(stop))?;
+        limits.check_announced(announced).map_err(|stop| AppError::Upload(limits.error(stop)))?;
     }
     let limits = *limits;
     let mut body = Body::new(payload, limits);
@@ -101,13 +135,13 @@ async fn stream(
     // The first bytes, for the type.
     let mut head = BytesMut::new();
     while head.len() < SNIFF_BYTES {
-        match body.next().await.map_err(|stop| limits.error(stop))? {
+        match body.next().await.map_err(|stop| AppError::Upload(limits.error(stop)))? {
             Some(chunk) => head.extend_from_slice(&chunk),
             None => break,
         }
     }
     if head.is_empty() {
-        return Err(ApiError::invalid_request("The upload body is empty"));
+        return Err(AppError::Upload(limits.error(Stop::Empty)));
     }
     let content_type = media_type::upload_type(&head).to_string();
     // One key per attempt: a stale attempt still writing cannot overwrite its successor's.
@@ -116,7 +150,7 @@ async fn stream(
     let key = format!("{}/original-{}.{ext}", asset.blob_prefix, &attempt[attempt.len() - 8..]);
 
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(CHANNEL_CHUNKS);
-    let blobs = state.backends.blobs.clone();
+    let blobs = backends.blobs.clone();
     let (put_key, put_type) = (key.clone(), content_type.clone());
     // Dropped with this future (client gone, shutdown drain over): the writer is aborted
     // and cannot take the closed channel for a complete file.
@@ -142,23 +176,24 @@ async fn stream(
         }
     };
     drop(tx);
-    let written = writer.await.map_err(|e| ApiError::internal(&e))?;
+    let written = writer.await.map_err(|e| AppError::Failed(format!("storing the upload stopped: {e}")))?;
     match (fed, written) {
         (Ok(()), Ok(size)) => Ok((key, content_type, size)),
         (Err(stop), written) => {
             tracing::info!(asset_id = %claim.id, ?stop, "upload stopped");
             if written.is_ok() {
                 // Not expected (the writer was sent an error), but nothing must stay.
-                state.backends.blobs.delete(&key).await.ok();
+                backends.blobs.delete(&key).await.ok();
             }
-            Err(limits.error(stop))
+            Err(AppError::Upload(limits.error(stop)))
         }
-        (_, Err(BlobError::TooLarge(message))) => {
-            Err(ApiError::payload_too_large(format!("The upload is too large: {message}")))
-        }
+        (_, Err(BlobError::TooLarge(message))) => Err(AppError::Upload(Stopped {
+            stop: Stop::TooLarge,
+            message: format!("The upload is too large: {message}"),
+        })),
         (_, Err(e)) => {
             tracing::error!(asset_id = %claim.id, error = %e, "storing an upload failed");
-            Err(ApiError::unavailable())
+            Err(AppError::Unavailable)
         }
     }
 }

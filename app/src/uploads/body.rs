@@ -1,12 +1,11 @@
 //! The body of a signed upload, read under its limits: a largest size, the
 //! room left in the uploader's storage quota, an idle timeout and a deadline.
 
-use actix_web::web;
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use tokio::time::{Duration, Instant};
 
-use crate::error::ApiError;
+use super::{Stop, Stopped};
 
 /// The limits of one upload.
 #[derive(Debug, Clone, Copy)]
@@ -34,17 +33,6 @@ impl Room {
     }
 }
 
-/// Why an upload stopped before its end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Stop {
-    TooLarge,
-    OverQuota,
-    Idle,
-    Deadline,
-    /// The connection broke or the body was malformed.
-    Broken(String),
-}
-
 impl Limits {
     /// Refuses a body whose announced length is over a limit, before reading any of it.
     pub(super) fn check_announced(&self, length: Option<u64>) -> Result<(), Stop> {
@@ -68,43 +56,46 @@ impl Limits {
         }
     }
 
-    /// The error answered for `stop`.
-    pub(super) fn error(&self, stop: Stop) -> ApiError {
-        match stop {
-            Stop::TooLarge => ApiError::payload_too_large(format!(
-                "The upload is larger than the limit of {} bytes",
-                self.max.unwrap_or(u64::MAX)
-            )),
+    /// What the uploader is told of `stop`.
+    pub(super) fn error(&self, stop: Stop) -> Stopped {
+        let message = match &stop {
+            Stop::TooLarge => format!("The upload is larger than the limit of {} bytes", self.max.unwrap_or(u64::MAX)),
             Stop::OverQuota => {
                 let room = self.room.unwrap_or(Room { quota: 0, used: 0 });
-                ApiError::storage_quota_exceeded(format!(
+                format!(
                     "The upload does not fit in your storage quota of {} bytes ({} used); delete objects to make room",
                     room.quota, room.used
-                ))
+                )
             }
-            Stop::Idle => ApiError::request_timeout(format!(
+            Stop::Idle => format!(
                 "Nothing was received for {} s; the upload was aborted, PUT the file again",
                 self.idle.as_secs_f64()
-            )),
-            Stop::Deadline => ApiError::request_timeout(format!(
+            ),
+            Stop::Deadline => format!(
                 "The upload took longer than {} s; it was aborted, PUT the file again",
                 self.total.as_secs_f64()
-            )),
-            Stop::Broken(message) => ApiError::invalid_request(format!("The upload was interrupted: {message}")),
-        }
+            ),
+            Stop::Broken(message) => format!("The upload was interrupted: {message}"),
+            Stop::Empty => "The upload body is empty".into(),
+        };
+        Stopped { stop, message }
     }
 }
 
 /// The request body, chunk by chunk, within its limits.
-pub(super) struct Body {
-    payload: web::Payload,
+pub(super) struct Body<S> {
+    payload: S,
     limits: Limits,
     received: u64,
     deadline: Instant,
 }
 
-impl Body {
-    pub(super) fn new(payload: web::Payload, limits: Limits) -> Body {
+impl<S, E> Body<S>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    pub(super) fn new(payload: S, limits: Limits) -> Body<S> {
         Body { payload, limits, received: 0, deadline: Instant::now() + limits.total }
     }
 
