@@ -191,6 +191,7 @@ impl From<AppError> for ApiError {
                 Stop::Idle | Stop::Deadline => ApiError::request_timeout(message),
                 Stop::Broken(_) | Stop::Empty => ApiError::invalid_request(message),
             },
+            AppError::Unauthenticated(message) => ApiError::unauthorized(message),
             AppError::TryLater { seconds } => ApiError::rate_limited(seconds),
             AppError::Unavailable => ApiError::unavailable(),
             e @ AppError::OutOfCredits { .. } => ApiError::contract_exceeded(e.to_string()),

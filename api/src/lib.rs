@@ -24,7 +24,6 @@ mod body;
 mod console;
 pub mod error;
 mod form;
-mod hashing;
 mod ids;
 mod known_paths;
 mod limits;

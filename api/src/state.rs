@@ -18,7 +18,7 @@ pub struct AppState {
     /// Rate limits, with their fallback while the shared cache is down.
     pub limits: crate::limits::Limits,
     /// The bounded queue every password hash and check goes through.
-    pub hashing: crate::hashing::Hashing,
+    pub hashing: reelfarm_app::hashing::Hashing,
     /// The job use cases, with the template catalog they keep.
     pub farm: Farm,
 }
@@ -28,7 +28,7 @@ impl AppState {
         AppState {
             sealer: Sealer::new(&config),
             limits: crate::limits::Limits::new(),
-            hashing: crate::hashing::Hashing::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+            hashing: reelfarm_app::hashing::Hashing::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
             farm: Farm::new(&backends, &config),
             config,
             backends,

@@ -64,6 +64,9 @@ pub enum AppError {
     /// An upload stopped before its end (too large, over quota, stalled, broken).
     #[error("{}", .0.message)]
     Upload(crate::uploads::Stopped),
+    /// Who asks could not be identified (a wrong password, a used sign-in link).
+    #[error("{0}")]
+    Unauthenticated(String),
     /// Not now: the account's budget allows it again in `seconds`.
     #[error("Too many requests; slow down")]
     TryLater { seconds: u64 },
@@ -93,6 +96,12 @@ impl From<StoreError> for AppError {
             e => AppError::Store(e),
         }
     }
+}
+
+/// A cache the operation cannot do without (sessions, consent flows) did not answer.
+pub(crate) fn cache_unavailable(e: reelfarm_backends::cache::CacheError) -> AppError {
+    tracing::error!(error = %e, "the cache is unavailable");
+    AppError::Unavailable
 }
 
 /// What invalid `fields` come to in one line: `Invalid field name: is required`, or

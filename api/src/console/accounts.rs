@@ -12,7 +12,9 @@ use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::error::ApiError;
-use crate::services::consent::{self, Callback};
+use reelfarm_app::consent::{self, Callback};
+
+use crate::services::consent::TokenEndpoint;
 use crate::state::AppState;
 use reelfarm_app::integrations;
 
@@ -69,7 +71,7 @@ async fn accounts_page(
     let page = AccountsPage {
         chrome: visitor.chrome("accounts"),
         providers,
-        available: consent::available(state),
+        available: consent::available(&state.config),
         linked: linked.map(name),
         problem: problem.map(|e| e.body().message.clone()),
     };
@@ -92,7 +94,11 @@ pub async fn accounts(state: web::Data<AppState>, visitor: SignedIn, query: web:
 #[get("/accounts/{provider}/connect")]
 pub async fn connect(state: web::Data<AppState>, visitor: SignedIn, provider: web::Path<String>) -> Answer {
     let provider = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("Provider"))?;
-    match consent::begin(&state, &visitor.caller(), &visitor.session.id, provider).await {
+    let user = &visitor.session.user.id;
+    match consent::begin(&state.backends, &state.config, user, &visitor.session.id, provider)
+        .await
+        .map_err(ApiError::from)
+    {
         Ok(consent_page) => Ok(see_other(&consent_page)),
         Err(e) if e.status_code().is_client_error() => accounts_page(&state, &visitor, None, Some(e)).await,
         Err(e) => Err(e.into()),
@@ -114,7 +120,9 @@ pub async fn callback(state: web::Data<AppState>, visitor: SignedIn, query: web:
         code: query.code.as_deref(),
         error: query.error.as_deref(),
     };
-    match consent::finish(&state, &visitor.caller(), &visitor.session.id, callback).await {
+    let deployment = (&state.backends, &state.sealer, &state.config);
+    let (endpoint, user) = (TokenEndpoint(&state.config), &visitor.session.user.id);
+    match consent::finish(deployment, &endpoint, user, &visitor.session.id, callback).await.map_err(ApiError::from) {
         Ok(provider) => Ok(see_other(&format!("/console/accounts?linked={provider}"))),
         Err(e) if e.status_code().is_client_error() => accounts_page(&state, &visitor, None, Some(e)).await,
         Err(e) => Err(e.into()),

@@ -84,7 +84,7 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>, form: web::Fo
         return Ok(sign_in_form(&state, StatusCode::FORBIDDEN, next, &form.email, problem));
     }
     let user_agent = req.headers().get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let client = sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
+    let client = reelfarm_app::sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
     match sessions::sign_in(&state, &form.email, &form.password, client).await {
         Ok((_, token)) => signed_in(&state, next, token),
         Err(e) if e.key() == ErrorKey::Unauthorized => {
@@ -115,7 +115,7 @@ pub async fn use_link(
         return Ok(sign_in_page_with(&state, StatusCode::FORBIDDEN, SignInPage { problem, ..link }));
     }
     let user_agent = req.headers().get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let client = sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
+    let client = reelfarm_app::sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
     match sessions::sign_in_with_link(&state, &token, client).await {
         Ok((_, session)) => signed_in(&state, "/console/account#sign-in", session),
         Err(e) if e.key() == ErrorKey::Unauthorized => {
@@ -142,7 +142,7 @@ pub struct CsrfForm {
 #[post("/sign-out")]
 pub async fn sign_out(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    sessions::sign_out(&state, &visitor.session, &visitor.token).await?;
+    reelfarm_app::sessions::sign_out(&state.backends, &visitor.session, &visitor.token).await?;
     signed_out(&state)
 }
 
@@ -195,7 +195,7 @@ async fn account_page(state: &AppState, visitor: &SignedIn, problem: Option<Stri
     let (store, user) = (&state.backends.store, &caller.user.id);
     let (credits, usage) = (users::credits(store, user).await?, users::usage(store, user).await?);
     let email = services::accounts::email(state, &caller).await?;
-    let sessions = sessions::list(state, &visitor.session.user.id).await?;
+    let sessions = reelfarm_app::sessions::list(&state.backends, &visitor.session.user.id).await?;
     let sessions = sessions
         .into_iter()
         .map(|s| SessionRow {
@@ -271,7 +271,7 @@ pub async fn end_session(
     form: web::Form<CsrfForm>,
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    sessions::end(&state, &visitor.session.user.id, &id).await?;
+    reelfarm_app::sessions::end(&state.backends, &visitor.session.user.id, &id).await?;
     if *id == visitor.session.id {
         return signed_out(&state);
     }
@@ -281,6 +281,6 @@ pub async fn end_session(
 #[post("/account/sessions/end-all")]
 pub async fn end_all_sessions(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<CsrfForm>) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    sessions::end_all(&state, &visitor.session.user.id).await?;
+    reelfarm_app::sessions::end_all(&state.backends, &visitor.session.user.id).await?;
     signed_out(&state)
 }

@@ -14,8 +14,8 @@ use subtle::ConstantTimeEq;
 use super::{assets, Chrome, ConsoleError, Who};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::services::sessions::{self, Session, SESSION_TTL};
 use crate::state::AppState;
+use reelfarm_app::sessions::{self, Session, SESSION_TTL};
 
 /// The cookie holding the session's token.
 pub const SESSION_COOKIE: &str = "reelfarm_session";
@@ -92,7 +92,7 @@ async fn find(req: HttpRequest) -> Result<SignedIn, ConsoleError> {
     let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
     let token = req.cookie(SESSION_COOKIE).map(|c| c.value().to_string()).filter(|t| !t.is_empty());
     if let Some(token) = token {
-        if let Some(session) = sessions::current(&state, &token).await? {
+        if let Some(session) = sessions::current(&state.backends, &token).await? {
             return Ok(SignedIn { session, token });
         }
     }

@@ -10,12 +10,12 @@ use reelfarm_backends::store::{Account, GroupSummary, StoreError, User};
 use reelfarm_domain::id::{GroupId, UserId};
 use reelfarm_domain::password;
 
-use super::sessions::Session;
 use super::Result;
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
 use crate::pagination::Page;
 use crate::state::AppState;
+use reelfarm_app::sessions::{self, Session};
 
 /// Checks of the current password a user may make: a few, then one a minute.
 const CHECKS_BURST: u32 = 5;
@@ -75,7 +75,7 @@ pub async fn set_sign_in(
         e => e.into(),
     })?;
     // Whoever signed in with the old password is signed out.
-    super::sessions::end_others(state, &session.user.id, &session.id).await
+    Ok(sessions::end_others(&state.backends, &session.user.id, &session.id).await?)
 }
 
 /// A page of every user with their e-mail address and groups, and every group.

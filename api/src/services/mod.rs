@@ -1,9 +1,10 @@
-//! The use cases of the service, one module each: what the JSON API's handlers (and the
-//! console's pages) call. A service function takes the state, a typed caller and typed
-//! input, checks the caller's rights and the input, talks to the backends and returns
-//! domain records; the handler only parses the request, calls one service function and
-//! maps its result to the spec's JSON. Errors are [`ApiError`]s: the service's error shape
-//! (key, message, the fields in error), which a page shows as well as a JSON body does.
+//! What the API adds around the use cases (`reelfarm_app`): the readers of request bodies
+//! (and their OpenAPI schemas), the per-request rate limits, the outbound HTTP clients
+//! behind the use cases' ports, and what is the API's own (health, stored files, the
+//! voices' listing). A handler or page parses the request, calls a use case (through one
+//! of these where the API adds something), and maps the result to the spec's JSON or to
+//! HTML. Errors are [`ApiError`]s: the service's error shape (key, message, the fields in
+//! error), which a page shows as well as a JSON body does.
 
 pub mod accounts;
 pub mod consent;
@@ -23,9 +24,3 @@ use crate::error::ApiError;
 
 /// What a service function returns.
 pub type Result<T> = std::result::Result<T, ApiError>;
-
-/// A cache the request cannot do without (sessions, consent flows) did not answer: 503.
-pub(crate) fn cache_unavailable(e: reelfarm_backends::cache::CacheError) -> ApiError {
-    tracing::error!(error = %e, "the cache is unavailable");
-    ApiError::unavailable()
-}

@@ -2,19 +2,19 @@
 //! of a second, so a flood of sign-ins (each with another address, every limit per
 //! address or e-mail passed) must not ask for memory and cores without bound. At most one
 //! hash per core runs at once and a few more wait; beyond that a request is refused at
-//! once (429, `Retry-After: 1`) without hashing.
+//! once (`TryLater` a second: a 429 with `Retry-After: 1`) without hashing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use crate::error::ApiError;
+use crate::AppError;
 
 /// Hashes that may wait for a core, per core.
 const WAITING_PER_CORE: usize = 4;
 
-/// The bounded pool every password hash and check of the api goes through.
+/// The bounded pool every password hash and check of a process goes through.
 #[derive(Debug, Clone)]
 pub struct Hashing {
     running: Arc<Semaphore>,
@@ -34,17 +34,17 @@ impl Hashing {
         }
     }
 
-    /// Runs `work` (a hash or a check) on a blocking thread once a core is free; 429 at
-    /// once when the queue is full.
-    pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    /// Runs `work` (a hash or a check) on a blocking thread once a core is free; refused
+    /// at once when the queue is full.
+    pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, AppError> {
         let admitted = self.admitted.fetch_add(1, Ordering::AcqRel);
         let _admission = Admission(&self.admitted);
         if admitted >= self.most {
             tracing::warn!(admitted, "password hashing queue full: request refused");
-            return Err(ApiError::rate_limited(1));
+            return Err(AppError::TryLater { seconds: 1 });
         }
-        let _permit = self.running.acquire().await.map_err(|e| ApiError::internal(&e))?;
-        tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::internal(&e))
+        let _permit = self.running.acquire().await.map_err(|e| AppError::Failed(format!("hashing: {e}")))?;
+        tokio::task::spawn_blocking(work).await.map_err(|e| AppError::Failed(format!("hashing stopped: {e}")))
     }
 }
 
@@ -81,7 +81,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let refused = hashing.run(|| ()).await.unwrap_err();
-        assert_eq!(actix_web::ResponseError::status_code(&refused).as_u16(), 429);
+        assert!(matches!(refused, AppError::TryLater { seconds: 1 }), "{refused:?}");
         for _ in 0..5 {
             release.send(()).unwrap();
         }
