@@ -3,8 +3,9 @@
 use anyhow::Context;
 use reelfarm_app::operations::{self, SharedLibrary};
 use reelfarm_app::{accounts, Actor, AppError};
-use reelfarm_backends::store::{AccountShare, Credits, WorkerRecord};
+use reelfarm_backends::store::{AccountShare, WorkerRecord};
 use reelfarm_backends::{Blobs, Config, Store};
+use reelfarm_domain::account::Credits;
 use reelfarm_domain::id::iso8601;
 
 use crate::cli::{

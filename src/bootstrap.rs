@@ -10,8 +10,9 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use reelfarm_backends::store::{StoreError, User};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::{Backends, Config, Store};
+use reelfarm_domain::account::User;
 
 pub mod examples;
 

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
-use reelfarm_backends::store::{Group, User};
+use reelfarm_domain::account::{Group, User};
 use reelfarm_domain::id::GroupId;
 
 use crate::error::ApiError;

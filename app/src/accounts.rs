@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use reelfarm_backends::store::{Credits, NewUser, StoreError, User};
+use reelfarm_backends::store::{NewUser, StoreError};
 use reelfarm_backends::Store;
+use reelfarm_domain::account::{Credits, User};
 use reelfarm_domain::id::{GroupId, UserId};
 use reelfarm_domain::password;
 

@@ -6,10 +6,12 @@
 //!
 //! What bounds them is the account's budget: `draft_minutes` of video in any hour.
 
-use reelfarm_backends::store::{JobCreation, JobRecord, NewJob, NewRender, User};
+use reelfarm_backends::store::JobCreation;
+use reelfarm_domain::account::User;
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{now_ms, JobId, TemplateId};
+use reelfarm_domain::job::{JobRecord, NewJob, NewRender};
 use reelfarm_domain::output::Format;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;

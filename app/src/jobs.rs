@@ -12,12 +12,12 @@ mod output;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use reelfarm_backends::store::{
-    Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, StoreError, User,
-};
+use reelfarm_backends::store::{Idempotency, JobCreation, StoreError};
+use reelfarm_domain::account::User;
 use reelfarm_domain::cost::{self, Estimate};
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{now_ms, EntityId, GroupId, JobId, ProjectId, RenderId, TemplateId, UserId};
+use reelfarm_domain::job::{JobRecord, NewJob, NewRender, ProjectRecord};
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::output::{Format, Output};
 use reelfarm_domain::priority::Priority;

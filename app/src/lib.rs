@@ -33,7 +33,7 @@ pub mod users;
 pub use error::{AppError, FieldError, Result};
 pub use farm::Farm;
 
-use reelfarm_backends::store::User;
+use reelfarm_domain::account::User;
 
 /// Who asks for a use case: an operator at the command line (the CLI reaches the store
 /// directly, so it is trusted as an operator), or a signed-in user.

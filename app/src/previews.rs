@@ -4,7 +4,8 @@
 //! credit (the API bounds how many an account asks for).
 
 use reelfarm_backends::bus::{BusError, Service};
-use reelfarm_backends::store::{TemplateRecord, User};
+use reelfarm_backends::store::TemplateRecord;
+use reelfarm_domain::account::User;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::preview::{PreviewAnswer, PreviewCall, PREVIEW_WAIT};

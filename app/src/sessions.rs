@@ -9,8 +9,9 @@
 
 use std::time::Duration;
 
-use reelfarm_backends::store::{StoreError, User};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::Backends;
+use reelfarm_domain::account::User;
 use reelfarm_domain::id::{now_ms, UserId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -10,8 +10,9 @@
 use std::collections::BTreeMap;
 
 use reelfarm_backends::store::{
-    template_blob_prefix, NewTemplate, StoreError, TemplateContent, TemplateRecord, TemplateVersion, User,
+    template_blob_prefix, NewTemplate, StoreError, TemplateContent, TemplateRecord, TemplateVersion,
 };
+use reelfarm_domain::account::User;
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{GroupId, TemplateId, UserId};

@@ -6,9 +6,10 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use reelfarm_backends::store::{JobRecord, StoreError};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::Backends;
 use reelfarm_domain::id::{DeliveryId, JobId, ProjectId, RenderId, TemplateId, UserId};
+use reelfarm_domain::job::JobRecord;
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::status::RenderStatus;
 

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::StreamExt;
-use reelfarm_backends::store::{NewJob, NewRender, RenderOutcome};
 use reelfarm_backends::{Blobs, Config, Store};
 use reelfarm_domain::asset::{AssetKind, Conversion};
 use reelfarm_domain::id::{now_ms, JobId, LibraryId, RenderId, TemplateId, UserId};
+use reelfarm_domain::job::{NewJob, NewRender, RenderOutcome};
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::token::random_base62;
 

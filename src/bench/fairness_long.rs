@@ -58,7 +58,7 @@ pub async fn run(config: &Config, tries: u32) -> anyhow::Result<()> {
     let mut jobs = Vec::new();
     for (draft, gif) in [(true, false), (false, false), (false, true), (false, true)] {
         let owner = if gif { &c.id } else { &a.id };
-        let mut job = reelfarm_backends::store::NewJob { draft, ..super::batch_job(owner, &template, 1) };
+        let mut job = reelfarm_domain::job::NewJob { draft, ..super::batch_job(owner, &template, 1) };
         if gif {
             // One frame a second, 64 px wide: a spool of 330 MB for the ten hours.
             job.output = Output { format: Format::Gif, fps: Some(1), max_width: Some(64), ..Output::default() };

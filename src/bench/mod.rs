@@ -38,13 +38,13 @@ pub fn batch_job(
     user: &reelfarm_domain::id::UserId,
     template: &reelfarm_backends::store::TemplateRecord,
     renders: u32,
-) -> reelfarm_backends::store::NewJob {
+) -> reelfarm_domain::job::NewJob {
     use reelfarm_domain::id::{now_ms, JobId, RenderId};
     let quality = reelfarm_domain::quality::Quality::P480;
     let estimate = serde_json::from_str(&template.json).map_or(None, |document| {
         Some(reelfarm_domain::cost::Estimate::of(&document, quality, Default::default(), &|_| None))
     });
-    reelfarm_backends::store::NewJob {
+    reelfarm_domain::job::NewJob {
         id: JobId::generate(),
         user_id: user.clone(),
         template_id: template.id.clone(),
@@ -57,7 +57,7 @@ pub fn batch_job(
         notifications: Vec::new(),
         output: Default::default(),
         renders: (0..renders)
-            .map(|i| reelfarm_backends::store::NewRender {
+            .map(|i| reelfarm_domain::job::NewRender {
                 id: RenderId::generate(),
                 external_id: format!("bench-{i}"),
                 title: String::new(),

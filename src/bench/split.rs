@@ -124,7 +124,7 @@ async fn measure(
         // Settled after starting up.
         tokio::time::sleep(Duration::from_secs(1)).await;
         let cpu_before = cpu_of(&children);
-        let job = reelfarm_backends::store::NewJob { quality: Quality::P720, ..super::batch_job(user, template, 1) };
+        let job = reelfarm_domain::job::NewJob { quality: Quality::P720, ..super::batch_job(user, template, 1) };
         let render = job.renders[0].id.clone();
         match store.create_job(&job, None).await? {
             JobCreation::Created => {}

@@ -17,8 +17,9 @@ use std::time::Duration;
 use reelfarm::admin::template::{import, ImportOptions};
 pub use reelfarm::cli::Role;
 use reelfarm::serve::Service;
-use reelfarm_backends::store::{TemplateRecord, User};
+use reelfarm_backends::store::TemplateRecord;
 use reelfarm_backends::Config;
+use reelfarm_domain::account::User;
 use serde_json::Value;
 
 /// Which backends a test runs against.

@@ -40,11 +40,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{PartKind, RenderOutcome, RenderRecord, StoreError, TemplateRecord};
+use reelfarm_backends::store::{PartKind, StoreError, TemplateRecord};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::id::UserId;
+use reelfarm_domain::job::{RenderOutcome, RenderRecord};
 use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::output::Format;
 use reelfarm_domain::template::values::{apply_values_with, speech_values};

@@ -331,7 +331,7 @@ pub async fn render(
         view.variables(&state.backends.blobs).into_iter().map(|v| (v.id.to_string(), v.kind)).collect();
     let problems = match render_form::job_body(id.as_str(), &variables, &form) {
         Ok(body) => {
-            let respond = |job: &reelfarm_backends::store::JobRecord| job.id.to_string();
+            let respond = |job: &reelfarm_domain::job::JobRecord| job.id.to_string();
             match services::jobs::create(&state, &caller, &body, form.get("attempt"), respond).await {
                 Ok(Created::New(job) | Created::Replayed(job)) => {
                     return Ok(see_other(&format!("/console/jobs/{job}")))

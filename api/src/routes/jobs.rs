@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use actix_web::http::header::HeaderName;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
-use reelfarm_backends::store::JobRecord;
 use reelfarm_domain::id::{iso8601, ProjectId, RenderId, TemplateId};
+use reelfarm_domain::job::JobRecord;
 use reelfarm_domain::status::RenderStatus;
 use serde::Serialize;
 use serde_json::Value;

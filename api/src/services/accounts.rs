@@ -6,7 +6,8 @@ use reelfarm_domain::error_key::ErrorKey;
 use std::time::Duration;
 
 use reelfarm_app::{accounts, Actor};
-use reelfarm_backends::store::{Account, GroupSummary, StoreError, User};
+use reelfarm_backends::store::{Account, GroupSummary, StoreError};
+use reelfarm_domain::account::User;
 use reelfarm_domain::id::{GroupId, UserId};
 use reelfarm_domain::password;
 

@@ -4,8 +4,8 @@
 use reelfarm_domain::error_key::ErrorKey;
 use std::time::Duration;
 
-use reelfarm_backends::store::JobRecord;
 use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::job::JobRecord;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use reelfarm_app::jobs::{Created, JobView, Quote};
-use reelfarm_backends::store::JobRecord;
+use reelfarm_domain::job::JobRecord;
 
 use super::Result;
 use crate::auth::Caller;

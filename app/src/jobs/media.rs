@@ -2,8 +2,9 @@
 //! and converted; addresses whose file type (when their name tells it) is accepted for
 //! the variable and that are not IP addresses the outbound policy refuses.
 
-use reelfarm_backends::store::{StoreError, User};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::Store;
+use reelfarm_domain::account::User;
 use reelfarm_domain::asset::{AssetKind, AssetStatus};
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::GroupId;

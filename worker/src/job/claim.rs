@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::consumer::Outcome;
-use reelfarm_backends::store::{Claim, RenderOutcome, RenderRecord, StoreError, Work};
+use reelfarm_backends::store::{Claim, StoreError, Work};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::now_ms;
+use reelfarm_domain::job::{RenderOutcome, RenderRecord};
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::RenderStatus;
 use tokio_util::sync::CancellationToken;

@@ -13,8 +13,9 @@
 
 use std::path::Path;
 
-use reelfarm_backends::store::{PartKind, PartRecord, RenderRecord};
+use reelfarm_backends::store::{PartKind, PartRecord};
 use reelfarm_domain::cost::is_split;
+use reelfarm_domain::job::RenderRecord;
 use reelfarm_domain::output::Format;
 use tokio_util::sync::CancellationToken;
 

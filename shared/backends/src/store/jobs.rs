@@ -30,14 +30,12 @@ mod types;
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
 pub use parts::{PartKind, PartRecord};
+pub use reelfarm_domain::job::{JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord};
 pub use renders::CANCELLED_ERROR;
 pub(super) use scheduler::want_template_media;
 pub use scheduler::{Claim, MediaClaim, Work};
 pub use shares::AccountShare;
-pub use types::{
-    Idempotency, JobCreation, JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord,
-    IDEMPOTENCY_TTL_MS,
-};
+pub use types::{Idempotency, JobCreation, IDEMPOTENCY_TTL_MS};
 
 const JOB_COLUMNS: &str =
     "id, user_id, template_id, status, quality, create_render, create_project, notifications, created_at, finished_at, \

@@ -43,11 +43,12 @@ pub use jobs::{
 };
 pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
+pub use reelfarm_domain::account::{Credits, Group, User};
 pub use studio::{StudioSession, STUDIO_HISTORY, STUDIO_RETENTION_MS};
 pub use template_versions::{TemplateContent, TemplateVersion};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
 pub use usage::{RenderCounts, Usage};
-pub use users::{new_webhook_secret, Credits, Group, NewUser, TokenRecord, User};
+pub use users::{new_webhook_secret, NewUser, TokenRecord};
 pub use workers::WorkerRecord;
 
 /// The SQL dialect behind the pool.

@@ -6,28 +6,9 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{flag, id, is_unique_violation, missing_reference, Result, Store, StoreError};
-use reelfarm_domain::id::{is_id, new_id, now_ms, GroupId, UserId};
+use reelfarm_domain::account::{Credits, Group, User};
+use reelfarm_domain::id::{is_id, new_id, now_ms, UserId};
 use reelfarm_domain::token;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
-    pub id: UserId,
-    /// A stable number, in creation order, for clients that type a user's id as an integer.
-    pub number: i64,
-    pub name: String,
-    pub credits: i64,
-    pub created_at: i64,
-    /// Sees and manages every user and group in the console's admin area.
-    pub operator: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
-    pub id: GroupId,
-    pub name: String,
-    pub credits: i64,
-    pub created_at: i64,
-}
 
 /// A stored token: everything but the secret itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,13 +38,6 @@ pub struct NewUser<'a> {
     pub operator: bool,
     /// The address they will sign in to the console with (normalised by the caller).
     pub sign_in_email: Option<&'a str>,
-}
-
-/// Whose credits were set, and to what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credits {
-    User { id: UserId, name: String, credits: i64 },
-    Group { id: GroupId, name: String, credits: i64 },
 }
 
 pub(super) const USER_COLUMNS: &str = "id, number, name, credits, created_at, operator";
