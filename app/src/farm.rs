@@ -1,6 +1,7 @@
 //! [`Farm`]: the use cases that keep state of their own (the template catalog) or need
 //! the deployment's settings, as one object the API builds at start. Its methods are in
-//! the modules of what they do (`jobs`, `drafts`, `previews`, `template_edit`, `studio`).
+//! the modules of what they do (`templates`, `jobs`, `drafts`, `previews`, `template_edit`,
+//! `studio`).
 
 use std::time::Duration;
 

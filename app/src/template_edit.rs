@@ -21,7 +21,7 @@ use reelfarm_domain::template::{Source, Template};
 
 use crate::farm::Farm;
 use crate::jobs::asset_problem;
-use crate::templates::{self, TemplateView};
+use crate::templates::TemplateView;
 use crate::{AppError, FieldError, Result};
 
 /// A create or save: the document and the version the edit started from.
@@ -99,7 +99,7 @@ impl Farm {
             preview_key: None,
         };
         let record = self.backends.store.create_saved_template(&new, content.media_cost_ms).await?;
-        templates::view(&self.backends, &self.catalog, &user.id, record).await
+        self.template_view(&user.id, record).await
     }
 
     /// Deletes `user`'s template `id`: it is archived, so nobody lists it or makes jobs
@@ -162,7 +162,7 @@ impl Farm {
     ) -> Result<TemplateView> {
         let record = self.backends.store.save_template(id, content, &user.id, base).await?;
         self.catalog.forget(id);
-        templates::view(&self.backends, &self.catalog, &user.id, record).await
+        self.template_view(&user.id, record).await
     }
 
     /// Template `id` if `user` owns it: not found when they cannot see it, forbidden when

@@ -21,6 +21,7 @@ use reelfarm_domain::quality::Quality;
 use reelfarm_domain::template::{Source, Template, TemplateVariable};
 
 use crate::catalog::Catalog;
+use crate::farm::Farm;
 use crate::{Actor, AppError, FieldError, Result};
 
 /// Renders a template's preview (an MP4 of its first seconds) and thumb (a JPEG) from its
@@ -275,35 +276,26 @@ impl TemplateView {
     }
 }
 
-/// `limit` of the templates `user` may use from `offset` (own, shared with them or their
-/// groups, public), newest first.
-#[tracing::instrument(name = "templates::list", skip_all, fields(user_id = %user))]
-pub async fn list(
-    backends: &Backends,
-    catalog: &Catalog,
-    user: &UserId,
-    limit: u32,
-    offset: u64,
-) -> Result<Vec<TemplateView>> {
-    let records = backends.store.visible_templates(user, limit, offset).await?;
-    views(backends, catalog, user, records).await
-}
+impl Farm {
+    /// `limit` of the templates `user` may use from `offset` (own, shared with them or
+    /// their groups, public), newest first.
+    #[tracing::instrument(name = "templates::list", skip_all, fields(user_id = %user))]
+    pub async fn templates(&self, user: &UserId, limit: u32, offset: u64) -> Result<Vec<TemplateView>> {
+        let records = self.backends.store.visible_templates(user, limit, offset).await?;
+        views(&self.backends, &self.catalog, user, records).await
+    }
 
-/// One template `user` may use.
-#[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %user, id = %id))]
-pub async fn get(backends: &Backends, catalog: &Catalog, user: &UserId, id: &TemplateId) -> Result<TemplateView> {
-    let record = backends.store.visible_template(id, user).await?;
-    view(backends, catalog, user, record).await
-}
+    /// One template `user` may use.
+    #[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %user, id = %id))]
+    pub async fn template(&self, user: &UserId, id: &TemplateId) -> Result<TemplateView> {
+        let record = self.backends.store.visible_template(id, user).await?;
+        self.template_view(user, record).await
+    }
 
-/// The view of one template record as `user` sees it.
-pub async fn view(
-    backends: &Backends,
-    catalog: &Catalog,
-    user: &UserId,
-    record: TemplateRecord,
-) -> Result<TemplateView> {
-    Ok(views(backends, catalog, user, vec![record]).await?.pop().expect("one view per record"))
+    /// The view of one template record as `user` sees it.
+    pub async fn template_view(&self, user: &UserId, record: TemplateRecord) -> Result<TemplateView> {
+        Ok(views(&self.backends, &self.catalog, user, vec![record]).await?.pop().expect("one view per record"))
+    }
 }
 
 /// The views of `records`; the assets their variables default to are looked up once,

@@ -17,7 +17,7 @@ use crate::pagination::Page;
 use crate::services::jobs::Created;
 use crate::services::{self, tts::ProviderVoices};
 use crate::state::AppState;
-use reelfarm_app::templates::{self as app_templates, TemplateView};
+use reelfarm_app::templates::TemplateView;
 
 /// Templates per page of the list.
 const TEMPLATES_PER_PAGE: u32 = 24;
@@ -61,8 +61,7 @@ pub struct PageNumber {
 #[get("/templates")]
 pub async fn templates_page(state: web::Data<AppState>, visitor: SignedIn, query: web::Query<PageNumber>) -> Answer {
     let page = Page { limit: TEMPLATES_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
-    let (user, catalog) = (&visitor.session.user.id, state.farm.catalog());
-    let views = app_templates::list(&state.backends, catalog, user, page.limit, page.offset()).await?;
+    let views = state.farm.templates(&visitor.session.user.id, page.limit, page.offset()).await?;
     let more = views.len() == TEMPLATES_PER_PAGE as usize;
     let templates = views
         .iter()
@@ -180,7 +179,7 @@ async fn template_form(
     mut problems: Problems,
 ) -> Result<TemplatePage, ConsoleError> {
     let caller = visitor.caller();
-    let view = app_templates::get(&state.backends, state.farm.catalog(), &caller.user.id, id).await?;
+    let view = state.farm.template(&caller.user.id, id).await?;
     let variables = view.variables(&state.backends.blobs);
     let speaks = variables.iter().any(|v| v.kind == VariableType::Sound);
     let voices = if speaks { services::tts::voices(state, None).await? } else { Vec::new() };
@@ -326,7 +325,7 @@ pub async fn render(
     visitor.check_csrf(form.get("csrf").unwrap_or_default())?;
     let id = ids::in_path::<TemplateId>(&id)?;
     let caller = visitor.caller();
-    let view = app_templates::get(&state.backends, state.farm.catalog(), &caller.user.id, &id).await?;
+    let view = state.farm.template(&caller.user.id, &id).await?;
     let variables: Vec<_> =
         view.variables(&state.backends.blobs).into_iter().map(|v| (v.id.to_string(), v.kind)).collect();
     let problems = match render_form::job_body(id.as_str(), &variables, &form) {

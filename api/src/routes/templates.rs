@@ -15,7 +15,7 @@ use crate::ids;
 use crate::pagination::PageQuery;
 use crate::services;
 use crate::state::AppState;
-use reelfarm_app::templates::{self as app_templates, TemplateView};
+use reelfarm_app::templates::TemplateView;
 
 /// `owner` and `created_by` of a public template imported without an owner.
 pub const OPERATOR: &str = "operator";
@@ -202,8 +202,7 @@ pub async fn list(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.parse()?;
-    let catalog = state.farm.catalog();
-    let views = app_templates::list(&state.backends, catalog, &caller.user.id, page.limit, page.offset()).await?;
+    let views = state.farm.templates(&caller.user.id, page.limit, page.offset()).await?;
     let out: Vec<TemplateJson> = views.into_iter().map(|view| TemplateJson::new(view, false, &state)).collect();
     Ok(HttpResponse::Ok().json(out))
 }
@@ -221,7 +220,7 @@ pub async fn list(
 )]
 #[get("/generator/v1/templates/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let view = app_templates::get(&state.backends, state.farm.catalog(), &caller.user.id, &ids::in_path(&id)?).await?;
+    let view = state.farm.template(&caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(TemplateJson::new(view, true, &state)))
 }
 
