@@ -1,9 +1,9 @@
 //! Libraries as a user sees them (personal, their groups', public, stock), making one,
 //! and the personal library every user has from first use.
 
-use reelfarm_backends::store::{Library, LibraryKind, LibraryOwner};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{GroupId, LibraryId, UserId};
+use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 
 use crate::accounts::MAX_NAME_CHARS;
 use crate::{text, AppError, Result};

@@ -1,7 +1,8 @@
 //! The deliveries of a job's notifications, with their attempts, and sending one again.
 
-use reelfarm_backends::store::{DeliveryAttempt, DeliveryRecord, StoreError};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::Store;
+use reelfarm_domain::delivery::{DeliveryAttempt, DeliveryRecord};
 use reelfarm_domain::id::{DeliveryId, JobId, UserId};
 
 use crate::{AppError, Result};

@@ -2,11 +2,10 @@
 //! cancel, the accounts' shares of the farm, the workers in rotation and the storage each
 //! user takes.
 
-use reelfarm_backends::store::{
-    AccountShare, Library, LibraryKind, LibraryOwner, ShareTarget, TokenRecord, Usage, WorkerRecord,
-};
+use reelfarm_backends::store::{AccountShare, ShareTarget, TokenRecord, Usage, WorkerRecord};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{now_ms, JobId, TemplateId};
+use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::status::JobStatus;
 

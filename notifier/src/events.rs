@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{NewDelivery, StoreError};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::Backends;
+use reelfarm_domain::delivery::NewDelivery;
 use reelfarm_domain::id::{now_ms, RenderId};
 use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::notification::Notification;

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use reelfarm_backends::store::DeliveryRecord;
 use reelfarm_backends::Backends;
+use reelfarm_domain::delivery::DeliveryRecord;
 
 use crate::channel::{Failed, RenderFacts};
 

@@ -16,8 +16,8 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use reelfarm_backends::backoff::jittered;
-use reelfarm_backends::store::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
 use reelfarm_backends::Backends;
+use reelfarm_domain::delivery::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::notification::Notification;
 

@@ -1,7 +1,7 @@
 //! Libraries (spec §2.1, §2.2, §4.1, §4.2) and the personal library.
 
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
-use reelfarm_backends::store::{Library, LibraryKind, LibraryOwner};
+use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -2,7 +2,7 @@
 //! what was sent where, when, and what the recipient answered.
 
 use actix_web::{get, post, web, HttpResponse};
-use reelfarm_backends::store::{DeliveryAttempt, DeliveryRecord};
+use reelfarm_domain::delivery::{DeliveryAttempt, DeliveryRecord};
 use reelfarm_domain::id::iso8601;
 use reelfarm_domain::status::DeliveryStatus;
 use serde::Serialize;

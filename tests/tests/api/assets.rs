@@ -173,7 +173,7 @@ async fn other_users_cannot_see_or_change_a_library(mode: Mode) {
     json(app.get(&format!("/api2/v1/objects/{object}"), &owner).await, 200).await;
 
     // Public libraries are visible to all and writable by none.
-    use reelfarm_backends::store::{LibraryKind, LibraryOwner};
+    use reelfarm_domain::library::{LibraryKind, LibraryOwner};
     let public =
         app.service.backends.store.create_library("Shared", LibraryKind::Public, LibraryOwner::Operator).await.unwrap();
     json(app.get(&format!("/api2/v1/libraries/{}/assets", public.id), &other).await, 200).await;

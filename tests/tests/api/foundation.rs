@@ -74,7 +74,7 @@ async fn library_groups_list_personal_group_public_and_stock_libraries(mode: Mod
     let member = app.create_user("member", Some("studio"), 0).await;
     let token = app.token_for(&member).await;
     let (_, outsider_token) = app.user_with_token("outsider").await;
-    use reelfarm_backends::store::{LibraryKind, LibraryOwner};
+    use reelfarm_domain::library::{LibraryKind, LibraryOwner};
     // Created stock first: the listing order is fixed all the same.
     store.create_library("Stock footage", LibraryKind::Stock, LibraryOwner::Operator).await.unwrap();
     store.create_library("Free music", LibraryKind::Public, LibraryOwner::Operator).await.unwrap();

@@ -34,16 +34,16 @@ mod workers;
 
 pub use accounts::{Account, GroupSummary};
 pub use assets::{AssetQuery, STALE_UPLOAD_MS};
-pub use deliveries::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
 pub use housekeeping::{Pruned, DRAFT_RETENTION_MS, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
 pub use jobs::{
     AccountShare, Claim, Idempotency, JobCreation, JobRecord, MediaClaim, NewJob, NewRender, PartKind, PartRecord,
     ProjectRecord, RenderOutcome, RenderRecord, Work, CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
 };
-pub use libraries::{Library, LibraryKind, LibraryOwner};
 pub use outbox::{OutboxRow, OutboxTake};
 pub use reelfarm_domain::account::{Credits, Group, User};
+pub use reelfarm_domain::delivery::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
+pub use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 pub use studio::{StudioSession, STUDIO_HISTORY, STUDIO_RETENTION_MS};
 pub use template_versions::{TemplateContent, TemplateVersion};
 pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use reelfarm_backends::store::{LibraryKind, LibraryOwner};
+use reelfarm_domain::library::{LibraryKind, LibraryOwner};
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::{json, media, Mode, TestApp};
 use serde_json::{json, Value};
