@@ -12,10 +12,9 @@ use super::pages::CsrfForm;
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::error::ApiError;
-use reelfarm_app::consent::{self, Callback};
-
 use crate::services::consent::TokenEndpoint;
 use crate::state::AppState;
+use reelfarm_app::consent::{self, Callback};
 use reelfarm_app::integrations;
 
 type Answer = Result<HttpResponse, ConsoleError>;
