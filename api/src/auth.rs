@@ -7,8 +7,7 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{web, FromRequest, HttpRequest};
-use reelfarm_domain::account::{Group, User};
-use reelfarm_domain::id::GroupId;
+use reelfarm_domain::account::User;
 
 use crate::error::ApiError;
 use crate::limits::client_ip;
@@ -18,17 +17,6 @@ use crate::state::AppState;
 pub struct Caller {
     pub user: User,
     pub token_id: String,
-}
-
-impl Caller {
-    /// The ids of the groups the caller belongs to.
-    pub async fn group_ids(&self, state: &AppState) -> Result<Vec<GroupId>, ApiError> {
-        Ok(self.groups(state).await?.into_iter().map(|g| g.id).collect())
-    }
-
-    pub async fn groups(&self, state: &AppState) -> Result<Vec<Group>, ApiError> {
-        Ok(state.backends.store.groups_of(&self.user.id).await?)
-    }
 }
 
 /// The token of an `Authorization: Bearer …` header.

@@ -30,7 +30,7 @@ use reelfarm_tts::espeak_voices;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-pub use self::media::{asset_problem, refused_address, Problem};
+pub(crate) use self::media::{asset_problem, refused_address, Problem};
 use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
 
@@ -295,7 +295,7 @@ impl Farm {
 
     /// An address the render could never fetch (an IP address the outbound policy
     /// refuses): refused now, before the job is charged.
-    pub fn refused_address(&self, address: &str) -> Option<Problem> {
+    pub(crate) fn refused_address(&self, address: &str) -> Option<Problem> {
         refused_address(&self.outbound_allow, address)
     }
 

@@ -65,12 +65,17 @@ pub async fn personal(store: &Store, user: &UserId) -> Result<Library> {
     Ok(store.personal_library(user).await?)
 }
 
+/// The ids of the groups `user` belongs to: what decides which libraries they see.
+pub(crate) async fn group_ids(store: &Store, user: &UserId) -> Result<Vec<GroupId>> {
+    Ok(store.groups_of(user).await?.into_iter().map(|g| g.id).collect())
+}
+
 /// The library `id` if the user may see it (else `NotFound`, so that ids of others'
 /// libraries do not leak), with whether the user may edit it.
 #[tracing::instrument(name = "libraries::visible", skip_all, fields(user_id = %user, id = %id))]
 pub async fn visible(store: &Store, user: &UserId, id: &LibraryId) -> Result<(Library, bool)> {
     let library = store.library(id).await?;
-    let groups: Vec<GroupId> = store.groups_of(user).await?.into_iter().map(|g| g.id).collect();
+    let groups = group_ids(store, user).await?;
     if !library.visible_to(user, &groups) {
         return Err(AppError::NotFound("library"));
     }

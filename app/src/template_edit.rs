@@ -214,8 +214,7 @@ impl Farm {
                 Source::Url { url } => (format!("{path}.url"), self.refused_address(url)),
                 Source::Asset { asset } => {
                     if groups.is_none() {
-                        let of_user = self.backends.store.groups_of(&user.id).await?;
-                        groups = Some(of_user.into_iter().map(|g| g.id).collect());
+                        groups = Some(crate::libraries::group_ids(&self.backends.store, &user.id).await?);
                     }
                     let groups = groups.as_deref().unwrap_or_default();
                     (format!("{path}.asset"), asset_problem(&self.backends.store, user, groups, asset, media).await?)

@@ -74,7 +74,7 @@ pub(super) async fn check_media(
             continue; // not an address: applying the values says what a captions value is
         } else {
             if groups.is_none() {
-                *groups = Some(store.groups_of(&user.id).await?.into_iter().map(|g| g.id).collect());
+                *groups = Some(crate::libraries::group_ids(store, &user.id).await?);
             }
             asset_problem(store, user, groups.as_deref().unwrap_or_default(), text, Some(media)).await?
         };

@@ -4,6 +4,7 @@
 use crate::id::{DeliveryId, JobId, RenderId, UserId};
 use crate::status::{AttemptOutcome, DeliveryStatus};
 
+/// A delivery to plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewDelivery {
     /// What plans it, unique: `{render_id}:{index}` or `after:{parent_id}`.

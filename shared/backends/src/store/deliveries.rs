@@ -21,7 +21,6 @@ use crate::store::parse_status;
 const DELIVERY_COLUMNS: &str = "id, origin, job_id, render_id, user_id, parent_id, kind, notification, body, status, \
     attempts, next_attempt_at, state, result, last_error, created_at, finished_at, traceparent";
 
-/// A delivery to plan.
 fn delivery_from(row: &AnyRow) -> Result<DeliveryRecord> {
     Ok(DeliveryRecord {
         id: id(row, "id")?,
