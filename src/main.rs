@@ -2,8 +2,11 @@
 //! configuration, initialises telemetry and runs.
 
 use clap::Parser;
-use reelfarm::telemetry::Telemetry;
-use reelfarm::{admin, bench, cli, loadtest, render, serve};
+use reelfarm_bench::{self as bench, loadtest};
+use reelfarm_server::telemetry::Telemetry;
+use reelfarm_server::{admin, render, serve};
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
     return_big_buffers_to_the_os();
@@ -38,8 +41,8 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
         _ => "reelfarm".to_string(),
     };
     let serving = matches!(command, cli::Command::Serve { .. });
-    let otlp = config.otlp_endpoint.as_deref().map(|endpoint| (endpoint, service.as_str()));
-    let telemetry = match Telemetry::init(config.log_json, !serving, otlp) {
+    let otlp = config.ops.otlp_endpoint.as_deref().map(|endpoint| (endpoint, service.as_str()));
+    let telemetry = match Telemetry::init(config.ops.log_json, !serving, otlp) {
         Ok(telemetry) => telemetry,
         Err(e) => {
             eprintln!("reelfarm: REELFARM_OTLP_ENDPOINT: the span exporter cannot be made: {e:#}");
@@ -52,47 +55,13 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             cli::Command::Serve { role, bootstrap } => {
                 let mut config = config;
                 if bootstrap {
-                    config.bootstrap = reelfarm_backends::config::Bootstrap::On;
+                    config.api.bootstrap = reelfarm_backends::config::Bootstrap::On;
                 }
                 serve::run(role, config).await
             }
             cli::Command::Admin(command) => admin::run(command, config).await,
             cli::Command::Migrate => migrate(&config).await,
-            cli::Command::Bench(cli::Bench::Convert { seconds, rounds }) => {
-                tokio::task::spawn_blocking(move || bench::convert::run(seconds, rounds)).await?
-            }
-            cli::Command::Bench(cli::Bench::Formats { rounds }) => {
-                tokio::task::spawn_blocking(move || bench::formats::run(rounds)).await?
-            }
-            cli::Command::Bench(cli::Bench::Lottie { rounds }) => {
-                tokio::task::spawn_blocking(move || bench::lottie::run(rounds)).await?
-            }
-            cli::Command::Bench(cli::Bench::Estimate { quality }) => {
-                tokio::task::spawn_blocking(move || bench::estimate::run(quality)).await?
-            }
-            cli::Command::Bench(cli::Bench::Render { quality, rounds }) => {
-                let heights = bench::render::heights(&quality)?;
-                tokio::task::spawn_blocking(move || bench::render::run(&heights, rounds)).await?
-            }
-            cli::Command::Bench(cli::Bench::Jobs { seconds, connections, users }) => {
-                bench::jobs::run(&config, seconds, connections, users).await
-            }
-            cli::Command::Bench(cli::Bench::Bus { messages }) => bench::bus::run(&config, messages).await,
-            cli::Command::Bench(cli::Bench::Upload { size_mib }) => bench::upload::run(&config, size_mib).await,
-            cli::Command::Bench(cli::Bench::Console { assets, jobs, requests }) => {
-                bench::console::run(&config, bench::console::Sizes { assets, jobs, requests }).await
-            }
-            cli::Command::Bench(cli::Bench::Preview { frames }) => bench::preview::run(&config, frames).await,
-            cli::Command::Bench(cli::Bench::Cancel { renders }) => bench::cancel::run(&config, renders).await,
-            cli::Command::Bench(cli::Bench::Fairness { tries, long: true, .. }) => {
-                bench::fairness_long::run(&config, tries).await
-            }
-            cli::Command::Bench(cli::Bench::Fairness { renders, tries, long: false }) => {
-                bench::fairness::run(&config, renders, tries).await
-            }
-            cli::Command::Bench(cli::Bench::Split { seconds, rounds }) => {
-                bench::split::run(&config, seconds, rounds).await
-            }
+            cli::Command::Bench(bench) => bench::run(bench, &config).await,
             cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
         }
     });
@@ -104,7 +73,7 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
 /// `reelfarm migrate`: connecting the store applies its pending migrations.
 async fn migrate(config: &reelfarm_backends::Config) -> anyhow::Result<()> {
     use anyhow::Context;
-    let store = reelfarm_backends::Store::connect(&config.database_url).await.context("metadata store")?;
+    let store = reelfarm_backends::Store::connect(&config.storage.database_url).await.context("metadata store")?;
     store.close().await;
     println!("metadata store migrated");
     Ok(())

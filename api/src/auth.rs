@@ -35,7 +35,7 @@ fn bearer(req: &HttpRequest) -> Result<&str, ApiError> {
 
 async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
-    let client = client_ip(&req, &state.config.trusted_proxies);
+    let client = client_ip(&req, &state.config.api.trusted_proxies);
     // An address past its limit of failed attempts is refused before any lookup.
     state.limits.refused_before("authfail", client)?;
     let found = match bearer(&req) {
@@ -57,7 +57,7 @@ async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     };
     let config = &state.config;
     let key = format!("rate:{}", record.id);
-    state.limits.check(&state.backends.cache, &key, config.rate_limit, config.rate_limit_burst).await?;
+    state.limits.check(&state.backends.cache, &key, config.api.rate_limit, config.api.rate_limit_burst).await?;
     Ok(Caller { user, token_id: record.id })
 }
 

@@ -79,16 +79,16 @@ impl Drop for InFlightGuard {
 }
 
 impl Application {
-    /// Binds `config.listen` (port 0: a free port the system picks; with the default public
+    /// Binds `config.api.listen` (port 0: a free port the system picks; with the default public
     /// address, that address names it) and updates `config` to what was bound.
     pub fn bind(config: &mut Config) -> anyhow::Result<TcpListener> {
-        let listener =
-            TcpListener::bind(config.listen).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let listener = TcpListener::bind(config.api.listen)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.api.listen))?;
         let bound = listener.local_addr()?;
-        if config.public_url == format!("http://{}", config.listen) {
-            config.public_url = format!("http://{bound}");
+        if config.api.public_url == format!("http://{}", config.api.listen) {
+            config.api.public_url = format!("http://{bound}");
         }
-        config.listen = bound;
+        config.api.listen = bound;
         Ok(listener)
     }
 
@@ -97,7 +97,7 @@ impl Application {
         let port = listener.local_addr()?.port();
         let ops_backends = web::Data::new(backends.clone());
         // With an operations port of its own, readiness and metrics are served there only.
-        let ops_on_api_port = config.ops_listen.is_none();
+        let ops_on_api_port = config.ops.ops_listen.is_none();
         let console_policy = web::Data::new(console::Policy::new(&config, &backends.blobs));
         let state = web::Data::new(AppState::new(config, backends));
         let in_flight = web::Data::new(InFlight::default());

@@ -85,7 +85,8 @@ impl Limits {
         let Some(ip) = client else { return Ok(()) };
         let config = &state.config;
         let key = format!("{what}:{ip}");
-        let checked = self.check(&state.backends.cache, &key, config.ip_rate_limit, config.ip_rate_limit_burst).await;
+        let checked =
+            self.check(&state.backends.cache, &key, config.api.ip_rate_limit, config.api.ip_rate_limit_burst).await;
         if let Some(wait) = checked.as_ref().err().and_then(ApiError::retry_after) {
             let until = Instant::now() + Duration::from_secs(wait);
             self.refused.lock().expect("refused addresses lock").put(key, until);
@@ -121,7 +122,7 @@ pub async fn limit_unauthenticated<B: MessageBody + 'static>(
     let path = req.path();
     if path.starts_with("/uploads/") || path.starts_with("/files/") {
         if let Some(state) = req.app_data::<web::Data<AppState>>().cloned() {
-            let client = client_ip(req.request(), &state.config.trusted_proxies);
+            let client = client_ip(req.request(), &state.config.api.trusted_proxies);
             if let Err(e) = state.limits.check_client(&state, "ip", client).await {
                 let (req, _) = req.into_parts();
                 return Ok(ServiceResponse::new(req, e.error_response_owned()).map_into_right_body());

@@ -11,7 +11,7 @@ use reelfarm_backends::Config;
 use reelfarm_domain::id::AssetId;
 
 fn mac(config: &Config, id: &AssetId, expires: i64) -> Hmac<Sha256> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(config.secret_key.expose_secret().as_bytes())
+    let mut mac = Hmac::<Sha256>::new_from_slice(config.storage.secret_key.expose_secret().as_bytes())
         .expect("HMAC takes keys of any length");
     mac.update(b"upload\n");
     mac.update(id.as_str().as_bytes());
@@ -22,9 +22,9 @@ fn mac(config: &Config, id: &AssetId, expires: i64) -> Hmac<Sha256> {
 
 /// The signed upload address of object `id`, valid for the configured time from `now_ms`.
 pub fn upload_url(config: &Config, id: &AssetId, now_ms: i64) -> String {
-    let expires = now_ms / 1000 + config.upload_url_ttl.as_secs() as i64;
+    let expires = now_ms / 1000 + config.api.upload_url_ttl.as_secs() as i64;
     let signature = hex::encode(mac(config, id, expires).finalize().into_bytes());
-    format!("{}/uploads/{id}?expires={expires}&signature={signature}", config.public_url)
+    format!("{}/uploads/{id}?expires={expires}&signature={signature}", config.api.public_url)
 }
 
 /// Why a signature was refused.

@@ -4,16 +4,17 @@ use std::sync::Arc;
 
 use reelfarm_app::Farm;
 use reelfarm_backends::integration::Sealer;
-use reelfarm_backends::store::{StoreError, TemplateRecord};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::id::{TemplateId, UserId};
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::Template;
 
 /// Shared by every worker thread of the server.
 pub struct AppState {
     pub config: Config,
     pub backends: Backends,
-    /// Seals and opens the secrets of linked accounts (key from `config.secret_key`).
+    /// Seals and opens the secrets of linked accounts (key from `config.storage.secret_key`).
     pub sealer: Sealer,
     /// Rate limits, with their fallback while the shared cache is down.
     pub limits: crate::limits::Limits,
@@ -37,7 +38,7 @@ impl AppState {
 
     /// The absolute public address of a static file the api serves.
     pub fn static_url(&self, name: &str) -> String {
-        format!("{}/static/{name}", self.config.public_url)
+        format!("{}/static/{name}", self.config.api.public_url)
     }
 
     /// The template `id` if `user_id` may see it (recently found visible: within 10 s).

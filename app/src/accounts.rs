@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use reelfarm_backends::store::{NewUser, StoreError};
+use reelfarm_backends::store::{Account, GroupSummary, NewUser, StoreError};
 use reelfarm_backends::Store;
 use reelfarm_domain::account::{Credits, User};
 use reelfarm_domain::id::{GroupId, UserId};
@@ -138,18 +138,50 @@ pub async fn set_operator(store: &Store, actor: Actor<'_>, user_id: &UserId, ope
 #[tracing::instrument(name = "accounts::set_password", skip_all)]
 pub async fn set_password(store: &Store, actor: Actor<'_>, user_id: &UserId, email: &str, new: &str) -> Result<String> {
     actor.require_operator()?;
-    let email =
-        password::normalize_email(email).ok_or_else(|| AppError::invalid("email", "is not an e-mail address"))?;
+    let email = email_address(email)?;
     let new = new.to_string();
     let hash = tokio::task::spawn_blocking(move || password::hash(&new))
         .await
-        .map_err(|e| AppError::Failed(format!("hashing the password: {e}")))?
-        .map_err(|e| AppError::invalid("password", e.to_string()))?;
-    store.set_sign_in(user_id, &email, &hash).await.map_err(|e| match e {
+        .map_err(|e| AppError::Failed(format!("hashing the password: {e}")))?;
+    write_sign_in(store, user_id, &email, hash).await?;
+    Ok(email)
+}
+
+/// `email` normalised, or a field error naming `email`.
+pub(crate) fn email_address(email: &str) -> Result<String> {
+    password::normalize_email(email).ok_or_else(|| AppError::invalid("email", "is not an e-mail address"))
+}
+
+/// Stores `hash` (a field error naming `password` when it could not be made) as the
+/// password `user_id` signs in with at `email`; another user's address is refused.
+pub(crate) async fn write_sign_in(
+    store: &Store,
+    user_id: &UserId,
+    email: &str,
+    hash: std::result::Result<String, password::PasswordError>,
+) -> Result<()> {
+    let hash = hash.map_err(|e| AppError::invalid("password", e.to_string()))?;
+    store.set_sign_in(user_id, email, &hash).await.map_err(|e| match e {
         StoreError::Conflict(_) => AppError::invalid("email", "is the address of another user"),
         e => e.into(),
-    })?;
-    Ok(email)
+    })
+}
+
+/// The address `user_id` signs in to the console with, if any.
+pub async fn email_of(store: &Store, user_id: &UserId) -> Result<Option<String>> {
+    Ok(store.email_of(user_id).await?)
+}
+
+/// A page of every user with their e-mail address and groups, and every group, for an
+/// operator.
+pub async fn overview(
+    store: &Store,
+    actor: Actor<'_>,
+    limit: u32,
+    offset: u64,
+) -> Result<(Vec<Account>, Vec<GroupSummary>)> {
+    actor.require_operator()?;
+    Ok((store.accounts(limit, offset).await?, store.group_summaries().await?))
 }
 
 /// Sets the credits of the user or group `who` (a name or an id).

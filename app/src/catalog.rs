@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
-use reelfarm_backends::store::{StoreError, TemplateRecord};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{TemplateId, UserId};
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::Template;
 
 /// Most parsed template documents kept in memory (the least recently used go first).

@@ -55,12 +55,12 @@ fn scopes(provider: Provider) -> &'static str {
 
 /// Where Google sends the user back to.
 pub fn redirect_uri(config: &Config) -> String {
-    format!("{}/console/accounts/callback", config.public_url.trim_end_matches('/'))
+    format!("{}/console/accounts/callback", config.api.public_url.trim_end_matches('/'))
 }
 
 /// Whether the deployment has an OAuth client to link accounts with.
 pub fn available(config: &Config) -> bool {
-    config.google_client.is_some()
+    config.api.google_client.is_some()
 }
 
 fn not_configured() -> AppError {
@@ -85,7 +85,7 @@ pub async fn begin(
     session_id: &str,
     provider: Provider,
 ) -> Result<String> {
-    let (client_id, _) = config.google_client.as_ref().ok_or_else(not_configured)?;
+    let (client_id, _) = config.api.google_client.as_ref().ok_or_else(not_configured)?;
     let flow_state = random_base62(32);
     let verifier = random_base62(64);
     let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
@@ -97,7 +97,7 @@ pub async fn begin(
     };
     let bytes = serde_json::to_vec(&flow).expect("flows serialize");
     backends.cache.set(&flow_key(&flow_state), &bytes, FLOW_TTL).await.map_err(cache_unavailable)?;
-    let mut consent = url::Url::parse(&config.google_auth_url)
+    let mut consent = url::Url::parse(&config.api.google_auth_url)
         .map_err(|e| AppError::Failed(format!("google_auth_url is not an address: {e}")))?;
     consent
         .query_pairs_mut()
@@ -132,7 +132,7 @@ pub async fn finish(
     session_id: &str,
     callback: Callback<'_>,
 ) -> Result<Provider> {
-    let (client_id, client_secret) = config.google_client.as_ref().ok_or_else(not_configured)?;
+    let (client_id, client_secret) = config.api.google_client.as_ref().ok_or_else(not_configured)?;
     let cache = &backends.cache;
     let key = flow_key(callback.state);
     let stored = cache.get(&key).await.map_err(cache_unavailable)?;

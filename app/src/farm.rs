@@ -30,11 +30,14 @@ impl Farm {
         Farm {
             backends: backends.clone(),
             catalog: Catalog::new(backends.store.clone()),
-            voices: Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() },
-            limits: config.render_limits,
-            split_after: config.split_after,
-            draft_minutes: config.draft_minutes,
-            outbound_allow: config.outbound_allow.clone(),
+            voices: Voices {
+                polly: config.speech.polly_region.is_some(),
+                google: config.speech.google_tts_api_key.is_some(),
+            },
+            limits: config.render,
+            split_after: config.worker.split_after,
+            draft_minutes: config.api.draft_minutes,
+            outbound_allow: config.ops.outbound_allow.clone(),
         }
     }
 

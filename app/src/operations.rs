@@ -2,12 +2,13 @@
 //! cancel, the accounts' shares of the farm, the workers in rotation and the storage each
 //! user takes.
 
-use reelfarm_backends::store::{AccountShare, ShareTarget, TokenRecord, Usage, WorkerRecord};
+use reelfarm_backends::store::{AccountShare, TokenRecord, Usage, WorkerRecord};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{now_ms, JobId, TemplateId};
 use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::status::JobStatus;
+use reelfarm_domain::template::stored::ShareTarget;
 
 use crate::accounts::MAX_NAME_CHARS;
 use crate::{text, Actor, AppError, Result};

@@ -4,12 +4,12 @@
 //! credit (the API bounds how many an account asks for).
 
 use reelfarm_backends::bus::{BusError, Service};
-use reelfarm_backends::store::TemplateRecord;
 use reelfarm_domain::account::User;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::preview::{PreviewAnswer, PreviewCall, PREVIEW_WAIT};
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::Template;
 use serde_json::{Map, Value};
 

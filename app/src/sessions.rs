@@ -13,9 +13,11 @@ use reelfarm_backends::store::StoreError;
 use reelfarm_backends::Backends;
 use reelfarm_domain::account::User;
 use reelfarm_domain::id::{now_ms, UserId};
+use reelfarm_domain::password;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::accounts;
 use crate::error::cache_unavailable;
 use crate::hashing::Hashing;
 use crate::{AppError, Result};
@@ -205,6 +207,41 @@ pub async fn end(backends: &Backends, user_id: &UserId, id: &str) -> Result<()> 
 pub async fn sign_out(backends: &Backends, session: &Session, token: &str) -> Result<()> {
     backends.cache.delete(&session_key(&key_of(token))).await.map_err(cache_unavailable)?;
     end(backends, &session.user.id, &session.id).await
+}
+
+/// The e-mail address and password a signed-in user asks to sign in with from now on.
+pub struct NewSignIn<'a> {
+    pub email: &'a str,
+    pub password: &'a str,
+    /// Checked when a password is set, unless the session began with a one-time link.
+    pub current_password: &'a str,
+}
+
+/// Sets the e-mail address and password `session`'s user signs in with. The current
+/// password is asked for when one is set, unless the session began with a one-time link
+/// (which is how a forgotten password is replaced); the API limits how often a session
+/// may try it, as it limits sign-ins. The user's other sessions end.
+#[tracing::instrument(name = "sessions::set_sign_in", skip_all, fields(user_id = %session.user.id))]
+pub async fn set_sign_in(backends: &Backends, hashing: &Hashing, session: &Session, new: &NewSignIn<'_>) -> Result<()> {
+    let email = accounts::email_address(new.email)?;
+    let store = &backends.store;
+    if !session.by_link {
+        let stored = match store.email_of(&session.user.id).await? {
+            Some(known) => store.sign_in_of(&known).await?.map(|(_, hash)| hash),
+            None => None,
+        };
+        if let Some(hash) = stored {
+            let current = new.current_password.to_string();
+            if !hashing.run(move || password::verify(&current, &hash)).await? {
+                return Err(AppError::invalid("current_password", "is wrong"));
+            }
+        }
+    }
+    let password = new.password.to_string();
+    let hash = hashing.run(move || password::hash(&password)).await?;
+    accounts::write_sign_in(store, &session.user.id, &email, hash).await?;
+    // Whoever signed in with the old password is signed out.
+    end_others(backends, &session.user.id, &session.id).await
 }
 
 /// Ends every session of the user but `keep` (after a password change).

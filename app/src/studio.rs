@@ -3,10 +3,10 @@
 //! frames of any kept revision. Only the owner has one; every edit names the revision it
 //! was made to, so a stale tab's edit is a conflict rather than a lost update.
 
-use reelfarm_backends::store::{StudioSession, TemplateRecord};
 use reelfarm_domain::account::User;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::stored::{StudioSession, TemplateRecord};
 use serde_json::Value;
 
 use crate::farm::Farm;

@@ -9,14 +9,13 @@
 
 use std::collections::BTreeMap;
 
-use reelfarm_backends::store::{
-    template_blob_prefix, NewTemplate, StoreError, TemplateContent, TemplateRecord, TemplateVersion,
-};
+use reelfarm_backends::store::StoreError;
 use reelfarm_domain::account::User;
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{GroupId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::stored::{blob_prefix, NewTemplate, TemplateContent, TemplateRecord, TemplateVersion};
 use reelfarm_domain::template::{Source, Template};
 
 use crate::farm::Farm;
@@ -84,7 +83,7 @@ impl Farm {
     async fn made(&self, user: &User, content: TemplateContent) -> Result<TemplateView> {
         let id = TemplateId::generate();
         let new = NewTemplate {
-            blob_prefix: template_blob_prefix(&id),
+            blob_prefix: blob_prefix(&id),
             id,
             name: content.name,
             owner_user_id: Some(user.id.clone()),

@@ -11,13 +11,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use reelfarm_backends::store::{template_blob_prefix, NewTemplate, ShareTarget, StoreError, TemplateRecord};
+use reelfarm_backends::store::StoreError;
 use reelfarm_backends::{Backends, Blobs, Store};
 use reelfarm_domain::asset::AssetStatus;
 use reelfarm_domain::cost::Limits;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::stored::{blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
 use reelfarm_domain::template::{Source, Template, TemplateVariable};
 
 use crate::catalog::Catalog;
@@ -95,7 +96,7 @@ pub async fn import(
     let local = check_sources(store, &template, dir).await?;
 
     let id = new.id.clone().unwrap_or_else(TemplateId::generate);
-    let prefix = template_blob_prefix(&id);
+    let prefix = blob_prefix(&id);
     let (files, thumb_key, preview_key) = match store_and_render(blobs, renderer, &template, &local, &prefix).await {
         Ok(stored) => stored,
         Err(e) => {

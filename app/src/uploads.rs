@@ -42,10 +42,10 @@ pub struct UploadLimits {
 impl UploadLimits {
     pub fn of(config: &Config) -> UploadLimits {
         UploadLimits {
-            max: config.max_upload_bytes,
-            quota: config.upload_quota_bytes,
-            idle: config.upload_idle_timeout,
-            total: config.upload_deadline,
+            max: config.api.max_upload_bytes,
+            quota: config.api.upload_quota_bytes,
+            idle: config.api.upload_idle_timeout,
+            total: config.api.upload_deadline,
         }
     }
 }

@@ -65,7 +65,7 @@ pub struct CallbackChannel {
 
 impl CallbackChannel {
     pub fn new(config: &Config, store: Store) -> CallbackChannel {
-        CallbackChannel { outbound: Outbound::new(&config.outbound_allow), store, sealer: Sealer::new(config) }
+        CallbackChannel { outbound: Outbound::new(&config.ops.outbound_allow), store, sealer: Sealer::new(config) }
     }
 }
 

@@ -40,7 +40,7 @@ pub struct EmailChannel {
 }
 
 impl EmailChannel {
-    /// The channel of `config.smtp_url`, or `None` when e-mail is not configured.
+    /// The channel of `config.notifier.smtp_url`, or `None` when e-mail is not configured.
     pub fn new(config: &Config) -> anyhow::Result<Option<EmailChannel>> {
         EmailChannel::with_timeout(config, TIMEOUT)
     }
@@ -51,16 +51,16 @@ impl EmailChannel {
     /// upgrades with STARTTLS, `smtps://host:port` is TLS from the start; `user:pass@`
     /// logs in, a path (`smtp://host/client.example`) names our side in `EHLO`.
     pub fn with_timeout(config: &Config, timeout: Duration) -> anyhow::Result<Option<EmailChannel>> {
-        let Some(smtp_url) = &config.smtp_url else { return Ok(None) };
+        let Some(smtp_url) = &config.notifier.smtp_url else { return Ok(None) };
         let server = server_name(smtp_url);
         let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(smtp_url)
             .with_context(|| format!("REELFARM_SMTP_URL (mail server {server}) is not usable"))?
             .timeout(Some(timeout))
             .build();
-        let from: Mailbox = config
-            .smtp_from
-            .parse()
-            .with_context(|| format!("REELFARM_SMTP_FROM {:?} is not an e-mail address", config.smtp_from))?;
+        let from: Mailbox =
+            config.notifier.smtp_from.parse().with_context(|| {
+                format!("REELFARM_SMTP_FROM {:?} is not an e-mail address", config.notifier.smtp_from)
+            })?;
         Ok(Some(EmailChannel { transport, from, server, timeout }))
     }
 

@@ -45,8 +45,13 @@ pub fn channels(config: &Config, backends: &Backends) -> anyhow::Result<Channels
 /// Consumes the `events` queue and delivers until `shutdown`; attempts under way finish.
 pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToken) -> anyhow::Result<()> {
     let scheduler = Arc::new(
-        Scheduler::new(backends.clone(), channels(config, &backends)?, config.webhook_retry_schedule.clone(), SLOTS)
-            .with_email_rate_limit(config.email_rate_limit),
+        Scheduler::new(
+            backends.clone(),
+            channels(config, &backends)?,
+            config.notifier.webhook_retry_schedule.clone(),
+            SLOTS,
+        )
+        .with_email_rate_limit(config.notifier.email_rate_limit),
     );
     let events = Arc::new(EventHandler::new(backends.clone(), scheduler.first_delay(), scheduler.waker()));
     tracing::info!("notifier consuming");

@@ -60,18 +60,29 @@ fn variables_in(text: &str) -> BTreeSet<String> {
     found
 }
 
-/// The configuration table (docs/configuration.md) shows every key, with the default the
-/// binary has (`KEYS` declares each once): `` `DEFAULT` `` first in its column, or `empty`.
+/// The configuration tables (docs/configuration.md) show every key under the heading of
+/// its section, with the default the binary has (`KEYS` declares each once):
+/// `` `DEFAULT` `` first in its column, or `empty`.
 #[test]
-fn the_configuration_table_shows_every_key_with_its_default() {
+fn the_configuration_tables_show_every_key_in_its_section_with_its_default() {
     let readme = std::fs::read_to_string(root().join("docs/configuration.md")).unwrap();
     let mut wrong = Vec::new();
     for key in KEYS {
         let variable = format!("`{ENV_PREFIX}{}`", key.name.to_ascii_uppercase());
-        let Some(row) = readme.lines().find(|l| l.starts_with(&format!("| {variable} |"))) else {
+        let mut section = "";
+        let row = readme.lines().find(|l| {
+            if let Some(heading) = l.strip_prefix("### `[").and_then(|h| h.strip_suffix("]`")) {
+                section = heading;
+            }
+            l.starts_with(&format!("| {variable} |"))
+        });
+        let Some(row) = row else {
             wrong.push(format!("{variable}: no row"));
             continue;
         };
+        if section != key.section {
+            wrong.push(format!("{variable}: shown under [{section}], read from [{}]", key.section));
+        }
         let shown = row.split('|').nth(2).unwrap_or_default().trim();
         let expected = match key.default {
             Some("") => "empty".to_string(),
@@ -143,10 +154,13 @@ fn assert_distributed(env: &BTreeMap<String, String>, what: &str) {
         assert!(env.get(&name).is_some_and(|v| !v.is_empty()), "{what} must set {name}");
     }
     let config = Config::from_sources(None, env.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(config.database_url.starts_with("postgres://"), "{what}: {}", config.database_url);
-    assert!(config.amqp_url.is_some() && config.redis_url.is_some(), "{what}: bus and cache are distributed");
-    assert!(matches!(config.blob, BlobLocation::S3 { .. }), "{what}: blobs in S3");
-    assert_eq!(config.listen.ip().to_string(), "0.0.0.0", "{what}: listens on every interface of the container");
+    assert!(config.storage.database_url.starts_with("postgres://"), "{what}: {}", config.storage.database_url);
+    assert!(
+        config.bus.amqp_url.is_some() && config.storage.redis_url.is_some(),
+        "{what}: bus and cache are distributed"
+    );
+    assert!(matches!(config.storage.blob, BlobLocation::S3 { .. }), "{what}: blobs in S3");
+    assert_eq!(config.api.listen.ip().to_string(), "0.0.0.0", "{what}: listens on every interface of the container");
     for aws in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
         assert!(env.contains_key(aws), "{what} must give the S3 credentials ({aws})");
     }

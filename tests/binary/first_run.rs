@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use reelfarm::bootstrap::examples::{template_id, EXAMPLES};
+use reelfarm_server::bootstrap::examples::{template_id, EXAMPLES};
 use serde_json::Value;
 
 use super::deployment::{json_of, request};

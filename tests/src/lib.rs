@@ -14,12 +14,12 @@ pub mod smtp;
 
 use std::time::Duration;
 
-use reelfarm::admin::template::{import, ImportOptions};
-pub use reelfarm::cli::Role;
-use reelfarm::serve::Service;
-use reelfarm_backends::store::TemplateRecord;
 use reelfarm_backends::Config;
 use reelfarm_domain::account::User;
+use reelfarm_domain::template::stored::TemplateRecord;
+use reelfarm_server::admin::template::{import, ImportOptions};
+pub use reelfarm_server::cli::Role;
+use reelfarm_server::serve::Service;
 use serde_json::Value;
 
 /// Which backends a test runs against.
@@ -129,7 +129,7 @@ impl TestApp {
         let config = service.config.clone();
         let address = format!("http://127.0.0.1:{}", service.api_port.expect("serve all serves the api"));
         let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        let namespace = NamespaceGuard((mode == Mode::Distributed).then(|| config.namespace.clone()));
+        let namespace = NamespaceGuard((mode == Mode::Distributed).then(|| config.bus.namespace.clone()));
         TestApp { mode, address, client, service, config, _data_dir: data_dir, _namespace: namespace }
     }
 
@@ -184,7 +184,7 @@ impl TestApp {
             owner: owner.map(|u| u.name.clone()),
             public,
             time_limit: Duration::from_secs(120),
-            limits: self.config.render_limits,
+            limits: self.config.render,
         };
         let backends = &self.service.backends;
         import(&backends.store, &backends.blobs, file, &options).await.unwrap_or_else(|e| panic!("import: {e:#}"))
@@ -261,7 +261,8 @@ impl TestApp {
     /// directory, returned with that directory.
     pub async fn start_role(&self, role: Role) -> (Service, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let config = Config { data_dir: dir.path().to_path_buf(), ..self.config.clone() };
+        let mut config = self.config.clone();
+        config.storage.data_dir = dir.path().to_path_buf();
         (Service::start(role, config).await.expect("the role starts"), dir)
     }
 

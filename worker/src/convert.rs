@@ -37,7 +37,7 @@ impl ConvertHandler {
         worker_id: String,
     ) -> anyhow::Result<ConvertHandler> {
         let work_dir = crate::work_dir(config)?;
-        Ok(ConvertHandler { backends, limits, work_dir, delivery_limit: config.delivery_limit, worker_id })
+        Ok(ConvertHandler { backends, limits, work_dir, delivery_limit: config.bus.delivery_limit, worker_id })
     }
 
     async fn convert(&self, asset_id: &AssetId, message_id: &str) -> Result<(), Failure> {

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{PartKind, StoreError, TemplateRecord};
+use reelfarm_backends::store::{PartKind, StoreError};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::cost::Estimate;
@@ -48,6 +48,7 @@ use reelfarm_domain::id::UserId;
 use reelfarm_domain::job::{RenderOutcome, RenderRecord};
 use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::output::Format;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::values::{apply_values_with, speech_values};
 use reelfarm_domain::template::{Content, Source, Template, VariableType};
 use reelfarm_outbound::{FetchLimits, Outbound, OutboundError};
@@ -119,21 +120,21 @@ impl RenderHandler {
         Ok(RenderHandler {
             tts: Tts::new(config, backends.blobs.clone())?,
             backends,
-            outbound: Outbound::new(&config.outbound_allow),
+            outbound: Outbound::new(&config.ops.outbound_allow),
             work_dir,
-            time_limit: config.job_timeout,
+            time_limit: config.worker.job_timeout,
             media_limits: limits,
-            encoder_threads: config.encoder_threads,
-            split_after: config.split_after,
-            split_chunk: config.split_chunk,
-            delivery_limit: config.delivery_limit,
+            encoder_threads: config.worker.encoder_threads,
+            split_after: config.worker.split_after,
+            split_chunk: config.worker.split_chunk,
+            delivery_limit: config.bus.delivery_limit,
             worker_id,
-            secret: config.secret_key.expose_secret().as_bytes().to_vec(),
+            secret: config.storage.secret_key.expose_secret().as_bytes().to_vec(),
             previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
             kept: Arc::new(render::SnapshotCache::new(preview::STILL_CACHE_BYTES)),
             shutdown,
             rotation,
-            slots: config.worker_slots,
+            slots: config.worker.worker_slots,
             long_units: Default::default(),
         })
     }

@@ -29,7 +29,7 @@ const PREVIEW_SLOTS: u16 = 2;
 /// The directory conversions and renders keep their temporary files in, created if
 /// missing.
 fn work_dir(config: &Config) -> std::io::Result<std::path::PathBuf> {
-    let dir = config.data_dir.join("work");
+    let dir = config.storage.data_dir.join("work");
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
@@ -52,12 +52,12 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let render =
         Arc::new(RenderHandler::new(config, backends.clone(), limits, worker_id, rotation.clone(), shutdown.clone())?);
     // Nothing runs past `job_timeout`: twice that is surely left over.
-    let sweep = sweep_work_dir_hourly(work_dir(config)?, config.job_timeout * 2, shutdown.clone());
-    tracing::info!(slots = config.worker_slots, ?media_memory_mib, "worker consuming");
+    let sweep = sweep_work_dir_hourly(work_dir(config)?, config.worker.job_timeout * 2, shutdown.clone());
+    tracing::info!(slots = config.worker.worker_slots, ?media_memory_mib, "worker consuming");
     let bus = &backends.bus;
     tokio::join!(
-        consume(bus.clone(), Queue::Convert, config.worker_slots, convert, shutdown.clone()),
-        consume_renders(bus, config.worker_slots, render.clone(), &rotation, &shutdown),
+        consume(bus.clone(), Queue::Convert, config.worker.worker_slots, convert, shutdown.clone()),
+        consume_renders(bus, config.worker.worker_slots, render.clone(), &rotation, &shutdown),
         rotation.keep(shutdown.clone()),
         render.serve_previews(PREVIEW_SLOTS, shutdown.clone()),
         sweep,

@@ -62,7 +62,7 @@ async fn admin_page(state: &AppState, visitor: &SignedIn, outcome: Outcome) -> A
     let page = Page { limit: USERS_PER_PAGE, page: outcome.page.unwrap_or(1).max(1) };
     let (accounts, groups) = accounts::overview(state, &visitor.caller(), page).await?;
     let status = if outcome.problems.is_empty() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
-    let link = outcome.link.map(|(name, token)| (name, state.config.sign_in_link(&token)));
+    let link = outcome.link.map(|(name, token)| (name, state.config.api.sign_in_link(&token)));
     Ok(html(
         status,
         &AdminPage {

@@ -266,7 +266,7 @@ pub struct Policy {
 
 impl Policy {
     pub fn new(config: &Config, blobs: &Blobs) -> Policy {
-        let origin = public_origin(&config.public_url);
+        let origin = public_origin(&config.api.public_url);
         let mut media = vec!["'self'".to_string()];
         for url in blobs.served_from() {
             let served = public_origin(url);

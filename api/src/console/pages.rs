@@ -13,6 +13,7 @@ use super::{html, see_other, Chrome, ConsoleError};
 use crate::limits::client_ip;
 use crate::services::{self, sessions};
 use crate::state::AppState;
+use reelfarm_app::sessions::NewSignIn;
 use reelfarm_app::users;
 
 /// The sign-in form's own CSRF cookie (there is no session yet to hold a token).
@@ -84,7 +85,8 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>, form: web::Fo
         return Ok(sign_in_form(&state, StatusCode::FORBIDDEN, next, &form.email, problem));
     }
     let user_agent = req.headers().get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let client = reelfarm_app::sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
+    let client =
+        reelfarm_app::sessions::Client { address: client_ip(&req, &state.config.api.trusted_proxies), user_agent };
     match sessions::sign_in(&state, &form.email, &form.password, client).await {
         Ok((_, token)) => signed_in(&state, next, token),
         Err(e) if e.key() == ErrorKey::Unauthorized => {
@@ -115,7 +117,8 @@ pub async fn use_link(
         return Ok(sign_in_page_with(&state, StatusCode::FORBIDDEN, SignInPage { problem, ..link }));
     }
     let user_agent = req.headers().get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let client = reelfarm_app::sessions::Client { address: client_ip(&req, &state.config.trusted_proxies), user_agent };
+    let client =
+        reelfarm_app::sessions::Client { address: client_ip(&req, &state.config.api.trusted_proxies), user_agent };
     match sessions::sign_in_with_link(&state, &token, client).await {
         Ok((_, session)) => signed_in(&state, "/console/account#sign-in", session),
         Err(e) if e.key() == ErrorKey::Unauthorized => {
@@ -237,8 +240,12 @@ pub struct SignInSettings {
 #[post("/account/sign-in")]
 pub async fn set_sign_in(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<SignInSettings>) -> Answer {
     visitor.check_csrf(&form.csrf)?;
-    let current = form.current_password.as_deref().unwrap_or_default();
-    match services::accounts::set_sign_in(&state, &visitor.session, &form.email, &form.password, current).await {
+    let new = NewSignIn {
+        email: &form.email,
+        password: &form.password,
+        current_password: form.current_password.as_deref().unwrap_or_default(),
+    };
+    match services::accounts::set_sign_in(&state, &visitor.session, &new).await {
         Ok(()) => account_page(&state, &visitor, None, true).await,
         Err(e) if e.key() == ErrorKey::ValidationFailed => {
             let problem = e.body().errors.iter().map(sentence).collect::<Vec<_>>().join(" ");

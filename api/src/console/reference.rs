@@ -115,7 +115,7 @@ struct ReferencePage {
 
 #[get("/developer/api")]
 pub async fn reference(state: web::Data<AppState>, doc: web::Data<OpenApiJson>, visitor: SignedIn) -> HttpResponse {
-    let sections = sections(&doc.0, state.config.public_url.trim_end_matches('/'));
+    let sections = sections(&doc.0, state.config.api.public_url.trim_end_matches('/'));
     html(StatusCode::OK, &ReferencePage { chrome: visitor.chrome("developer"), sections })
 }
 

@@ -73,7 +73,7 @@ pub fn cookie<'a>(
         .path(path)
         .http_only(true)
         .same_site(SameSite::Lax)
-        .secure(state.config.public_url.starts_with("https://"))
+        .secure(state.config.api.public_url.starts_with("https://"))
         .max_age(max_age)
         .finish()
 }

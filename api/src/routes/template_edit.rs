@@ -3,8 +3,8 @@
 //! delete, versions and restore.
 
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
-use reelfarm_backends::store::TemplateVersion;
 use reelfarm_domain::id::{TemplateId, UserId};
+use reelfarm_domain::template::stored::TemplateVersion;
 use serde::Serialize;
 use utoipa::ToSchema;
 

@@ -3,8 +3,8 @@
 //! and changing templates is in `template_edit`.
 
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
-use reelfarm_backends::store::ShareTarget;
 use reelfarm_domain::id::UserId;
+use reelfarm_domain::template::stored::ShareTarget;
 use reelfarm_domain::template::TemplateVariable;
 use serde::Serialize;
 use utoipa::ToSchema;

@@ -2,89 +2,46 @@
 //! for operators every user and group — credits, memberships, new users and one-time
 //! sign-in links. Whoever is not an operator finds no admin area (404).
 
-use reelfarm_domain::error_key::ErrorKey;
 use std::time::Duration;
 
+use reelfarm_app::sessions::{self, NewSignIn, Session};
 use reelfarm_app::{accounts, Actor};
-use reelfarm_backends::store::{Account, GroupSummary, StoreError};
+use reelfarm_backends::store::{Account, GroupSummary};
 use reelfarm_domain::account::User;
 use reelfarm_domain::id::{GroupId, UserId};
-use reelfarm_domain::password;
 
 use super::Result;
 use crate::auth::Caller;
-use crate::error::{ApiError, FieldError};
+use crate::error::ApiError;
 use crate::pagination::Page;
 use crate::state::AppState;
-use reelfarm_app::sessions::{self, Session};
 
 /// Checks of the current password a user may make: a few, then one a minute.
 const CHECKS_BURST: u32 = 5;
 const CHECK_INTERVAL: Duration = Duration::from_secs(60);
 
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::validation(vec![FieldError::new(field, ErrorKey::Invalid, message)])
-}
-
-/// Hashes `new` off the async threads; a 400 naming `password` when it is too short or
-/// too long.
-async fn hashed(state: &AppState, new: &str) -> Result<String> {
-    let new = new.to_string();
-    state.hashing.run(move || password::hash(&new)).await?.map_err(|e| invalid("password", e.to_string()))
-}
-
 /// The e-mail address the caller signs in with, if any.
 #[tracing::instrument(name = "accounts::email", skip_all, fields(user_id = %caller.user.id))]
 pub async fn email(state: &AppState, caller: &Caller) -> Result<Option<String>> {
-    Ok(state.backends.store.email_of(&caller.user.id).await?)
+    Ok(accounts::email_of(&state.backends.store, &caller.user.id).await?)
 }
 
-/// Sets the e-mail address and password `session`'s user signs in with. The current
-/// password is asked for when one is set (a few tries, then one a minute), unless the
-/// session began with a one-time link (which is how a forgotten password is replaced).
-/// The user's other sessions end.
-#[tracing::instrument(name = "accounts::set_sign_in", skip_all, fields(user_id = %session.user.id))]
-pub async fn set_sign_in(
-    state: &AppState,
-    session: &Session,
-    email: &str,
-    new_password: &str,
-    current_password: &str,
-) -> Result<()> {
-    let email = password::normalize_email(email).ok_or_else(|| invalid("email", "is not an e-mail address"))?;
-    let store = &state.backends.store;
+/// Sets the e-mail address and password `session`'s user signs in with
+/// ([`sessions::set_sign_in`]). A session that did not begin with a one-time link may try
+/// its current password a few times, then once a minute, as sign-ins may.
+pub async fn set_sign_in(state: &AppState, session: &Session, new: &NewSignIn<'_>) -> Result<()> {
     if !session.by_link {
-        let known = store.email_of(&session.user.id).await?;
-        let stored = match known {
-            Some(known) => store.sign_in_of(&known).await?.map(|(_, hash)| hash),
-            None => None,
-        };
-        if let Some(hash) = stored {
-            // Guessing the password through this form is limited as sign-ins are.
-            let limit = format!("current-password:{}", session.user.id);
-            state.limits.check_every(&state.backends.cache, &limit, CHECK_INTERVAL, CHECKS_BURST).await?;
-            let current = current_password.to_string();
-            let matches = state.hashing.run(move || password::verify(&current, &hash)).await?;
-            if !matches {
-                return Err(invalid("current_password", "is wrong"));
-            }
-        }
+        let limit = format!("current-password:{}", session.user.id);
+        state.limits.check_every(&state.backends.cache, &limit, CHECK_INTERVAL, CHECKS_BURST).await?;
     }
-    let hash = hashed(state, new_password).await?;
-    store.set_sign_in(&session.user.id, &email, &hash).await.map_err(|e| match e {
-        StoreError::Conflict(_) => invalid("email", "is the address of another user"),
-        e => e.into(),
-    })?;
-    // Whoever signed in with the old password is signed out.
-    Ok(sessions::end_others(&state.backends, &session.user.id, &session.id).await?)
+    Ok(sessions::set_sign_in(&state.backends, &state.hashing, session, new).await?)
 }
 
 /// A page of every user with their e-mail address and groups, and every group.
 #[tracing::instrument(name = "accounts::overview", skip_all, fields(user_id = %caller.user.id))]
 pub async fn overview(state: &AppState, caller: &Caller, page: Page) -> Result<(Vec<Account>, Vec<GroupSummary>)> {
-    Actor::User(&caller.user).require_operator()?;
     let store = &state.backends.store;
-    Ok((store.accounts(page.limit, page.offset()).await?, store.group_summaries().await?))
+    Ok(accounts::overview(store, Actor::User(&caller.user), page.limit, page.offset()).await?)
 }
 
 /// What an operator asks a new user to be, as the admin area's form sends it.

@@ -25,7 +25,7 @@ struct Tokens {
 impl CodeExchange for TokenEndpoint<'_> {
     async fn refresh_token(&self, code: &str, verifier: &str) -> Result<String, AppError> {
         let config = self.0;
-        let Some((client_id, client_secret)) = config.google_client.as_ref() else {
+        let Some((client_id, client_secret)) = config.api.google_client.as_ref() else {
             return Err(AppError::Conflict("no OAuth client is configured".into()));
         };
         let form = [
@@ -40,7 +40,7 @@ impl CodeExchange for TokenEndpoint<'_> {
             .timeout(EXCHANGE_TIMEOUT)
             .build()
             .map_err(|e| AppError::Failed(format!("HTTP client: {e}")))?;
-        let answer = http.post(&config.google_oauth_url).form(&form).send().await.map_err(|e| {
+        let answer = http.post(&config.notifier.google_oauth_url).form(&form).send().await.map_err(|e| {
             tracing::warn!(error = %e, "the token endpoint did not answer");
             AppError::Unavailable
         })?;

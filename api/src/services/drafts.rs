@@ -55,7 +55,7 @@ pub async fn create(
     id: &TemplateId,
     values: Map<String, Value>,
 ) -> Result<JobRecord> {
-    if state.config.rate_limit > 0 {
+    if state.config.api.rate_limit > 0 {
         let limit = format!("draft:{}", caller.user.id);
         state.limits.check_every(&state.backends.cache, &limit, DRAFT_INTERVAL, DRAFTS_AT_ONCE).await?;
     }

@@ -4,9 +4,9 @@
 use reelfarm_domain::error_key::ErrorKey;
 use std::time::Duration;
 
-use reelfarm_backends::store::TemplateRecord;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::Template;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -119,7 +119,7 @@ pub async fn frame_of_document(
 }
 
 async fn limit(state: &AppState, caller: &Caller) -> Result<()> {
-    if let Some(frames) = state.config.preview_frames {
+    if let Some(frames) = state.config.api.preview_frames {
         // Per account, like the drafts: a group's members share one budget.
         let limit = format!("preview:{}", state.backends.store.account_of(&caller.user.id).await?);
         let every = Duration::from_secs(60) / frames;

@@ -89,8 +89,8 @@ impl Google {
             .build()?;
         Ok(Google {
             http,
-            api_url: config.google_api_url.trim_end_matches('/').to_string(),
-            oauth_url: config.google_oauth_url.clone(),
+            api_url: config.notifier.google_api_url.trim_end_matches('/').to_string(),
+            oauth_url: config.notifier.google_oauth_url.clone(),
             backends,
             sealer: Sealer::new(config),
             options,

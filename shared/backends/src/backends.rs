@@ -19,25 +19,26 @@ impl Backends {
     /// Connects every port; fails with the name of the backend that did not answer.
     pub async fn connect(config: &Config) -> anyhow::Result<Backends> {
         use anyhow::Context;
-        let store = Store::connect(&config.database_url)
+        let store = Store::connect(&config.storage.database_url)
             .await
-            .with_context(|| format!("metadata store ({})", redact(&config.database_url)))?;
-        let blobs = Blobs::connect(&config.blob, &config.public_url).await.context("blob store")?;
+            .with_context(|| format!("metadata store ({})", redact(&config.storage.database_url)))?;
+        let blobs = Blobs::connect(&config.storage.blob, &config.api.public_url).await.context("blob store")?;
         blobs.ready().await.context("blob store does not answer")?;
         let options = BusOptions {
-            namespace: config.namespace.clone(),
-            delivery_limit: config.delivery_limit,
+            namespace: config.bus.namespace.clone(),
+            delivery_limit: config.bus.delivery_limit,
             // Above the longest job, so the broker never takes a long render away from
             // a healthy worker.
-            consumer_timeout: config.job_timeout + std::time::Duration::from_secs(15 * 60),
-            retry_delay: config.retry_delay,
+            consumer_timeout: config.worker.job_timeout + std::time::Duration::from_secs(15 * 60),
+            retry_delay: config.bus.retry_delay,
         };
-        let bus = Bus::connect(config.amqp_url.as_deref(), options, store.clone())
+        let bus = Bus::connect(config.bus.amqp_url.as_deref(), options, store.clone())
             .await
-            .with_context(|| format!("bus ({})", config.amqp_url.as_deref().map_or("local".into(), redact)))?;
-        let cache = Cache::connect(config.redis_url.as_deref(), &config.namespace)
-            .await
-            .with_context(|| format!("cache ({})", config.redis_url.as_deref().map_or("memory".into(), redact)))?;
+            .with_context(|| format!("bus ({})", config.bus.amqp_url.as_deref().map_or("local".into(), redact)))?;
+        let cache =
+            Cache::connect(config.storage.redis_url.as_deref(), &config.bus.namespace).await.with_context(|| {
+                format!("cache ({})", config.storage.redis_url.as_deref().map_or("memory".into(), redact))
+            })?;
         Ok(Backends { store, blobs, bus, cache })
     }
 

@@ -62,7 +62,7 @@ impl fmt::Debug for Sealer {
 
 impl Sealer {
     pub fn new(config: &Config) -> Sealer {
-        Sealer::from_secret(config.secret_key.expose_secret().as_bytes())
+        Sealer::from_secret(config.storage.secret_key.expose_secret().as_bytes())
     }
 
     pub(crate) fn from_secret(secret: &[u8]) -> Sealer {

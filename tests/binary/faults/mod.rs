@@ -161,7 +161,7 @@ impl Suite {
         let config = reelfarm_backends::Config::from_sources(None, deployment.env.clone()).expect("valid settings");
         let blobs = deployment
             .runtime
-            .block_on(reelfarm_backends::Blobs::connect(&config.blob, &config.public_url))
+            .block_on(reelfarm_backends::Blobs::connect(&config.storage.blob, &config.api.public_url))
             .expect("the bucket");
         Suite {
             deployment,

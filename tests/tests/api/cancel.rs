@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use reelfarm_backends::store::TemplateRecord;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_tests::browser::Browser;
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
@@ -86,7 +86,7 @@ impl World {
 
     /// The worker's render work directories (`render-*` under the data directory's `work`).
     fn rendering(&self) -> usize {
-        let Ok(entries) = std::fs::read_dir(self.app.config.data_dir.join("work")) else { return 0 };
+        let Ok(entries) = std::fs::read_dir(self.app.config.storage.data_dir.join("work")) else { return 0 };
         entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("render-")).count()
     }
 }

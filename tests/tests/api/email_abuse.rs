@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use reelfarm_backends::store::TemplateRecord;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::smtp::SmtpServer;
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};

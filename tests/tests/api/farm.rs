@@ -7,12 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use reelfarm::serve::Service;
 use reelfarm_backends::config::BlobLocation;
-use reelfarm_backends::store::TemplateRecord;
-use reelfarm_backends::Config;
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::priority::Priority;
+use reelfarm_domain::template::stored::TemplateRecord;
+use reelfarm_server::serve::Service;
 use reelfarm_tests::{both_modes, error, json, media, Mode, Role, TestApp};
 use serde_json::{json, Value};
 
@@ -168,9 +167,10 @@ async fn a_worker_whose_renders_fail_where_others_succeed_leaves_the_rotation() 
     // The broken worker looks for files under the wrong prefix of the bucket (a wrong
     // storage setting): every render fails there, on our side.
     let broken_dir = tempfile::tempdir().unwrap();
-    let ops_listen = Some("127.0.0.1:0".parse().unwrap());
-    let mut broken = Config { data_dir: broken_dir.path().to_path_buf(), ops_listen, ..app.config.clone() };
-    let BlobLocation::S3 { prefix, .. } = &mut broken.blob else { panic!("distributed mode stores in S3") };
+    let mut broken = app.config.clone();
+    broken.storage.data_dir = broken_dir.path().to_path_buf();
+    broken.ops.ops_listen = Some("127.0.0.1:0".parse().unwrap());
+    let BlobLocation::S3 { prefix, .. } = &mut broken.storage.blob else { panic!("distributed mode stores in S3") };
     prefix.push_str("-elsewhere");
     let broken = Service::start(Role::Worker, broken).await.expect("the broken worker starts");
     let (good, _good_dir) = app.start_worker().await;

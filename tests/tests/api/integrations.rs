@@ -56,7 +56,7 @@ async fn secret_free(res: reqwest::Response, status: u16, account: &LinkedAccoun
 /// Every text column of the user's stored rows, read straight from the database.
 async fn raw_rows(app: &TestApp, user_id: &str) -> Vec<String> {
     sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&app.config.database_url).await.unwrap();
+    let pool = sqlx::AnyPool::connect(&app.config.storage.database_url).await.unwrap();
     let rows: Vec<(String, String, String, String)> =
         sqlx::query_as("SELECT user_id, provider, client_id, sealed FROM integrations WHERE user_id = $1")
             .bind(user_id)

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use reelfarm_backends::store::TemplateRecord;
 use reelfarm_domain::id::RenderId;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
@@ -317,7 +317,7 @@ async fn dead_letters(app: &TestApp) -> usize {
     if app.mode == Mode::Embedded {
         return app.service.backends.store.dead_letters(Queue::Render).await.unwrap().len();
     }
-    let queue = format!("{}.render.dead", app.config.namespace);
+    let queue = format!("{}.render.dead", app.config.bus.namespace);
     for _ in 0..50 {
         let out = tokio::process::Command::new("rabbitmqctl")
             .args(["-q", "list_queues", "name", "messages"])

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use reelfarm_backends::store::TemplateRecord;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_notifier::signing;
 use reelfarm_tests::files::{FileServer, Received};
 use reelfarm_tests::google::{self, FakeGoogle, Kind};

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use reelfarm::admin::template::{import, ImportOptions};
-use reelfarm_backends::store::{ShareTarget, TemplateRecord};
 use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::template::stored::{ShareTarget, TemplateRecord};
+use reelfarm_server::admin::template::{import, ImportOptions};
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use reelfarm_backends::store::TemplateRecord;
+use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::tts::MAX_SPEECH_PIECES;
 use reelfarm_tests::google_tts::{FakeGoogleTts, API_KEY};
 use reelfarm_tests::media::{self, probe_url};
@@ -337,7 +337,7 @@ async fn paid_speech_is_metered_once_per_synthesis_and_only_after_the_other_sour
     // espeak is free: not counted.
     w.render(json!({ FIRST: espeak("Free words.") })).await;
     assert_eq!(store.tts_characters(&user.id).await.unwrap(), metered);
-    let report = reelfarm::admin::usage::report(store, Some("speaker"), None).await.unwrap();
+    let report = reelfarm_server::admin::usage::report(store, Some("speaker"), None).await.unwrap();
     let header: Vec<&str> = report.lines().next().unwrap().split('\t').collect();
     let row: Vec<&str> = report.lines().nth(1).unwrap().split('\t').collect();
     let column = header.iter().position(|h| *h == "tts_characters").expect("a tts_characters column");

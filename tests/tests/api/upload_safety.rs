@@ -118,7 +118,7 @@ async fn assert_nothing_stored(app: &TestApp, token: &str, id: &str) {
     let removed = app.service.backends.blobs.delete_prefix(&format!("{}/", record.blob_prefix)).await.unwrap();
     assert_eq!(removed, 0, "files were left under {}", record.blob_prefix);
     if app.mode == Mode::Embedded {
-        let temp = std::fs::read_dir(app.config.data_dir.join("blobs").join("~tmp")).unwrap().count();
+        let temp = std::fs::read_dir(app.config.storage.data_dir.join("blobs").join("~tmp")).unwrap().count();
         assert_eq!(temp, 0, "temp files were left");
     }
 }
@@ -270,13 +270,14 @@ async fn an_upload_over_the_storage_quota_is_refused_with_402_and_usage_is_repor
     json(app.client.put(&url).body(png_like(room as usize)).send().await.unwrap(), 200).await;
 
     // `reelfarm admin usage USER`: the collector's two objects, the bytes counted so far.
-    let report =
-        reelfarm::admin::usage::report(&app.service.backends.store, Some("collector"), Some(QUOTA)).await.unwrap();
+    let report = reelfarm_server::admin::usage::report(&app.service.backends.store, Some("collector"), Some(QUOTA))
+        .await
+        .unwrap();
     let row = report.lines().nth(1).unwrap();
     let columns: Vec<&str> = row.split('\t').collect();
     assert_eq!(columns[..4], ["collector", user.id.as_str(), "2", &(stored + room).to_string()], "{report}");
     assert_eq!(report.lines().count(), 3, "{report}");
-    let all = reelfarm::admin::usage::report(&app.service.backends.store, None, None).await.unwrap();
+    let all = reelfarm_server::admin::usage::report(&app.service.backends.store, None, None).await.unwrap();
     assert!(all.lines().any(|l| l.starts_with("neighbour\t") && l.contains(&format!("\t1\t{room}\t"))), "{all}");
     app.stop().await;
 }

@@ -11,7 +11,7 @@ use reelfarm_tests::{json, Mode, Role, TestApp};
 
 /// Waits until `n` consumers are subscribed to the test's convert queue.
 async fn wait_for_consumers(app: &TestApp, n: usize) {
-    let queue = format!("{}.convert", app.config.namespace);
+    let queue = format!("{}.convert", app.config.bus.namespace);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let out = tokio::process::Command::new("rabbitmqctl")
@@ -182,12 +182,10 @@ async fn a_worker_killed_mid_render_leaves_the_render_to_another_which_finishes_
 async fn a_worker_with_an_ops_port_serves_probes_and_metrics() {
     let app = TestApp::spawn_role(Mode::Distributed, Role::Api, &[]).await;
     let dir = tempfile::tempdir().unwrap();
-    let config = reelfarm_backends::Config {
-        data_dir: dir.path().to_path_buf(),
-        ops_listen: Some("127.0.0.1:0".parse().unwrap()),
-        ..app.config.clone()
-    };
-    let worker = reelfarm::serve::Service::start(Role::Worker, config).await.expect("the worker starts");
+    let mut config = app.config.clone();
+    config.storage.data_dir = dir.path().to_path_buf();
+    config.ops.ops_listen = Some("127.0.0.1:0".parse().unwrap());
+    let worker = reelfarm_server::serve::Service::start(Role::Worker, config).await.expect("the worker starts");
     assert_eq!(worker.api_port, None);
     let ops = format!("http://127.0.0.1:{}", worker.ops_port.expect("the ops port is bound"));
 

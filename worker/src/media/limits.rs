@@ -52,13 +52,13 @@ impl Limits {
     /// clone the result, so that every job shares the budget.
     pub fn from_config(config: &reelfarm_backends::Config) -> Limits {
         Limits {
-            max_pixels: config.max_image_pixels,
-            max_video_pixels: config.max_video_pixels,
-            max_animation_pixels: config.max_animation_pixels,
-            max_duration: config.max_media_duration,
-            time_limit: config.job_timeout,
-            memory: MemoryBudget::new(config.media_memory),
-            template: config.render_limits,
+            max_pixels: config.worker.max_image_pixels,
+            max_video_pixels: config.worker.max_video_pixels,
+            max_animation_pixels: config.worker.max_animation_pixels,
+            max_duration: config.worker.max_media_duration,
+            time_limit: config.worker.job_timeout,
+            memory: MemoryBudget::new(config.worker.media_memory),
+            template: config.render,
         }
     }
 

@@ -25,15 +25,19 @@ pub(crate) struct Google {
 }
 
 impl Google {
-    /// The client for `config.google_tts_url`; `None` without an API key.
+    /// The client for `config.speech.google_tts_url`; `None` without an API key.
     pub(crate) fn new(config: &Config) -> Result<Option<Google>, String> {
-        let Some(key) = &config.google_tts_api_key else { return Ok(None) };
+        let Some(key) = &config.speech.google_tts_api_key else { return Ok(None) };
         let client = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("google tts client: {e}"))?;
-        Ok(Some(Google { client, url: format!("{}/v1/text:synthesize", config.google_tts_url), key: key.clone() }))
+        Ok(Some(Google {
+            client,
+            url: format!("{}/v1/text:synthesize", config.speech.google_tts_url),
+            key: key.clone(),
+        }))
     }
 }
 

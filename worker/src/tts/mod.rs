@@ -106,13 +106,16 @@ pub(crate) struct Tts {
 impl Tts {
     pub(crate) fn new(config: &Config, blobs: Blobs) -> anyhow::Result<Tts> {
         Ok(Tts {
-            voices: Voices { polly: config.polly_region.is_some(), google: config.google_tts_api_key.is_some() },
+            voices: Voices {
+                polly: config.speech.polly_region.is_some(),
+                google: config.speech.google_tts_api_key.is_some(),
+            },
             espeak: espeak::Espeak,
             polly: polly::Polly::new(config).map_err(anyhow::Error::msg)?,
             google: google::Google::new(config).map_err(anyhow::Error::msg)?,
             blobs,
-            cache_secret: config.secret_key.expose_secret().as_bytes().to_vec(),
-            time_limit: config.job_timeout,
+            cache_secret: config.storage.secret_key.expose_secret().as_bytes().to_vec(),
+            time_limit: config.worker.job_timeout,
         })
     }
 

@@ -28,11 +28,11 @@ pub(crate) struct Polly {
 }
 
 impl Polly {
-    /// The client for `config.polly_region` (and endpoint); `None` when Polly is not
+    /// The client for `config.speech.polly_region` (and endpoint); `None` when Polly is not
     /// configured.
     pub(crate) fn new(config: &Config) -> Result<Option<Polly>, String> {
-        let Some(region) = &config.polly_region else { return Ok(None) };
-        let credentials = match &config.polly_credentials {
+        let Some(region) = &config.speech.polly_region else { return Ok(None) };
+        let credentials = match &config.speech.polly_credentials {
             Some((id, secret)) => Credentials::new(id, secret.expose_secret(), None, None, "reelfarm configuration"),
             None => {
                 let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
@@ -53,7 +53,7 @@ impl Polly {
             .region(Region::new(region.clone()))
             .credentials_provider(credentials)
             .timeout_config(TimeoutConfig::builder().connect_timeout(TIMEOUT / 6).operation_timeout(TIMEOUT).build());
-        if let Some(endpoint) = &config.polly_endpoint {
+        if let Some(endpoint) = &config.speech.polly_endpoint {
             builder = builder.endpoint_url(endpoint);
         }
         Ok(Some(Polly { client: Client::from_conf(builder.build()) }))

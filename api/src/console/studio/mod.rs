@@ -19,9 +19,9 @@ mod view;
 use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use askama::Template;
-use reelfarm_backends::store::{StudioSession, TemplateRecord};
 use reelfarm_domain::asset::AssetKind;
 use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::template::stored::{StudioSession, TemplateRecord};
 use serde_json::Value;
 
 use super::visitor::SignedIn;

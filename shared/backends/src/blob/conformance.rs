@@ -345,7 +345,7 @@ async fn s3_adapter_passes_the_suite() {
     ];
     let config = Config::from_sources(None, env.map(|(k, v)| (k.to_string(), v.to_string())))
         .expect("REELFARM_TEST_S3_URL is a valid s3:// URL");
-    let BlobLocation::S3 { bucket, endpoint, region, public_base, .. } = config.blob else {
+    let BlobLocation::S3 { bucket, endpoint, region, public_base, .. } = config.storage.blob else {
         panic!("REELFARM_TEST_S3_URL must be an s3:// URL");
     };
     // A fresh prefix per run, so that parallel runs do not see each other's blobs.

@@ -11,7 +11,8 @@ use url::Url;
 
 use reelfarm_outbound::AllowEntry;
 
-use super::{BlobLocation, ConfigError, IpNet, KEYS};
+use super::keys::{Defaulted, Key, ENV_PREFIX, KEYS};
+use super::{BlobLocation, ConfigError, IpNet};
 
 /// Raw values with their origin, before validation.
 #[derive(Default)]
@@ -20,48 +21,63 @@ pub(super) struct Raw {
 }
 
 impl Raw {
-    pub(super) fn get(&self, key: &str) -> Option<&(String, String)> {
-        self.values.get(key)
+    pub(super) fn get(&self, key: Key) -> Option<&(String, String)> {
+        self.values.get(key.name)
     }
 }
 
+/// Reads a TOML file of sections (`[api]`, `[worker]` …), each holding its own keys.
 pub(super) fn read_toml(path: &Path, raw: &mut Raw) -> Result<(), ConfigError> {
     let file_error = |message: String| ConfigError { source_name: path.display().to_string(), message };
     let text = std::fs::read_to_string(path).map_err(|e| file_error(format!("cannot read: {e}")))?;
     let table: toml::Table = text.parse().map_err(|e| file_error(format!("not valid TOML: {e}")))?;
-    for (name, value) in table {
-        let Some(key) = KEYS.iter().find(|k| k.name == name).map(|k| k.name) else {
-            return Err(file_error(format!("unknown key `{name}`")));
+    let home = |name: &str| KEYS.iter().find(|k| k.name == name).map(|k| k.section);
+    for (section, entries) in table {
+        let toml::Value::Table(entries) = entries else {
+            return Err(file_error(match home(&section) {
+                Some(home) => format!("`{section}` belongs in the section [{home}]"),
+                None => format!("unknown key `{section}`"),
+            }));
         };
-        let value = match value {
-            toml::Value::String(s) => s,
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            toml::Value::Array(items) => items
-                .into_iter()
-                .map(|v| match v {
-                    toml::Value::String(s) => s,
-                    other => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(","),
-            other => return Err(file_error(format!("key `{name}`: unsupported value {other}"))),
-        };
-        raw.values.insert(key, (value, format!("{name} (in {})", path.display())));
+        if !KEYS.iter().any(|k| k.section == section) {
+            return Err(file_error(format!("unknown section [{section}]")));
+        }
+        for (name, value) in entries {
+            let Some(key) = KEYS.iter().find(|k| k.section == section && k.name == name) else {
+                return Err(file_error(match home(&name) {
+                    Some(home) => format!("`{name}` belongs in the section [{home}], not [{section}]"),
+                    None => format!("unknown key `{name}` in [{section}]"),
+                }));
+            };
+            let value = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                toml::Value::Array(items) => items
+                    .into_iter()
+                    .map(|v| match v {
+                        toml::Value::String(s) => s,
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+                other => return Err(file_error(format!("[{section}] {name}: unsupported value {other}"))),
+            };
+            raw.values.insert(key.name, (value, format!("[{section}] {name} (in {})", path.display())));
+        }
     }
     Ok(())
 }
 
-/// The value of `key`, or its default (from [`KEYS`]), read by `f`.
-pub(super) fn parse<T>(raw: &Raw, key: &'static str, f: impl Fn(&str) -> Result<T, String>) -> Result<T, ConfigError> {
-    let default = KEYS.iter().find(|k| k.name == key).and_then(|k| k.default);
-    parse_or(raw, key, default.unwrap_or_else(|| panic!("the key {key} has no default in KEYS")), f)
+/// The value of `key`, or its default, read by `f`.
+pub(super) fn parse<T>(raw: &Raw, key: Defaulted, f: impl Fn(&str) -> Result<T, String>) -> Result<T, ConfigError> {
+    parse_or(raw, key.0, key.1, f)
 }
 
 /// The value of `key`, or `default` (made from other keys), read by `f`.
 pub(super) fn parse_or<T>(
     raw: &Raw,
-    key: &'static str,
+    key: Key,
     default: &str,
     f: impl Fn(&str) -> Result<T, String>,
 ) -> Result<T, ConfigError> {
@@ -69,13 +85,14 @@ pub(super) fn parse_or<T>(
         Some((value, source)) => {
             f(value.trim()).map_err(|message| ConfigError { source_name: source.clone(), message })
         }
-        None => f(default).map_err(|message| ConfigError { source_name: format!("default of {key}"), message }),
+        None => f(default).map_err(|message| ConfigError { source_name: format!("default of {}", key.name), message }),
     }
 }
 
+/// The value of `key`, read by `f`; `None` when it is unset or empty.
 pub(super) fn optional<T>(
     raw: &Raw,
-    key: &'static str,
+    key: Key,
     f: impl Fn(&str) -> Result<T, String>,
 ) -> Result<Option<T>, ConfigError> {
     match raw.get(key) {
@@ -83,6 +100,11 @@ pub(super) fn optional<T>(
         Some(_) => parse_or(raw, key, "", f).map(Some),
         None => Ok(None),
     }
+}
+
+/// Where `key` was set (`REELFARM_NAME` or the file's section and key), or its variable.
+pub(super) fn source_of(raw: &Raw, key: Key) -> String {
+    raw.get(key).map_or_else(|| format!("{ENV_PREFIX}{}", key.name.to_ascii_uppercase()), |(_, source)| source.clone())
 }
 
 pub(super) fn list(s: &str) -> impl Iterator<Item = &str> {
@@ -269,5 +291,53 @@ pub(super) fn load_or_create_secret(data_dir: &Path) -> Result<String, ConfigErr
         // Another process created it first: use theirs.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => load_or_create_secret(data_dir),
         Err(e) => Err(err(format!("cannot write: {e}"))),
+    }
+}
+
+/// `HOST:PORT` with an IP address.
+pub(super) fn socket_addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| "expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080".to_string())
+}
+
+/// An http(s) address with a host, without its trailing slash.
+pub(super) fn http_base(s: &str) -> Result<String, String> {
+    let url = Url::parse(s).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err("expected an http(s) address with a host".into());
+    }
+    Ok(s.trim_end_matches('/').to_string())
+}
+
+pub(super) fn non_empty(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        Err("must not be empty".into())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+/// A whole number of at least 1.
+pub(super) fn at_least_one<T: std::str::FromStr + PartialEq + From<u8>>(s: &str) -> Result<T, String> {
+    match parse_int::<T>(s)? {
+        n if n == T::from(0) => Err("must be at least 1".into()),
+        n => Ok(n),
+    }
+}
+
+/// A whole number where 0 means no limit (`None`).
+pub(super) fn limit(s: &str) -> Result<Option<u32>, String> {
+    parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0))
+}
+
+/// A size where 0 means no limit (`None`).
+pub(super) fn size_limit(s: &str) -> Result<Option<u64>, String> {
+    parse_bytes(s).map(|n| Some(n).filter(|&n| n > 0))
+}
+
+/// A duration of at least `least`, named in the message as `what`.
+pub(super) fn duration_from(least: Duration, what: &'static str) -> impl Fn(&str) -> Result<Duration, String> {
+    move |s| match parse_duration(s)? {
+        d if d < least => Err(format!("must be {what}")),
+        d => Ok(d),
     }
 }

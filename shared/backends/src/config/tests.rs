@@ -1,6 +1,8 @@
 //! The configuration's sources, defaults and checks, key by key.
 
+use super::sources::{parse_blob_url, parse_bytes};
 use super::*;
+use std::time::Duration;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     let dir = std::env::temp_dir().join(format!("rf-config-{}", reelfarm_domain::id::new_id()));
@@ -12,15 +14,15 @@ fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn defaults_are_the_embedded_backends() {
     let c = Config::from_sources(None, env(&[])).unwrap();
-    assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
-    assert_eq!(c.public_url, "http://127.0.0.1:8080");
-    assert!(c.database_url.starts_with("sqlite://"));
-    assert!(matches!(c.blob, BlobLocation::Dir(_)));
-    assert!(c.amqp_url.is_none() && c.redis_url.is_none());
-    assert_eq!(c.webhook_retry_schedule.len(), 8);
-    assert_eq!(c.webhook_retry_schedule[2], Duration::from_secs(300));
-    assert_eq!((c.rate_limit, c.rate_limit_burst), (100, 1000));
-    assert_eq!(c.encoder_threads, 0, "x264 chooses");
+    assert_eq!(c.api.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.api.public_url, "http://127.0.0.1:8080");
+    assert!(c.storage.database_url.starts_with("sqlite://"));
+    assert!(matches!(c.storage.blob, BlobLocation::Dir(_)));
+    assert!(c.bus.amqp_url.is_none() && c.storage.redis_url.is_none());
+    assert_eq!(c.notifier.webhook_retry_schedule.len(), 8);
+    assert_eq!(c.notifier.webhook_retry_schedule[2], Duration::from_secs(300));
+    assert_eq!((c.api.rate_limit, c.api.rate_limit_burst), (100, 1000));
+    assert_eq!(c.worker.encoder_threads, 0, "x264 chooses");
 }
 
 #[test]
@@ -47,19 +49,34 @@ fn toml_file_is_overridden_by_environment_and_unknown_keys_are_refused() {
     let file = dir.path().join("reelfarm.toml");
     std::fs::write(
         &file,
-        "listen = \"127.0.0.1:9000\"\nrate_limit = 7\noutbound_allow = [\"127.0.0.1\", \"[::1]:8080\"]\n",
+        "[api]\nlisten = \"127.0.0.1:9000\"\nrate_limit = 7\n[ops]\noutbound_allow = [\"127.0.0.1\", \"[::1]:8080\"]\n",
     )
     .unwrap();
     let c = Config::from_sources(Some(&file), env(&[("REELFARM_RATE_LIMIT", "9")])).unwrap();
-    assert_eq!(c.listen.port(), 9000);
-    assert_eq!(c.rate_limit, 9);
-    assert_eq!(c.outbound_allow.len(), 2);
-    assert!(c.outbound_allow[1].allows("[::1]:8080".parse().unwrap()));
-    assert!(!c.outbound_allow[1].allows("[::1]:8081".parse().unwrap()));
+    assert_eq!(c.api.listen.port(), 9000);
+    assert_eq!(c.api.rate_limit, 9);
+    assert_eq!(c.ops.outbound_allow.len(), 2);
+    assert!(c.ops.outbound_allow[1].allows("[::1]:8080".parse().unwrap()));
+    assert!(!c.ops.outbound_allow[1].allows("[::1]:8081".parse().unwrap()));
 
-    std::fs::write(&file, "lisen = \"x\"\n").unwrap();
+    let refused = |toml: &str| {
+        std::fs::write(&file, toml).unwrap();
+        Config::from_sources(Some(&file), env(&[])).unwrap_err().message
+    };
+    assert!(refused("[api]\nlisen = \"x\"\n").contains("unknown key `lisen` in [api]"));
+    assert!(refused("[worker]\nlisten = \"x\"\n").contains("`listen` belongs in the section [api], not [worker]"));
+    assert!(refused("listen = \"x\"\n").contains("`listen` belongs in the section [api]"));
+    assert!(refused("[apu]\nlisten = \"x\"\n").contains("unknown section [apu]"));
+    assert!(refused("lisen = 1\n").contains("unknown key `lisen`"));
+}
+
+#[test]
+fn a_bad_value_in_the_file_is_reported_by_its_section_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("reelfarm.toml");
+    std::fs::write(&file, "[worker]\njob_timeout = \"soon\"\n").unwrap();
     let err = Config::from_sources(Some(&file), env(&[])).unwrap_err();
-    assert!(err.message.contains("unknown key `lisen`"), "{err}");
+    assert_eq!(err.source_name, format!("[worker] job_timeout (in {})", file.display()));
 }
 
 #[test]
@@ -90,7 +107,7 @@ fn durations_take_units() {
 #[test]
 fn bootstrap_is_automatic_on_the_embedded_store_only() {
     let c = Config::from_sources(None, env(&[])).unwrap();
-    assert_eq!(c.bootstrap, Bootstrap::Auto);
+    assert_eq!(c.api.bootstrap, Bootstrap::Auto);
     assert!(c.bootstraps(), "SQLite: the first run sets itself up");
     let secret = ("REELFARM_SECRET_KEY", "a-secret-key-of-at-least-32-characters");
     let postgres = ("REELFARM_DATABASE_URL", "postgres://postgres@127.0.0.1/reelfarm");
@@ -104,9 +121,12 @@ fn bootstrap_is_automatic_on_the_embedded_store_only() {
 #[test]
 fn upload_limits_have_sane_defaults_and_take_sizes() {
     let c = Config::from_sources(None, env(&[])).unwrap();
-    assert_eq!(c.max_upload_bytes, Some(10 << 30));
-    assert_eq!(c.upload_quota_bytes, None, "no quota unless configured");
-    assert_eq!((c.upload_idle_timeout, c.upload_deadline), (Duration::from_secs(60), Duration::from_secs(6 * 3600)));
+    assert_eq!(c.api.max_upload_bytes, Some(10 << 30));
+    assert_eq!(c.api.upload_quota_bytes, None, "no quota unless configured");
+    assert_eq!(
+        (c.api.upload_idle_timeout, c.api.upload_deadline),
+        (Duration::from_secs(60), Duration::from_secs(6 * 3600))
+    );
     let c = Config::from_sources(
         None,
         env(&[
@@ -117,8 +137,11 @@ fn upload_limits_have_sane_defaults_and_take_sizes() {
         ]),
     )
     .unwrap();
-    assert_eq!((c.max_upload_bytes, c.upload_quota_bytes), (None, Some(50_000_000_000)));
-    assert_eq!((c.upload_idle_timeout, c.upload_deadline), (Duration::from_millis(500), Duration::from_secs(3600)));
+    assert_eq!((c.api.max_upload_bytes, c.api.upload_quota_bytes), (None, Some(50_000_000_000)));
+    assert_eq!(
+        (c.api.upload_idle_timeout, c.api.upload_deadline),
+        (Duration::from_millis(500), Duration::from_secs(3600))
+    );
     assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
     assert_eq!(parse_bytes("1 KiB"), Ok(1024));
     assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
@@ -157,11 +180,11 @@ fn placeholder_short_and_predictable_secret_keys_are_refused() {
 
 #[test]
 fn email_rate_limit_defaults_to_100_an_hour_and_zero_lifts_it() {
-    assert_eq!(Config::from_sources(None, env(&[])).unwrap().email_rate_limit, Some(100));
+    assert_eq!(Config::from_sources(None, env(&[])).unwrap().notifier.email_rate_limit, Some(100));
     let c = Config::from_sources(None, env(&[("REELFARM_EMAIL_RATE_LIMIT", "0")])).unwrap();
-    assert_eq!(c.email_rate_limit, None);
+    assert_eq!(c.notifier.email_rate_limit, None);
     let c = Config::from_sources(None, env(&[("REELFARM_EMAIL_RATE_LIMIT", "3")])).unwrap();
-    assert_eq!(c.email_rate_limit, Some(3));
+    assert_eq!(c.notifier.email_rate_limit, Some(3));
     assert!(Config::from_sources(None, env(&[("REELFARM_EMAIL_RATE_LIMIT", "lots")])).is_err());
 }
 
@@ -173,11 +196,11 @@ fn media_memory_defaults_to_half_the_cgroup_limit_else_half_the_ram_and_zero_dis
     assert_eq!(sources::media_memory_from(None, Some(meminfo)), 16_384_000 * 1024 / 2);
     assert_eq!(sources::media_memory_from(None, None), 0, "nothing readable: no budget");
     let c = Config::from_sources(None, env(&[])).unwrap();
-    assert_eq!(c.media_memory, Some(sources::default_media_memory()).filter(|&n| n > 0));
+    assert_eq!(c.worker.media_memory, Some(sources::default_media_memory()).filter(|&n| n > 0));
     let c = Config::from_sources(None, env(&[("REELFARM_MEDIA_MEMORY", "8MiB")])).unwrap();
-    assert_eq!(c.media_memory, Some(8 << 20));
+    assert_eq!(c.worker.media_memory, Some(8 << 20));
     let c = Config::from_sources(None, env(&[("REELFARM_MEDIA_MEMORY", "0")])).unwrap();
-    assert_eq!(c.media_memory, None);
+    assert_eq!(c.worker.media_memory, None);
     let err = Config::from_sources(None, env(&[("REELFARM_MEDIA_MEMORY", "lots")])).unwrap_err();
     assert!(err.to_string().contains("REELFARM_MEDIA_MEMORY"), "{err}");
 }

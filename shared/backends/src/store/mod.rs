@@ -44,9 +44,11 @@ pub use outbox::{OutboxRow, OutboxTake};
 pub use reelfarm_domain::account::{Credits, Group, User};
 pub use reelfarm_domain::delivery::{AfterAttempt, DeliveryAttempt, DeliveryRecord, NewDelivery};
 pub use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
-pub use studio::{StudioSession, STUDIO_HISTORY, STUDIO_RETENTION_MS};
-pub use template_versions::{TemplateContent, TemplateVersion};
-pub use templates::{template_blob_prefix, NewTemplate, ShareTarget, TemplateRecord};
+pub use reelfarm_domain::template::stored::{
+    blob_prefix as template_blob_prefix, NewTemplate, ShareTarget, StudioSession, TemplateContent, TemplateRecord,
+    TemplateVersion,
+};
+pub use studio::{STUDIO_HISTORY, STUDIO_RETENTION_MS};
 pub use usage::{RenderCounts, Usage};
 pub use users::{new_webhook_secret, NewUser, TokenRecord};
 pub use workers::WorkerRecord;

@@ -6,7 +6,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
-use super::{Result, Store, StoreError};
+use super::{Result, Store, StoreError, StudioSession};
 use reelfarm_domain::id::{now_ms, TemplateId, UserId};
 
 /// Revisions kept for undo.
@@ -14,19 +14,6 @@ pub const STUDIO_HISTORY: i64 = 200;
 
 /// How long an untouched working copy is kept.
 pub const STUDIO_RETENTION_MS: i64 = 30 * 24 * 3600 * 1000;
-
-/// A working copy at its shown revision.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StudioSession {
-    /// The saved version the edits started from.
-    pub base_version: i64,
-    /// The shown revision and its document.
-    pub rev: i64,
-    pub json: String,
-    pub can_undo: bool,
-    pub can_redo: bool,
-    pub updated_at: i64,
-}
 
 /// The key of one working copy.
 type Key<'a> = (&'a TemplateId, &'a UserId);

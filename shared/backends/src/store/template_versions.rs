@@ -10,37 +10,10 @@ use sqlx::{Any, Row, Transaction};
 
 use super::jobs::want_template_media;
 use super::templates::insert_template;
-use super::{id, optional_id, NewTemplate, Result, Store, StoreError, TemplateRecord};
+use super::{
+    id, optional_id, NewTemplate, Result, Store, StoreError, TemplateContent, TemplateRecord, TemplateVersion,
+};
 use reelfarm_domain::id::{now_ms, TemplateId, UserId};
-use reelfarm_domain::quality::Quality;
-
-/// What a save sets: the document and what is derived from it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TemplateContent {
-    pub name: String,
-    pub category: String,
-    pub tags: Vec<String>,
-    pub json: String,
-    pub duration_ms: i64,
-    pub quality: Quality,
-    /// `file` path in the document → blob key (the template's stored placeholder files
-    /// that this version still uses).
-    pub files: BTreeMap<String, String>,
-    /// Estimated CPU-milliseconds of making its thumb and preview.
-    pub media_cost_ms: i64,
-}
-
-/// One saved version of a template.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TemplateVersion {
-    pub template_id: TemplateId,
-    pub version: i64,
-    pub json: String,
-    pub files: BTreeMap<String, String>,
-    /// Who saved it (for an import, its owner); `None` for an import without an owner.
-    pub saved_by: Option<UserId>,
-    pub created_at: i64,
-}
 
 const VERSION_COLUMNS: &str = "template_id, version, json, files, saved_by, created_at";
 

@@ -3,73 +3,16 @@
 //! shared with, and by everyone when public; archived ones by nobody. Their versions are
 //! in [`template_versions`](super::template_versions).
 
-use std::collections::BTreeMap;
-
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::template_versions::insert_version;
-use super::{flag, id, is_foreign_key_violation, is_unique_violation, optional_id, Result, Store, StoreError};
+use super::{
+    flag, id, is_foreign_key_violation, is_unique_violation, optional_id, NewTemplate, Result, ShareTarget, Store,
+    StoreError, TemplateRecord,
+};
 use reelfarm_domain::id::{now_ms, GroupId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
-
-/// Everything of a template but what the store sets (`archived`, `created_at`). The id
-/// and blob prefix are chosen before the record is written, because the template's files
-/// are stored under them first: a template appears only once its files are in place.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewTemplate {
-    pub id: TemplateId,
-    pub name: String,
-    /// `None` for a public template of the operator's.
-    pub owner_user_id: Option<UserId>,
-    pub public: bool,
-    pub category: String,
-    pub tags: Vec<String>,
-    /// The template document, as imported.
-    pub json: String,
-    pub duration_ms: i64,
-    pub quality: Quality,
-    /// See [`template_blob_prefix`].
-    pub blob_prefix: String,
-    /// `file` path in the document → blob key of the stored file.
-    pub files: BTreeMap<String, String>,
-    pub thumb_key: Option<String>,
-    pub preview_key: Option<String>,
-}
-
-/// A stored template.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TemplateRecord {
-    pub id: TemplateId,
-    pub name: String,
-    pub owner_user_id: Option<UserId>,
-    pub public: bool,
-    pub category: String,
-    pub tags: Vec<String>,
-    pub json: String,
-    pub duration_ms: i64,
-    pub quality: Quality,
-    pub blob_prefix: String,
-    pub files: BTreeMap<String, String>,
-    pub thumb_key: Option<String>,
-    pub preview_key: Option<String>,
-    pub archived: bool,
-    pub created_at: i64,
-    /// The current version: the one new jobs render (1 for a new template).
-    pub version: i64,
-}
-
-/// Someone a template is shared with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ShareTarget {
-    User(UserId),
-    Group(GroupId),
-}
-
-/// A new unguessable prefix for the blobs of template `id`: `templates/{id}/{16 base62}`.
-pub fn template_blob_prefix(id: &TemplateId) -> String {
-    format!("templates/{id}/{}", reelfarm_domain::token::random_base62(16))
-}
 
 const COLUMNS: &str = "id, name, owner_user_id, public, category, tags, json, duration_ms, quality, blob_prefix, \
     files, thumb_key, preview_key, archived, created_at, version";

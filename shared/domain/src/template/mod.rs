@@ -10,6 +10,7 @@
 pub mod color;
 pub mod fonts;
 pub mod rich;
+pub mod stored;
 pub mod values;
 
 mod error;

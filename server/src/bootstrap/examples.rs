@@ -21,13 +21,13 @@ pub struct Example {
 
 macro_rules! example {
     ($stem:literal) => {
-        Example { stem: $stem, json: include_str!(concat!("../../examples/templates/", $stem, ".json")) }
+        Example { stem: $stem, json: include_str!(concat!("../../../examples/templates/", $stem, ".json")) }
     };
 }
 
 macro_rules! media {
     ($name:literal) => {
-        ($name, include_bytes!(concat!("../../examples/templates/media/", $name)).as_slice())
+        ($name, include_bytes!(concat!("../../../examples/templates/media/", $name)).as_slice())
     };
 }
 
@@ -126,7 +126,7 @@ pub async fn import_missing(
 }
 
 /// Writes `examples` and every media file into `dir` as the repository holds them.
-pub(crate) fn write_files(dir: &Path, examples: &[&Example]) -> std::io::Result<()> {
+pub fn write_files(dir: &Path, examples: &[&Example]) -> std::io::Result<()> {
     std::fs::create_dir(dir.join("media"))?;
     for (name, bytes) in MEDIA {
         std::fs::write(dir.join("media").join(name), bytes)?;
@@ -148,13 +148,13 @@ mod tests {
         assert_eq!(parsed.get_version_num(), 5);
         assert_eq!(id, template_id("quote-card"));
         assert_ne!(id, template_id("product-promo"));
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
         assert!(readme.contains(id.as_str()), "the README's quick start names the quote card's id {id}");
     }
 
     #[test]
     fn every_example_and_its_media_is_built_in() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/templates");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/templates");
         let mut on_disk: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.unwrap().file_name().into_string().ok())

@@ -40,7 +40,7 @@ pub async fn run(config: &Config, renders: u32, tries: u32) -> anyhow::Result<()
     let token = store.create_token(&b.id, 1).await?.1;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let distributed = config.amqp_url.is_some();
+    let distributed = config.bus.amqp_url.is_some();
     let slots = if distributed { "1" } else { "2" };
     let mut children = vec![super::serve("all", port, &namespace)?
         .env("REELFARM_WORKER_SLOTS", slots)
@@ -64,7 +64,7 @@ pub async fn run(config: &Config, renders: u32, tries: u32) -> anyhow::Result<()
         let _ = child.kill();
         let _ = child.wait();
     }
-    if let Some(url) = &config.amqp_url {
+    if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     result

@@ -18,15 +18,15 @@ use reelfarm_domain::message::{Envelope, Message, Queue};
 const IN_FLIGHT: usize = 64;
 
 pub async fn run(config: &Config, messages: u64) -> anyhow::Result<()> {
-    let Some(url) = &config.amqp_url else { bail!("set REELFARM_BUS_URL to the RabbitMQ to measure (amqp://…)") };
+    let Some(url) = &config.bus.amqp_url else { bail!("set REELFARM_BUS_URL to the RabbitMQ to measure (amqp://…)") };
     let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
     // The AMQP adapter keeps nothing in the store; the bus only needs the handle.
-    let store = Store::connect(&config.database_url).await?;
+    let store = Store::connect(&config.storage.database_url).await?;
     let options = BusOptions {
         namespace: namespace.clone(),
-        delivery_limit: config.delivery_limit,
-        consumer_timeout: config.job_timeout + Duration::from_secs(60),
-        retry_delay: config.retry_delay,
+        delivery_limit: config.bus.delivery_limit,
+        consumer_timeout: config.worker.job_timeout + Duration::from_secs(60),
+        retry_delay: config.bus.retry_delay,
     };
     let bus = Bus::connect(Some(url), options, store).await.context("connecting to RabbitMQ")?;
     let result = measure(&bus, messages).await;

@@ -54,7 +54,7 @@ async fn measure(config: &Config, database_url: &str, port: u16, pid: u32, size_
         .await?;
     let url = added["url"].as_str().context("upload url")?.to_string();
 
-    let blob = match &config.blob {
+    let blob = match &config.storage.blob {
         reelfarm_backends::config::BlobLocation::S3 { bucket, endpoint, .. } => {
             format!("s3 bucket {bucket} at {}", endpoint.as_deref().unwrap_or("AWS"))
         }

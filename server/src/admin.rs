@@ -17,7 +17,7 @@ pub mod template;
 pub mod usage;
 
 pub async fn run(command: Admin, config: Config) -> anyhow::Result<()> {
-    let store = Store::connect(&config.database_url).await.context("metadata store")?;
+    let store = Store::connect(&config.storage.database_url).await.context("metadata store")?;
     let result = execute(command, &store, &config).await;
     store.close().await;
     println!("{}", result?);
@@ -35,7 +35,7 @@ pub async fn link(store: &Store, config: &Config, user: &str, hours: u32) -> any
         AppError::Invalid(_) => anyhow::anyhow!("--hours must be 1 to 720"),
         e => cli_error(e),
     })?;
-    Ok(config.sign_in_link(&token))
+    Ok(config.api.sign_in_link(&token))
 }
 
 /// Accounts' shares as a tab-separated table under a header.
@@ -69,9 +69,9 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
     let cli = Actor::Cli;
     Ok(match command {
         Admin::Template(TemplateCommand::Import { file, owner, public }) => {
-            let blobs = Blobs::connect(&config.blob, &config.public_url).await.context("blob store")?;
+            let blobs = Blobs::connect(&config.storage.blob, &config.api.public_url).await.context("blob store")?;
             let options =
-                template::ImportOptions { owner, public, time_limit: config.job_timeout, limits: config.render_limits };
+                template::ImportOptions { owner, public, time_limit: config.worker.job_timeout, limits: config.render };
             template::import(store, &blobs, &file, &options).await?.id.into()
         }
         Admin::Template(TemplateCommand::Share { template_id, user_or_group }) => {
@@ -132,7 +132,7 @@ async fn execute(command: Admin, store: &Store, config: &Config) -> anyhow::Resu
         Admin::Worker(WorkerCommand::Enable { worker }) => {
             workers_table(&[operations::set_rotation(store, cli, &worker, true).await.map_err(cli_error)?])
         }
-        Admin::Usage { user } => usage::report(store, user.as_deref(), config.upload_quota_bytes).await?,
+        Admin::Usage { user } => usage::report(store, user.as_deref(), config.api.upload_quota_bytes).await?,
         Admin::Library(LibraryCommand::Create { name, kind, group }) => {
             let kind = match kind {
                 LibraryKindArg::Public => SharedLibrary::Public,

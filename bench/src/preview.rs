@@ -18,8 +18,8 @@ use reelfarm_domain::status::{JobStatus, RenderStatus};
 use reelfarm_domain::token::random_base62;
 use serde_json::{json, Value};
 
-use crate::bootstrap::examples::{import_missing, template_id, EXAMPLES};
 use crate::stats::Percentiles;
+use reelfarm_server::bootstrap::examples::{import_missing, template_id, EXAMPLES};
 
 /// The bars.
 const BAR_P50_MS: f64 = 150.0;
@@ -34,10 +34,10 @@ const FULL: &str = "1080p";
 
 pub async fn run(config: &Config, frames: u32) -> anyhow::Result<()> {
     let namespace = format!("bench{}", random_base62(8).to_lowercase());
-    let store = Store::connect(&config.database_url).await?;
-    let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
+    let store = Store::connect(&config.storage.database_url).await?;
+    let blobs = Blobs::connect(&config.storage.blob, &config.api.public_url).await?;
     println!("importing the example templates (first time only) …");
-    import_missing(&store, &blobs, config.job_timeout).await?;
+    import_missing(&store, &blobs, config.worker.job_timeout).await?;
     let user = store.create_user(&format!("bench-{namespace}"), None, EXAMPLES.len() as i64).await?;
     let token = store.create_token(&user.id, 1).await?.1;
 
@@ -46,7 +46,7 @@ pub async fn run(config: &Config, frames: u32) -> anyhow::Result<()> {
     let result = measure(port, &token, frames).await;
     let _ = child.kill();
     let _ = child.wait();
-    if let Some(url) = &config.amqp_url {
+    if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     result

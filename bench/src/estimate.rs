@@ -15,7 +15,7 @@ use reelfarm_domain::template::{Source, Template};
 
 use super::mib;
 use super::render::wait_peak;
-use crate::bootstrap::examples::{write_files, EXAMPLES};
+use reelfarm_server::bootstrap::examples::{write_files, EXAMPLES};
 
 /// How far an estimate may be from the measurement, either way.
 const FACTOR: f64 = 2.0;

@@ -14,10 +14,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::{JobCreation, NewTemplate};
+use reelfarm_backends::store::JobCreation;
 use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::{RenderId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::stored::NewTemplate;
 use serde_json::json;
 
 /// The bars.
@@ -28,10 +29,10 @@ const CHUNK: &str = "10s";
 
 pub async fn run(config: &Config, seconds: u32, rounds: u32) -> anyhow::Result<()> {
     let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
-    let store = Store::connect(&config.database_url).await?;
+    let store = Store::connect(&config.storage.database_url).await?;
     let user = store.create_user(&format!("bench-{namespace}"), None, i64::from(rounds) * 4).await?;
     let template = long_template(&store, seconds).await?;
-    let distributed = config.amqp_url.is_some();
+    let distributed = config.bus.amqp_url.is_some();
     println!("a {seconds} s 720p video, one x264 thread per worker slot; medians of {rounds} rounds");
     // Each worker a one-core machine (pinned), then the workers sharing this machine's
     // cores as they come. Whole and split runs alternate, so drift weighs on both.
@@ -56,7 +57,7 @@ pub async fn run(config: &Config, seconds: u32, rounds: u32) -> anyhow::Result<(
         println!("  time  {time:.2}× the whole render's (bar ≤ {BAR_TIME}×): {}", verdict(time <= BAR_TIME));
         println!("  CPU   {cpu:.2}× the whole render's (bar ≤ {BAR_CPU}×): {}", verdict(cpu <= BAR_CPU));
     }
-    if let Some(url) = &config.amqp_url {
+    if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     Ok(())
@@ -97,7 +98,7 @@ async fn measure(
     store: &Store,
     namespace: &str,
     user: &UserId,
-    template: &reelfarm_backends::store::TemplateRecord,
+    template: &reelfarm_domain::template::stored::TemplateRecord,
     roles: &[(&str, &str, Option<usize>)],
     split_after: &str,
 ) -> anyhow::Result<Run> {
@@ -196,7 +197,10 @@ fn cpu_of(children: &[std::process::Child]) -> f64 {
 
 /// A template of `seconds` at 1280×720, 30 fps: ten-second clips of a title, a sliding
 /// box and a growing badge, crossfading into each other.
-async fn long_template(store: &Store, seconds: u32) -> anyhow::Result<reelfarm_backends::store::TemplateRecord> {
+async fn long_template(
+    store: &Store,
+    seconds: u32,
+) -> anyhow::Result<reelfarm_domain::template::stored::TemplateRecord> {
     let clips = seconds.div_ceil(10).max(1);
     let clip_seconds = f64::from(seconds) / f64::from(clips);
     let clips: Vec<_> = (0..clips)
@@ -228,7 +232,7 @@ async fn long_template(store: &Store, seconds: u32) -> anyhow::Result<reelfarm_b
     });
     let id = TemplateId::generate();
     let new = NewTemplate {
-        blob_prefix: reelfarm_backends::store::template_blob_prefix(&id),
+        blob_prefix: reelfarm_domain::template::stored::blob_prefix(&id),
         id,
         name: "Split bench".into(),
         owner_user_id: None,

@@ -144,7 +144,7 @@ pub(super) struct Encoding {
 /// The ffmpeg CLI arguments for the same composition at `height` (1080, 720 or 480),
 /// encoded as `encoding` says into `out`.
 pub(super) fn baseline_args(dir: &Path, height: u32, out: &Path, encoding: &Encoding) -> Vec<String> {
-    let fonts = Path::new(env!("CARGO_MANIFEST_DIR")).join("fonts");
+    let fonts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fonts");
     let regular = fonts.join("LiberationSans-Regular.ttf").display().to_string();
     let bold = fonts.join("LiberationSans-Bold.ttf").display().to_string();
     let s = f64::from(height) / 1080.0;

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use reelfarm_app::templates::{self, ImportTemplate};
 use reelfarm_app::Actor;
-use reelfarm_backends::store::TemplateRecord;
 use reelfarm_backends::{Blobs, Store};
 use reelfarm_domain::id::TemplateId;
+use reelfarm_domain::template::stored::TemplateRecord;
 
 use crate::previews::LocalPreviews;
 

@@ -314,12 +314,16 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// `reelfarm loadtest`'s arguments alone.
+    #[derive(Parser)]
+    struct Loadtest {
+        #[command(flatten)]
+        args: LoadtestArgs,
+    }
+
     fn plan(args: &[&str]) -> anyhow::Result<Plan> {
-        let cli = crate::cli::Cli::try_parse_from([&["reelfarm", "loadtest", "--token", "t"], args].concat()).unwrap();
-        match cli.command {
-            crate::cli::Command::Loadtest(args) => Plan::new(&args),
-            _ => unreachable!(),
-        }
+        let parsed = Loadtest::try_parse_from([&["loadtest", "--token", "t"], args].concat()).unwrap();
+        Plan::new(&parsed.args)
     }
 
     #[test]
@@ -380,7 +384,7 @@ id = "b"
 
     #[test]
     fn the_example_scenario_is_a_valid_plan() {
-        let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/loadtest.toml");
+        let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/loadtest.toml");
         let p = plan(&["--scenario", example]).unwrap();
         assert_eq!((p.pace, p.stop), (Pace::Concurrency(8), Stop::Duration(Duration::from_secs(300))));
         assert_eq!(p.templates.len(), 2);
@@ -390,7 +394,7 @@ id = "b"
 
     #[test]
     fn several_accounts_send_jobs_by_weight_with_their_own_settings() {
-        let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/loadtest-accounts.toml");
+        let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/loadtest-accounts.toml");
         for (var, token) in
             [("REELFARM_TOKEN_BATCH", "rf_b"), ("REELFARM_TOKEN_SHOP", "rf_s"), ("REELFARM_TOKEN_NEWS", "rf_n")]
         {

@@ -39,7 +39,7 @@ pub async fn run(config: &Config, renders: u32) -> anyhow::Result<()> {
     };
     let _ = child.kill();
     let _ = child.wait();
-    if let Some(url) = &config.amqp_url {
+    if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     result

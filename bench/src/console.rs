@@ -19,8 +19,8 @@ use reelfarm_domain::job::{NewJob, NewRender, RenderOutcome};
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::token::random_base62;
 
-use crate::admin::template::{import, ImportOptions};
 use crate::stats::Percentiles;
+use reelfarm_server::admin::template::{import, ImportOptions};
 
 /// The bar: p95 of every page.
 const BAR_P95_MS: f64 = 100.0;
@@ -40,8 +40,8 @@ pub struct Sizes {
 pub async fn run(config: &Config, sizes: Sizes) -> anyhow::Result<()> {
     let namespace = format!("bench{}", random_base62(8).to_lowercase());
     let dir = tempfile::tempdir()?;
-    let store = Store::connect(&config.database_url).await?;
-    let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
+    let store = Store::connect(&config.storage.database_url).await?;
+    let blobs = Blobs::connect(&config.storage.blob, &config.api.public_url).await?;
     let password = random_base62(24);
     let email = format!("{namespace}@bench.example");
     let user = store.create_user(&format!("bench-{namespace}"), None, i64::from(sizes.jobs) + 1).await?;
@@ -70,7 +70,7 @@ pub async fn run(config: &Config, sizes: Sizes) -> anyhow::Result<()> {
     let result = measure(port, &target, &email, &password, &sizes).await;
     let _ = child.kill();
     let _ = child.wait();
-    if let Some(url) = &config.amqp_url {
+    if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     result

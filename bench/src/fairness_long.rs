@@ -15,8 +15,8 @@ use reelfarm_backends::{Blobs, Config};
 use reelfarm_domain::id::JobId;
 use reelfarm_domain::output::{Format, Output};
 
-use crate::admin::template::{import, ImportOptions};
 use crate::stats::Percentiles;
+use reelfarm_server::admin::template::{import, ImportOptions};
 
 /// Seconds of A's videos.
 const HOURS_10: f64 = 36_000.0;
@@ -36,7 +36,7 @@ fn long_template() -> serde_json::Value {
 
 pub async fn run(config: &Config, tries: u32) -> anyhow::Result<()> {
     let (namespace, store, quote_card) = super::quote_card(config).await?;
-    let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
+    let blobs = Blobs::connect(&config.storage.blob, &config.api.public_url).await?;
     let a = store.create_user(&format!("bench-a-{namespace}"), None, 10_000).await?;
     let b = store.create_user(&format!("bench-b-{namespace}"), None, i64::from(tries)).await?;
     let c = store.create_user(&format!("bench-c-{namespace}"), None, 10_000).await?;
@@ -44,8 +44,9 @@ pub async fn run(config: &Config, tries: u32) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("ten-hours.json");
     std::fs::write(&file, long_template().to_string())?;
-    let limits = reelfarm_domain::cost::Limits { max_duration: HOURS_10, ..config.render_limits };
-    let options = ImportOptions { owner: Some(a.name.clone()), public: false, time_limit: config.job_timeout, limits };
+    let limits = reelfarm_domain::cost::Limits { max_duration: HOURS_10, ..config.render };
+    let options =
+        ImportOptions { owner: Some(a.name.clone()), public: false, time_limit: config.worker.job_timeout, limits };
     let template = import(&store, &blobs, &file, &options).await?;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -75,7 +76,7 @@ pub async fn run(config: &Config, tries: u32) -> anyhow::Result<()> {
     }
     let _ = child.kill();
     let _ = child.wait();
-    if let Some(url) = &config.amqp_url {
+    if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     result

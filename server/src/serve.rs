@@ -40,7 +40,7 @@ const STOP_REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(5)
 impl Service {
     /// Connects the backends and starts the role's tasks.
     pub async fn start(role: Role, mut config: Config) -> anyhow::Result<Service> {
-        if role != Role::All && config.amqp_url.is_none() {
+        if role != Role::All && config.bus.amqp_url.is_none() {
             tracing::warn!(
                 "REELFARM_BUS_URL is `local`: only this process consumes what it publishes; \
                  run `serve all`, or set an amqp:// bus for separate roles"
@@ -79,12 +79,12 @@ impl Service {
         if let Some(listener) = listener {
             let app = Application::build(listener, config.clone(), backends.clone())?;
             api_port = Some(app.port());
-            tracing::info!(address = %format!("{}:{}", config.listen.ip(), app.port()), public_url = %config.public_url, "api listening");
+            tracing::info!(address = %format!("{}:{}", config.api.listen.ip(), app.port()), public_url = %config.api.public_url, "api listening");
             let token = shutdown.clone();
             tasks.spawn("api", async move { app.run_until_stopped(token).await.context("api server") });
         }
         let mut ops_port = None;
-        if let Some(listen) = config.ops_listen {
+        if let Some(listen) = config.ops.ops_listen {
             let ops = reelfarm_api::OpsServer::build(listen, backends.clone())?;
             ops_port = Some(ops.port());
             tracing::info!(address = %format!("{}:{}", listen.ip(), ops.port()), "operations endpoints listening");
@@ -175,7 +175,7 @@ impl Tasks {
 pub async fn run(role: Role, config: Config) -> anyhow::Result<()> {
     let service = Service::start(role, config.clone()).await?;
     if let (Some(first_run), Some(port)) = (&service.first_run, service.api_port) {
-        announce(first_run, config.listen.ip(), port);
+        announce(first_run, config.api.listen.ip(), port);
     }
     let token = service.shutdown.clone();
     tokio::spawn(async move {

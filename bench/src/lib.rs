@@ -1,9 +1,10 @@
 //! `reelfarm bench …`: measurements that print ratios against a baseline measured in the
-//! same run (never timed tests). Results and commands are recorded in
-//! `docs/performance.md`.
+//! same run (never timed tests), and `reelfarm loadtest`, which drives a running
+//! deployment over its API. Results and commands are recorded in `docs/performance.md`.
 
 pub mod bus;
 pub mod cancel;
+pub mod cli;
 pub mod console;
 pub mod convert;
 pub mod estimate;
@@ -11,23 +12,54 @@ pub mod fairness;
 pub mod fairness_long;
 pub mod formats;
 pub mod jobs;
+pub mod loadtest;
 pub mod lottie;
 pub mod preview;
 pub mod render;
 pub mod split;
+mod stats;
 pub mod upload;
+
+/// Runs the bench `bench` on the configured deployment (the benches that measure this
+/// machine alone ignore it).
+pub async fn run(bench: cli::Bench, config: &reelfarm_backends::Config) -> anyhow::Result<()> {
+    use cli::Bench;
+    match bench {
+        Bench::Convert { seconds, rounds } => {
+            tokio::task::spawn_blocking(move || convert::run(seconds, rounds)).await?
+        }
+        Bench::Formats { rounds } => tokio::task::spawn_blocking(move || formats::run(rounds)).await?,
+        Bench::Lottie { rounds } => tokio::task::spawn_blocking(move || lottie::run(rounds)).await?,
+        Bench::Estimate { quality } => tokio::task::spawn_blocking(move || estimate::run(quality)).await?,
+        Bench::Render { quality, rounds } => {
+            let heights = render::heights(&quality)?;
+            tokio::task::spawn_blocking(move || render::run(&heights, rounds)).await?
+        }
+        Bench::Jobs { seconds, connections, users } => jobs::run(config, seconds, connections, users).await,
+        Bench::Bus { messages } => bus::run(config, messages).await,
+        Bench::Upload { size_mib } => upload::run(config, size_mib).await,
+        Bench::Console { assets, jobs, requests } => {
+            console::run(config, console::Sizes { assets, jobs, requests }).await
+        }
+        Bench::Preview { frames } => preview::run(config, frames).await,
+        Bench::Cancel { renders } => cancel::run(config, renders).await,
+        Bench::Fairness { tries, long: true, .. } => fairness_long::run(config, tries).await,
+        Bench::Fairness { renders, tries, long: false } => fairness::run(config, renders, tries).await,
+        Bench::Split { seconds, rounds } => split::run(config, seconds, rounds).await,
+    }
+}
 
 /// What the cancel and fairness benches start from: a bus namespace of their own, the
 /// configured store, and the quote-card example (imported the first time).
 pub async fn quote_card(
     config: &reelfarm_backends::Config,
-) -> anyhow::Result<(String, reelfarm_backends::Store, reelfarm_backends::store::TemplateRecord)> {
+) -> anyhow::Result<(String, reelfarm_backends::Store, reelfarm_domain::template::stored::TemplateRecord)> {
     let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
-    let store = reelfarm_backends::Store::connect(&config.database_url).await?;
-    let blobs = reelfarm_backends::Blobs::connect(&config.blob, &config.public_url).await?;
+    let store = reelfarm_backends::Store::connect(&config.storage.database_url).await?;
+    let blobs = reelfarm_backends::Blobs::connect(&config.storage.blob, &config.api.public_url).await?;
     println!("importing the example templates (first time only) …");
-    crate::bootstrap::examples::import_missing(&store, &blobs, config.job_timeout).await?;
-    let template = store.template(&crate::bootstrap::examples::template_id("quote-card")).await?;
+    reelfarm_server::bootstrap::examples::import_missing(&store, &blobs, config.worker.job_timeout).await?;
+    let template = store.template(&reelfarm_server::bootstrap::examples::template_id("quote-card")).await?;
     Ok((namespace, store, template))
 }
 
@@ -36,7 +68,7 @@ pub async fn quote_card(
 /// 100 values a job).
 pub fn batch_job(
     user: &reelfarm_domain::id::UserId,
-    template: &reelfarm_backends::store::TemplateRecord,
+    template: &reelfarm_domain::template::stored::TemplateRecord,
     renders: u32,
 ) -> reelfarm_domain::job::NewJob {
     use reelfarm_domain::id::{now_ms, JobId, RenderId};

@@ -17,8 +17,8 @@ use anyhow::Context;
 use reelfarm_backends::{Blobs, Config, Store};
 use serde_json::json;
 
-use crate::admin::template::{import, ImportOptions};
 use crate::stats::Percentiles;
+use reelfarm_server::admin::template::{import, ImportOptions};
 
 const BAR_JOBS_PER_SECOND: f64 = 1500.0;
 const BAR_P99: Duration = Duration::from_millis(50);
@@ -54,8 +54,8 @@ impl Phase {
 pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize) -> anyhow::Result<()> {
     let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
     let dir = tempfile::tempdir()?;
-    let store = Store::connect(&config.database_url).await?;
-    let blobs = Blobs::connect(&config.blob, &config.public_url).await?;
+    let store = Store::connect(&config.storage.database_url).await?;
+    let blobs = Blobs::connect(&config.storage.blob, &config.api.public_url).await?;
     let mut tokens = Vec::with_capacity(users);
     for i in 0..users.max(1) {
         let user = store.create_user(&format!("bench-{namespace}-{i}"), None, 1_000_000_000_000).await?;
@@ -72,7 +72,7 @@ pub async fn run(config: &Config, seconds: u64, connections: usize, users: usize
     let result = measure(port, tokens, template.id.as_str(), seconds, connections).await;
     let _ = child.kill();
     let _ = child.wait();
-    if let Some(url) = &config.amqp_url {
+    if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
     result
