@@ -12,6 +12,7 @@ use reelfarm_domain::account::User;
 use crate::error::ApiError;
 use crate::limits::client_ip;
 use crate::state::AppState;
+use reelfarm_backends::store::UserStore;
 
 /// The authenticated user of a request.
 pub struct Caller {

@@ -10,6 +10,7 @@ use reelfarm_domain::id::{GroupId, UserId};
 use reelfarm_domain::password;
 
 use crate::{text, Actor, AppError, FieldError, Result};
+use reelfarm_backends::store::{AccountStore, UserStore};
 
 /// Longest user or group name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;

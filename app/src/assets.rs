@@ -8,6 +8,7 @@ use reelfarm_domain::asset::{Asset, AssetKind};
 use reelfarm_domain::id::{AssetId, LibraryId, UserId};
 
 use crate::{libraries, text, AppError, Result};
+use reelfarm_backends::store::{AssetStore, LibraryStore};
 
 /// Longest file name accepted, in characters.
 pub const MAX_FILENAME_CHARS: usize = 255;

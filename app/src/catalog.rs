@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::TemplateStore;
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::template::stored::TemplateRecord;

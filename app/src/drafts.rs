@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
+use reelfarm_backends::store::{CreditStore, JobStore, TemplateStore};
 
 /// The window the draft budget counts in.
 const BUDGET_WINDOW_MS: i64 = 3_600_000;

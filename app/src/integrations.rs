@@ -7,6 +7,7 @@ use reelfarm_domain::id::UserId;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 
 use crate::{AppError, Result};
+use reelfarm_backends::store::IntegrationStore;
 
 /// The user's linked accounts.
 #[tracing::instrument(name = "integrations::list", skip_all, fields(user_id = %user))]

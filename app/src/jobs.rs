@@ -2,7 +2,7 @@
 //!
 //! Creating a job validates everything first (all problems in one [`AppError::Invalid`]),
 //! then writes the job, its renders, the credit debit and the render work in one
-//! transaction (`Store::create_job`). An idempotency key makes a retried request safe:
+//! transaction (`JobStore::create_job`). An idempotency key makes a retried request safe:
 //! the same key with the same request within 24 hours gives the first response again and
 //! charges nothing; with another request it is a conflict.
 
@@ -33,6 +33,7 @@ use uuid::Uuid;
 pub(crate) use self::media::{asset_problem, refused_address, Problem};
 use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
+use reelfarm_backends::store::{CreditStore, JobStore, RenderStore, ShareStore, TemplateStore};
 
 /// A structurally valid job request (spec §4.7), as the API's parser reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -311,7 +312,7 @@ impl Farm {
     }
 
     /// Cancels one of `user`'s jobs (its renders that had not ended; see
-    /// `Store::cancel_job`) and answers it as it is now. Cancelling an ended job changes
+    /// `RenderStore::cancel_job`) and answers it as it is now. Cancelling an ended job changes
     /// nothing.
     #[tracing::instrument(name = "jobs::cancel", skip_all, fields(user_id = %user, id = %id))]
     pub async fn cancel(&self, user: &UserId, id: &JobId) -> Result<JobView> {

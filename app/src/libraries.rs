@@ -7,6 +7,7 @@ use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 
 use crate::accounts::MAX_NAME_CHARS;
 use crate::{text, AppError, Result};
+use reelfarm_backends::store::{LibraryStore, UserStore};
 
 /// Libraries of one kind, as the user sees them: each with whether the user may edit it.
 pub struct Section {

@@ -6,6 +6,7 @@ use reelfarm_domain::delivery::{DeliveryAttempt, DeliveryRecord};
 use reelfarm_domain::id::{DeliveryId, JobId, UserId};
 
 use crate::{AppError, Result};
+use reelfarm_backends::store::{DeliveryStore, JobStore};
 
 /// A delivery with its attempts, oldest first.
 pub type Delivery = (DeliveryRecord, Vec<DeliveryAttempt>);

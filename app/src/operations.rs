@@ -12,6 +12,9 @@ use reelfarm_domain::template::stored::ShareTarget;
 
 use crate::accounts::MAX_NAME_CHARS;
 use crate::{text, Actor, AppError, Result};
+use reelfarm_backends::store::{
+    JobStore, LibraryStore, RenderStore, ShareStore, TemplateStore, UsageStore, UserStore, WorkerStore,
+};
 
 /// Workers seen within this long are listed.
 const WORKERS_SEEN_WITHIN_MS: i64 = 3_600_000;

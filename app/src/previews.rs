@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
+use reelfarm_backends::store::TemplateStore;
 
 /// A preview: the time of the frame (seconds), values as a job's `template_variables`,
 /// and its size.

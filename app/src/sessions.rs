@@ -21,6 +21,7 @@ use crate::accounts;
 use crate::error::cache_unavailable;
 use crate::hashing::Hashing;
 use crate::{AppError, Result};
+use reelfarm_backends::store::{AccountStore, UserStore};
 
 /// How long a session lasts after sign-in.
 pub const SESSION_TTL: Duration = Duration::from_secs(14 * 24 * 3600);

@@ -13,6 +13,7 @@ use crate::farm::Farm;
 use crate::template_edit::SaveTemplate;
 use crate::templates::TemplateView;
 use crate::{AppError, Result};
+use reelfarm_backends::store::{StudioStore, TemplateVersionStore};
 
 impl Farm {
     /// `user`'s template `id` (not found or forbidden unless they own it) and their working

@@ -22,6 +22,7 @@ use crate::farm::Farm;
 use crate::jobs::asset_problem;
 use crate::templates::TemplateView;
 use crate::{AppError, FieldError, Result};
+use reelfarm_backends::store::{TemplateStore, TemplateVersionStore};
 
 /// A create or save: the document and the version the edit started from.
 #[derive(Debug)]

@@ -24,6 +24,7 @@ use reelfarm_domain::template::{Source, Template, TemplateVariable};
 use crate::catalog::Catalog;
 use crate::farm::Farm;
 use crate::{Actor, AppError, FieldError, Result};
+use reelfarm_backends::store::{AssetStore, TemplateStore, UserStore};
 
 /// Renders a template's preview (an MP4 of its first seconds) and thumb (a JPEG) from its
 /// defaults. The worker's renderer, given to the use case by the binary: the use case

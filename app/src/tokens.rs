@@ -7,6 +7,7 @@ use reelfarm_domain::id::UserId;
 
 use crate::accounts::MAX_NAME_CHARS;
 use crate::{text, AppError, FieldError, Result};
+use reelfarm_backends::store::UserStore;
 
 /// Lifetimes a token may be given, in days.
 pub const LIFETIMES: [u32; 4] = [7, 30, 90, 365];

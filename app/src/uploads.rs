@@ -19,6 +19,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use self::body::{Body, Limits, Room};
 use crate::{AppError, Result};
+use reelfarm_backends::store::{AssetStore, UsageStore};
 
 mod body;
 

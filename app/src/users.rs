@@ -7,6 +7,7 @@ use reelfarm_backends::Store;
 use reelfarm_domain::id::{month_start_ms, now_ms, UserId};
 
 use crate::{AppError, Result};
+use reelfarm_backends::store::{CreditStore, UsageStore};
 
 /// The render credits the user can spend (group members share their group's).
 #[tracing::instrument(name = "users::credits", skip_all, fields(user_id = %user))]

@@ -15,6 +15,7 @@ use reelfarm_domain::id::{now_ms, JobId};
 use reelfarm_domain::status::RenderStatus;
 
 use crate::stats::Percentiles;
+use reelfarm_backends::store::{JobStore, UserStore};
 
 /// The bar of the cancel's answer.
 const BAR_ANSWER_MS: f64 = 200.0;

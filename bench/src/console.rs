@@ -20,6 +20,7 @@ use reelfarm_domain::quality::Quality;
 use reelfarm_domain::token::random_base62;
 
 use crate::stats::Percentiles;
+use reelfarm_backends::store::{AccountStore, AssetStore, JobStore, LibraryStore, RenderStore, UserStore};
 use reelfarm_server::admin::template::{import, ImportOptions};
 
 /// The bar: p95 of every page.

@@ -21,6 +21,7 @@ use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::{now_ms, JobId};
 
 use crate::stats::Percentiles;
+use reelfarm_backends::store::{JobStore, RenderStore, UserStore};
 
 /// Videos of A's that end before the baseline is measured (processes warm).
 const WARM: usize = 20;

@@ -16,6 +16,7 @@ use reelfarm_domain::id::JobId;
 use reelfarm_domain::output::{Format, Output};
 
 use crate::stats::Percentiles;
+use reelfarm_backends::store::{JobStore, RenderStore, UserStore};
 use reelfarm_server::admin::template::{import, ImportOptions};
 
 /// Seconds of A's videos.

@@ -18,6 +18,7 @@ use reelfarm_backends::{Blobs, Config, Store};
 use serde_json::json;
 
 use crate::stats::Percentiles;
+use reelfarm_backends::store::UserStore;
 use reelfarm_server::admin::template::{import, ImportOptions};
 
 const BAR_JOBS_PER_SECOND: f64 = 1500.0;

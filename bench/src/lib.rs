@@ -2,6 +2,7 @@
 //! same run (never timed tests), and `reelfarm loadtest`, which drives a running
 //! deployment over its API. Results and commands are recorded in `docs/performance.md`.
 
+use reelfarm_backends::store::TemplateStore;
 pub mod bus;
 pub mod cancel;
 pub mod cli;

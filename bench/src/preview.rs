@@ -19,6 +19,7 @@ use reelfarm_domain::token::random_base62;
 use serde_json::{json, Value};
 
 use crate::stats::Percentiles;
+use reelfarm_backends::store::UserStore;
 use reelfarm_server::bootstrap::examples::{import_missing, template_id, EXAMPLES};
 
 /// The bars.

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use reelfarm_backends::{Config, Store};
 
 use super::{mib, rss_of};
+use reelfarm_backends::store::UserStore;
 
 /// Memory bar of the upload path.
 const BAR: u64 = 64 * 1024 * 1024;

@@ -17,6 +17,7 @@ use reelfarm_domain::notification::Notification;
 
 use crate::callback;
 use crate::channel::RenderFacts;
+use reelfarm_backends::store::DeliveryStore;
 
 pub struct EventHandler {
     backends: Backends,

@@ -14,6 +14,7 @@ use reelfarm_backends::Backends;
 use reelfarm_domain::delivery::DeliveryRecord;
 
 use crate::channel::{Failed, RenderFacts};
+use reelfarm_backends::store::DeliveryStore;
 
 /// The window of `REELFARM_EMAIL_RATE_LIMIT`.
 const EMAIL_WINDOW: Duration = Duration::from_secs(3600);

@@ -23,6 +23,7 @@ use reelfarm_domain::notification::Notification;
 
 use crate::channel::{Attempt, Channel, Delivered, Failed, RenderFacts};
 use crate::{callback, guard};
+use reelfarm_backends::store::DeliveryStore;
 
 /// How long a claim holds a delivery; renewed every third of it while the attempt runs.
 const LEASE: Duration = Duration::from_secs(60);

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{AccountStore, UserStore};
 use reelfarm_backends::{Backends, Config, Store};
 use reelfarm_domain::account::User;
 

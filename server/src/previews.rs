@@ -13,6 +13,7 @@ use reelfarm_domain::template::{Source, Template};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
 
 use crate::sources::download;
+use reelfarm_backends::store::AssetStore;
 
 /// Renders previews in this process, as `reelfarm render` does.
 pub struct LocalPreviews<'a> {

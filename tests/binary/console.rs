@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::{Output, Stdio};
 
 use super::{admin, reelfarm, stdout_of};
+use reelfarm_backends::store::{AccountStore, UserStore};
 
 /// `admin user password USER --email EMAIL` with `password` on standard input.
 fn set_password(dir: &std::path::Path, user: &str, email: &str, password: &str) -> Output {

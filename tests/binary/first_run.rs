@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::deployment::{json_of, request};
 use super::{admin, get, Server};
+use reelfarm_backends::store::AccountStore;
 
 /// `serve all` with the first-run set-up at its default (`auto`: on, as the store is the
 /// embedded SQLite one); returns the server once it printed a line containing `until`,

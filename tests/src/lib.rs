@@ -14,6 +14,7 @@ pub mod smtp;
 
 use std::time::Duration;
 
+use reelfarm_backends::store::UserStore;
 use reelfarm_backends::Config;
 use reelfarm_domain::account::User;
 use reelfarm_domain::template::stored::TemplateRecord;

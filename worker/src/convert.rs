@@ -17,6 +17,7 @@ use tracing::Instrument;
 
 use crate::failure::Failure;
 use crate::media::{self, Limits, MediaError, MediaKind, Role};
+use reelfarm_backends::store::AssetStore;
 
 pub struct ConvertHandler {
     backends: Backends,

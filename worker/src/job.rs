@@ -14,7 +14,7 @@
 //!
 //! Scheduling: a `render.v1` (or `template_media.v1`) message is a token for one claim,
 //! not an order to render what it names. Its handler claims whichever unit of work the
-//! scheduler puts first (`Store::claim_work`: fair between accounts, by priority within
+//! scheduler puts first (`SchedulerStore::claim_work`: fair between accounts, by priority within
 //! one, drafts and template media ahead), so the broker's order does not matter and one account's batch does not hold up
 //! another's video. Every render made one token, and a token is acknowledged only once a
 //! render ended by its hand (or when no render is open at all), so there are never fewer
@@ -61,6 +61,7 @@ use crate::media::Limits;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
 use crate::rotation::Rotation;
 use crate::tts::Tts;
+use reelfarm_backends::store::{AssetStore, JobStore, TemplateVersionStore, UsageStore};
 
 mod claim;
 mod parts;

@@ -18,6 +18,7 @@ use crate::auth::Caller;
 use crate::body::{self, Sent};
 use crate::error::{ApiError, FieldError};
 use crate::state::AppState;
+use reelfarm_backends::store::CreditStore;
 
 /// Frames an account may ask for at once above the steady rate (`preview_frames` a minute): a
 /// scrubbing editor asks a few per second (debounced); a frame costs no credit but a

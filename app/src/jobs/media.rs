@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::Result;
+use reelfarm_backends::store::{AssetStore, LibraryStore};
 
 /// File types accepted in addresses of media values (spec §4.7.1), by variable type.
 const IMAGE_TYPES: &[&str] = &["gif", "jpeg", "jpg", "png", "svg", "webp", "heic"];

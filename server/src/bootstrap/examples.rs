@@ -12,6 +12,7 @@ use reelfarm_domain::id::TemplateId;
 use sha1::{Digest, Sha1};
 
 use crate::admin::template::{import_as, ImportOptions};
+use reelfarm_backends::store::TemplateStore;
 
 /// One example: its file stem and its JSON.
 pub struct Example {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::blob::{BlobError, Blobs};
+use crate::store::HousekeepingStore;
 use crate::store::{Store, StoreError, DRAFT_RETENTION_MS};
 use reelfarm_domain::id::now_ms;
 

@@ -18,6 +18,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::Bus;
+use crate::store::OutboxStore;
 use crate::store::{OutboxRow, OutboxTake, Store};
 use reelfarm_domain::message::Envelope;
 

@@ -8,6 +8,7 @@
 use reelfarm_domain::id::UserId;
 
 use crate::integration::{SealError, Sealer};
+use crate::store::UserStore;
 use crate::store::{new_webhook_secret, Store, StoreError};
 
 /// Reading a webhook secret failed.

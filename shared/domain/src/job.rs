@@ -106,7 +106,7 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
-    /// The record [`Store::create_job`](crate::store::Store::create_job) writes for `job`:
+    /// The record the store's `JobStore::create_job` writes for `job`:
     /// what its creation answers.
     pub fn from_new(job: &NewJob) -> JobRecord {
         let (status, render_status) = if job.create_render {

@@ -1,5 +1,6 @@
 //! Asset libraries end to end: signed uploads converted by workers, in both modes.
 
+use reelfarm_backends::store::LibraryStore;
 use reelfarm_tests::media::{self, probe_url};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;

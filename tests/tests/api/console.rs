@@ -1,6 +1,7 @@
 //! The console: signing in with a real browser, and the session, CSRF and
 //! header rules over plain HTTP.
 
+use reelfarm_backends::store::{AssetStore, LibraryStore, UserStore};
 use reelfarm_domain::account::User;
 use reelfarm_domain::password;
 use reelfarm_tests::browser::Browser;

@@ -6,6 +6,7 @@ use reelfarm_tests::browser::Browser;
 use reelfarm_tests::{both_modes, Mode, TestApp};
 
 use super::console::{console_user, keep_screenshot, sign_in, PASSWORD};
+use reelfarm_backends::store::{AccountStore, UserStore};
 
 both_modes!(an_operator_makes_a_user_who_signs_in_with_a_link_and_sets_a_password);
 

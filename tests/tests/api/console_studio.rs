@@ -13,6 +13,7 @@ use reelfarm_tests::{both_modes, json, Mode, TestApp};
 use serde_json::{json, Value};
 
 use super::console::{console_user, keep_screenshot, sign_in};
+use reelfarm_backends::store::StudioStore;
 
 both_modes!(
     the_studio_scrubs_frames_and_shows_problems_at_their_place,

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use reelfarm_backends::store::{CreditStore, UserStore};
 use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::smtp::SmtpServer;

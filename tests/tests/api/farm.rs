@@ -8,6 +8,7 @@
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::config::BlobLocation;
+use reelfarm_backends::store::{ShareStore, WorkerStore};
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::template::stored::TemplateRecord;

@@ -4,6 +4,7 @@
 mod contract;
 
 use contract::*;
+use reelfarm_backends::store::{LibraryStore, UserStore};
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};
 use serde_json::Value;
 

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use reelfarm_backends::store::{OutboxStore, RenderStore};
 use reelfarm_domain::id::RenderId;
 use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_tests::files::FileServer;

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::store::PartKind;
+use reelfarm_backends::store::{JobStore, PartStore};
 use reelfarm_domain::id::JobId;
 use reelfarm_domain::template::{Source, Template};
 use reelfarm_tests::{both_modes, json, media, Mode, Role, TestApp};

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use reelfarm_backends::store::TemplateStore;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::template::stored::{ShareTarget, TemplateRecord};
 use reelfarm_server::admin::template::{import, ImportOptions};

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use reelfarm_backends::store::{UsageStore, UserStore};
 use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::tts::MAX_SPEECH_PIECES;
 use reelfarm_tests::google_tts::{FakeGoogleTts, API_KEY};

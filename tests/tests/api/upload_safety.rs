@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use reelfarm_backends::store::{AssetStore, UsageStore};
 use reelfarm_domain::id::AssetId;
 use reelfarm_tests::media;
 use reelfarm_tests::{both_modes, error, json, Mode, TestApp};

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use reelfarm_backends::store::{AssetStore, OutboxStore, RenderStore};
 use reelfarm_domain::id::{AssetId, RenderId};
 use reelfarm_tests::media;
 use reelfarm_tests::{json, Mode, Role, TestApp};

@@ -19,6 +19,7 @@ use tracing::Instrument;
 
 use super::{Made, RenderHandler};
 use crate::failure::Failure;
+use reelfarm_backends::store::{OutboxStore, PartStore, RenderStore, SchedulerStore};
 
 /// How often a running render extends its lease (and so finds its job cancelled).
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(1);

@@ -1,5 +1,5 @@
 //! One long render on many workers. The worker that claims a render longer
-//! than `split_after` does not render it: it splits it (`Store::split_render`) into its
+//! than `split_after` does not render it: it splits it (`PartStore::split_render`) into its
 //! sound, chunks of `split_chunk` seconds and their join, and each part is then claimed
 //! like a render by whichever worker's token comes next (`render::split` says why the
 //! joined video is the one a single render would make).
@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Made, Prepared, RenderHandler};
 use crate::failure::Failure;
 use crate::render::{self, split, RenderSettings};
+use reelfarm_backends::store::PartStore;
 
 impl RenderHandler {
     /// The parts of the render `p` prepares, when it is longer than the split threshold:

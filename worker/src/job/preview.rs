@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderError};
+use reelfarm_backends::store::TemplateVersionStore;
 
 /// Template versions whose fetched sources are kept.
 pub(super) const PREVIEW_CACHE: NonZeroUsize = NonZeroUsize::new(8).unwrap();

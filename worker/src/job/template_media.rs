@@ -14,6 +14,7 @@ use super::claim::{hold, Step, LEASE};
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderSettings};
+use reelfarm_backends::store::{SchedulerStore, TemplateStore, TemplateVersionStore};
 
 impl RenderHandler {
     /// Makes the claimed thumb and preview of a template version while keeping its lease,

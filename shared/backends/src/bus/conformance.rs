@@ -29,6 +29,7 @@ use reelfarm_domain::message::Message;
 
 mod calls;
 mod consumer;
+use crate::store::OutboxStore;
 use calls::calls_are_answered_once_and_time_out_unserved;
 use consumer::{
     consumer_settles_by_outcome_and_survives_a_panicking_handler, consumer_shutdown_waits_for_handlers_under_way,

@@ -5,7 +5,7 @@
 //! consumer settles the delivery: an ack deletes it, a retry makes it due again after a
 //! short backoff (counting the delivery), a dead-letter moves it to the dead letters. What
 //! is in memory when the process dies is found again at the next start, when the relay
-//! resets every published row ([`Store::outbox_reset_published`]).
+//! resets every published row ([`OutboxStore::outbox_reset_published`](crate::store::OutboxStore::outbox_reset_published)).
 //!
 //! Copies can occur (a relay dying between publishing and marking, a reset): a copy whose
 //! row is gone is skipped, and consumers are idempotent for the rest.
@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot, Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::store::OutboxStore;
 
 /// Delay before the first redelivery of a retried message; doubles with each attempt.
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);

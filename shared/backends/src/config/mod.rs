@@ -3,7 +3,7 @@
 //! reported by name, with where it came from.
 //!
 //! The keys are grouped by the role or concern that reads them: a section each in the
-//! TOML file and a struct each here, read by its own function ([`keys`] declares them).
+//! TOML file and a struct each here, read by its own function ([`KEYS`] declares them).
 
 use std::net::IpAddr;
 use std::path::Path;

@@ -7,6 +7,8 @@ use sqlx::Row;
 
 use super::users::{group_from, user_from, USER_COLUMNS};
 use super::{Group, Result, Store, StoreError, User};
+use crate::store::AccountStore;
+use crate::store::UserStore;
 use reelfarm_domain::id::{now_ms, GroupId, UserId};
 
 /// A user as the admin area lists them.
@@ -26,10 +28,9 @@ pub struct GroupSummary {
     pub members: u64,
 }
 
-impl Store {
-    /// Makes `user_id` an operator, or no longer one.
+impl AccountStore for Store {
     #[tracing::instrument(name = "store::set_operator", level = "debug", skip_all)]
-    pub async fn set_operator(&self, user_id: &UserId, operator: bool) -> Result<()> {
+    async fn set_operator(&self, user_id: &UserId, operator: bool) -> Result<()> {
         let done = sqlx::query("UPDATE users SET operator = $1 WHERE id = $2")
             .bind(i64::from(operator))
             .bind(user_id.as_str())
@@ -41,10 +42,8 @@ impl Store {
         Ok(())
     }
 
-    /// A one-time sign-in link's token for `user_id`, valid for `ttl`; only its hash is
-    /// kept.
     #[tracing::instrument(name = "store::create_sign_in_link", level = "debug", skip_all)]
-    pub async fn create_sign_in_link(&self, user_id: &UserId, ttl: Duration) -> Result<String> {
+    async fn create_sign_in_link(&self, user_id: &UserId, ttl: Duration) -> Result<String> {
         let token = reelfarm_domain::token::random_base62(43);
         let now = now_ms();
         sqlx::query("INSERT INTO sign_in_links (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)")
@@ -58,10 +57,8 @@ impl Store {
         Ok(token)
     }
 
-    /// Uses the sign-in link of `token`: its user, once, while it is valid; `None` for a
-    /// link unknown, used or expired. Two uses at the same moment: one wins.
     #[tracing::instrument(name = "store::use_sign_in_link", level = "debug", skip_all)]
-    pub async fn use_sign_in_link(&self, token: &str) -> Result<Option<User>> {
+    async fn use_sign_in_link(&self, token: &str) -> Result<Option<User>> {
         let now = now_ms();
         let user_id: Option<String> = sqlx::query_scalar(
             "UPDATE sign_in_links SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1 \
@@ -77,9 +74,8 @@ impl Store {
         }
     }
 
-    /// The e-mail address `user_id` signs in with, if one is set.
     #[tracing::instrument(name = "store::email_of", level = "debug", skip_all)]
-    pub async fn email_of(&self, user_id: &UserId) -> Result<Option<String>> {
+    async fn email_of(&self, user_id: &UserId) -> Result<Option<String>> {
         let email: Option<Option<String>> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
             .bind(user_id.as_str())
             .fetch_optional(&self.pool)
@@ -87,10 +83,8 @@ impl Store {
         email.ok_or(StoreError::NotFound("user"))
     }
 
-    /// Every user by name, `limit` from `offset`, with their e-mail address and groups
-    /// (two queries, whatever the number of users).
     #[tracing::instrument(name = "store::accounts", level = "debug", skip_all)]
-    pub async fn accounts(&self, limit: u32, offset: u64) -> Result<Vec<Account>> {
+    async fn accounts(&self, limit: u32, offset: u64) -> Result<Vec<Account>> {
         let rows = sqlx::query(&format!("SELECT {USER_COLUMNS}, email FROM users ORDER BY name LIMIT $1 OFFSET $2"))
             .bind(i64::from(limit))
             .bind(offset as i64)
@@ -122,9 +116,8 @@ impl Store {
         Ok(accounts)
     }
 
-    /// Every group by name with its number of members.
     #[tracing::instrument(name = "store::group_summaries", level = "debug", skip_all)]
-    pub async fn group_summaries(&self) -> Result<Vec<GroupSummary>> {
+    async fn group_summaries(&self) -> Result<Vec<GroupSummary>> {
         let rows = sqlx::query(
             "SELECT g.id, g.name, g.credits, g.created_at, \
              (SELECT COUNT(*) FROM group_members m WHERE m.group_id = g.id) AS members \
@@ -137,10 +130,8 @@ impl Store {
             .collect()
     }
 
-    /// Makes `user_id` a member of the group named `group` (created, without credits, if
-    /// missing); the group. Already a member: nothing changes.
     #[tracing::instrument(name = "store::join_group", level = "debug", skip_all)]
-    pub async fn join_group(&self, user_id: &UserId, group: &str) -> Result<Group> {
+    async fn join_group(&self, user_id: &UserId, group: &str) -> Result<Group> {
         let now = now_ms();
         let mut tx = self.begin().await?;
         sqlx::query(
@@ -166,9 +157,8 @@ impl Store {
         self.find_group(group).await
     }
 
-    /// Ends the membership of `user_id` in `group_id`; `false` when there was none.
     #[tracing::instrument(name = "store::leave_group", level = "debug", skip_all)]
-    pub async fn leave_group(&self, user_id: &UserId, group_id: &GroupId) -> Result<bool> {
+    async fn leave_group(&self, user_id: &UserId, group_id: &GroupId) -> Result<bool> {
         let done = sqlx::query("DELETE FROM group_members WHERE user_id = $1 AND group_id = $2")
             .bind(user_id.as_str())
             .bind(group_id.as_str())

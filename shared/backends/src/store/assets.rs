@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::outbox::{enqueue, mark_handled};
 use super::{flag, id, Result, Store, StoreError};
+use crate::store::AssetStore;
 use reelfarm_domain::asset::{label_of, Asset, AssetKind, AssetStatus, Conversion};
 use reelfarm_domain::id::{new_id, now_ms, AssetId, LibraryId, UserId};
 use reelfarm_domain::message::Message;
@@ -16,7 +17,7 @@ const COLUMNS: &str = "id, upload_id, library_id, owner_user_id, filename, label
     kind, content_type, size, blob_prefix, original_key, duration_ms, alpha, thumb_key, renditions, tags, \
     properties, premium, converted_by, created_at, updated_at";
 
-/// Which assets [`Store::find_assets`] finds.
+/// Which assets [`AssetStore::find_assets`](crate::store::AssetStore::find_assets) finds.
 #[derive(Debug, Default)]
 pub struct AssetQuery<'a> {
     /// In these libraries.
@@ -86,11 +87,9 @@ fn asset_from(row: &AnyRow) -> Result<Asset> {
     })
 }
 
-impl Store {
-    /// Records a new asset awaiting its upload. Its blobs will live under an unguessable
-    /// prefix, so their public addresses can be handed out without a token.
+impl AssetStore for Store {
     #[tracing::instrument(name = "store::create_asset", level = "debug", skip_all)]
-    pub async fn create_asset(&self, library_id: &LibraryId, owner_user_id: &UserId, filename: &str) -> Result<Asset> {
+    async fn create_asset(&self, library_id: &LibraryId, owner_user_id: &UserId, filename: &str) -> Result<Asset> {
         let id = AssetId::generate();
         let now = now_ms();
         let blob_prefix = format!("assets/{id}/{}", reelfarm_domain::token::random_base62(16));
@@ -112,7 +111,7 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::asset", level = "debug", skip_all)]
-    pub async fn asset(&self, id: &AssetId) -> Result<Asset> {
+    async fn asset(&self, id: &AssetId) -> Result<Asset> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM assets WHERE id = $1"))
             .bind(id.as_str())
             .fetch_optional(&self.pool)
@@ -121,22 +120,18 @@ impl Store {
         asset_from(&row)
     }
 
-    /// The asset a document names (a template's source, a job's value): `NotFound` when
-    /// the name is not of our ids' form.
-    pub async fn named_asset(&self, name: &str) -> Result<Asset> {
+    async fn named_asset(&self, name: &str) -> Result<Asset> {
         let id = AssetId::parse(name).ok_or(StoreError::NotFound("asset"))?;
         self.asset(&id).await
     }
 
-    /// Assets of a library, newest first, `limit` from `offset`.
-    pub async fn library_assets(&self, library_id: &LibraryId, limit: u32, offset: u64) -> Result<Vec<Asset>> {
+    async fn library_assets(&self, library_id: &LibraryId, limit: u32, offset: u64) -> Result<Vec<Asset>> {
         let query = AssetQuery { libraries: std::slice::from_ref(library_id), limit, offset, ..AssetQuery::default() };
         self.find_assets(&query).await
     }
 
-    /// Assets of some libraries matching `query`, newest first.
     #[tracing::instrument(name = "store::find_assets", level = "debug", skip_all)]
-    pub async fn find_assets(&self, query: &AssetQuery<'_>) -> Result<Vec<Asset>> {
+    async fn find_assets(&self, query: &AssetQuery<'_>) -> Result<Vec<Asset>> {
         if query.libraries.is_empty() {
             return Ok(Vec::new());
         }
@@ -173,9 +168,8 @@ impl Store {
         rows.iter().map(asset_from).collect()
     }
 
-    /// Gives asset `id` the label `label`; the asset as it now is.
     #[tracing::instrument(name = "store::rename_asset", level = "debug", skip_all)]
-    pub async fn rename_asset(&self, id: &AssetId, label: &str) -> Result<Asset> {
+    async fn rename_asset(&self, id: &AssetId, label: &str) -> Result<Asset> {
         let done = sqlx::query("UPDATE assets SET label = $1, updated_at = $2 WHERE id = $3")
             .bind(label)
             .bind(now_ms())
@@ -188,12 +182,8 @@ impl Store {
         self.asset(id).await
     }
 
-    /// Claims the asset for an upload and returns the attempt's id: only a `created` asset
-    /// can be uploaded, by one PUT at a time. An upload whose heartbeat
-    /// ([`Store::touch_upload`]) stopped for [`STALE_UPLOAD_MS`] (its api process died) can
-    /// be taken over. `Conflict` otherwise.
     #[tracing::instrument(name = "store::begin_upload", level = "debug", skip_all)]
-    pub async fn begin_upload(&self, id: &AssetId) -> Result<String> {
+    async fn begin_upload(&self, id: &AssetId) -> Result<String> {
         let attempt = new_id();
         let now = now_ms();
         let done = sqlx::query(
@@ -216,9 +206,8 @@ impl Store {
         }))
     }
 
-    /// Heartbeat of a streaming upload, so it is not taken for dead.
     #[tracing::instrument(name = "store::touch_upload", level = "debug", skip_all)]
-    pub async fn touch_upload(&self, id: &AssetId, attempt: &str) -> Result<()> {
+    async fn touch_upload(&self, id: &AssetId, attempt: &str) -> Result<()> {
         sqlx::query("UPDATE assets SET updated_at = $1 WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'")
             .bind(now_ms())
             .bind(id.as_str())
@@ -228,9 +217,8 @@ impl Store {
         Ok(())
     }
 
-    /// Gives the asset back to the uploader after a failed PUT.
     #[tracing::instrument(name = "store::abort_upload", level = "debug", skip_all)]
-    pub async fn abort_upload(&self, id: &AssetId, attempt: &str) -> Result<()> {
+    async fn abort_upload(&self, id: &AssetId, attempt: &str) -> Result<()> {
         sqlx::query(
             "UPDATE assets SET status = 'created', upload_attempt = NULL, updated_at = $1 \
              WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'",
@@ -243,9 +231,8 @@ impl Store {
         Ok(())
     }
 
-    /// Records the uploaded original and, in the same transaction, asks for its conversion.
     #[tracing::instrument(name = "store::finish_upload", level = "debug", skip_all)]
-    pub async fn finish_upload(
+    async fn finish_upload(
         &self,
         id: &AssetId,
         attempt: &str,
@@ -275,10 +262,8 @@ impl Store {
         self.asset(id).await
     }
 
-    /// Stores a finished conversion, once: a redelivered message finds it handled and
-    /// changes nothing (returns `false`).
     #[tracing::instrument(name = "store::finish_conversion", level = "debug", skip_all)]
-    pub async fn finish_conversion(&self, id: &AssetId, message_id: &str, c: &Conversion) -> Result<bool> {
+    async fn finish_conversion(&self, id: &AssetId, message_id: &str, c: &Conversion) -> Result<bool> {
         let renditions = serde_json::to_string(&c.renditions).expect("renditions serialize");
         let mut tx = self.begin().await?;
         if !mark_handled(&mut tx, message_id).await? {
@@ -303,9 +288,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Marks the conversion failed with a readable error, once.
     #[tracing::instrument(name = "store::fail_conversion", level = "debug", skip_all)]
-    pub async fn fail_conversion(&self, id: &AssetId, message_id: &str, error: &str) -> Result<bool> {
+    async fn fail_conversion(&self, id: &AssetId, message_id: &str, error: &str) -> Result<bool> {
         let mut tx = self.begin().await?;
         if !mark_handled(&mut tx, message_id).await? {
             return Ok(false);
@@ -322,9 +306,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Removes the asset's record; returns it so the caller can remove its blobs.
     #[tracing::instrument(name = "store::delete_asset", level = "debug", skip_all)]
-    pub async fn delete_asset(&self, id: &AssetId) -> Result<Asset> {
+    async fn delete_asset(&self, id: &AssetId) -> Result<Asset> {
         let asset = self.asset(id).await?;
         sqlx::query("DELETE FROM assets WHERE id = $1").bind(id.as_str()).execute(&self.pool).await?;
         Ok(asset)

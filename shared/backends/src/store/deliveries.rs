@@ -17,6 +17,7 @@ use reelfarm_domain::id::{now_ms, DeliveryId, JobId, UserId};
 use reelfarm_domain::status::{AttemptOutcome, DeliveryStatus};
 
 use crate::store::parse_status;
+use crate::store::DeliveryStore;
 
 const DELIVERY_COLUMNS: &str = "id, origin, job_id, render_id, user_id, parent_id, kind, notification, body, status, \
     attempts, next_attempt_at, state, result, last_error, created_at, finished_at, traceparent";
@@ -71,20 +72,17 @@ async fn insert_deliveries(conn: &mut sqlx::AnyConnection, deliveries: &[NewDeli
     Ok(planned)
 }
 
-impl Store {
-    /// Plans the deliveries whose origin is new; returns how many were.
+impl DeliveryStore for Store {
     #[tracing::instrument(name = "store::plan_deliveries", level = "debug", skip_all)]
-    pub async fn plan_deliveries(&self, deliveries: &[NewDelivery]) -> Result<u64> {
+    async fn plan_deliveries(&self, deliveries: &[NewDelivery]) -> Result<u64> {
         let mut tx = self.begin().await?;
         let planned = insert_deliveries(&mut tx, deliveries, now_ms()).await?;
         tx.commit().await?;
         Ok(planned)
     }
 
-    /// Claims up to `limit` due deliveries for `lease`: counts their attempt and makes them
-    /// due again when the lease ends.
     #[tracing::instrument(name = "store::claim_deliveries", level = "debug", skip_all)]
-    pub async fn claim_deliveries(&self, lease: Duration, limit: u32) -> Result<Vec<DeliveryRecord>> {
+    async fn claim_deliveries(&self, lease: Duration, limit: u32) -> Result<Vec<DeliveryRecord>> {
         let now = now_ms();
         // PostgreSQL: concurrent claimers skip each other's rows instead of queueing on
         // them. SQLite has one writer at a time anyway.
@@ -105,12 +103,8 @@ impl Store {
         rows.iter().map(delivery_from).collect()
     }
 
-    /// Extends the lease of attempt `number` of delivery `id`, which runs until `until`
-    /// (unix ms); the new end, or `None` when the claim was lost (the delivery was
-    /// claimed again or settled — a recorded attempt moves the due time, so a renewal
-    /// racing with it changes nothing).
     #[tracing::instrument(name = "store::renew_delivery_lease", level = "debug", skip_all)]
-    pub async fn renew_delivery_lease(
+    async fn renew_delivery_lease(
         &self,
         id: &DeliveryId,
         number: i64,
@@ -131,11 +125,8 @@ impl Store {
         Ok((done.rows_affected() == 1).then_some(renewed))
     }
 
-    /// Records attempt `attempt.number` of delivery `id` and what follows it, planning
-    /// `follow_up` in the same transaction. `false` (and nothing written) when the claim
-    /// was lost meanwhile.
     #[tracing::instrument(name = "store::record_delivery_attempt", level = "debug", skip_all)]
-    pub async fn record_delivery_attempt(
+    async fn record_delivery_attempt(
         &self,
         id: &DeliveryId,
         attempt: &DeliveryAttempt,
@@ -192,13 +183,8 @@ impl Store {
         Ok(true)
     }
 
-    /// Takes a place for e-mail delivery `id` in the hourly allowance of its user
-    /// (`REELFARM_EMAIL_RATE_LIMIT`): `true` when it has one (taken now or by an earlier
-    /// attempt of it), `false` when `limit` e-mails of the user took theirs within
-    /// `window`. Exact across notifiers: one user's allowance is taken one at a time
-    /// (SQLite: one writer; PostgreSQL: a transaction lock per user).
     #[tracing::instrument(name = "store::take_email_allowance", level = "debug", skip_all)]
-    pub async fn take_email_allowance(
+    async fn take_email_allowance(
         &self,
         id: &DeliveryId,
         user_id: &UserId,
@@ -242,11 +228,8 @@ impl Store {
         Ok(true)
     }
 
-    /// Makes a settled (delivered or failed) delivery due again now, for one more attempt
-    /// from scratch: what earlier attempts kept and produced is forgotten, and an e-mail
-    /// takes a new place in its user's allowance. `false` when it is pending already.
     #[tracing::instrument(name = "store::redeliver", level = "debug", skip_all)]
-    pub async fn redeliver(&self, id: &DeliveryId) -> Result<bool> {
+    async fn redeliver(&self, id: &DeliveryId) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE deliveries SET status = 'pending', next_attempt_at = $1, state = NULL, result = NULL, \
              finished_at = NULL, counted_at = NULL WHERE id = $2 AND status <> 'pending'",
@@ -258,16 +241,15 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// When the next pending delivery is due (unix ms), if any is.
     #[tracing::instrument(name = "store::next_delivery_due", level = "debug", skip_all)]
-    pub async fn next_delivery_due(&self) -> Result<Option<i64>> {
+    async fn next_delivery_due(&self) -> Result<Option<i64>> {
         Ok(sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM deliveries WHERE status = 'pending'")
             .fetch_one(&self.pool)
             .await?)
     }
 
     #[tracing::instrument(name = "store::delivery", level = "debug", skip_all)]
-    pub async fn delivery(&self, id: &DeliveryId) -> Result<DeliveryRecord> {
+    async fn delivery(&self, id: &DeliveryId) -> Result<DeliveryRecord> {
         let row = sqlx::query(&format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE id = $1"))
             .bind(id.as_str())
             .fetch_optional(&self.pool)
@@ -276,9 +258,8 @@ impl Store {
         delivery_from(&row)
     }
 
-    /// The deliveries of a job in the order they were planned, each with its attempts.
     #[tracing::instrument(name = "store::deliveries_of_job", level = "debug", skip_all)]
-    pub async fn deliveries_of_job(&self, job_id: &JobId) -> Result<Vec<(DeliveryRecord, Vec<DeliveryAttempt>)>> {
+    async fn deliveries_of_job(&self, job_id: &JobId) -> Result<Vec<(DeliveryRecord, Vec<DeliveryAttempt>)>> {
         let deliveries = sqlx::query(&format!(
             "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE job_id = $1 ORDER BY created_at, origin"
         ))

@@ -1,6 +1,8 @@
 //! Removing rows that no longer serve a purpose.
 
 use super::{id, Result, Store, StoreError, IDEMPOTENCY_TTL_MS, STUDIO_RETENTION_MS};
+use crate::store::HousekeepingStore;
+use crate::store::StudioStore;
 use reelfarm_domain::id::JobId;
 
 /// How long the id of a handled message is kept. A message comes again within minutes
@@ -15,7 +17,7 @@ pub const DRAFT_RETENTION_MS: i64 = 24 * 3600 * 1000;
 /// (or PostgreSQL's row locks) for long.
 const BATCH: i64 = 5_000;
 
-/// What one [`Store::prune`] deleted.
+/// What one [`HousekeepingStore::prune`](crate::store::HousekeepingStore::prune) deleted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Pruned {
     /// `Idempotency-Key`s past their 24 hours.
@@ -30,10 +32,22 @@ pub struct Pruned {
 }
 
 impl Store {
-    /// Deletes what has expired as of `now` (Unix milliseconds), in batches. Several
-    /// processes pruning at once delete each row once.
+    /// Runs `sql` (bound to a cut-off and [`BATCH`]) until a run deletes less than a batch.
+    async fn delete_in_batches(&self, sql: &str, cutoff: i64) -> Result<u64> {
+        let mut deleted = 0;
+        loop {
+            let n = sqlx::query(sql).bind(cutoff).bind(BATCH).execute(&self.pool).await?.rows_affected();
+            deleted += n;
+            if n < BATCH as u64 {
+                return Ok(deleted);
+            }
+        }
+    }
+}
+
+impl HousekeepingStore for Store {
     #[tracing::instrument(name = "store::prune", level = "debug", skip_all)]
-    pub async fn prune(&self, now: i64) -> Result<Pruned> {
+    async fn prune(&self, now: i64) -> Result<Pruned> {
         Ok(Pruned {
             idempotency_keys: self
                 .delete_in_batches(
@@ -60,9 +74,8 @@ impl Store {
         })
     }
 
-    /// Up to `limit` drafts made before `cutoff` (Unix milliseconds), oldest first.
     #[tracing::instrument(name = "store::expired_drafts", level = "debug", skip_all)]
-    pub async fn expired_drafts(&self, cutoff: i64, limit: u32) -> Result<Vec<JobId>> {
+    async fn expired_drafts(&self, cutoff: i64, limit: u32) -> Result<Vec<JobId>> {
         let rows = sqlx::query("SELECT id FROM jobs WHERE draft = 1 AND created_at < $1 ORDER BY created_at LIMIT $2")
             .bind(cutoff)
             .bind(i64::from(limit))
@@ -71,26 +84,12 @@ impl Store {
         rows.iter().map(|row| id(row, "id")).collect()
     }
 
-    /// Deletes job `id` with its videos' rows (renders, projects, deliveries); its files are
-    /// the caller's to remove first.
     #[tracing::instrument(name = "store::delete_job", level = "debug", skip_all)]
-    pub async fn delete_job(&self, id: &JobId) -> Result<()> {
+    async fn delete_job(&self, id: &JobId) -> Result<()> {
         let done = sqlx::query("DELETE FROM jobs WHERE id = $1").bind(id.as_str()).execute(&self.pool).await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("job"));
         }
         Ok(())
-    }
-
-    /// Runs `sql` (bound to a cut-off and [`BATCH`]) until a run deletes less than a batch.
-    async fn delete_in_batches(&self, sql: &str, cutoff: i64) -> Result<u64> {
-        let mut deleted = 0;
-        loop {
-            let n = sqlx::query(sql).bind(cutoff).bind(BATCH).execute(&self.pool).await?.rows_affected();
-            deleted += n;
-            if n < BATCH as u64 {
-                return Ok(deleted);
-            }
-        }
     }
 }

@@ -5,6 +5,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{id, missing_reference, Result, Store, StoreError};
+use crate::store::IntegrationStore;
 use reelfarm_domain::id::{now_ms, UserId};
 use reelfarm_domain::integration::Provider;
 
@@ -37,11 +38,9 @@ fn record_from(row: &AnyRow) -> Result<IntegrationRecord> {
     })
 }
 
-impl Store {
-    /// Links `provider` for `user_id`, replacing the account linked before (whose
-    /// `linked_at` is kept).
+impl IntegrationStore for Store {
     #[tracing::instrument(name = "store::link_integration", level = "debug", skip_all)]
-    pub async fn link_integration(
+    async fn link_integration(
         &self,
         user_id: &UserId,
         provider: Provider,
@@ -66,9 +65,8 @@ impl Store {
         Ok(())
     }
 
-    /// The user's linked `provider` account, if any.
     #[tracing::instrument(name = "store::integration", level = "debug", skip_all)]
-    pub async fn integration(&self, user_id: &UserId, provider: Provider) -> Result<Option<IntegrationRecord>> {
+    async fn integration(&self, user_id: &UserId, provider: Provider) -> Result<Option<IntegrationRecord>> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM integrations WHERE user_id = $1 AND provider = $2"))
             .bind(user_id.as_str())
             .bind(provider.as_str())
@@ -77,9 +75,8 @@ impl Store {
         row.as_ref().map(record_from).transpose()
     }
 
-    /// Every account the user linked, by provider name.
     #[tracing::instrument(name = "store::integrations", level = "debug", skip_all)]
-    pub async fn integrations(&self, user_id: &UserId) -> Result<Vec<IntegrationRecord>> {
+    async fn integrations(&self, user_id: &UserId) -> Result<Vec<IntegrationRecord>> {
         let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM integrations WHERE user_id = $1 ORDER BY provider"))
             .bind(user_id.as_str())
             .fetch_all(&self.pool)
@@ -87,9 +84,8 @@ impl Store {
         rows.iter().map(record_from).collect()
     }
 
-    /// Forgets the user's `provider` account; whether there was one.
     #[tracing::instrument(name = "store::unlink_integration", level = "debug", skip_all)]
-    pub async fn unlink_integration(&self, user_id: &UserId, provider: Provider) -> Result<bool> {
+    async fn unlink_integration(&self, user_id: &UserId, provider: Provider) -> Result<bool> {
         let done = sqlx::query("DELETE FROM integrations WHERE user_id = $1 AND provider = $2")
             .bind(user_id.as_str())
             .bind(provider.as_str())

@@ -27,6 +27,7 @@ mod scheduler;
 mod shares;
 mod types;
 
+use crate::store::JobStore;
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
 pub use parts::{PartKind, PartRecord};
@@ -198,93 +199,7 @@ fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
 }
 
 impl Store {
-    /// Creates a job with its renders, projects and work, charging one credit per render.
-    /// With `idempotency`, a key already used for the same request gives back its first
-    /// response (and charges nothing); used for another request, it is a `Conflict`.
-    #[tracing::instrument(name = "store::create_job", level = "debug", skip_all)]
-    pub async fn create_job(&self, job: &NewJob, idempotency: Option<Idempotency<'_>>) -> Result<JobCreation> {
-        if self.dialect == Dialect::Postgres && idempotency.is_none() && !job.renders.is_empty() {
-            return self.create_job_in_one_statement(job).await;
-        }
-        let now = job.created_at;
-        let mut tx = self.begin().await?;
-        if let Some(idem) = idempotency {
-            sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2 AND created_at < $3")
-                .bind(job.user_id.as_str())
-                .bind(idem.key)
-                .bind(now - IDEMPOTENCY_TTL_MS)
-                .execute(&mut *tx)
-                .await?;
-            let inserted = sqlx::query(
-                "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, job_id, response, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(job.user_id.as_str())
-            .bind(idem.key)
-            .bind(idem.request_hash)
-            .bind(job.id.as_str())
-            .bind(idem.response)
-            .bind(now)
-            .execute(&mut *tx)
-            .await;
-            match inserted {
-                Ok(_) => {}
-                Err(e) if is_unique_violation(&e) => {
-                    tx.rollback().await?;
-                    return self.replay(&job.user_id, idem).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-
-        let charges = job.charges();
-        let record = JobRecord::from_new(job);
-        // The account whose share the renders count in, and that pays for them.
-        let owner: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
-            .bind(job.user_id.as_str())
-            .fetch_one(&mut *tx)
-            .await?;
-        let sql = format!(
-            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, \
-             $14, $15, CASE WHEN $11 > 0 THEN $16 END)"
-        );
-        bind_job(sqlx::query(&sql), job, &record, charges)
-            .bind(&owner)
-            .execute(&mut *tx)
-            .await
-            .map_err(missing_reference("template"))?;
-        let account = if charges > 0 { Some(CreditAccount::decode(&owner)?) } else { None };
-        for (render, stored) in job.renders.iter().zip(&record.renders) {
-            let sql = format!(
-                "INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
-            );
-            bind_render(sqlx::query(&sql), job, render, stored).bind(&owner).execute(&mut *tx).await?;
-            if let Some((project_id, json)) = &render.project {
-                let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
-                bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
-            }
-            if job.create_render {
-                outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() }))
-                    .await?;
-            }
-        }
-        // The debit comes last: it locks the account's row until the commit, and every
-        // job of the account waits for that lock.
-        if let Some(account) = &account {
-            if !account.debit(&mut tx, charges).await? {
-                tx.rollback().await?;
-                return Ok(JobCreation::CreditsExhausted { needed: charges });
-            }
-        }
-        tx.commit().await?;
-        if job.create_render {
-            self.outbox_written();
-        }
-        Ok(JobCreation::Created)
-    }
-
-    /// [`Store::create_job`] on PostgreSQL without an idempotency key: the debit, the job,
+    /// [`JobStore::create_job`](crate::store::JobStore::create_job) on PostgreSQL without an idempotency key: the debit, the job,
     /// its renders, projects and outbox rows in one statement of data-modifying `WITH`
     /// queries, so one round trip (and no BEGIN/COMMIT) per job. Nothing is written when
     /// the debit finds too few credits.
@@ -384,17 +299,123 @@ impl Store {
         Ok(JobCreation::Replayed(row.try_get("response")?))
     }
 
-    /// The job with its renders.
+    /// Loads the renders of `jobs` with one query.
+    async fn attach_renders(&self, jobs: &mut [JobRecord]) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let placeholders: Vec<String> = (1..=jobs.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT {RENDER_COLUMNS} FROM renders WHERE job_id IN ({}) ORDER BY job_id, position",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql);
+        for job in jobs.iter() {
+            query = query.bind(job.id.as_str());
+        }
+        for row in query.fetch_all(&self.pool).await? {
+            let render = render_from(&row)?;
+            if let Some(job) = jobs.iter_mut().find(|j| j.id == render.job_id) {
+                job.renders.push(render);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl JobStore for Store {
+    #[tracing::instrument(name = "store::create_job", level = "debug", skip_all)]
+    async fn create_job(&self, job: &NewJob, idempotency: Option<Idempotency<'_>>) -> Result<JobCreation> {
+        if self.dialect == Dialect::Postgres && idempotency.is_none() && !job.renders.is_empty() {
+            return self.create_job_in_one_statement(job).await;
+        }
+        let now = job.created_at;
+        let mut tx = self.begin().await?;
+        if let Some(idem) = idempotency {
+            sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2 AND created_at < $3")
+                .bind(job.user_id.as_str())
+                .bind(idem.key)
+                .bind(now - IDEMPOTENCY_TTL_MS)
+                .execute(&mut *tx)
+                .await?;
+            let inserted = sqlx::query(
+                "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, job_id, response, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(job.user_id.as_str())
+            .bind(idem.key)
+            .bind(idem.request_hash)
+            .bind(job.id.as_str())
+            .bind(idem.response)
+            .bind(now)
+            .execute(&mut *tx)
+            .await;
+            match inserted {
+                Ok(_) => {}
+                Err(e) if is_unique_violation(&e) => {
+                    tx.rollback().await?;
+                    return self.replay(&job.user_id, idem).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+
+        let charges = job.charges();
+        let record = JobRecord::from_new(job);
+        // The account whose share the renders count in, and that pays for them.
+        let owner: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
+            .bind(job.user_id.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+        let sql = format!(
+            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, \
+             $14, $15, CASE WHEN $11 > 0 THEN $16 END)"
+        );
+        bind_job(sqlx::query(&sql), job, &record, charges)
+            .bind(&owner)
+            .execute(&mut *tx)
+            .await
+            .map_err(missing_reference("template"))?;
+        let account = if charges > 0 { Some(CreditAccount::decode(&owner)?) } else { None };
+        for (render, stored) in job.renders.iter().zip(&record.renders) {
+            let sql = format!(
+                "INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+            );
+            bind_render(sqlx::query(&sql), job, render, stored).bind(&owner).execute(&mut *tx).await?;
+            if let Some((project_id, json)) = &render.project {
+                let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
+                bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
+            }
+            if job.create_render {
+                outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() }))
+                    .await?;
+            }
+        }
+        // The debit comes last: it locks the account's row until the commit, and every
+        // job of the account waits for that lock.
+        if let Some(account) = &account {
+            if !account.debit(&mut tx, charges).await? {
+                tx.rollback().await?;
+                return Ok(JobCreation::CreditsExhausted { needed: charges });
+            }
+        }
+        tx.commit().await?;
+        if job.create_render {
+            self.outbox_written();
+        }
+        Ok(JobCreation::Created)
+    }
+
     #[tracing::instrument(name = "store::job", level = "debug", skip_all)]
-    pub async fn job(&self, id: &JobId) -> Result<JobRecord> {
+    async fn job(&self, id: &JobId) -> Result<JobRecord> {
         let mut jobs = vec![self.job_alone(id).await?];
         self.attach_renders(&mut jobs).await?;
         Ok(jobs.remove(0))
     }
 
-    /// The job without its renders (`renders` is empty), for who needs one render only.
     #[tracing::instrument(name = "store::job_alone", level = "debug", skip_all)]
-    pub async fn job_alone(&self, id: &JobId) -> Result<JobRecord> {
+    async fn job_alone(&self, id: &JobId) -> Result<JobRecord> {
         let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
             .bind(id.as_str())
             .fetch_optional(&self.pool)
@@ -403,10 +424,8 @@ impl Store {
         job_from(&row)
     }
 
-    /// The user's jobs, newest first, `limit` from `offset`; only those of `template_id`
-    /// and in `status` when given.
     #[tracing::instrument(name = "store::jobs_of", level = "debug", skip_all)]
-    pub async fn jobs_of(
+    async fn jobs_of(
         &self,
         user_id: &UserId,
         template_id: Option<&TemplateId>,
@@ -440,31 +459,8 @@ impl Store {
         Ok(jobs)
     }
 
-    /// Loads the renders of `jobs` with one query.
-    async fn attach_renders(&self, jobs: &mut [JobRecord]) -> Result<()> {
-        if jobs.is_empty() {
-            return Ok(());
-        }
-        let placeholders: Vec<String> = (1..=jobs.len()).map(|i| format!("${i}")).collect();
-        let sql = format!(
-            "SELECT {RENDER_COLUMNS} FROM renders WHERE job_id IN ({}) ORDER BY job_id, position",
-            placeholders.join(", ")
-        );
-        let mut query = sqlx::query(&sql);
-        for job in jobs.iter() {
-            query = query.bind(job.id.as_str());
-        }
-        for row in query.fetch_all(&self.pool).await? {
-            let render = render_from(&row)?;
-            if let Some(job) = jobs.iter_mut().find(|j| j.id == render.job_id) {
-                job.renders.push(render);
-            }
-        }
-        Ok(())
-    }
-
     #[tracing::instrument(name = "store::project", level = "debug", skip_all)]
-    pub async fn project(&self, id: &ProjectId) -> Result<ProjectRecord> {
+    async fn project(&self, id: &ProjectId) -> Result<ProjectRecord> {
         let row = sqlx::query(&format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE id = $1"))
             .bind(id.as_str())
             .fetch_optional(&self.pool)

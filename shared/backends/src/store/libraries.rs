@@ -4,6 +4,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{flag, id, is_unique_violation, missing_reference, Result, Store, StoreError};
+use crate::store::LibraryStore;
 use reelfarm_domain::id::{now_ms, GroupId, LibraryId, UserId};
 use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 
@@ -31,22 +32,6 @@ fn library_from(row: &AnyRow) -> Result<Library> {
 }
 
 impl Store {
-    /// Creates a library. Personal libraries belong to a user, group libraries to a
-    /// group, public and stock libraries to the operator.
-    #[tracing::instrument(name = "store::create_library", level = "debug", skip_all)]
-    pub async fn create_library(&self, name: &str, kind: LibraryKind, owner: LibraryOwner) -> Result<Library> {
-        let consistent = matches!(
-            (&kind, &owner),
-            (LibraryKind::Personal, LibraryOwner::User(_))
-                | (LibraryKind::Group, LibraryOwner::Group(_))
-                | (LibraryKind::Public | LibraryKind::Stock, LibraryOwner::Operator)
-        );
-        if !consistent {
-            return Err(StoreError::Conflict(format!("a {} library cannot belong to {owner:?}", kind.as_str())));
-        }
-        self.insert_library(name, kind, owner, false).await
-    }
-
     async fn insert_library(
         &self,
         name: &str,
@@ -83,28 +68,6 @@ impl Store {
         Ok(library)
     }
 
-    #[tracing::instrument(name = "store::library", level = "debug", skip_all)]
-    pub async fn library(&self, id: &LibraryId) -> Result<Library> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM libraries WHERE id = $1"))
-            .bind(id.as_str())
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound("library"))?;
-        library_from(&row)
-    }
-
-    /// The user's default personal library, created on first use.
-    #[tracing::instrument(name = "store::personal_library", level = "debug", skip_all)]
-    pub async fn personal_library(&self, user_id: &UserId) -> Result<Library> {
-        self.default_library(LibraryKind::Personal, LibraryOwner::User(user_id.clone()), "My library").await
-    }
-
-    /// The group's default library, created on first use.
-    #[tracing::instrument(name = "store::group_library", level = "debug", skip_all)]
-    pub async fn group_library(&self, group_id: &GroupId, group_name: &str) -> Result<Library> {
-        self.default_library(LibraryKind::Group, LibraryOwner::Group(group_id.clone()), group_name).await
-    }
-
     async fn default_library(&self, kind: LibraryKind, owner: LibraryOwner, name: &str) -> Result<Library> {
         let (column, owner_id) = match &owner {
             LibraryOwner::User(u) => ("owner_user_id", u.to_string()),
@@ -125,11 +88,45 @@ impl Store {
             Err(e) => Err(e),
         }
     }
+}
 
-    /// Every library `user_id` may see: personal ones, those of the user's groups, then
-    /// public and stock ones; each kind in creation order.
+impl LibraryStore for Store {
+    #[tracing::instrument(name = "store::create_library", level = "debug", skip_all)]
+    async fn create_library(&self, name: &str, kind: LibraryKind, owner: LibraryOwner) -> Result<Library> {
+        let consistent = matches!(
+            (&kind, &owner),
+            (LibraryKind::Personal, LibraryOwner::User(_))
+                | (LibraryKind::Group, LibraryOwner::Group(_))
+                | (LibraryKind::Public | LibraryKind::Stock, LibraryOwner::Operator)
+        );
+        if !consistent {
+            return Err(StoreError::Conflict(format!("a {} library cannot belong to {owner:?}", kind.as_str())));
+        }
+        self.insert_library(name, kind, owner, false).await
+    }
+
+    #[tracing::instrument(name = "store::library", level = "debug", skip_all)]
+    async fn library(&self, id: &LibraryId) -> Result<Library> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM libraries WHERE id = $1"))
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("library"))?;
+        library_from(&row)
+    }
+
+    #[tracing::instrument(name = "store::personal_library", level = "debug", skip_all)]
+    async fn personal_library(&self, user_id: &UserId) -> Result<Library> {
+        self.default_library(LibraryKind::Personal, LibraryOwner::User(user_id.clone()), "My library").await
+    }
+
+    #[tracing::instrument(name = "store::group_library", level = "debug", skip_all)]
+    async fn group_library(&self, group_id: &GroupId, group_name: &str) -> Result<Library> {
+        self.default_library(LibraryKind::Group, LibraryOwner::Group(group_id.clone()), group_name).await
+    }
+
     #[tracing::instrument(name = "store::visible_libraries", level = "debug", skip_all)]
-    pub async fn visible_libraries(&self, user_id: &UserId) -> Result<Vec<Library>> {
+    async fn visible_libraries(&self, user_id: &UserId) -> Result<Vec<Library>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM libraries \
              WHERE owner_user_id = $1 \

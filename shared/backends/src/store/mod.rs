@@ -1,9 +1,13 @@
 //! Metadata store port: the system of record.
 //!
-//! One schema and one repository API over sqlx's `Any` driver; the two adapters are the
+//! One schema and one repository over sqlx's `Any` driver; the two adapters are the
 //! dialects (`sqlite` for the embedded default, `postgres` for the distributed mode), each
 //! contributing its connection set-up and the few statements that differ. Every write
 //! that must cause work inserts its outbox row in the same transaction.
+//!
+//! Its interface is one narrow trait per aggregate ([`traits`]: `UserStore`,
+//! `TemplateStore`, `SchedulerStore` …), each implemented in the module of its aggregate;
+//! a caller imports the traits of what it works on.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +32,7 @@ mod sqlite;
 mod studio;
 mod template_versions;
 mod templates;
+pub mod traits;
 mod usage;
 mod users;
 mod workers;
@@ -49,6 +54,11 @@ pub use reelfarm_domain::template::stored::{
     TemplateVersion,
 };
 pub use studio::{STUDIO_HISTORY, STUDIO_RETENTION_MS};
+pub use traits::{
+    AccountStore, AssetStore, CreditStore, DeliveryStore, HousekeepingStore, IntegrationStore, JobStore, LibraryStore,
+    OutboxStore, PartStore, RenderStore, SchedulerStore, ShareStore, StudioStore, TemplateStore, TemplateVersionStore,
+    UsageStore, UserStore, WorkerStore,
+};
 pub use usage::{RenderCounts, Usage};
 pub use users::{new_webhook_secret, NewUser, TokenRecord};
 pub use workers::WorkerRecord;

@@ -5,6 +5,7 @@ use std::time::Duration;
 use sqlx::{Any, Row, Transaction};
 
 use super::{Dialect, Result, Store, StoreError};
+use crate::store::OutboxStore;
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::message::{Envelope, Queue};
 
@@ -24,7 +25,7 @@ fn row_to_outbox(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
     Ok(OutboxRow { envelope, deliveries: deliveries as u32 })
 }
 
-/// Rows taken out of the outbox ([`Store::outbox_take`]): gone once committed; back as
+/// Rows taken out of the outbox ([`OutboxStore::outbox_take`](crate::store::OutboxStore::outbox_take)): gone once committed; back as
 /// they were when rolled back, dropped, or when the process dies first.
 pub struct OutboxTake {
     tx: Transaction<'static, Any>,
@@ -87,9 +88,15 @@ pub(crate) async fn mark_handled(tx: &mut Transaction<'static, Any>, message_id:
 }
 
 impl Store {
-    /// Writes one message to the outbox on its own (work that no state change carries).
+    /// Wakes relays in this process after an outbox write commits.
+    pub(crate) fn outbox_written(&self) {
+        self.outbox_notify.notify_one();
+    }
+}
+
+impl OutboxStore for Store {
     #[tracing::instrument(name = "store::enqueue_message", level = "debug", skip_all)]
-    pub async fn enqueue_message(&self, envelope: &Envelope) -> Result<()> {
+    async fn enqueue_message(&self, envelope: &Envelope) -> Result<()> {
         let mut tx = self.begin().await?;
         enqueue(&mut tx, envelope).await?;
         tx.commit().await?;
@@ -97,10 +104,8 @@ impl Store {
         Ok(())
     }
 
-    /// Claims up to `limit` due, unpublished rows, oldest first, and leases them for
-    /// `lease` so that other relays leave them alone meanwhile.
     #[tracing::instrument(name = "store::outbox_claim", level = "debug", skip_all)]
-    pub async fn outbox_claim(&self, limit: u32, lease: Duration) -> Result<Vec<OutboxRow>> {
+    async fn outbox_claim(&self, limit: u32, lease: Duration) -> Result<Vec<OutboxRow>> {
         let now = now_ms();
         let lock = match self.dialect {
             Dialect::Postgres => "FOR UPDATE SKIP LOCKED",
@@ -125,12 +130,8 @@ impl Store {
         Ok(claimed)
     }
 
-    /// Takes up to `limit` due, unpublished rows out of the outbox in a transaction that
-    /// stays open while they are published: one write per row instead of a lease and a
-    /// delete. PostgreSQL only (`None` on SQLite, whose single writer must not wait on a
-    /// broker); other relays skip the rows meanwhile.
     #[tracing::instrument(name = "store::outbox_take", level = "debug", skip_all)]
-    pub async fn outbox_take(&self, limit: u32) -> Result<Option<OutboxTake>> {
+    async fn outbox_take(&self, limit: u32) -> Result<Option<OutboxTake>> {
         if self.dialect != Dialect::Postgres {
             return Ok(None);
         }
@@ -150,9 +151,8 @@ impl Store {
         Ok(Some(OutboxTake { tx, rows }))
     }
 
-    /// The row of message `id`, if it is still in the outbox.
     #[tracing::instrument(name = "store::outbox_get", level = "debug", skip_all)]
-    pub async fn outbox_get(&self, id: &str) -> Result<Option<OutboxRow>> {
+    async fn outbox_get(&self, id: &str) -> Result<Option<OutboxRow>> {
         let row = sqlx::query("SELECT payload, deliveries FROM outbox WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
@@ -160,17 +160,14 @@ impl Store {
         row.as_ref().map(row_to_outbox).transpose()
     }
 
-    /// Removes a row: published to a broker that confirmed it, or acknowledged by a local
-    /// consumer.
     #[tracing::instrument(name = "store::outbox_delete", level = "debug", skip_all)]
-    pub async fn outbox_delete(&self, id: &str) -> Result<()> {
+    async fn outbox_delete(&self, id: &str) -> Result<()> {
         sqlx::query("DELETE FROM outbox WHERE id = $1").bind(id).execute(&self.pool).await?;
         Ok(())
     }
 
-    /// Removes rows published to a broker that confirmed them, in one statement.
     #[tracing::instrument(name = "store::outbox_delete_many", level = "debug", skip_all)]
-    pub async fn outbox_delete_many(&self, ids: &[String]) -> Result<()> {
+    async fn outbox_delete_many(&self, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -184,9 +181,8 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a row as handed to the local bus, where it waits for its consumer's ack.
     #[tracing::instrument(name = "store::outbox_mark_published", level = "debug", skip_all)]
-    pub async fn outbox_mark_published(&self, id: &str) -> Result<()> {
+    async fn outbox_mark_published(&self, id: &str) -> Result<()> {
         sqlx::query("UPDATE outbox SET published_at = $1 WHERE id = $2")
             .bind(now_ms())
             .bind(id)
@@ -195,12 +191,8 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a row the relay claimed with `deliveries` deliveries as handed to the local
-    /// bus, unless its consumer was quicker: acked or dead-lettered (the row is gone) or
-    /// retried (the count moved on and the row is due again, which an unconditional mark
-    /// would hide until the next start). `false` when nothing was marked.
     #[tracing::instrument(name = "store::outbox_mark_published_claimed", level = "debug", skip_all)]
-    pub async fn outbox_mark_published_claimed(&self, id: &str, deliveries: u32) -> Result<bool> {
+    async fn outbox_mark_published_claimed(&self, id: &str, deliveries: u32) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE outbox SET published_at = $1 WHERE id = $2 AND deliveries = $3 AND published_at IS NULL",
         )
@@ -212,9 +204,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Puts a delivered row back for another delivery after `delay`, counting the delivery.
     #[tracing::instrument(name = "store::outbox_requeue", level = "debug", skip_all)]
-    pub async fn outbox_requeue(&self, id: &str, delay: Duration) -> Result<()> {
+    async fn outbox_requeue(&self, id: &str, delay: Duration) -> Result<()> {
         sqlx::query(
             "UPDATE outbox SET published_at = NULL, available_at = $1, deliveries = deliveries + 1 \
              WHERE id = $2",
@@ -227,9 +218,8 @@ impl Store {
         Ok(())
     }
 
-    /// Moves a row the consumer gave up on to the dead letters.
     #[tracing::instrument(name = "store::outbox_dead_letter", level = "debug", skip_all)]
-    pub async fn outbox_dead_letter(&self, id: &str) -> Result<()> {
+    async fn outbox_dead_letter(&self, id: &str) -> Result<()> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO dead_letters (id, queue, payload, deliveries, created_at) \
@@ -245,11 +235,8 @@ impl Store {
         Ok(())
     }
 
-    /// Makes every row that was handed to the local bus due again. Called when the
-    /// embedded process starts: nothing can be in flight then, so those deliveries died
-    /// with the previous process.
     #[tracing::instrument(name = "store::outbox_reset_published", level = "debug", skip_all)]
-    pub async fn outbox_reset_published(&self) -> Result<u64> {
+    async fn outbox_reset_published(&self) -> Result<u64> {
         let done =
             sqlx::query("UPDATE outbox SET published_at = NULL, available_at = $1 WHERE published_at IS NOT NULL")
                 .bind(now_ms())
@@ -261,16 +248,14 @@ impl Store {
         Ok(done.rows_affected())
     }
 
-    /// Rows not yet taken off the outbox, for metrics and tests.
     #[tracing::instrument(name = "store::outbox_len", level = "debug", skip_all)]
-    pub async fn outbox_len(&self) -> Result<u64> {
+    async fn outbox_len(&self) -> Result<u64> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox").fetch_one(&self.pool).await?;
         Ok(n as u64)
     }
 
-    /// Dead-lettered messages of `queue`, oldest first.
     #[tracing::instrument(name = "store::dead_letters", level = "debug", skip_all)]
-    pub async fn dead_letters(&self, queue: Queue) -> Result<Vec<OutboxRow>> {
+    async fn dead_letters(&self, queue: Queue) -> Result<Vec<OutboxRow>> {
         let rows = sqlx::query("SELECT payload, deliveries FROM dead_letters WHERE queue = $1 ORDER BY created_at, id")
             .bind(queue.name())
             .fetch_all(&self.pool)
@@ -278,25 +263,16 @@ impl Store {
         rows.iter().map(row_to_outbox).collect()
     }
 
-    /// Records that `message_id` was handled, outside any other transaction; `false` when
-    /// it already was.
     #[tracing::instrument(name = "store::record_handled", level = "debug", skip_all)]
-    pub async fn record_handled(&self, message_id: &str) -> Result<bool> {
+    async fn record_handled(&self, message_id: &str) -> Result<bool> {
         let mut tx = self.begin().await?;
         let first = mark_handled(&mut tx, message_id).await?;
         tx.commit().await?;
         Ok(first)
     }
 
-    /// Wakes relays in this process after an outbox write commits.
-    pub(crate) fn outbox_written(&self) {
-        self.outbox_notify.notify_one();
-    }
-
-    /// Resolves at the next outbox write committed through this process's store (other
-    /// processes' writes are found by polling).
     #[tracing::instrument(name = "store::outbox_changed", level = "debug", skip_all)]
-    pub async fn outbox_changed(&self) {
+    async fn outbox_changed(&self) {
         self.outbox_notify.notified().await
     }
 }

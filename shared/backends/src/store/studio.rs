@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::{Result, Store, StoreError, StudioSession};
+use crate::store::StudioStore;
 use reelfarm_domain::id::{now_ms, TemplateId, UserId};
 
 /// Revisions kept for undo.
@@ -80,16 +81,26 @@ async fn delete_revisions(
 }
 
 impl Store {
-    /// The working copy of `user` on `template`, if there is one.
+    /// Why an edit from a revision did not land: the copy moved on, or is gone.
+    async fn studio_conflict(&self, key: Key<'_>) -> StoreError {
+        match session_in(&self.pool, key).await {
+            Ok(Some(_)) => {
+                StoreError::Conflict("the working copy was changed elsewhere (another tab or window).".into())
+            }
+            Ok(None) => StoreError::NotFound("studio session"),
+            Err(e) => e,
+        }
+    }
+}
+
+impl StudioStore for Store {
     #[tracing::instrument(name = "store::studio_session", level = "debug", skip_all)]
-    pub async fn studio_session(&self, template: &TemplateId, user: &UserId) -> Result<Option<StudioSession>> {
+    async fn studio_session(&self, template: &TemplateId, user: &UserId) -> Result<Option<StudioSession>> {
         session_in(&self.pool, (template, user)).await
     }
 
-    /// Starts a working copy of `user` on `template` from version `base_version`'s `json`,
-    /// replacing the one there was (its history too).
     #[tracing::instrument(name = "store::open_studio_session", level = "debug", skip_all)]
-    pub async fn open_studio_session(
+    async fn open_studio_session(
         &self,
         template: &TemplateId,
         user: &UserId,
@@ -117,12 +128,8 @@ impl Store {
         Ok(session)
     }
 
-    /// Records an edit made to revision `seen` (any revision for `None`): `json` becomes
-    /// the revision after it and is shown; the revisions an undo had stepped back over are
-    /// dropped, and the oldest beyond [`STUDIO_HISTORY`]. `Conflict` when another edit,
-    /// undo or redo came after `seen` (another tab); `NotFound` without a working copy.
     #[tracing::instrument(name = "store::edit_studio_session", level = "debug", skip_all)]
-    pub async fn edit_studio_session(
+    async fn edit_studio_session(
         &self,
         template: &TemplateId,
         user: &UserId,
@@ -156,11 +163,8 @@ impl Store {
         Ok(session)
     }
 
-    /// Undo (`step` −1) or redo (+1) from revision `seen` (any for `None`): shows the
-    /// revision before or after it. At either end of the history, the working copy as it
-    /// is; `Conflict` when the shown revision is no longer `seen`.
     #[tracing::instrument(name = "store::step_studio_session", level = "debug", skip_all)]
-    pub async fn step_studio_session(
+    async fn step_studio_session(
         &self,
         template: &TemplateId,
         user: &UserId,
@@ -190,20 +194,8 @@ impl Store {
         Ok(session)
     }
 
-    /// Why an edit from a revision did not land: the copy moved on, or is gone.
-    async fn studio_conflict(&self, key: Key<'_>) -> StoreError {
-        match session_in(&self.pool, key).await {
-            Ok(Some(_)) => {
-                StoreError::Conflict("the working copy was changed elsewhere (another tab or window).".into())
-            }
-            Ok(None) => StoreError::NotFound("studio session"),
-            Err(e) => e,
-        }
-    }
-
-    /// After a save of the working copy as version `base_version`: later saves start from it.
     #[tracing::instrument(name = "store::rebase_studio_session", level = "debug", skip_all)]
-    pub async fn rebase_studio_session(&self, template: &TemplateId, user: &UserId, base_version: i64) -> Result<()> {
+    async fn rebase_studio_session(&self, template: &TemplateId, user: &UserId, base_version: i64) -> Result<()> {
         sqlx::query("UPDATE studio_sessions SET base_version = $3 WHERE template_id = $1 AND user_id = $2")
             .bind(template.as_str())
             .bind(user.as_str())
@@ -213,9 +205,8 @@ impl Store {
         Ok(())
     }
 
-    /// The document of revision `rev` of a working copy, if it is still kept.
     #[tracing::instrument(name = "store::studio_revision", level = "debug", skip_all)]
-    pub async fn studio_revision(&self, template: &TemplateId, user: &UserId, rev: i64) -> Result<Option<String>> {
+    async fn studio_revision(&self, template: &TemplateId, user: &UserId, rev: i64) -> Result<Option<String>> {
         let row = sqlx::query("SELECT json FROM studio_revisions WHERE template_id = $1 AND user_id = $2 AND rev = $3")
             .bind(template.as_str())
             .bind(user.as_str())
@@ -225,9 +216,8 @@ impl Store {
         Ok(row.map(|row| row.try_get("json")).transpose()?)
     }
 
-    /// Deletes working copies untouched since `cutoff` (Unix milliseconds); how many.
     #[tracing::instrument(name = "store::prune_studio_sessions", level = "debug", skip_all)]
-    pub async fn prune_studio_sessions(&self, cutoff: i64) -> Result<u64> {
+    async fn prune_studio_sessions(&self, cutoff: i64) -> Result<u64> {
         let mut tx = self.begin().await?;
         sqlx::query(
             "DELETE FROM studio_revisions WHERE (template_id, user_id) IN \

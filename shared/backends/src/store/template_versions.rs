@@ -13,6 +13,8 @@ use super::templates::insert_template;
 use super::{
     id, optional_id, NewTemplate, Result, Store, StoreError, TemplateContent, TemplateRecord, TemplateVersion,
 };
+use crate::store::TemplateStore;
+use crate::store::TemplateVersionStore;
 use reelfarm_domain::id::{now_ms, TemplateId, UserId};
 
 const VERSION_COLUMNS: &str = "template_id, version, json, files, saved_by, created_at";
@@ -51,11 +53,9 @@ pub(super) async fn insert_version(
     Ok(())
 }
 
-impl Store {
-    /// Creates a template saved through the API (its version 1) and asks a worker for its
-    /// thumb and preview, in one transaction.
+impl TemplateVersionStore for Store {
     #[tracing::instrument(name = "store::create_saved_template", level = "debug", skip_all)]
-    pub async fn create_saved_template(&self, new: &NewTemplate, media_cost_ms: i64) -> Result<TemplateRecord> {
+    async fn create_saved_template(&self, new: &NewTemplate, media_cost_ms: i64) -> Result<TemplateRecord> {
         let owner =
             new.owner_user_id.as_ref().ok_or_else(|| StoreError::Conflict("a saved template has an owner".into()))?;
         let now = now_ms();
@@ -68,12 +68,8 @@ impl Store {
         self.template(&new.id).await
     }
 
-    /// Saves `content` as the next version of template `id`, makes it current and asks a
-    /// worker for its thumb and preview (until they are made, the previous ones stay). With
-    /// `base`, only when the current version is `base`: a `Conflict` says someone saved in
-    /// between. An archived template is `NotFound`.
     #[tracing::instrument(name = "store::save_template", level = "debug", skip_all)]
-    pub async fn save_template(
+    async fn save_template(
         &self,
         id: &TemplateId,
         content: &TemplateContent,
@@ -118,9 +114,8 @@ impl Store {
         self.template(id).await
     }
 
-    /// The versions of template `id`, newest first, `limit` from `offset`.
     #[tracing::instrument(name = "store::template_versions", level = "debug", skip_all)]
-    pub async fn template_versions(&self, id: &TemplateId, limit: u32, offset: u64) -> Result<Vec<TemplateVersion>> {
+    async fn template_versions(&self, id: &TemplateId, limit: u32, offset: u64) -> Result<Vec<TemplateVersion>> {
         let rows = sqlx::query(&format!(
             "SELECT {VERSION_COLUMNS} FROM template_versions WHERE template_id = $1 \
              ORDER BY version DESC LIMIT $2 OFFSET $3"
@@ -134,7 +129,7 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::template_version", level = "debug", skip_all)]
-    pub async fn template_version(&self, id: &TemplateId, version: i64) -> Result<TemplateVersion> {
+    async fn template_version(&self, id: &TemplateId, version: i64) -> Result<TemplateVersion> {
         let row = sqlx::query(&format!(
             "SELECT {VERSION_COLUMNS} FROM template_versions WHERE template_id = $1 AND version = $2"
         ))
@@ -146,11 +141,8 @@ impl Store {
         version_from(&row)
     }
 
-    /// Template `id` with the document, files and number of `version` (the current one for
-    /// `None`): what a job that pinned `version` renders. The listing fields (name,
-    /// duration, …) stay the current version's.
     #[tracing::instrument(name = "store::template_at", level = "debug", skip_all)]
-    pub async fn template_at(&self, id: &TemplateId, version: Option<i64>) -> Result<TemplateRecord> {
+    async fn template_at(&self, id: &TemplateId, version: Option<i64>) -> Result<TemplateRecord> {
         let mut record = self.template(id).await?;
         if let Some(version) = version.filter(|v| *v != record.version) {
             let old = self.template_version(id, version).await?;
@@ -159,10 +151,8 @@ impl Store {
         Ok(record)
     }
 
-    /// Archives template `id`: nobody sees it or makes jobs of it any more; its jobs, their
-    /// videos and its versions stay. Archiving twice changes nothing.
     #[tracing::instrument(name = "store::archive_template", level = "debug", skip_all)]
-    pub async fn archive_template(&self, id: &TemplateId) -> Result<()> {
+    async fn archive_template(&self, id: &TemplateId) -> Result<()> {
         let done = sqlx::query("UPDATE templates SET archived = 1 WHERE id = $1")
             .bind(id.as_str())
             .execute(&self.pool)
@@ -173,10 +163,8 @@ impl Store {
         Ok(())
     }
 
-    /// Records the thumb and preview rendered for `version`, if it is still the current
-    /// version; `false` (nothing written) when a later save replaced it.
     #[tracing::instrument(name = "store::set_template_media", level = "debug", skip_all)]
-    pub async fn set_template_media(
+    async fn set_template_media(
         &self,
         id: &TemplateId,
         version: i64,

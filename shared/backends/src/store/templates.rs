@@ -11,6 +11,7 @@ use super::{
     flag, id, is_foreign_key_violation, is_unique_violation, optional_id, NewTemplate, Result, ShareTarget, Store,
     StoreError, TemplateRecord,
 };
+use crate::store::TemplateStore;
 use reelfarm_domain::id::{now_ms, GroupId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
 
@@ -50,11 +51,9 @@ fn template_from(row: &AnyRow) -> Result<TemplateRecord> {
     })
 }
 
-impl Store {
-    /// Records a template whose files are stored. A template without an owner must be
-    /// public (nobody else could see it).
+impl TemplateStore for Store {
     #[tracing::instrument(name = "store::create_template", level = "debug", skip_all)]
-    pub async fn create_template(&self, new: &NewTemplate) -> Result<TemplateRecord> {
+    async fn create_template(&self, new: &NewTemplate) -> Result<TemplateRecord> {
         if new.owner_user_id.is_none() && !new.public {
             return Err(StoreError::Conflict("a template without an owner must be public".into()));
         }
@@ -67,7 +66,7 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::template", level = "debug", skip_all)]
-    pub async fn template(&self, id: &TemplateId) -> Result<TemplateRecord> {
+    async fn template(&self, id: &TemplateId) -> Result<TemplateRecord> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM templates WHERE id = $1"))
             .bind(id.as_str())
             .fetch_optional(&self.pool)
@@ -76,10 +75,8 @@ impl Store {
         template_from(&row)
     }
 
-    /// The template `id` if `user_id` may see it; `NotFound` otherwise, so that the ids
-    /// of others' templates do not leak.
     #[tracing::instrument(name = "store::visible_template", level = "debug", skip_all)]
-    pub async fn visible_template(&self, id: &TemplateId, user_id: &UserId) -> Result<TemplateRecord> {
+    async fn visible_template(&self, id: &TemplateId, user_id: &UserId) -> Result<TemplateRecord> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM templates WHERE {VISIBLE_TO_1} AND id = $2"))
             .bind(user_id.as_str())
             .bind(id.as_str())
@@ -89,9 +86,8 @@ impl Store {
         template_from(&row)
     }
 
-    /// The templates `user_id` may see, newest first, `limit` from `offset`.
     #[tracing::instrument(name = "store::visible_templates", level = "debug", skip_all)]
-    pub async fn visible_templates(&self, user_id: &UserId, limit: u32, offset: u64) -> Result<Vec<TemplateRecord>> {
+    async fn visible_templates(&self, user_id: &UserId, limit: u32, offset: u64) -> Result<Vec<TemplateRecord>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM templates WHERE {VISIBLE_TO_1} ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
         ))
@@ -103,9 +99,8 @@ impl Store {
         rows.iter().map(template_from).collect()
     }
 
-    /// Shares the template with a user or a group; sharing twice changes nothing.
     #[tracing::instrument(name = "store::share_template", level = "debug", skip_all)]
-    pub async fn share_template(&self, template_id: &TemplateId, with: &ShareTarget) -> Result<()> {
+    async fn share_template(&self, template_id: &TemplateId, with: &ShareTarget) -> Result<()> {
         let (user, group) = match with {
             ShareTarget::User(u) => (Some(u.as_str()), None),
             ShareTarget::Group(g) => (None, Some(g.as_str())),
@@ -127,9 +122,8 @@ impl Store {
         }
     }
 
-    /// Whom the template is shared with, in the order shared.
     #[tracing::instrument(name = "store::template_shares", level = "debug", skip_all)]
-    pub async fn template_shares(&self, template_id: &TemplateId) -> Result<Vec<ShareTarget>> {
+    async fn template_shares(&self, template_id: &TemplateId) -> Result<Vec<ShareTarget>> {
         let rows = sqlx::query(
             "SELECT user_id, group_id FROM template_shares WHERE template_id = $1 \
              ORDER BY created_at, user_id, group_id",

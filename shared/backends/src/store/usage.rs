@@ -10,6 +10,7 @@
 use sqlx::Row;
 
 use super::{id, Dialect, Result, Store};
+use crate::store::UsageStore;
 use reelfarm_domain::id::UserId;
 use reelfarm_domain::status::RenderStatus;
 
@@ -36,9 +37,25 @@ pub struct RenderCounts {
 }
 
 impl Store {
-    /// The videos of `user_id`'s jobs made since `since` (Unix ms), by status.
+    /// SQL of the bytes of asset `a`'s renditions but the original (its `renditions` is a
+    /// JSON array of `{role, size, …}`), in this dialect.
+    fn rendition_bytes(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Sqlite => {
+                "(SELECT COALESCE(SUM(json_extract(r.value, '$.size')), 0) FROM json_each(a.renditions) AS r \
+                 WHERE json_extract(r.value, '$.role') <> 'original')"
+            }
+            Dialect::Postgres => {
+                "(SELECT COALESCE(SUM((r.value ->> 'size')::BIGINT), 0) \
+                 FROM jsonb_array_elements(a.renditions::jsonb) AS r(value) WHERE r.value ->> 'role' <> 'original')"
+            }
+        }
+    }
+}
+
+impl UsageStore for Store {
     #[tracing::instrument(name = "store::renders_since", level = "debug", skip_all)]
-    pub async fn renders_since(&self, user_id: &UserId, since: i64) -> Result<RenderCounts> {
+    async fn renders_since(&self, user_id: &UserId, since: i64) -> Result<RenderCounts> {
         let rows = sqlx::query(
             "SELECT r.status, COUNT(*) AS n FROM renders r JOIN jobs j ON j.id = r.job_id \
              WHERE j.user_id = $1 AND j.created_at >= $2 GROUP BY r.status",
@@ -59,10 +76,8 @@ impl Store {
         Ok(counts)
     }
 
-    /// Storage used by each user (by name), or only by `user_id`; users without assets
-    /// are listed with zeros.
     #[tracing::instrument(name = "store::storage_usage", level = "debug", skip_all)]
-    pub async fn storage_usage(&self, user_id: Option<&UserId>) -> Result<Vec<Usage>> {
+    async fn storage_usage(&self, user_id: Option<&UserId>) -> Result<Vec<Usage>> {
         let filter = if user_id.is_some() { "WHERE u.id = $1" } else { "" };
         let sql = format!(
             "SELECT u.id, u.name, COUNT(a.id) AS assets, \
@@ -91,9 +106,8 @@ impl Store {
             .collect()
     }
 
-    /// Counts `characters` sent by `user_id` to the paid text-to-speech `provider`.
     #[tracing::instrument(name = "store::add_tts_characters", level = "debug", skip_all)]
-    pub async fn add_tts_characters(&self, user_id: &UserId, provider: &str, characters: u64) -> Result<()> {
+    async fn add_tts_characters(&self, user_id: &UserId, provider: &str, characters: u64) -> Result<()> {
         sqlx::query(
             "INSERT INTO tts_usage (user_id, provider, characters, updated_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (user_id, provider) DO UPDATE \
@@ -108,9 +122,8 @@ impl Store {
         Ok(())
     }
 
-    /// Characters `user_id` sent to each paid text-to-speech provider, by provider name.
     #[tracing::instrument(name = "store::tts_characters", level = "debug", skip_all)]
-    pub async fn tts_characters(&self, user_id: &UserId) -> Result<Vec<(String, u64)>> {
+    async fn tts_characters(&self, user_id: &UserId) -> Result<Vec<(String, u64)>> {
         let rows = sqlx::query("SELECT provider, characters FROM tts_usage WHERE user_id = $1 ORDER BY provider")
             .bind(user_id.as_str())
             .fetch_all(&self.pool)
@@ -120,9 +133,8 @@ impl Store {
             .collect()
     }
 
-    /// Bytes the assets of `user_id` take (0 for an unknown user).
     #[tracing::instrument(name = "store::stored_bytes", level = "debug", skip_all)]
-    pub async fn stored_bytes(&self, user_id: &UserId) -> Result<u64> {
+    async fn stored_bytes(&self, user_id: &UserId) -> Result<u64> {
         let sql = format!(
             "SELECT CAST(COALESCE(SUM(COALESCE(a.size, 0) + {}), 0) AS BIGINT) AS bytes \
              FROM assets a WHERE a.owner_user_id = $1",
@@ -130,20 +142,5 @@ impl Store {
         );
         let bytes: i64 = sqlx::query(&sql).bind(user_id.as_str()).fetch_one(&self.pool).await?.try_get("bytes")?;
         Ok(bytes.max(0) as u64)
-    }
-
-    /// SQL of the bytes of asset `a`'s renditions but the original (its `renditions` is a
-    /// JSON array of `{role, size, …}`), in this dialect.
-    fn rendition_bytes(&self) -> &'static str {
-        match self.dialect {
-            Dialect::Sqlite => {
-                "(SELECT COALESCE(SUM(json_extract(r.value, '$.size')), 0) FROM json_each(a.renditions) AS r \
-                 WHERE json_extract(r.value, '$.role') <> 'original')"
-            }
-            Dialect::Postgres => {
-                "(SELECT COALESCE(SUM((r.value ->> 'size')::BIGINT), 0) \
-                 FROM jsonb_array_elements(a.renditions::jsonb) AS r(value) WHERE r.value ->> 'role' <> 'original')"
-            }
-        }
     }
 }

@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::{flag, id, is_unique_violation, missing_reference, Result, Store, StoreError};
+use crate::store::UserStore;
 use reelfarm_domain::account::{Credits, Group, User};
 use reelfarm_domain::id::{is_id, new_id, now_ms, UserId};
 use reelfarm_domain::token;
@@ -28,7 +29,7 @@ pub struct TokenRecord {
 /// How often a token's last use is written.
 const LAST_USE_RESOLUTION_MS: i64 = 60_000;
 
-/// What a new user is made with ([`Store::create_account`]).
+/// What a new user is made with ([`UserStore::create_account`](crate::store::UserStore::create_account)).
 #[derive(Debug, Clone, Copy)]
 pub struct NewUser<'a> {
     pub name: &'a str,
@@ -83,18 +84,13 @@ pub fn new_webhook_secret() -> String {
     format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
-impl Store {
-    /// Creates a user, and the named group if it does not exist yet, making the user a
-    /// member of it.
-    pub async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> Result<User> {
+impl UserStore for Store {
+    async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> Result<User> {
         self.create_account(&NewUser { name, group, credits, operator: false, sign_in_email: None }).await
     }
 
-    /// Creates a user as [`NewUser`] describes, in one transaction: the user, its group and
-    /// membership, operator flag and sign-in address (without a password: the user sets
-    /// one after a one-time link). `Conflict` when the name or the address is taken.
     #[tracing::instrument(name = "store::create_account", level = "debug", skip_all)]
-    pub async fn create_account(&self, new: &NewUser<'_>) -> Result<User> {
+    async fn create_account(&self, new: &NewUser<'_>) -> Result<User> {
         let NewUser { name, group, credits, operator, sign_in_email } = *new;
         let now = now_ms();
         let mut user =
@@ -158,7 +154,7 @@ impl Store {
     }
 
     #[tracing::instrument(name = "store::user", level = "debug", skip_all)]
-    pub async fn user(&self, id: &UserId) -> Result<User> {
+    async fn user(&self, id: &UserId) -> Result<User> {
         let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
             .bind(id.as_str())
             .fetch_optional(&self.pool)
@@ -167,10 +163,8 @@ impl Store {
         user_from(&row)
     }
 
-    /// Sets the e-mail address (normalised by the caller) and the password hash `user_id`
-    /// signs in to the console with. `Conflict` when another user has the address.
     #[tracing::instrument(name = "store::set_sign_in", level = "debug", skip_all)]
-    pub async fn set_sign_in(&self, user_id: &UserId, email: &str, password_hash: &str) -> Result<()> {
+    async fn set_sign_in(&self, user_id: &UserId, email: &str, password_hash: &str) -> Result<()> {
         let done = sqlx::query("UPDATE users SET email = $1, password_hash = $2 WHERE id = $3")
             .bind(email)
             .bind(password_hash)
@@ -190,18 +184,16 @@ impl Store {
         Ok(())
     }
 
-    /// The user who signs in as `email`, with their password hash.
     #[tracing::instrument(name = "store::sign_in_of", level = "debug", skip_all)]
-    pub async fn sign_in_of(&self, email: &str) -> Result<Option<(User, String)>> {
+    async fn sign_in_of(&self, email: &str) -> Result<Option<(User, String)>> {
         let sql =
             format!("SELECT {USER_COLUMNS}, password_hash FROM users WHERE email = $1 AND password_hash IS NOT NULL");
         let Some(row) = sqlx::query(&sql).bind(email).fetch_optional(&self.pool).await? else { return Ok(None) };
         Ok(Some((user_from(&row)?, row.try_get("password_hash")?)))
     }
 
-    /// The user named `name_or_id`, or with that id.
     #[tracing::instrument(name = "store::find_user", level = "debug", skip_all)]
-    pub async fn find_user(&self, name_or_id: &str) -> Result<User> {
+    async fn find_user(&self, name_or_id: &str) -> Result<User> {
         let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1 OR id = $1"))
             .bind(name_or_id)
             .fetch_optional(&self.pool)
@@ -210,9 +202,8 @@ impl Store {
         user_from(&row)
     }
 
-    /// The group named `name_or_id`, or with that id.
     #[tracing::instrument(name = "store::find_group", level = "debug", skip_all)]
-    pub async fn find_group(&self, name_or_id: &str) -> Result<Group> {
+    async fn find_group(&self, name_or_id: &str) -> Result<Group> {
         let row = sqlx::query("SELECT id, name, credits, created_at FROM user_groups WHERE name = $1 OR id = $1")
             .bind(name_or_id)
             .fetch_optional(&self.pool)
@@ -221,9 +212,8 @@ impl Store {
         group_from(&row)
     }
 
-    /// The groups `user_id` belongs to, in the order joined.
     #[tracing::instrument(name = "store::groups_of", level = "debug", skip_all)]
-    pub async fn groups_of(&self, user_id: &UserId) -> Result<Vec<Group>> {
+    async fn groups_of(&self, user_id: &UserId) -> Result<Vec<Group>> {
         let rows = sqlx::query(
             "SELECT g.id, g.name, g.credits, g.created_at FROM user_groups g \
              JOIN group_members m ON m.group_id = g.id WHERE m.user_id = $1 ORDER BY m.joined_at, g.name",
@@ -234,16 +224,13 @@ impl Store {
         rows.iter().map(group_from).collect()
     }
 
-    /// Makes a token for `user_id` valid for `days`; returns the record and the plaintext,
-    /// which is not kept.
     #[tracing::instrument(name = "store::create_token", level = "debug", skip_all)]
-    pub async fn create_token(&self, user_id: &UserId, days: u32) -> Result<(TokenRecord, String)> {
+    async fn create_token(&self, user_id: &UserId, days: u32) -> Result<(TokenRecord, String)> {
         self.create_named_token(user_id, "", days).await
     }
 
-    /// [`Store::create_token`] with a name its owner gave it.
     #[tracing::instrument(name = "store::create_named_token", level = "debug", skip_all)]
-    pub async fn create_named_token(&self, user_id: &UserId, name: &str, days: u32) -> Result<(TokenRecord, String)> {
+    async fn create_named_token(&self, user_id: &UserId, name: &str, days: u32) -> Result<(TokenRecord, String)> {
         let new = token::generate();
         let now = now_ms();
         let record = TokenRecord {
@@ -273,10 +260,8 @@ impl Store {
         Ok((record, new.plaintext))
     }
 
-    /// The user a presented token belongs to, when the token is known, unrevoked and
-    /// unexpired. Candidates are found by prefix; the hash is compared in constant time.
     #[tracing::instrument(name = "store::authenticate", level = "debug", skip_all)]
-    pub async fn authenticate(&self, presented: &str) -> Result<Option<(User, TokenRecord)>> {
+    async fn authenticate(&self, presented: &str) -> Result<Option<(User, TokenRecord)>> {
         let Some(prefix) = token::prefix_of(presented) else { return Ok(None) };
         // One round trip: the candidates with their users.
         let rows = sqlx::query(
@@ -319,18 +304,15 @@ impl Store {
         Ok(None)
     }
 
-    /// The tokens of `user_id`, newest first, revoked and expired ones too.
     #[tracing::instrument(name = "store::tokens_of", level = "debug", skip_all)]
-    pub async fn tokens_of(&self, user_id: &UserId) -> Result<Vec<TokenRecord>> {
+    async fn tokens_of(&self, user_id: &UserId) -> Result<Vec<TokenRecord>> {
         let sql = format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE user_id = $1 ORDER BY created_at DESC, id DESC");
         let rows = sqlx::query(&sql).bind(user_id.as_str()).fetch_all(&self.pool).await?;
         rows.iter().map(token_from).collect()
     }
 
-    /// Revokes token `id` of `user_id` (`NotFound` for anyone else's); revoking twice
-    /// keeps the first time.
     #[tracing::instrument(name = "store::revoke_token_of", level = "debug", skip_all)]
-    pub async fn revoke_token_of(&self, user_id: &UserId, id: &str) -> Result<()> {
+    async fn revoke_token_of(&self, user_id: &UserId, id: &str) -> Result<()> {
         let done =
             sqlx::query("UPDATE tokens SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND user_id = $3")
                 .bind(now_ms())
@@ -344,10 +326,8 @@ impl Store {
         Ok(())
     }
 
-    /// Revokes the token with this id, or the one token whose prefix starts with
-    /// `id_or_prefix` (at least the `rf_` marker and 4 characters).
     #[tracing::instrument(name = "store::revoke_token", level = "debug", skip_all)]
-    pub async fn revoke_token(&self, id_or_prefix: &str) -> Result<TokenRecord> {
+    async fn revoke_token(&self, id_or_prefix: &str) -> Result<TokenRecord> {
         let rows = if is_id(id_or_prefix) {
             sqlx::query(&format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = $1"))
                 .bind(id_or_prefix)
@@ -379,10 +359,8 @@ impl Store {
         Ok(TokenRecord { revoked_at: record.revoked_at.or(Some(now)), ..record })
     }
 
-    /// Sets the credits of the user or group named (or with the id) `who`; a user wins
-    /// over a group of the same name.
     #[tracing::instrument(name = "store::set_credits", level = "debug", skip_all)]
-    pub async fn set_credits(&self, who: &str, credits: i64) -> Result<Credits> {
+    async fn set_credits(&self, who: &str, credits: i64) -> Result<Credits> {
         match self.find_user(who).await {
             Ok(user) => {
                 sqlx::query("UPDATE users SET credits = $1 WHERE id = $2")
@@ -407,11 +385,8 @@ impl Store {
         Ok(Credits::Group { id: group.id, name: group.name, credits })
     }
 
-    /// The user's webhook signing secret as stored: sealed (see
-    /// `integration::webhook_secret`), empty before the first use, or in clear when an
-    /// earlier version stored it.
     #[tracing::instrument(name = "store::stored_webhook_secret", level = "debug", skip_all)]
-    pub async fn stored_webhook_secret(&self, user_id: &UserId) -> Result<String> {
+    async fn stored_webhook_secret(&self, user_id: &UserId) -> Result<String> {
         sqlx::query_scalar("SELECT webhook_secret FROM users WHERE id = $1")
             .bind(user_id.as_str())
             .fetch_optional(&self.pool)
@@ -419,10 +394,8 @@ impl Store {
             .ok_or(StoreError::NotFound("user"))
     }
 
-    /// Stores `new` as the user's webhook secret if the stored one is still `expected`
-    /// (`None`: whatever it is); whether it was stored.
     #[tracing::instrument(name = "store::replace_webhook_secret", level = "debug", skip_all)]
-    pub async fn replace_webhook_secret(&self, user_id: &UserId, expected: Option<&str>, new: &str) -> Result<bool> {
+    async fn replace_webhook_secret(&self, user_id: &UserId, expected: Option<&str>, new: &str) -> Result<bool> {
         let done =
             sqlx::query("UPDATE users SET webhook_secret = $1 WHERE id = $2 AND ($3 IS NULL OR webhook_secret = $3)")
                 .bind(new)

@@ -6,6 +6,7 @@ use reelfarm_domain::id::now_ms;
 use sqlx::Row;
 
 use super::{Result, Store, StoreError};
+use crate::store::WorkerStore;
 
 /// A worker as the fleet sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,75 +23,6 @@ pub struct WorkerRecord {
 }
 
 impl Store {
-    /// Records that worker `id` (started at `started_at`) is alive; whether it is out of
-    /// rotation (an operator may have taken it out or put it back meanwhile).
-    #[tracing::instrument(name = "store::worker_seen", level = "debug", skip_all)]
-    pub async fn worker_seen(&self, id: &str, started_at: i64) -> Result<bool> {
-        let out: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO workers (id, started_at, seen_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (id) DO UPDATE SET seen_at = $3 RETURNING out_since",
-        )
-        .bind(id)
-        .bind(started_at)
-        .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(out.is_some())
-    }
-
-    /// Counts a render attempt of worker `id` that succeeded or failed on our side.
-    #[tracing::instrument(name = "store::worker_rendered", level = "debug", skip_all)]
-    pub async fn worker_rendered(&self, id: &str, ok: bool) -> Result<()> {
-        let sql = if ok {
-            "UPDATE workers SET renders_ok = renders_ok + 1, last_success_at = $2 WHERE id = $1"
-        } else {
-            "UPDATE workers SET renders_failed = renders_failed + 1 WHERE id = $1"
-        };
-        sqlx::query(sql).bind(id).bind(now_ms()).execute(&self.pool).await?;
-        Ok(())
-    }
-
-    /// Whether a worker other than `id` finished a render successfully at or after
-    /// `since` (Unix ms).
-    #[tracing::instrument(name = "store::others_succeeded_since", level = "debug", skip_all)]
-    pub async fn others_succeeded_since(&self, id: &str, since: i64) -> Result<bool> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM workers WHERE id <> $1 AND last_success_at >= $2 LIMIT 1")
-                .bind(id)
-                .bind(since)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(found.is_some())
-    }
-
-    /// Takes worker `id` (or the worker whose id starts with it) out of rotation with
-    /// `reason`, or with `None` puts it back; the worker as it is now.
-    #[tracing::instrument(name = "store::set_rotation", level = "debug", skip_all)]
-    pub async fn set_rotation(&self, id: &str, out: Option<&str>) -> Result<WorkerRecord> {
-        let worker = self.find_worker(id).await?;
-        sqlx::query("UPDATE workers SET out_since = $1, out_reason = $2 WHERE id = $3")
-            .bind(out.map(|_| now_ms()))
-            .bind(out)
-            .bind(&worker.id)
-            .execute(&self.pool)
-            .await?;
-        self.find_worker(&worker.id).await
-    }
-
-    /// Every worker seen since `since` (Unix ms), or out of rotation; the most recently
-    /// seen first.
-    #[tracing::instrument(name = "store::workers", level = "debug", skip_all)]
-    pub async fn workers(&self, since: i64) -> Result<Vec<WorkerRecord>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {WORKER_COLUMNS} FROM workers WHERE seen_at >= $1 OR out_since IS NOT NULL \
-             ORDER BY seen_at DESC, id"
-        ))
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(worker_from).collect()
-    }
-
     /// The worker `id`, or the only one whose id starts with it.
     async fn find_worker(&self, id: &str) -> Result<WorkerRecord> {
         let pattern = format!("{}%", id.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
@@ -107,6 +39,68 @@ impl Store {
             [] => Err(StoreError::NotFound("worker")),
             _ => Err(StoreError::Conflict(format!("more than one worker's id starts with {id:?}"))),
         }
+    }
+}
+
+impl WorkerStore for Store {
+    #[tracing::instrument(name = "store::worker_seen", level = "debug", skip_all)]
+    async fn worker_seen(&self, id: &str, started_at: i64) -> Result<bool> {
+        let out: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO workers (id, started_at, seen_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (id) DO UPDATE SET seen_at = $3 RETURNING out_since",
+        )
+        .bind(id)
+        .bind(started_at)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(out.is_some())
+    }
+
+    #[tracing::instrument(name = "store::worker_rendered", level = "debug", skip_all)]
+    async fn worker_rendered(&self, id: &str, ok: bool) -> Result<()> {
+        let sql = if ok {
+            "UPDATE workers SET renders_ok = renders_ok + 1, last_success_at = $2 WHERE id = $1"
+        } else {
+            "UPDATE workers SET renders_failed = renders_failed + 1 WHERE id = $1"
+        };
+        sqlx::query(sql).bind(id).bind(now_ms()).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "store::others_succeeded_since", level = "debug", skip_all)]
+    async fn others_succeeded_since(&self, id: &str, since: i64) -> Result<bool> {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM workers WHERE id <> $1 AND last_success_at >= $2 LIMIT 1")
+                .bind(id)
+                .bind(since)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(found.is_some())
+    }
+
+    #[tracing::instrument(name = "store::set_rotation", level = "debug", skip_all)]
+    async fn set_rotation(&self, id: &str, out: Option<&str>) -> Result<WorkerRecord> {
+        let worker = self.find_worker(id).await?;
+        sqlx::query("UPDATE workers SET out_since = $1, out_reason = $2 WHERE id = $3")
+            .bind(out.map(|_| now_ms()))
+            .bind(out)
+            .bind(&worker.id)
+            .execute(&self.pool)
+            .await?;
+        self.find_worker(&worker.id).await
+    }
+
+    #[tracing::instrument(name = "store::workers", level = "debug", skip_all)]
+    async fn workers(&self, since: i64) -> Result<Vec<WorkerRecord>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {WORKER_COLUMNS} FROM workers WHERE seen_at >= $1 OR out_since IS NOT NULL \
+             ORDER BY seen_at DESC, id"
+        ))
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(worker_from).collect()
     }
 }
 

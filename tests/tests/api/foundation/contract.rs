@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use reelfarm_backends::store::{LibraryStore, UserStore};
 use reelfarm_domain::library::{LibraryKind, LibraryOwner};
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::{json, media, Mode, TestApp};

@@ -2,6 +2,7 @@
 
 use sqlx::{Any, Row, Transaction};
 
+use crate::store::CreditStore;
 use crate::store::{Result, Store, StoreError};
 use reelfarm_domain::id::{GroupId, UserId};
 
@@ -66,10 +67,9 @@ impl CreditAccount {
     }
 }
 
-impl Store {
-    /// The credits the user can spend (their group's, for group members).
+impl CreditStore for Store {
     #[tracing::instrument(name = "store::available_credits", level = "debug", skip_all)]
-    pub async fn available_credits(&self, user_id: &UserId) -> Result<i64> {
+    async fn available_credits(&self, user_id: &UserId) -> Result<i64> {
         let mut conn = self.pool.acquire().await?;
         let account = CreditAccount::of_user(&mut conn, user_id).await?;
         let (table, id) = account.table();
@@ -79,24 +79,16 @@ impl Store {
             .await?
             .ok_or(StoreError::NotFound("user"))
     }
-}
-
-impl Store {
-    /// The account `user_id` works in: the first group they joined (`group:…`), or their
-    /// own (`user:…`). Shares, credits and the budgets of free work count per account.
     #[tracing::instrument(name = "store::account_of", level = "debug", skip_all)]
-    pub async fn account_of(&self, user_id: &UserId) -> Result<String> {
+    async fn account_of(&self, user_id: &UserId) -> Result<String> {
         Ok(sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
             .bind(user_id.as_str())
             .fetch_one(&self.pool)
             .await?)
     }
 
-    /// The drafts the account of `user_id` started since `since` (Unix ms), oldest first:
-    /// when each was made and the milliseconds of video it makes (what the account's
-    /// draft budget counts).
     #[tracing::instrument(name = "store::drafts_since", level = "debug", skip_all)]
-    pub async fn drafts_since(&self, user_id: &UserId, since: i64) -> Result<Vec<(i64, i64)>> {
+    async fn drafts_since(&self, user_id: &UserId, since: i64) -> Result<Vec<(i64, i64)>> {
         let rows = sqlx::query(&format!(
             "SELECT j.created_at, r.video_ms FROM jobs j JOIN renders r ON r.job_id = j.id \
              WHERE j.draft = 1 AND j.created_at >= $1 AND r.account = {} ORDER BY j.created_at",

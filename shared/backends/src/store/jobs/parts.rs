@@ -1,6 +1,6 @@
 //! The parts of a split render: a render longer than the split threshold is
 //! split by the worker that claimed it into chunks of frames, its sound and their join.
-//! Parts are claimed through [`Store::claim_work`] like renders (counted in their
+//! Parts are claimed through [`SchedulerStore::claim_work`](crate::store::SchedulerStore::claim_work) like renders (counted in their
 //! account's share), hold a lease their worker extends, go back to `pending` after a
 //! failed attempt and are retried alone; the join, claimable once every other part is
 //! done, ends the render.
@@ -14,6 +14,7 @@ use sqlx::Row;
 
 use super::renders::Guard;
 use super::{RenderOutcome, RenderRecord};
+use crate::store::PartStore;
 use crate::store::{outbox, Result, Store, StoreError};
 
 pub(super) const PART_COLUMNS: &str = "render_id, part, kind, first_frame, end_frame, status, attempts, worker";
@@ -76,15 +77,9 @@ pub(super) fn part_from(row: &AnyRow) -> Result<PartRecord> {
     })
 }
 
-impl Store {
-    /// Splits the render `claimed` (its attempt still the render's) into `parts`
-    /// (`(kind, first_frame, end_frame)`, taken in this order) in one transaction: the
-    /// render no longer held by its attempt, the parts `pending`, and one `render.v1`
-    /// token for each part but one in the outbox (the claiming token claims on), so that
-    /// as many workers can take them at once. `false` when the attempt was no longer the
-    /// render's.
+impl PartStore for Store {
     #[tracing::instrument(name = "store::split_render", level = "debug", skip_all)]
-    pub async fn split_render(&self, claimed: &RenderRecord, parts: &[(PartKind, i64, i64)]) -> Result<bool> {
+    async fn split_render(&self, claimed: &RenderRecord, parts: &[(PartKind, i64, i64)]) -> Result<bool> {
         let mut tx = self.begin().await?;
         let split = sqlx::query(
             "UPDATE renders SET parts = $1, lease_until = NULL \
@@ -120,9 +115,8 @@ impl Store {
         Ok(true)
     }
 
-    /// The parts of render `id`, in order (none when it was rendered whole).
     #[tracing::instrument(name = "store::render_parts", level = "debug", skip_all)]
-    pub async fn render_parts(&self, id: &RenderId) -> Result<Vec<PartRecord>> {
+    async fn render_parts(&self, id: &RenderId) -> Result<Vec<PartRecord>> {
         let rows = sqlx::query(&format!("SELECT {PART_COLUMNS} FROM render_parts WHERE render_id = $1 ORDER BY part"))
             .bind(id.as_str())
             .fetch_all(&self.pool)
@@ -130,10 +124,8 @@ impl Store {
         rows.iter().map(part_from).collect()
     }
 
-    /// Extends the lease of `claimed`'s attempt; `false` when the attempt is no longer
-    /// the part's, or its render ended (failed by another part, or cancelled).
     #[tracing::instrument(name = "store::heartbeat_part", level = "debug", skip_all)]
-    pub async fn heartbeat_part(&self, claimed: &PartRecord, lease: Duration) -> Result<bool> {
+    async fn heartbeat_part(&self, claimed: &PartRecord, lease: Duration) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE render_parts SET lease_until = $1 WHERE render_id = $2 AND part = $3 AND status = 'started' \
              AND attempts = $4 AND EXISTS (SELECT 1 FROM renders WHERE id = $2 AND status = 'started')",
@@ -147,10 +139,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Puts `claimed` back to `pending` after its attempt failed and will be retried, not
-    /// before `retry_at` (Unix ms).
     #[tracing::instrument(name = "store::release_part", level = "debug", skip_all)]
-    pub async fn release_part(&self, claimed: &PartRecord, retry_at: i64) -> Result<()> {
+    async fn release_part(&self, claimed: &PartRecord, retry_at: i64) -> Result<()> {
         sqlx::query(
             "UPDATE render_parts SET status = 'pending', not_before = $1, lease_until = NULL \
              WHERE render_id = $2 AND part = $3 AND status = 'started' AND attempts = $4",
@@ -164,11 +154,8 @@ impl Store {
         Ok(())
     }
 
-    /// Records `claimed` (not a join) as done by its attempt; `false` when the attempt
-    /// was no longer the part's or its render ended meanwhile. Returns the parts done
-    /// and the parts of the render (its progress).
     #[tracing::instrument(name = "store::finish_part", level = "debug", skip_all)]
-    pub async fn finish_part(&self, claimed: &PartRecord) -> Result<Option<(i64, i64)>> {
+    async fn finish_part(&self, claimed: &PartRecord) -> Result<Option<(i64, i64)>> {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
             "UPDATE render_parts SET status = 'done', lease_until = NULL WHERE render_id = $1 AND part = $2 \
@@ -195,10 +182,7 @@ impl Store {
         Ok(Some((row.try_get::<Option<i64>, _>("done")?.unwrap_or(0), row.try_get("parts")?)))
     }
 
-    /// Ends the split render of the join `claimed` as [`Self::end_render`] does, the join
-    /// done with it in the same transaction; `false` when the join's attempt was no longer
-    /// the part's or the render had ended.
-    pub async fn end_joined(&self, claimed: &PartRecord, outcome: &RenderOutcome) -> Result<bool> {
+    async fn end_joined(&self, claimed: &PartRecord, outcome: &RenderOutcome) -> Result<bool> {
         if claimed.kind != PartKind::Join {
             return Err(StoreError::Corrupt(format!("part {} of {} is no join", claimed.part, claimed.render_id)));
         }

@@ -11,65 +11,10 @@ use reelfarm_domain::status::RenderStatus;
 use super::{render_from, CreditAccount, PartRecord, RenderOutcome, RenderRecord, RENDER_COLUMNS};
 use sqlx::Row;
 
+use crate::store::RenderStore;
 use crate::store::{outbox, Dialect, Result, Store, StoreError};
 
 impl Store {
-    #[tracing::instrument(name = "store::render", level = "debug", skip_all)]
-    pub async fn render(&self, id: &RenderId) -> Result<RenderRecord> {
-        let row = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
-            .bind(id.as_str())
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound("render"))?;
-        render_from(&row)
-    }
-
-    /// Extends the lease of `claimed`'s attempt; `false` when the attempt is no longer the
-    /// render's (it ended, was cancelled, was claimed again after its lease ran out, or
-    /// was split into parts).
-    #[tracing::instrument(name = "store::heartbeat_render", level = "debug", skip_all)]
-    pub async fn heartbeat_render(&self, claimed: &RenderRecord, lease: Duration) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE renders SET lease_until = $1 WHERE id = $2 AND status = 'started' AND attempts = $3 AND parts = 0",
-        )
-        .bind(now_ms() + lease.as_millis() as i64)
-        .bind(claimed.id.as_str())
-        .bind(claimed.attempts)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    /// Puts `claimed` back to `pending` after its attempt failed cleanly and will be
-    /// retried, not before `retry_at` (Unix ms), so that `started` always means an attempt
-    /// is under way or was interrupted.
-    #[tracing::instrument(name = "store::release_render", level = "debug", skip_all)]
-    pub async fn release_render(&self, claimed: &RenderRecord, retry_at: i64) -> Result<()> {
-        sqlx::query(
-            "UPDATE renders SET status = 'pending', not_before = $1, lease_until = NULL \
-             WHERE id = $2 AND status = 'started' AND attempts = $3",
-        )
-        .bind(retry_at)
-        .bind(claimed.id.as_str())
-        .bind(claimed.attempts)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// [`Self::end_render`] of the attempt `claimed`: `false` also when the render was
-    /// claimed again meanwhile (this attempt's lease ran out), whose attempt then ends it.
-    pub async fn end_claimed(&self, claimed: &RenderRecord, outcome: &RenderOutcome) -> Result<bool> {
-        self.end(&claimed.id, Guard::Attempt(claimed.attempts), outcome).await
-    }
-
-    /// Records how the render ended, unless it ended already (then `false`): refunds the
-    /// credit of a failed render, finishes the job when it was its last open render, and
-    /// writes the `render_finished.v1` event when the job asked for notifications.
-    pub async fn end_render(&self, id: &RenderId, outcome: &RenderOutcome) -> Result<bool> {
-        self.end(id, Guard::None, outcome).await
-    }
-
     /// Ends render `id` as `guard` allows.
     #[tracing::instrument(name = "store::end_render", level = "debug", skip_all)]
     pub(super) async fn end(&self, id: &RenderId, guard: Guard<'_>, outcome: &RenderOutcome) -> Result<bool> {
@@ -176,15 +121,56 @@ impl Store {
         }
         Ok(true)
     }
+}
 
-    /// Cancels what of job `id` has not ended, in one transaction: its pending and started
-    /// renders become `cancelled` (a worker's [`Self::claim_render`] or [`Self::end_render`]
-    /// of one then finds it ended), their credits are refunded, the job is `cancelled`
-    /// and, when it notifies, `render_finished.v1` is written for each. Returns how many
-    /// renders were cancelled: none once the job had ended (cancelling twice changes
-    /// nothing).
+impl RenderStore for Store {
+    #[tracing::instrument(name = "store::render", level = "debug", skip_all)]
+    async fn render(&self, id: &RenderId) -> Result<RenderRecord> {
+        let row = sqlx::query(&format!("SELECT {RENDER_COLUMNS} FROM renders WHERE id = $1"))
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound("render"))?;
+        render_from(&row)
+    }
+
+    #[tracing::instrument(name = "store::heartbeat_render", level = "debug", skip_all)]
+    async fn heartbeat_render(&self, claimed: &RenderRecord, lease: Duration) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE renders SET lease_until = $1 WHERE id = $2 AND status = 'started' AND attempts = $3 AND parts = 0",
+        )
+        .bind(now_ms() + lease.as_millis() as i64)
+        .bind(claimed.id.as_str())
+        .bind(claimed.attempts)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    #[tracing::instrument(name = "store::release_render", level = "debug", skip_all)]
+    async fn release_render(&self, claimed: &RenderRecord, retry_at: i64) -> Result<()> {
+        sqlx::query(
+            "UPDATE renders SET status = 'pending', not_before = $1, lease_until = NULL \
+             WHERE id = $2 AND status = 'started' AND attempts = $3",
+        )
+        .bind(retry_at)
+        .bind(claimed.id.as_str())
+        .bind(claimed.attempts)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn end_claimed(&self, claimed: &RenderRecord, outcome: &RenderOutcome) -> Result<bool> {
+        self.end(&claimed.id, Guard::Attempt(claimed.attempts), outcome).await
+    }
+
+    async fn end_render(&self, id: &RenderId, outcome: &RenderOutcome) -> Result<bool> {
+        self.end(id, Guard::None, outcome).await
+    }
+
     #[tracing::instrument(name = "store::cancel_job", level = "debug", skip_all)]
-    pub async fn cancel_job(&self, id: &JobId) -> Result<usize> {
+    async fn cancel_job(&self, id: &JobId) -> Result<usize> {
         let now = now_ms();
         let mut tx = self.begin().await?;
         // Renders first, then the job, in the order `end_render` locks them: a render

@@ -16,9 +16,10 @@ use sqlx::Row;
 use super::credits::ACCOUNT_OF_USER_2;
 use super::parts::{part_from, PART_COLUMNS};
 use super::{render_from, PartRecord, RenderRecord, RENDER_COLUMNS};
+use crate::store::SchedulerStore;
 use crate::store::{outbox, Dialect, Result, Store, StoreError};
 
-/// A unit of work claimed by a worker ([`Store::claim_work`]).
+/// A unit of work claimed by a worker ([`SchedulerStore::claim_work`](crate::store::SchedulerStore::claim_work)).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Work {
     /// A render, or a part of a split one.
@@ -97,23 +98,69 @@ fn media_key(n: usize) -> String {
 }
 
 impl Store {
-    /// Claims the unit of work that is next by the scheduler's order for `worker`, for
-    /// `lease` (which the unit's heartbeat extends): now `started`, its attempt counted,
-    /// and whether an earlier attempt was interrupted. `None` when nothing can be claimed
-    /// now. Without `long_units` it passes over renders that are long units of work
-    /// ([`NewRender::long_unit`](super::NewRender::long_unit)): a worker keeps a slot for
-    /// shorter work.
-    ///
-    /// The order: the account whose running units cost the fewest estimated CPU-seconds
-    /// for its weight (`account_shares`, 1 by default), among equals the one served
-    /// longest ago (accounts take turns), then the one waiting longest; within the account
-    /// its drafts and template media first, then the highest priority, then the oldest, a
-    /// split render's parts in their order, but one split render's sound at a time. Free
-    /// work never goes ahead of another account's. Claimable are the `pending` units past
-    /// their retry time and the `started` ones whose lease ran out (their worker died or
-    /// lost the database); a join once every other part of its render is done.
+    /// Takes the unit of `units` named by `id` (and `part`) for `taker` when it is still
+    /// claimable and nobody else is taking it: `started`, its attempt counted, leased. Its
+    /// columns as they are then.
+    async fn take(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        units: &Units,
+        id: &str,
+        part: Option<i64>,
+        taker: &Taker<'_>,
+    ) -> Result<Option<AnyRow>> {
+        let Units { table, key, also, columns } = units;
+        let (id_key, lock) = (key(2), self.skip_locked());
+        let free = format!("SELECT 1 FROM {table} WHERE {id_key} AND {} {lock}", ready(table));
+        let free = sqlx::query(&free).bind(taker.now).bind(id);
+        let free = match part {
+            Some(part) => free.bind(part),
+            None => free,
+        };
+        if free.fetch_optional(&mut **tx).await?.is_none() {
+            return Ok(None);
+        }
+        let take = format!(
+            "UPDATE {table} SET status = 'started', attempts = attempts + 1, worker = $1, lease_until = $2 + $3{also} \
+             WHERE {} RETURNING {columns}",
+            key(4)
+        );
+        let take = sqlx::query(&take).bind(taker.worker).bind(taker.now).bind(taker.lease.as_millis() as i64).bind(id);
+        let take = match part {
+            Some(part) => take.bind(part),
+            None => take,
+        };
+        Ok(Some(take.fetch_one(&mut **tx).await?))
+    }
+
+    /// `FOR UPDATE SKIP LOCKED` where the database has it (SQLite's writers take turns).
+    fn skip_locked(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Postgres => "FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// Sets `set` (`$1` is `value`) on the row of `claimed` while its attempt holds it;
+    /// whether it did.
+    async fn update_held(&self, claimed: &MediaClaim, set: &str, value: i64) -> Result<bool> {
+        let done = sqlx::query(&format!(
+            "UPDATE template_media SET {set} WHERE template_id = $2 AND version = $3 AND attempts = $4 \
+             AND status = 'started'"
+        ))
+        .bind(value)
+        .bind(claimed.template_id.as_str())
+        .bind(claimed.version)
+        .bind(claimed.attempts)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+impl SchedulerStore for Store {
     #[tracing::instrument(name = "store::claim_work", level = "debug", skip_all)]
-    pub async fn claim_work(&self, worker: &str, lease: Duration, long_units: bool) -> Result<Option<Work>> {
+    async fn claim_work(&self, worker: &str, lease: Duration, long_units: bool) -> Result<Option<Work>> {
         let now = now_ms();
         let mut tx = self.begin().await?;
         let ready = ready("u");
@@ -218,54 +265,8 @@ impl Store {
         Ok(None)
     }
 
-    /// Takes the unit of `units` named by `id` (and `part`) for `taker` when it is still
-    /// claimable and nobody else is taking it: `started`, its attempt counted, leased. Its
-    /// columns as they are then.
-    async fn take(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-        units: &Units,
-        id: &str,
-        part: Option<i64>,
-        taker: &Taker<'_>,
-    ) -> Result<Option<AnyRow>> {
-        let Units { table, key, also, columns } = units;
-        let (id_key, lock) = (key(2), self.skip_locked());
-        let free = format!("SELECT 1 FROM {table} WHERE {id_key} AND {} {lock}", ready(table));
-        let free = sqlx::query(&free).bind(taker.now).bind(id);
-        let free = match part {
-            Some(part) => free.bind(part),
-            None => free,
-        };
-        if free.fetch_optional(&mut **tx).await?.is_none() {
-            return Ok(None);
-        }
-        let take = format!(
-            "UPDATE {table} SET status = 'started', attempts = attempts + 1, worker = $1, lease_until = $2 + $3{also} \
-             WHERE {} RETURNING {columns}",
-            key(4)
-        );
-        let take = sqlx::query(&take).bind(taker.worker).bind(taker.now).bind(taker.lease.as_millis() as i64).bind(id);
-        let take = match part {
-            Some(part) => take.bind(part),
-            None => take,
-        };
-        Ok(Some(take.fetch_one(&mut **tx).await?))
-    }
-
-    /// `FOR UPDATE SKIP LOCKED` where the database has it (SQLite's writers take turns).
-    fn skip_locked(&self) -> &'static str {
-        match self.dialect {
-            Dialect::Postgres => "FOR UPDATE SKIP LOCKED",
-            Dialect::Sqlite => "",
-        }
-    }
-
-    /// When a unit may next become claimable with none added: the earliest retry time of
-    /// a `pending` one or lease end of a `started` one (whose worker may die). `None` when
-    /// none is open.
     #[tracing::instrument(name = "store::next_claim_at", level = "debug", skip_all)]
-    pub async fn next_claim_at(&self) -> Result<Option<i64>> {
+    async fn next_claim_at(&self) -> Result<Option<i64>> {
         Ok(sqlx::query_scalar(&format!(
             "{} SELECT MIN(CASE WHEN u.status = 'pending' THEN u.not_before ELSE COALESCE(u.lease_until, 0) END) \
              FROM units u",
@@ -275,40 +276,18 @@ impl Store {
         .await?)
     }
 
-    /// Extends the lease of `claimed`; `false` when the attempt is no longer the unit's
-    /// (a later save asked for another version, or the lease ran out and another worker
-    /// took it).
     #[tracing::instrument(name = "store::heartbeat_media", level = "debug", skip_all)]
-    pub async fn heartbeat_media(&self, claimed: &MediaClaim, lease: Duration) -> Result<bool> {
+    async fn heartbeat_media(&self, claimed: &MediaClaim, lease: Duration) -> Result<bool> {
         self.update_held(claimed, "lease_until = $1", now_ms() + lease.as_millis() as i64).await
     }
 
-    /// Puts `claimed` back to `pending`, not before `retry_at` (Unix ms).
     #[tracing::instrument(name = "store::release_media", level = "debug", skip_all)]
-    pub async fn release_media(&self, claimed: &MediaClaim, retry_at: i64) -> Result<()> {
+    async fn release_media(&self, claimed: &MediaClaim, retry_at: i64) -> Result<()> {
         self.update_held(claimed, "status = 'pending', not_before = $1, lease_until = NULL", retry_at).await.map(drop)
     }
 
-    /// Sets `set` (`$1` is `value`) on the row of `claimed` while its attempt holds it;
-    /// whether it did.
-    async fn update_held(&self, claimed: &MediaClaim, set: &str, value: i64) -> Result<bool> {
-        let done = sqlx::query(&format!(
-            "UPDATE template_media SET {set} WHERE template_id = $2 AND version = $3 AND attempts = $4 \
-             AND status = 'started'"
-        ))
-        .bind(value)
-        .bind(claimed.template_id.as_str())
-        .bind(claimed.version)
-        .bind(claimed.attempts)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    /// Ends `claimed` (made, or given up); `false` when the attempt was no longer the
-    /// unit's.
     #[tracing::instrument(name = "store::end_media", level = "debug", skip_all)]
-    pub async fn end_media(&self, claimed: &MediaClaim) -> Result<bool> {
+    async fn end_media(&self, claimed: &MediaClaim) -> Result<bool> {
         let done = sqlx::query("DELETE FROM template_media WHERE template_id = $1 AND version = $2 AND attempts = $3")
             .bind(claimed.template_id.as_str())
             .bind(claimed.version)

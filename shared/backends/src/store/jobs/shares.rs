@@ -9,6 +9,8 @@ use reelfarm_domain::priority::Priority;
 use sqlx::Row;
 
 use super::credits::ACCOUNT_OF_USER_2;
+use crate::store::ShareStore;
+use crate::store::UserStore;
 use crate::store::{Result, Store, StoreError};
 use reelfarm_domain::id::UserId;
 
@@ -32,10 +34,9 @@ const NAME_OF_ACCOUNT: &str = "CASE WHEN a.account LIKE 'user:%' \
     THEN (SELECT name FROM users WHERE id = substr(a.account, 6)) \
     ELSE (SELECT name FROM user_groups WHERE id = substr(a.account, 7)) END";
 
-impl Store {
-    /// The highest priority the jobs of `user_id` may have (their account's cap).
+impl ShareStore for Store {
     #[tracing::instrument(name = "store::max_priority_of", level = "debug", skip_all)]
-    pub async fn max_priority_of(&self, user_id: &UserId) -> Result<Priority> {
+    async fn max_priority_of(&self, user_id: &UserId) -> Result<Priority> {
         let cap: Option<i64> = sqlx::query_scalar(&format!(
             "SELECT max_priority FROM account_shares WHERE account = {}",
             ACCOUNT_OF_USER_2.replace("$2", "$1")
@@ -46,15 +47,8 @@ impl Store {
         Ok(cap.map_or(Priority::High, Priority::from_rank))
     }
 
-    /// Sets the weight (at least 1) and/or the priority cap of the account of `who` (a
-    /// user's or a group's name or id); what is not given stays.
     #[tracing::instrument(name = "store::set_share", level = "debug", skip_all)]
-    pub async fn set_share(
-        &self,
-        who: &str,
-        weight: Option<i64>,
-        max_priority: Option<Priority>,
-    ) -> Result<AccountShare> {
+    async fn set_share(&self, who: &str, weight: Option<i64>, max_priority: Option<Priority>) -> Result<AccountShare> {
         let account = match self.find_user(who).await {
             Ok(user) => format!("user:{}", user.id),
             Err(StoreError::NotFound(_)) => {
@@ -82,10 +76,8 @@ impl Store {
         shares.into_iter().find(|s| s.account == account).ok_or(StoreError::NotFound("account"))
     }
 
-    /// Every account with renders under way or waiting, or with a share set: the
-    /// scheduler's view, most running first.
     #[tracing::instrument(name = "store::shares", level = "debug", skip_all)]
-    pub async fn shares(&self) -> Result<Vec<AccountShare>> {
+    async fn shares(&self) -> Result<Vec<AccountShare>> {
         let rows = sqlx::query(&format!(
             "SELECT a.account, {NAME_OF_ACCOUNT} AS name, COALESCE(s.weight, 1) AS weight, \
              COALESCE(s.max_priority, 2) AS max_priority, \

@@ -14,7 +14,7 @@ pub struct Idempotency<'a> {
     pub response: &'a str,
 }
 
-/// What [`Store::create_job`](crate::store::Store::create_job) did.
+/// What [`JobStore::create_job`](crate::store::JobStore::create_job) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobCreation {
     Created,
