@@ -3,14 +3,12 @@
 
 use std::time::Duration;
 
-use reelfarm_backends::store::{Account, GroupSummary, NewUser, StoreError};
-use reelfarm_backends::Store;
+use reelfarm_backends::store::{Account, AccountStore, GroupSummary, NewUser, StoreError, UserStore};
 use reelfarm_domain::account::{Credits, User};
 use reelfarm_domain::id::{GroupId, UserId};
 use reelfarm_domain::password;
 
 use crate::{text, Actor, AppError, FieldError, Result};
-use reelfarm_backends::store::{AccountStore, UserStore};
 
 /// Longest user or group name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
@@ -82,7 +80,7 @@ pub fn parse_credits(given: &str) -> std::result::Result<i64, FieldError> {
 
 /// Creates a user with everything [`CreateUser`] asks for, in one transaction.
 #[tracing::instrument(name = "accounts::create_user", skip_all)]
-pub async fn create_user(store: &Store, actor: Actor<'_>, new: &CreateUser) -> Result<User> {
+pub async fn create_user(store: &impl UserStore, actor: Actor<'_>, new: &CreateUser) -> Result<User> {
     actor.require_operator()?;
     let checked = new.check().map_err(AppError::Invalid)?;
     let taken = |field: &str, what: &str| {
@@ -110,14 +108,19 @@ pub async fn create_user(store: &Store, actor: Actor<'_>, new: &CreateUser) -> R
 }
 
 /// The user named `name_or_id`.
-pub async fn find_user(store: &Store, name_or_id: &str) -> Result<User> {
+pub async fn find_user(store: &impl UserStore, name_or_id: &str) -> Result<User> {
     Ok(store.find_user(name_or_id).await?)
 }
 
 /// A one-time console sign-in link's token for user `user_id`, valid for `ttl` (at most
 /// [`MAX_LINK_TTL`]).
 #[tracing::instrument(name = "accounts::sign_in_link", skip_all)]
-pub async fn sign_in_link(store: &Store, actor: Actor<'_>, user_id: &UserId, ttl: Duration) -> Result<(User, String)> {
+pub async fn sign_in_link(
+    store: &(impl AccountStore + UserStore),
+    actor: Actor<'_>,
+    user_id: &UserId,
+    ttl: Duration,
+) -> Result<(User, String)> {
     actor.require_operator()?;
     if ttl.is_zero() || ttl > MAX_LINK_TTL {
         return Err(AppError::invalid("hours", "must be 1 to 720"));
@@ -129,7 +132,7 @@ pub async fn sign_in_link(store: &Store, actor: Actor<'_>, user_id: &UserId, ttl
 
 /// Makes user `user_id` an operator, or no longer one.
 #[tracing::instrument(name = "accounts::set_operator", skip_all)]
-pub async fn set_operator(store: &Store, actor: Actor<'_>, user_id: &UserId, operator: bool) -> Result<()> {
+pub async fn set_operator(store: &impl AccountStore, actor: Actor<'_>, user_id: &UserId, operator: bool) -> Result<()> {
     actor.require_operator()?;
     Ok(store.set_operator(user_id, operator).await?)
 }
@@ -137,7 +140,13 @@ pub async fn set_operator(store: &Store, actor: Actor<'_>, user_id: &UserId, ope
 /// Sets the address and password user `user_id` signs in with, as an operator does it
 /// (no current password asked); returns the address as it was stored (normalised).
 #[tracing::instrument(name = "accounts::set_password", skip_all)]
-pub async fn set_password(store: &Store, actor: Actor<'_>, user_id: &UserId, email: &str, new: &str) -> Result<String> {
+pub async fn set_password(
+    store: &impl UserStore,
+    actor: Actor<'_>,
+    user_id: &UserId,
+    email: &str,
+    new: &str,
+) -> Result<String> {
     actor.require_operator()?;
     let email = email_address(email)?;
     let new = new.to_string();
@@ -156,7 +165,7 @@ pub(crate) fn email_address(email: &str) -> Result<String> {
 /// Stores `hash` (a field error naming `password` when it could not be made) as the
 /// password `user_id` signs in with at `email`; another user's address is refused.
 pub(crate) async fn write_sign_in(
-    store: &Store,
+    store: &impl UserStore,
     user_id: &UserId,
     email: &str,
     hash: std::result::Result<String, password::PasswordError>,
@@ -169,14 +178,14 @@ pub(crate) async fn write_sign_in(
 }
 
 /// The address `user_id` signs in to the console with, if any.
-pub async fn email_of(store: &Store, user_id: &UserId) -> Result<Option<String>> {
+pub async fn email_of(store: &impl AccountStore, user_id: &UserId) -> Result<Option<String>> {
     Ok(store.email_of(user_id).await?)
 }
 
 /// A page of every user with their e-mail address and groups, and every group, for an
 /// operator.
 pub async fn overview(
-    store: &Store,
+    store: &impl AccountStore,
     actor: Actor<'_>,
     limit: u32,
     offset: u64,
@@ -187,7 +196,7 @@ pub async fn overview(
 
 /// Sets the credits of the user or group `who` (a name or an id).
 #[tracing::instrument(name = "accounts::set_credits", skip_all)]
-pub async fn set_credits(store: &Store, actor: Actor<'_>, who: &str, credits: i64) -> Result<Credits> {
+pub async fn set_credits(store: &impl UserStore, actor: Actor<'_>, who: &str, credits: i64) -> Result<Credits> {
     actor.require_operator()?;
     if credits < 0 {
         return Err(AppError::Invalid(vec![credits_problem()]));
@@ -197,7 +206,7 @@ pub async fn set_credits(store: &Store, actor: Actor<'_>, who: &str, credits: i6
 
 /// Makes user `user_id` a member of the group named `group` (made if missing).
 #[tracing::instrument(name = "accounts::join", skip_all)]
-pub async fn join(store: &Store, actor: Actor<'_>, user_id: &UserId, group: &str) -> Result<()> {
+pub async fn join(store: &impl AccountStore, actor: Actor<'_>, user_id: &UserId, group: &str) -> Result<()> {
     actor.require_operator()?;
     let group = text::field("group", Some(group), MAX_NAME_CHARS).map_err(|e| AppError::Invalid(vec![e]))?;
     store.join_group(user_id, &group).await?;
@@ -206,7 +215,7 @@ pub async fn join(store: &Store, actor: Actor<'_>, user_id: &UserId, group: &str
 
 /// Ends the membership of user `user_id` in group `group_id`.
 #[tracing::instrument(name = "accounts::leave", skip_all)]
-pub async fn leave(store: &Store, actor: Actor<'_>, user_id: &UserId, group_id: &GroupId) -> Result<()> {
+pub async fn leave(store: &impl AccountStore, actor: Actor<'_>, user_id: &UserId, group_id: &GroupId) -> Result<()> {
     actor.require_operator()?;
     match store.leave_group(user_id, group_id).await? {
         true => Ok(()),

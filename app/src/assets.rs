@@ -2,13 +2,12 @@
 //! deleting them. Who may see an asset is who may see its library; who may change it,
 //! who may edit that library.
 
-use reelfarm_backends::store::AssetQuery;
-use reelfarm_backends::{Blobs, Store};
+use reelfarm_backends::store::{AssetQuery, AssetStore, LibraryStore, UserStore};
+use reelfarm_backends::Blobs;
 use reelfarm_domain::asset::{Asset, AssetKind};
 use reelfarm_domain::id::{AssetId, LibraryId, UserId};
 
 use crate::{libraries, text, AppError, Result};
-use reelfarm_backends::store::{AssetStore, LibraryStore};
 
 /// Longest file name accepted, in characters.
 pub const MAX_FILENAME_CHARS: usize = 255;
@@ -22,7 +21,7 @@ const READ_ONLY: &str = "This library is read-only for you";
 /// given, else one they may edit), waiting for its upload.
 #[tracing::instrument(name = "assets::add", skip_all, fields(user_id = %user, library_id = ?library_id))]
 pub async fn add(
-    store: &Store,
+    store: &(impl AssetStore + LibraryStore + UserStore),
     user: &UserId,
     filename: Option<&str>,
     library_id: Option<&LibraryId>,
@@ -46,7 +45,11 @@ pub async fn add(
 
 /// The asset `id` if `user` may see its library, with whether they may edit it.
 #[tracing::instrument(name = "assets::visible", skip_all, fields(user_id = %user, id = %id))]
-pub async fn visible(store: &Store, user: &UserId, id: &AssetId) -> Result<(Asset, bool)> {
+pub async fn visible(
+    store: &(impl AssetStore + LibraryStore + UserStore),
+    user: &UserId,
+    id: &AssetId,
+) -> Result<(Asset, bool)> {
     let asset = store.asset(id).await?;
     match libraries::visible(store, user, &asset.library_id).await {
         Ok((_, editable)) => Ok((asset, editable)),
@@ -56,7 +59,7 @@ pub async fn visible(store: &Store, user: &UserId, id: &AssetId) -> Result<(Asse
 }
 
 /// The asset `id` if `user` may edit its library.
-async fn editable(store: &Store, user: &UserId, id: &AssetId) -> Result<Asset> {
+async fn editable(store: &(impl AssetStore + LibraryStore + UserStore), user: &UserId, id: &AssetId) -> Result<Asset> {
     match visible(store, user, id).await? {
         (asset, true) => Ok(asset),
         (_, false) => Err(AppError::Forbidden(READ_ONLY.into())),
@@ -64,14 +67,19 @@ async fn editable(store: &Store, user: &UserId, id: &AssetId) -> Result<Asset> {
 }
 
 /// One asset `user` may see.
-pub async fn get(store: &Store, user: &UserId, id: &AssetId) -> Result<Asset> {
+pub async fn get(store: &(impl AssetStore + LibraryStore + UserStore), user: &UserId, id: &AssetId) -> Result<Asset> {
     Ok(visible(store, user, id).await?.0)
 }
 
 /// Gives an asset of a library `user` may edit the label `label` (a text field of at most
 /// [`MAX_LABEL_CHARS`] characters).
 #[tracing::instrument(name = "assets::rename", skip_all, fields(user_id = %user, id = %id))]
-pub async fn rename(store: &Store, user: &UserId, id: &AssetId, label: Option<&str>) -> Result<Asset> {
+pub async fn rename(
+    store: &(impl AssetStore + LibraryStore + UserStore),
+    user: &UserId,
+    id: &AssetId,
+    label: Option<&str>,
+) -> Result<Asset> {
     let label = text::field("label", label, MAX_LABEL_CHARS).map_err(|e| AppError::Invalid(vec![e]))?;
     let asset = editable(store, user, id).await?;
     Ok(store.rename_asset(&asset.id, &label).await?)
@@ -79,7 +87,12 @@ pub async fn rename(store: &Store, user: &UserId, id: &AssetId, label: Option<&s
 
 /// Deletes an asset of a library `user` may edit, and every stored file of it.
 #[tracing::instrument(name = "assets::remove", skip_all, fields(user_id = %user, id = %id))]
-pub async fn remove(store: &Store, blobs: &Blobs, user: &UserId, id: &AssetId) -> Result<Asset> {
+pub async fn remove(
+    store: &(impl AssetStore + LibraryStore + UserStore),
+    blobs: &Blobs,
+    user: &UserId,
+    id: &AssetId,
+) -> Result<Asset> {
     let asset = editable(store, user, id).await?;
     let asset = store.delete_asset(&asset.id).await?;
     // The record is gone, so nothing refers to the files any more; a failure here leaves
@@ -94,7 +107,7 @@ pub async fn remove(store: &Store, blobs: &Blobs, user: &UserId, id: &AssetId) -
 /// whose label contains `text` (any case) when it is given.
 #[tracing::instrument(name = "assets::list", skip_all, fields(user_id = %user, library_id = %library_id))]
 pub async fn list(
-    store: &Store,
+    store: &(impl AssetStore + LibraryStore + UserStore),
     user: &UserId,
     library_id: &LibraryId,
     text: Option<&str>,
@@ -110,7 +123,12 @@ pub async fn list(
 /// The newest `limit` ready assets of `kinds` in every library `user` may see: what a form
 /// offers as a template variable's value.
 #[tracing::instrument(name = "assets::choosable", skip_all, fields(user_id = %user))]
-pub async fn choosable(store: &Store, user: &UserId, kinds: &[AssetKind], limit: u32) -> Result<Vec<Asset>> {
+pub async fn choosable(
+    store: &(impl AssetStore + LibraryStore),
+    user: &UserId,
+    kinds: &[AssetKind],
+    limit: u32,
+) -> Result<Vec<Asset>> {
     let libraries: Vec<LibraryId> = store.visible_libraries(user).await?.into_iter().map(|l| l.id).collect();
     let query = AssetQuery { libraries: &libraries, kinds, ready_only: true, limit, ..Default::default() };
     Ok(store.find_assets(&query).await?)

@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
-use reelfarm_backends::store::StoreError;
-use reelfarm_backends::store::TemplateStore;
+use reelfarm_backends::store::{StoreError, TemplateStore};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::template::stored::TemplateRecord;

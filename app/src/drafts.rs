@@ -6,7 +6,7 @@
 //!
 //! What bounds them is the account's budget: `draft_minutes` of video in any hour.
 
-use reelfarm_backends::store::JobCreation;
+use reelfarm_backends::store::{CreditStore, JobCreation, JobStore, TemplateStore};
 use reelfarm_domain::account::User;
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
@@ -19,7 +19,6 @@ use serde_json::{Map, Value};
 
 use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
-use reelfarm_backends::store::{CreditStore, JobStore, TemplateStore};
 
 /// The window the draft budget counts in.
 const BUDGET_WINDOW_MS: i64 = 3_600_000;

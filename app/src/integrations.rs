@@ -1,17 +1,16 @@
 //! A user's linked accounts of the upload channels (YouTube, Google Drive).
 
 use reelfarm_backends::integration::{link_account, Sealer};
-use reelfarm_backends::store::IntegrationRecord;
+use reelfarm_backends::store::{IntegrationRecord, IntegrationStore};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::UserId;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 
 use crate::{AppError, Result};
-use reelfarm_backends::store::IntegrationStore;
 
 /// The user's linked accounts.
 #[tracing::instrument(name = "integrations::list", skip_all, fields(user_id = %user))]
-pub async fn list(store: &Store, user: &UserId) -> Result<Vec<IntegrationRecord>> {
+pub async fn list(store: &impl IntegrationStore, user: &UserId) -> Result<Vec<IntegrationRecord>> {
     Ok(store.integrations(user).await?)
 }
 
@@ -30,13 +29,13 @@ pub async fn link(
 
 /// The user's linked account of `provider` (`NotFound` when none is linked).
 #[tracing::instrument(name = "integrations::get", skip_all, fields(user_id = %user, provider = %provider))]
-pub async fn get(store: &Store, user: &UserId, provider: Provider) -> Result<IntegrationRecord> {
+pub async fn get(store: &impl IntegrationStore, user: &UserId, provider: Provider) -> Result<IntegrationRecord> {
     store.integration(user, provider).await?.ok_or_else(|| not_linked(provider))
 }
 
 /// Unlinks the user's account of `provider` (`NotFound` when none is linked).
 #[tracing::instrument(name = "integrations::unlink", skip_all, fields(user_id = %user, provider = %provider))]
-pub async fn unlink(store: &Store, user: &UserId, provider: Provider) -> Result<()> {
+pub async fn unlink(store: &impl IntegrationStore, user: &UserId, provider: Provider) -> Result<()> {
     if store.unlink_integration(user, provider).await? {
         Ok(())
     } else {

@@ -12,7 +12,9 @@ mod output;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use reelfarm_backends::store::{Idempotency, JobCreation, StoreError};
+use reelfarm_backends::store::{
+    CreditStore, Idempotency, JobCreation, JobStore, RenderStore, ShareStore, StoreError, TemplateStore,
+};
 use reelfarm_domain::account::User;
 use reelfarm_domain::cost::{self, Estimate};
 use reelfarm_domain::error_key::ErrorKey;
@@ -33,7 +35,6 @@ use uuid::Uuid;
 pub(crate) use self::media::{asset_problem, refused_address, Problem};
 use crate::farm::Farm;
 use crate::{AppError, FieldError, Result};
-use reelfarm_backends::store::{CreditStore, JobStore, RenderStore, ShareStore, TemplateStore};
 
 /// A structurally valid job request (spec §4.7), as the API's parser reads it.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,6 @@
 //! Libraries as a user sees them (personal, their groups', public, stock), making one,
 //! and the personal library every user has from first use.
 
-use reelfarm_backends::Store;
 use reelfarm_domain::id::{GroupId, LibraryId, UserId};
 use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 
@@ -20,7 +19,7 @@ pub struct Section {
 /// public and stock when they have libraries. The personal and group libraries exist
 /// from the first time anyone looks.
 #[tracing::instrument(name = "libraries::list", skip_all, fields(user_id = %user))]
-pub async fn list(store: &Store, user: &UserId) -> Result<Vec<Section>> {
+pub async fn list(store: &(impl LibraryStore + UserStore), user: &UserId) -> Result<Vec<Section>> {
     store.personal_library(user).await?;
     let groups = store.groups_of(user).await?;
     for group in &groups {
@@ -55,26 +54,30 @@ pub async fn list(store: &Store, user: &UserId) -> Result<Vec<Section>> {
 /// Makes a personal library of the user's named `name` (a text field of at most
 /// [`MAX_NAME_CHARS`] characters).
 #[tracing::instrument(name = "libraries::create", skip_all, fields(user_id = %user))]
-pub async fn create(store: &Store, user: &UserId, name: Option<&str>) -> Result<Library> {
+pub async fn create(store: &impl LibraryStore, user: &UserId, name: Option<&str>) -> Result<Library> {
     let name = text::field("name", name, MAX_NAME_CHARS).map_err(|e| AppError::Invalid(vec![e]))?;
     Ok(store.create_library(&name, LibraryKind::Personal, LibraryOwner::User(user.clone())).await?)
 }
 
 /// The user's personal library, made on first use.
 #[tracing::instrument(name = "libraries::personal", skip_all, fields(user_id = %user))]
-pub async fn personal(store: &Store, user: &UserId) -> Result<Library> {
+pub async fn personal(store: &impl LibraryStore, user: &UserId) -> Result<Library> {
     Ok(store.personal_library(user).await?)
 }
 
 /// The ids of the groups `user` belongs to: what decides which libraries they see.
-pub(crate) async fn group_ids(store: &Store, user: &UserId) -> Result<Vec<GroupId>> {
+pub(crate) async fn group_ids(store: &impl UserStore, user: &UserId) -> Result<Vec<GroupId>> {
     Ok(store.groups_of(user).await?.into_iter().map(|g| g.id).collect())
 }
 
 /// The library `id` if the user may see it (else `NotFound`, so that ids of others'
 /// libraries do not leak), with whether the user may edit it.
 #[tracing::instrument(name = "libraries::visible", skip_all, fields(user_id = %user, id = %id))]
-pub async fn visible(store: &Store, user: &UserId, id: &LibraryId) -> Result<(Library, bool)> {
+pub async fn visible(
+    store: &(impl LibraryStore + UserStore),
+    user: &UserId,
+    id: &LibraryId,
+) -> Result<(Library, bool)> {
     let library = store.library(id).await?;
     let groups = group_ids(store, user).await?;
     if !library.visible_to(user, &groups) {

@@ -2,8 +2,10 @@
 //! cancel, the accounts' shares of the farm, the workers in rotation and the storage each
 //! user takes.
 
-use reelfarm_backends::store::{AccountShare, TokenRecord, Usage, WorkerRecord};
-use reelfarm_backends::Store;
+use reelfarm_backends::store::{
+    AccountShare, JobStore, LibraryStore, RenderStore, ShareStore, TemplateStore, TokenRecord, Usage, UsageStore,
+    UserStore, WorkerRecord, WorkerStore,
+};
 use reelfarm_domain::id::{now_ms, JobId, TemplateId};
 use reelfarm_domain::library::{Library, LibraryKind, LibraryOwner};
 use reelfarm_domain::priority::Priority;
@@ -12,9 +14,6 @@ use reelfarm_domain::template::stored::ShareTarget;
 
 use crate::accounts::MAX_NAME_CHARS;
 use crate::{text, Actor, AppError, Result};
-use reelfarm_backends::store::{
-    JobStore, LibraryStore, RenderStore, ShareStore, TemplateStore, UsageStore, UserStore, WorkerStore,
-};
 
 /// Workers seen within this long are listed.
 const WORKERS_SEEN_WITHIN_MS: i64 = 3_600_000;
@@ -22,7 +21,12 @@ const WORKERS_SEEN_WITHIN_MS: i64 = 3_600_000;
 /// A new API token of the user `user` (name or id), valid for `days`; the token is
 /// returned once.
 #[tracing::instrument(name = "operations::create_token", skip_all)]
-pub async fn create_token(store: &Store, actor: Actor<'_>, user: &str, days: u32) -> Result<(TokenRecord, String)> {
+pub async fn create_token(
+    store: &impl UserStore,
+    actor: Actor<'_>,
+    user: &str,
+    days: u32,
+) -> Result<(TokenRecord, String)> {
     actor.require_operator()?;
     if days == 0 {
         return Err(AppError::invalid("days", "must be at least 1"));
@@ -33,7 +37,7 @@ pub async fn create_token(store: &Store, actor: Actor<'_>, user: &str, days: u32
 
 /// Revokes the token of any user with this id or prefix.
 #[tracing::instrument(name = "operations::revoke_token", skip_all)]
-pub async fn revoke_token(store: &Store, actor: Actor<'_>, id_or_prefix: &str) -> Result<TokenRecord> {
+pub async fn revoke_token(store: &impl UserStore, actor: Actor<'_>, id_or_prefix: &str) -> Result<TokenRecord> {
     actor.require_operator()?;
     Ok(store.revoke_token(id_or_prefix).await?)
 }
@@ -49,7 +53,12 @@ pub enum SharedLibrary<'a> {
 
 /// Makes a library every user (public, stock) or a group's members see.
 #[tracing::instrument(name = "operations::create_library", skip_all)]
-pub async fn create_library(store: &Store, actor: Actor<'_>, name: &str, kind: SharedLibrary<'_>) -> Result<Library> {
+pub async fn create_library(
+    store: &(impl LibraryStore + UserStore),
+    actor: Actor<'_>,
+    name: &str,
+    kind: SharedLibrary<'_>,
+) -> Result<Library> {
     actor.require_operator()?;
     let name = text::field("name", Some(name), MAX_NAME_CHARS).map_err(|e| AppError::Invalid(vec![e]))?;
     let (kind, owner) = match kind {
@@ -64,7 +73,7 @@ pub async fn create_library(store: &Store, actor: Actor<'_>, name: &str, kind: S
 /// it was shared with, as `user NAME` or `group NAME`.
 #[tracing::instrument(name = "operations::share_template", skip_all)]
 pub async fn share_template(
-    store: &Store,
+    store: &(impl TemplateStore + UserStore),
     actor: Actor<'_>,
     template_id: &str,
     who: &str,
@@ -90,7 +99,11 @@ pub async fn share_template(
 /// Cancels job `job_id` of any user, as its owner can; returns the videos cancelled and
 /// the job's status after.
 #[tracing::instrument(name = "operations::cancel_job", skip_all)]
-pub async fn cancel_job(store: &Store, actor: Actor<'_>, job_id: &str) -> Result<(JobId, usize, JobStatus)> {
+pub async fn cancel_job(
+    store: &(impl JobStore + RenderStore),
+    actor: Actor<'_>,
+    job_id: &str,
+) -> Result<(JobId, usize, JobStatus)> {
     actor.require_operator()?;
     let id = JobId::parse(job_id).ok_or_else(|| AppError::NotFound("job"))?;
     let renders = store.cancel_job(&id).await?;
@@ -99,7 +112,7 @@ pub async fn cancel_job(store: &Store, actor: Actor<'_>, job_id: &str) -> Result
 }
 
 /// Every account's share of the farm: weight, priority cap, renders running and waiting.
-pub async fn shares(store: &Store, actor: Actor<'_>) -> Result<Vec<AccountShare>> {
+pub async fn shares(store: &impl ShareStore, actor: Actor<'_>) -> Result<Vec<AccountShare>> {
     actor.require_operator()?;
     Ok(store.shares().await?)
 }
@@ -108,7 +121,7 @@ pub async fn shares(store: &Store, actor: Actor<'_>) -> Result<Vec<AccountShare>
 /// or a group's name or id); what is not given stays.
 #[tracing::instrument(name = "operations::set_share", skip_all)]
 pub async fn set_share(
-    store: &Store,
+    store: &impl ShareStore,
     actor: Actor<'_>,
     who: &str,
     weight: Option<i64>,
@@ -129,21 +142,26 @@ pub async fn set_share(
 }
 
 /// The workers seen in the last hour: renders done and failed, who is out of rotation.
-pub async fn workers(store: &Store, actor: Actor<'_>) -> Result<Vec<WorkerRecord>> {
+pub async fn workers(store: &impl WorkerStore, actor: Actor<'_>) -> Result<Vec<WorkerRecord>> {
     actor.require_operator()?;
     Ok(store.workers(now_ms() - WORKERS_SEEN_WITHIN_MS).await?)
 }
 
 /// Takes worker `worker` (id or prefix) out of rotation, or puts it back (`in_rotation`).
 #[tracing::instrument(name = "operations::set_rotation", skip_all)]
-pub async fn set_rotation(store: &Store, actor: Actor<'_>, worker: &str, in_rotation: bool) -> Result<WorkerRecord> {
+pub async fn set_rotation(
+    store: &impl WorkerStore,
+    actor: Actor<'_>,
+    worker: &str,
+    in_rotation: bool,
+) -> Result<WorkerRecord> {
     actor.require_operator()?;
     let reason = (!in_rotation).then_some("taken out by an operator");
     Ok(store.set_rotation(worker, reason).await?)
 }
 
 /// The storage each user takes, or only `user`'s (name or id).
-pub async fn usage(store: &Store, actor: Actor<'_>, user: Option<&str>) -> Result<Vec<Usage>> {
+pub async fn usage(store: &(impl UsageStore + UserStore), actor: Actor<'_>, user: Option<&str>) -> Result<Vec<Usage>> {
     actor.require_operator()?;
     Ok(match user {
         Some(name_or_id) => store.storage_usage(Some(&store.find_user(name_or_id).await?.id)).await?,

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{AccountStore, StoreError, UserStore};
 use reelfarm_backends::Backends;
 use reelfarm_domain::account::User;
 use reelfarm_domain::id::{now_ms, UserId};
@@ -21,7 +21,6 @@ use crate::accounts;
 use crate::error::cache_unavailable;
 use crate::hashing::Hashing;
 use crate::{AppError, Result};
-use reelfarm_backends::store::{AccountStore, UserStore};
 
 /// How long a session lasts after sign-in.
 pub const SESSION_TTL: Duration = Duration::from_secs(14 * 24 * 3600);

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{StoreError, TemplateStore, TemplateVersionStore};
 use reelfarm_domain::account::User;
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
@@ -22,7 +22,6 @@ use crate::farm::Farm;
 use crate::jobs::asset_problem;
 use crate::templates::TemplateView;
 use crate::{AppError, FieldError, Result};
-use reelfarm_backends::store::{TemplateStore, TemplateVersionStore};
 
 /// A create or save: the document and the version the edit started from.
 #[derive(Debug)]

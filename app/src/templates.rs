@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use reelfarm_backends::store::StoreError;
-use reelfarm_backends::{Backends, Blobs, Store};
+use reelfarm_backends::store::{AssetStore, StoreError, TemplateStore, UserStore};
+use reelfarm_backends::{Backends, Blobs};
 use reelfarm_domain::asset::AssetStatus;
 use reelfarm_domain::cost::Limits;
 use reelfarm_domain::error_key::ErrorKey;
@@ -24,7 +24,6 @@ use reelfarm_domain::template::{Source, Template, TemplateVariable};
 use crate::catalog::Catalog;
 use crate::farm::Farm;
 use crate::{Actor, AppError, FieldError, Result};
-use reelfarm_backends::store::{AssetStore, TemplateStore, UserStore};
 
 /// Renders a template's preview (an MP4 of its first seconds) and thumb (a JPEG) from its
 /// defaults. The worker's renderer, given to the use case by the binary: the use case
@@ -61,7 +60,7 @@ pub struct ImportTemplate {
 /// Imports the template file `new.path`; returns the stored template.
 #[tracing::instrument(name = "templates::import", skip_all)]
 pub async fn import(
-    store: &Store,
+    store: &(impl AssetStore + TemplateStore + UserStore),
     blobs: &Blobs,
     renderer: &dyn PreviewRenderer,
     actor: Actor<'_>,
@@ -152,7 +151,7 @@ pub fn local_file(dir: &Path, file: &str) -> std::result::Result<PathBuf, String
 /// The local files of the template's `file` sources, after checking every source can be
 /// had: files exist below `dir`, assets exist and are converted. Problems name the
 /// source's JSON path.
-async fn check_sources(store: &Store, template: &Template, dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
+async fn check_sources(store: &impl AssetStore, template: &Template, dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
     let mut local = BTreeMap::new();
     let mut problems = Vec::new();
     for (path, source, _) in template.sources_at() {

@@ -1,20 +1,18 @@
 //! A user's personal access tokens (the console's developer portal): listed, made with a
 //! name and a lifetime (the secret shown once), revoked.
 
-use reelfarm_backends::store::TokenRecord;
-use reelfarm_backends::Store;
+use reelfarm_backends::store::{TokenRecord, UserStore};
 use reelfarm_domain::id::UserId;
 
 use crate::accounts::MAX_NAME_CHARS;
 use crate::{text, AppError, FieldError, Result};
-use reelfarm_backends::store::UserStore;
 
 /// Lifetimes a token may be given, in days.
 pub const LIFETIMES: [u32; 4] = [7, 30, 90, 365];
 
 /// The user's tokens, newest first.
 #[tracing::instrument(name = "tokens::list", skip_all, fields(user_id = %user))]
-pub async fn list(store: &Store, user: &UserId) -> Result<Vec<TokenRecord>> {
+pub async fn list(store: &impl UserStore, user: &UserId) -> Result<Vec<TokenRecord>> {
     Ok(store.tokens_of(user).await?)
 }
 
@@ -22,7 +20,7 @@ pub async fn list(store: &Store, user: &UserId) -> Result<Vec<TokenRecord>> {
 /// its record and the secret, which is not kept.
 #[tracing::instrument(name = "tokens::create", skip_all, fields(user_id = %user))]
 pub async fn create(
-    store: &Store,
+    store: &impl UserStore,
     user: &UserId,
     name: Option<&str>,
     days: Option<&str>,
@@ -39,6 +37,6 @@ pub async fn create(
 
 /// Revokes the user's token `id`; another's is `NotFound`.
 #[tracing::instrument(name = "tokens::revoke", skip_all, fields(user_id = %user))]
-pub async fn revoke(store: &Store, user: &UserId, id: &str) -> Result<()> {
+pub async fn revoke(store: &impl UserStore, user: &UserId, id: &str) -> Result<()> {
     Ok(store.revoke_token_of(user, id).await?)
 }

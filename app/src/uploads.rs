@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use reelfarm_backends::blob::{media_type, BlobError};
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{AssetStore, StoreError, UsageStore};
 use reelfarm_backends::{Backends, Config, Store};
 use reelfarm_domain::asset::Asset;
 use reelfarm_domain::id::AssetId;
@@ -19,7 +19,6 @@ use tokio_util::task::AbortOnDropHandle;
 
 use self::body::{Body, Limits, Room};
 use crate::{AppError, Result};
-use reelfarm_backends::store::{AssetStore, UsageStore};
 
 mod body;
 

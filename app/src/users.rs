@@ -1,17 +1,16 @@
 //! A user's own account: its credits, what it used and its webhook signing secret.
 
 use reelfarm_backends::integration::Sealer;
-use reelfarm_backends::store::RenderCounts;
+use reelfarm_backends::store::{CreditStore, RenderCounts, UsageStore};
 use reelfarm_backends::webhook_secret::{self as secrets, WebhookSecretError};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{month_start_ms, now_ms, UserId};
 
 use crate::{AppError, Result};
-use reelfarm_backends::store::{CreditStore, UsageStore};
 
 /// The render credits the user can spend (group members share their group's).
 #[tracing::instrument(name = "users::credits", skip_all, fields(user_id = %user))]
-pub async fn credits(store: &Store, user: &UserId) -> Result<i64> {
+pub async fn credits(store: &impl CreditStore, user: &UserId) -> Result<i64> {
     Ok(store.available_credits(user).await?)
 }
 
@@ -43,7 +42,7 @@ pub struct Usage {
 }
 
 #[tracing::instrument(name = "users::usage", skip_all, fields(user_id = %user))]
-pub async fn usage(store: &Store, user: &UserId) -> Result<Usage> {
+pub async fn usage(store: &impl UsageStore, user: &UserId) -> Result<Usage> {
     let since = month_start_ms(now_ms());
     Ok(Usage {
         since,

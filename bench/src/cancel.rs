@@ -9,13 +9,12 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::JobCreation;
+use reelfarm_backends::store::{JobCreation, JobStore, UserStore};
 use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::{now_ms, JobId};
 use reelfarm_domain::status::RenderStatus;
 
 use crate::stats::Percentiles;
-use reelfarm_backends::store::{JobStore, UserStore};
 
 /// The bar of the cancel's answer.
 const BAR_ANSWER_MS: f64 = 200.0;

@@ -16,12 +16,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::JobCreation;
+use reelfarm_backends::store::{JobCreation, JobStore, RenderStore, UserStore};
 use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::{now_ms, JobId};
 
 use crate::stats::Percentiles;
-use reelfarm_backends::store::{JobStore, RenderStore, UserStore};
 
 /// Videos of A's that end before the baseline is measured (processes warm).
 const WARM: usize = 20;

@@ -10,13 +10,12 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::JobCreation;
+use reelfarm_backends::store::{JobCreation, JobStore, RenderStore, UserStore};
 use reelfarm_backends::{Blobs, Config};
 use reelfarm_domain::id::JobId;
 use reelfarm_domain::output::{Format, Output};
 
 use crate::stats::Percentiles;
-use reelfarm_backends::store::{JobStore, RenderStore, UserStore};
 use reelfarm_server::admin::template::{import, ImportOptions};
 
 /// Seconds of A's videos.

@@ -14,8 +14,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::JobCreation;
-use reelfarm_backends::store::{JobStore, RenderStore, TemplateStore, UserStore};
+use reelfarm_backends::store::{JobCreation, JobStore, RenderStore, TemplateStore, UserStore};
 use reelfarm_backends::{Config, Store};
 use reelfarm_domain::id::{RenderId, TemplateId, UserId};
 use reelfarm_domain::quality::Quality;

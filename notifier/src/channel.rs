@@ -6,8 +6,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use reelfarm_backends::store::StoreError;
-use reelfarm_backends::store::{JobStore, RenderStore};
+use reelfarm_backends::store::{JobStore, RenderStore, StoreError};
 use reelfarm_backends::Backends;
 use reelfarm_domain::id::{DeliveryId, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::job::JobRecord;

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{DeliveryStore, StoreError};
 use reelfarm_backends::Backends;
 use reelfarm_domain::delivery::NewDelivery;
 use reelfarm_domain::id::{now_ms, RenderId};
@@ -17,7 +17,6 @@ use reelfarm_domain::notification::Notification;
 
 use crate::callback;
 use crate::channel::RenderFacts;
-use reelfarm_backends::store::DeliveryStore;
 
 pub struct EventHandler {
     backends: Backends,

@@ -10,8 +10,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use reelfarm_backends::store::StoreError;
-use reelfarm_backends::store::{AccountStore, UserStore};
+use reelfarm_backends::store::{AccountStore, StoreError, UserStore};
 use reelfarm_backends::{Backends, Config, Store};
 use reelfarm_domain::account::User;
 

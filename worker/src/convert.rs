@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{AssetStore, StoreError};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus, Conversion, Rendition};
 use reelfarm_domain::id::AssetId;
@@ -17,7 +17,6 @@ use tracing::Instrument;
 
 use crate::failure::Failure;
 use crate::media::{self, Limits, MediaError, MediaKind, Role};
-use reelfarm_backends::store::AssetStore;
 
 pub struct ConvertHandler {
     backends: Backends,

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{PartKind, StoreError};
+use reelfarm_backends::store::{AssetStore, JobStore, PartKind, StoreError, TemplateVersionStore, UsageStore};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::cost::Estimate;
@@ -61,7 +61,6 @@ use crate::media::Limits;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
 use crate::rotation::Rotation;
 use crate::tts::Tts;
-use reelfarm_backends::store::{AssetStore, JobStore, TemplateVersionStore, UsageStore};
 
 mod claim;
 mod parts;

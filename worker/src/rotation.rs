@@ -13,8 +13,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use reelfarm_backends::store::Store;
-use reelfarm_backends::store::WorkerStore;
+use reelfarm_backends::store::{Store, WorkerStore};
 use reelfarm_domain::id::now_ms;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;

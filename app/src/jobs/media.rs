@@ -2,7 +2,7 @@
 //! and converted; addresses whose file type (when their name tells it) is accepted for
 //! the variable and that are not IP addresses the outbound policy refuses.
 
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{AssetStore, LibraryStore, StoreError};
 use reelfarm_backends::Store;
 use reelfarm_domain::account::User;
 use reelfarm_domain::asset::{AssetKind, AssetStatus};
@@ -14,7 +14,6 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::Result;
-use reelfarm_backends::store::{AssetStore, LibraryStore};
 
 /// File types accepted in addresses of media values (spec §4.7.1), by variable type.
 const IMAGE_TYPES: &[&str] = &["gif", "jpeg", "jpg", "png", "svg", "webp", "heic"];
@@ -115,7 +114,7 @@ fn url_file_type(address: &str, media: VariableType) -> Option<Problem> {
 /// Why the asset `id` cannot be used for `media` (a variable's type; `None`: a Lottie
 /// layer's animation), if it cannot: unknown to the caller, not converted, of another kind.
 pub async fn asset_problem(
-    store: &Store,
+    store: &(impl AssetStore + LibraryStore),
     user: &User,
     groups: &[GroupId],
     id: &str,

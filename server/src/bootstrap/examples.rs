@@ -6,13 +6,12 @@ use std::time::Instant;
 
 use anyhow::Context;
 use futures::StreamExt;
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{StoreError, TemplateStore};
 use reelfarm_backends::{Blobs, Store};
 use reelfarm_domain::id::TemplateId;
 use sha1::{Digest, Sha1};
 
 use crate::admin::template::{import_as, ImportOptions};
-use reelfarm_backends::store::TemplateStore;
 
 /// One example: its file stem and its JSON.
 pub struct Example {

@@ -9,8 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::blob::{BlobError, Blobs};
-use crate::store::HousekeepingStore;
-use crate::store::{Store, StoreError, DRAFT_RETENTION_MS};
+use crate::store::{HousekeepingStore, Store, StoreError, DRAFT_RETENTION_MS};
 use reelfarm_domain::id::now_ms;
 
 /// Time between two rounds.

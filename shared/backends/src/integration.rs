@@ -19,8 +19,7 @@ use sha2::Sha256;
 use reelfarm_domain::id::UserId;
 use reelfarm_domain::integration::{LinkedAccount, Provider};
 
-use crate::store::IntegrationStore;
-use crate::store::{IntegrationRecord, Store};
+use crate::store::{IntegrationRecord, IntegrationStore, Store};
 use crate::Config;
 
 /// Why a sealed value does not open.

@@ -18,8 +18,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::Bus;
-use crate::store::OutboxStore;
-use crate::store::{OutboxRow, OutboxTake, Store};
+use crate::store::{OutboxRow, OutboxStore, OutboxTake, Store};
 use reelfarm_domain::message::Envelope;
 
 /// Rows claimed at once.

@@ -8,8 +8,7 @@
 use reelfarm_domain::id::UserId;
 
 use crate::integration::{SealError, Sealer};
-use crate::store::UserStore;
-use crate::store::{new_webhook_secret, Store, StoreError};
+use crate::store::{new_webhook_secret, Store, StoreError, UserStore};
 
 /// Reading a webhook secret failed.
 #[derive(Debug, thiserror::Error)]

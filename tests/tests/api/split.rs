@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use reelfarm_backends::store::PartKind;
-use reelfarm_backends::store::{JobStore, PartStore};
+use reelfarm_backends::store::{JobStore, PartKind, PartStore};
 use reelfarm_domain::id::JobId;
 use reelfarm_domain::template::{Source, Template};
 use reelfarm_tests::{both_modes, json, media, Mode, Role, TestApp};

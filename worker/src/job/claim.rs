@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::consumer::Outcome;
-use reelfarm_backends::store::{Claim, StoreError, Work};
+use reelfarm_backends::store::{Claim, OutboxStore, PartStore, RenderStore, SchedulerStore, StoreError, Work};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::job::{RenderOutcome, RenderRecord};
@@ -19,7 +19,6 @@ use tracing::Instrument;
 
 use super::{Made, RenderHandler};
 use crate::failure::Failure;
-use reelfarm_backends::store::{OutboxStore, PartStore, RenderStore, SchedulerStore};
 
 /// How often a running render extends its lease (and so finds its job cancelled).
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(1);

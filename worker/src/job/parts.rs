@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use reelfarm_backends::store::{PartKind, PartRecord};
+use reelfarm_backends::store::{PartKind, PartRecord, PartStore};
 use reelfarm_domain::cost::is_split;
 use reelfarm_domain::job::RenderRecord;
 use reelfarm_domain::output::Format;
@@ -22,7 +22,6 @@ use tokio_util::sync::CancellationToken;
 use super::{Made, Prepared, RenderHandler};
 use crate::failure::Failure;
 use crate::render::{self, split, RenderSettings};
-use reelfarm_backends::store::PartStore;
 
 impl RenderHandler {
     /// The parts of the render `p` prepares, when it is longer than the split threshold:

@@ -19,7 +19,7 @@ use std::time::Duration;
 use image::codecs::jpeg::JpegEncoder;
 use image::ImageEncoder;
 use reelfarm_backends::bus::Service;
-use reelfarm_backends::store::StoreError;
+use reelfarm_backends::store::{StoreError, TemplateVersionStore};
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::preview::{PreviewAnswer, PreviewCall};
 use reelfarm_domain::template::values::apply_values_with;
@@ -29,7 +29,6 @@ use tokio_util::sync::CancellationToken;
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderError};
-use reelfarm_backends::store::TemplateVersionStore;
 
 /// Template versions whose fetched sources are kept.
 pub(super) const PREVIEW_CACHE: NonZeroUsize = NonZeroUsize::new(8).unwrap();

@@ -5,7 +5,7 @@
 //! asks for its own).
 
 use reelfarm_backends::consumer::Outcome;
-use reelfarm_backends::store::{MediaClaim, StoreError};
+use reelfarm_backends::store::{MediaClaim, SchedulerStore, StoreError, TemplateStore, TemplateVersionStore};
 use reelfarm_domain::id::{now_ms, TemplateId};
 use reelfarm_domain::template::Template;
 use tokio_util::sync::CancellationToken;
@@ -14,7 +14,6 @@ use super::claim::{hold, Step, LEASE};
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderSettings};
-use reelfarm_backends::store::{SchedulerStore, TemplateStore, TemplateVersionStore};
 
 impl RenderHandler {
     /// Makes the claimed thumb and preview of a template version while keeping its lease,

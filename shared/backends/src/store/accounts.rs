@@ -7,8 +7,7 @@ use sqlx::Row;
 
 use super::users::{group_from, user_from, USER_COLUMNS};
 use super::{Group, Result, Store, StoreError, User};
-use crate::store::AccountStore;
-use crate::store::UserStore;
+use crate::store::{AccountStore, UserStore};
 use reelfarm_domain::id::{now_ms, GroupId, UserId};
 
 /// A user as the admin area lists them.

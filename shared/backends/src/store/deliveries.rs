@@ -16,8 +16,7 @@ use reelfarm_domain::delivery::{AfterAttempt, DeliveryAttempt, DeliveryRecord, N
 use reelfarm_domain::id::{now_ms, DeliveryId, JobId, UserId};
 use reelfarm_domain::status::{AttemptOutcome, DeliveryStatus};
 
-use crate::store::parse_status;
-use crate::store::DeliveryStore;
+use crate::store::{parse_status, DeliveryStore};
 
 const DELIVERY_COLUMNS: &str = "id, origin, job_id, render_id, user_id, parent_id, kind, notification, body, status, \
     attempts, next_attempt_at, state, result, last_error, created_at, finished_at, traceparent";

@@ -1,8 +1,7 @@
 //! Removing rows that no longer serve a purpose.
 
 use super::{id, Result, Store, StoreError, IDEMPOTENCY_TTL_MS, STUDIO_RETENTION_MS};
-use crate::store::HousekeepingStore;
-use crate::store::StudioStore;
+use crate::store::{HousekeepingStore, StudioStore};
 use reelfarm_domain::id::JobId;
 
 /// How long the id of a handled message is kept. A message comes again within minutes

@@ -18,7 +18,7 @@ use reelfarm_domain::message::{Message, Queue};
 use reelfarm_domain::output::Output;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
-use crate::store::parse_status;
+use crate::store::{parse_status, JobStore};
 
 mod credits;
 mod parts;
@@ -27,7 +27,6 @@ mod scheduler;
 mod shares;
 mod types;
 
-use crate::store::JobStore;
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
 pub use parts::{PartKind, PartRecord};

@@ -13,8 +13,7 @@ use super::templates::insert_template;
 use super::{
     id, optional_id, NewTemplate, Result, Store, StoreError, TemplateContent, TemplateRecord, TemplateVersion,
 };
-use crate::store::TemplateStore;
-use crate::store::TemplateVersionStore;
+use crate::store::{TemplateStore, TemplateVersionStore};
 use reelfarm_domain::id::{now_ms, TemplateId, UserId};
 
 const VERSION_COLUMNS: &str = "template_id, version, json, files, saved_by, created_at";

@@ -2,8 +2,7 @@
 
 use sqlx::{Any, Row, Transaction};
 
-use crate::store::CreditStore;
-use crate::store::{Result, Store, StoreError};
+use crate::store::{CreditStore, Result, Store, StoreError};
 use reelfarm_domain::id::{GroupId, UserId};
 
 /// SQL of the encoded [`CreditAccount`] of user `$2`: the first group they joined, or
@@ -79,6 +78,7 @@ impl CreditStore for Store {
             .await?
             .ok_or(StoreError::NotFound("user"))
     }
+
     #[tracing::instrument(name = "store::account_of", level = "debug", skip_all)]
     async fn account_of(&self, user_id: &UserId) -> Result<String> {
         Ok(sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))

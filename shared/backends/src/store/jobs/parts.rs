@@ -14,8 +14,7 @@ use sqlx::Row;
 
 use super::renders::Guard;
 use super::{RenderOutcome, RenderRecord};
-use crate::store::PartStore;
-use crate::store::{outbox, Result, Store, StoreError};
+use crate::store::{outbox, PartStore, Result, Store, StoreError};
 
 pub(super) const PART_COLUMNS: &str = "render_id, part, kind, first_frame, end_frame, status, attempts, worker";
 

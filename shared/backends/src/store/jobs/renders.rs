@@ -11,8 +11,7 @@ use reelfarm_domain::status::RenderStatus;
 use super::{render_from, CreditAccount, PartRecord, RenderOutcome, RenderRecord, RENDER_COLUMNS};
 use sqlx::Row;
 
-use crate::store::RenderStore;
-use crate::store::{outbox, Dialect, Result, Store, StoreError};
+use crate::store::{outbox, Dialect, RenderStore, Result, Store, StoreError};
 
 impl Store {
     /// Ends render `id` as `guard` allows.

@@ -16,8 +16,7 @@ use sqlx::Row;
 use super::credits::ACCOUNT_OF_USER_2;
 use super::parts::{part_from, PART_COLUMNS};
 use super::{render_from, PartRecord, RenderRecord, RENDER_COLUMNS};
-use crate::store::SchedulerStore;
-use crate::store::{outbox, Dialect, Result, Store, StoreError};
+use crate::store::{outbox, Dialect, Result, SchedulerStore, Store, StoreError};
 
 /// A unit of work claimed by a worker ([`SchedulerStore::claim_work`](crate::store::SchedulerStore::claim_work)).
 #[derive(Debug, Clone, PartialEq)]

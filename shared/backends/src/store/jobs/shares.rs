@@ -9,9 +9,7 @@ use reelfarm_domain::priority::Priority;
 use sqlx::Row;
 
 use super::credits::ACCOUNT_OF_USER_2;
-use crate::store::ShareStore;
-use crate::store::UserStore;
-use crate::store::{Result, Store, StoreError};
+use crate::store::{Result, ShareStore, Store, StoreError, UserStore};
 use reelfarm_domain::id::UserId;
 
 /// An account's share of the workers, and its renders now.
