@@ -219,10 +219,16 @@ pub struct NewSignIn<'a> {
 
 /// Sets the e-mail address and password `session`'s user signs in with. The current
 /// password is asked for when one is set, unless the session began with a one-time link
-/// (which is how a forgotten password is replaced); the API limits how often a session
-/// may try it, as it limits sign-ins. The user's other sessions end.
+/// (which is how a forgotten password is replaced); each check of it first passes `gate`
+/// (the API's rate limit, as for sign-ins). The user's other sessions end.
 #[tracing::instrument(name = "sessions::set_sign_in", skip_all, fields(user_id = %session.user.id))]
-pub async fn set_sign_in(backends: &Backends, hashing: &Hashing, session: &Session, new: &NewSignIn<'_>) -> Result<()> {
+pub async fn set_sign_in(
+    backends: &Backends,
+    hashing: &Hashing,
+    session: &Session,
+    new: &NewSignIn<'_>,
+    gate: impl AsyncFnOnce() -> Result<()>,
+) -> Result<()> {
     let email = accounts::email_address(new.email)?;
     let store = &backends.store;
     if !session.by_link {
@@ -231,6 +237,7 @@ pub async fn set_sign_in(backends: &Backends, hashing: &Hashing, session: &Sessi
             None => None,
         };
         if let Some(hash) = stored {
+            gate().await?;
             let current = new.current_password.to_string();
             if !hashing.run(move || password::verify(&current, &hash)).await? {
                 return Err(AppError::invalid("current_password", "is wrong"));

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use reelfarm_app::sessions::{self, NewSignIn, Session};
-use reelfarm_app::{accounts, Actor};
+use reelfarm_app::{accounts, Actor, AppError};
 use reelfarm_backends::store::{Account, GroupSummary};
 use reelfarm_domain::account::User;
 use reelfarm_domain::id::{GroupId, UserId};
@@ -27,14 +27,15 @@ pub async fn email(state: &AppState, caller: &Caller) -> Result<Option<String>> 
 }
 
 /// Sets the e-mail address and password `session`'s user signs in with
-/// ([`sessions::set_sign_in`]). A session that did not begin with a one-time link may try
-/// its current password a few times, then once a minute, as sign-ins may.
+/// ([`sessions::set_sign_in`]). The current password may be tried a few times, then once
+/// a minute, as sign-ins may.
 pub async fn set_sign_in(state: &AppState, session: &Session, new: &NewSignIn<'_>) -> Result<()> {
-    if !session.by_link {
+    let gate = async || {
         let limit = format!("current-password:{}", session.user.id);
-        state.limits.check_every(&state.backends.cache, &limit, CHECK_INTERVAL, CHECKS_BURST).await?;
-    }
-    Ok(sessions::set_sign_in(&state.backends, &state.hashing, session, new).await?)
+        let checked = state.limits.check_every(&state.backends.cache, &limit, CHECK_INTERVAL, CHECKS_BURST).await;
+        checked.map_err(|e| AppError::TryLater { seconds: e.retry_after().unwrap_or(CHECK_INTERVAL.as_secs()) })
+    };
+    Ok(sessions::set_sign_in(&state.backends, &state.hashing, session, new, gate).await?)
 }
 
 /// A page of every user with their e-mail address and groups, and every group.
