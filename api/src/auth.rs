@@ -42,7 +42,7 @@ async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     let found = match bearer(&req) {
         Ok(token) => state
             .backends
-            .store
+            .store()
             .authenticate(token)
             .await?
             .ok_or_else(|| ApiError::unauthorized("Invalid, revoked or expired access token")),
@@ -58,7 +58,7 @@ async fn authenticate(req: HttpRequest) -> Result<Caller, ApiError> {
     };
     let config = &state.config;
     let key = format!("rate:{}", record.id);
-    state.limits.check(&state.backends.cache, &key, config.api.rate_limit, config.api.rate_limit_burst).await?;
+    state.limits.check(state.backends.cache(), &key, config.api.rate_limit, config.api.rate_limit_burst).await?;
     Ok(Caller { user, token_id: record.id })
 }
 

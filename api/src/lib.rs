@@ -98,7 +98,7 @@ impl Application {
         let ops_backends = web::Data::new(backends.clone());
         // With an operations port of its own, readiness and metrics are served there only.
         let ops_on_api_port = config.ops.ops_listen.is_none();
-        let console_policy = web::Data::new(console::Policy::new(&config, &backends.blobs));
+        let console_policy = web::Data::new(console::Policy::new(&config, backends.blobs()));
         let state = web::Data::new(AppState::new(config, backends));
         let in_flight = web::Data::new(InFlight::default());
         let counted = in_flight.clone();

@@ -86,7 +86,7 @@ impl Limits {
         let config = &state.config;
         let key = format!("{what}:{ip}");
         let checked =
-            self.check(&state.backends.cache, &key, config.api.ip_rate_limit, config.api.ip_rate_limit_burst).await;
+            self.check(state.backends.cache(), &key, config.api.ip_rate_limit, config.api.ip_rate_limit_burst).await;
         if let Some(wait) = checked.as_ref().err().and_then(ApiError::retry_after) {
             let until = Instant::now() + Duration::from_secs(wait);
             self.refused.lock().expect("refused addresses lock").put(key, until);

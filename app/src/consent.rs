@@ -96,7 +96,7 @@ pub async fn begin(
         verifier,
     };
     let bytes = serde_json::to_vec(&flow).expect("flows serialize");
-    backends.cache.set(&flow_key(&flow_state), &bytes, FLOW_TTL).await.map_err(cache_unavailable)?;
+    backends.cache().set(&flow_key(&flow_state), &bytes, FLOW_TTL).await.map_err(cache_unavailable)?;
     let mut consent = url::Url::parse(&config.api.google_auth_url)
         .map_err(|e| AppError::Failed(format!("google_auth_url is not an address: {e}")))?;
     consent
@@ -133,7 +133,7 @@ pub async fn finish(
     callback: Callback<'_>,
 ) -> Result<Provider> {
     let (client_id, client_secret) = config.api.google_client.as_ref().ok_or_else(not_configured)?;
-    let cache = &backends.cache;
+    let cache = backends.cache();
     let key = flow_key(callback.state);
     let stored = cache.get(&key).await.map_err(cache_unavailable)?;
     let flow: Option<Flow> = stored.and_then(|b| serde_json::from_slice(&b).ok());
@@ -158,7 +158,7 @@ pub async fn finish(
         client_secret: client_secret.expose_secret().to_string(),
         refresh_token,
     };
-    link_account(&backends.store, sealer, user, provider, &account).await?;
+    link_account(backends.store(), sealer, user, provider, &account).await?;
     tracing::info!(provider = %provider, "account linked through the consent flow");
     Ok(provider)
 }

@@ -28,7 +28,7 @@ impl Farm {
     /// the job as made.
     #[tracing::instrument(name = "drafts::create", skip_all, fields(user_id = %user.id, id = %id))]
     pub async fn draft(&self, user: &User, id: &TemplateId, values: Map<String, Value>) -> Result<JobRecord> {
-        let record = self.backends.store.visible_template(id, &user.id).await?;
+        let record = self.backends.store().visible_template(id, &user.id).await?;
         let template = self.catalog.document(&record)?;
         let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
         let problems = self.beyond_limits(&template, quality);
@@ -57,7 +57,7 @@ impl Farm {
             }],
             created_at: now_ms(),
         };
-        match self.backends.store.create_job(&job, None).await? {
+        match self.backends.store().create_job(&job, None).await? {
             JobCreation::Created => Ok(JobRecord::from_new(&job)),
             other => Err(AppError::Failed(format!("a draft was not created: {other:?}"))),
         }
@@ -78,7 +78,7 @@ impl Farm {
             return Err(AppError::Invalid(vec![FieldError::new("id", ErrorKey::LimitExceeded, message)]));
         }
         let now = now_ms();
-        let drafts = self.backends.store.drafts_since(&user.id, now - BUDGET_WINDOW_MS).await?;
+        let drafts = self.backends.store().drafts_since(&user.id, now - BUDGET_WINDOW_MS).await?;
         let mut used: i64 = drafts.iter().map(|(_, ms)| ms).sum();
         if used + wanted <= budget {
             return Ok(());

@@ -29,7 +29,7 @@ impl Farm {
     pub fn new(backends: &Backends, config: &Config) -> Farm {
         Farm {
             backends: backends.clone(),
-            catalog: Catalog::new(backends.store.clone()),
+            catalog: Catalog::new(backends.store().clone()),
             voices: Voices {
                 polly: config.speech.polly_region.is_some(),
                 google: config.speech.google_tts_api_key.is_some(),

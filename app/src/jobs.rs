@@ -114,10 +114,10 @@ impl Farm {
         let (renders, estimates) = self.prepare_renders(user, &template, &request).await?;
         if request.dry_run {
             let credits = if request.create_render { renders.iter().map(|r| r.credits).sum() } else { 0 };
-            let available = self.backends.store.available_credits(&user.id).await?;
+            let available = self.backends.store().available_credits(&user.id).await?;
             return Ok(Created::Quote(Quote { credits, available, videos: estimates }));
         }
-        let priority = request.priority.min(self.backends.store.max_priority_of(&user.id).await?);
+        let priority = request.priority.min(self.backends.store().max_priority_of(&user.id).await?);
         let job = NewJob {
             id: JobId::generate(),
             user_id: user.id.clone(),
@@ -136,7 +136,7 @@ impl Farm {
         let response = respond(&JobRecord::from_new(&job));
         let idempotency =
             idempotency.as_ref().map(|k| Idempotency { key: k.key, request_hash: k.request_hash, response: &response });
-        match self.backends.store.create_job(&job, idempotency).await? {
+        match self.backends.store().create_job(&job, idempotency).await? {
             JobCreation::Created => {
                 tracing::info!(job_id = %job.id, renders = job.renders.len(), "job created");
                 Ok(Created::New(response))
@@ -263,7 +263,7 @@ impl Farm {
         path: &str,
     ) -> Result<Vec<FieldError>> {
         let problems =
-            media::check_media(&self.backends.store, &self.outbound_allow, user, groups, template, values).await?;
+            media::check_media(self.backends.store(), &self.outbound_allow, user, groups, template, values).await?;
         Ok(problems
             .into_iter()
             .map(|(key, (k, message))| FieldError::new(format!("{path}.{key}"), k, message))
@@ -304,7 +304,7 @@ impl Farm {
     /// One of `user`'s jobs.
     #[tracing::instrument(name = "jobs::get", skip_all, fields(user_id = %user, id = %id))]
     pub async fn get(&self, user: &UserId, id: &JobId) -> Result<JobView> {
-        let job = match self.backends.store.job(id).await {
+        let job = match self.backends.store().job(id).await {
             Ok(job) if job.user_id == *user => job,
             Ok(_) | Err(StoreError::NotFound(_)) => return Err(AppError::NotFound(JobId::WHAT)),
             Err(e) => return Err(e.into()),
@@ -317,12 +317,12 @@ impl Farm {
     /// nothing.
     #[tracing::instrument(name = "jobs::cancel", skip_all, fields(user_id = %user, id = %id))]
     pub async fn cancel(&self, user: &UserId, id: &JobId) -> Result<JobView> {
-        match self.backends.store.job_alone(id).await {
+        match self.backends.store().job_alone(id).await {
             Ok(job) if job.user_id == *user => {}
             Ok(_) | Err(StoreError::NotFound(_)) => return Err(AppError::NotFound(JobId::WHAT)),
             Err(e) => return Err(e.into()),
         }
-        let renders = self.backends.store.cancel_job(id).await?;
+        let renders = self.backends.store().cancel_job(id).await?;
         if renders > 0 {
             tracing::info!(renders, "job cancelled");
         }
@@ -341,14 +341,14 @@ impl Farm {
         offset: u64,
     ) -> Result<Vec<JobView>> {
         if let Some(template_id) = template_id {
-            match self.backends.store.visible_template(template_id, user).await {
+            match self.backends.store().visible_template(template_id, user).await {
                 // A deleted (archived) template's jobs stay the user's to list.
                 Err(StoreError::NotFound(_))
-                    if self.backends.store.template(template_id).await.is_ok_and(|t| t.archived) => {}
+                    if self.backends.store().template(template_id).await.is_ok_and(|t| t.archived) => {}
                 found => drop(found?),
             }
         }
-        let jobs = self.backends.store.jobs_of(user, template_id, status, limit, offset).await?;
+        let jobs = self.backends.store().jobs_of(user, template_id, status, limit, offset).await?;
         Ok(self.with_progress(jobs).await)
     }
 
@@ -360,7 +360,7 @@ impl Farm {
             .filter(|r| r.status == RenderStatus::Started)
             .map(|r| r.id.clone())
             .collect();
-        let mut progress = match self.backends.cache.renders_progress(&started).await {
+        let mut progress = match self.backends.cache().renders_progress(&started).await {
             Ok(progress) => progress,
             Err(e) => {
                 // Progress is a nicety: without the cache it shows 0.
@@ -379,7 +379,7 @@ impl Farm {
     /// A project one of `user`'s jobs made, with its document.
     #[tracing::instrument(name = "jobs::project", skip_all, fields(user_id = %user, id = %id))]
     pub async fn project(&self, user: &UserId, id: &ProjectId) -> Result<(ProjectRecord, Value)> {
-        let project = match self.backends.store.project(id).await {
+        let project = match self.backends.store().project(id).await {
             Ok(p) if p.user_id == *user => p,
             Ok(_) | Err(StoreError::NotFound(_)) => return Err(AppError::NotFound(ProjectId::WHAT)),
             Err(e) => return Err(e.into()),

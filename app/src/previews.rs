@@ -30,7 +30,7 @@ impl Farm {
     /// The JPEG of the frame of template `id` (its current version) at `request.at`.
     #[tracing::instrument(name = "previews::frame", skip_all, fields(user_id = %user.id, id = %id))]
     pub async fn frame(&self, user: &User, id: &TemplateId, request: PreviewRequest) -> Result<Vec<u8>> {
-        let record = self.backends.store.visible_template(id, &user.id).await?;
+        let record = self.backends.store().visible_template(id, &user.id).await?;
         let template = self.catalog.document(&record)?;
         within(record.duration_ms as f64 / 1000.0, request.at)?;
         let problems = self.beyond_limits(&template, request.quality);
@@ -74,7 +74,7 @@ impl Farm {
 
     /// Asks a worker for the frame of `call`.
     async fn drawn(&self, call: &PreviewCall) -> Result<Vec<u8>> {
-        let answer = match self.backends.bus.call(Service::Preview, &call.to_bytes(), PREVIEW_WAIT).await {
+        let answer = match self.backends.bus().call(Service::Preview, &call.to_bytes(), PREVIEW_WAIT).await {
             Ok(answer) => answer,
             Err(BusError::NoAnswer(_)) => {
                 tracing::warn!("no worker answered a preview call");

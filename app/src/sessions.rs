@@ -104,7 +104,7 @@ pub async fn sign_in(
     client: Client<'_>,
 ) -> Result<(Session, String)> {
     let email = reelfarm_domain::password::normalize_email(email).unwrap_or_default();
-    let found = backends.store.sign_in_of(&email).await?;
+    let found = backends.store().sign_in_of(&email).await?;
     // An unknown address is checked against a hash of no one's password, so that it
     // takes as long to refuse as a wrong password.
     let hash = match &found {
@@ -123,7 +123,7 @@ pub async fn sign_in(
 /// like [`sign_in`]'s.
 #[tracing::instrument(name = "sessions::sign_in_with_link", skip_all)]
 pub async fn sign_in_with_link(backends: &Backends, token: &str, client: Client<'_>) -> Result<(Session, String)> {
-    match backends.store.use_sign_in_link(token).await? {
+    match backends.store().use_sign_in_link(token).await? {
         Some(user) => start(backends, user, client, true).await,
         None => Err(AppError::Unauthenticated(
             "This sign-in link is used, expired or unknown; ask an operator for a new one".into(),
@@ -133,7 +133,7 @@ pub async fn sign_in_with_link(backends: &Backends, token: &str, client: Client<
 
 /// Starts a session of `user`; returns it with the token for the cookie.
 async fn start(backends: &Backends, user: User, client: Client<'_>, by_link: bool) -> Result<(Session, String)> {
-    let cache = &backends.cache;
+    let cache = backends.cache();
     let token = reelfarm_domain::token::random_base62(43);
     let key = key_of(&token);
     let stored = Stored {
@@ -162,14 +162,14 @@ async fn start(backends: &Backends, user: User, client: Client<'_>, by_link: boo
 /// The session of the cookie's `token`, if it is one and still valid.
 #[tracing::instrument(name = "sessions::current", skip_all)]
 pub async fn current(backends: &Backends, token: &str) -> Result<Option<Session>> {
-    let cache = &backends.cache;
+    let cache = backends.cache();
     let key = key_of(token);
     let Some(bytes) = cache.get(&session_key(&key)).await.map_err(cache_unavailable)? else { return Ok(None) };
     let Ok(stored) = serde_json::from_slice::<Stored>(&bytes) else { return Ok(None) };
     if stored.created_at <= epoch(backends, &stored.user_id).await? {
         return Ok(None);
     }
-    let user = match backends.store.user(&stored.user_id).await {
+    let user = match backends.store().user(&stored.user_id).await {
         Ok(user) => user,
         Err(StoreError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e.into()),
@@ -180,7 +180,7 @@ pub async fn current(backends: &Backends, token: &str) -> Result<Option<Session>
 /// The user's sessions, oldest first.
 #[tracing::instrument(name = "sessions::list", skip_all)]
 pub async fn list(backends: &Backends, user_id: &UserId) -> Result<Vec<Listed>> {
-    let cache = &backends.cache;
+    let cache = backends.cache();
     let epoch = epoch(backends, user_id).await?;
     let listed: Vec<Listed> = match cache.get(&list_key(user_id)).await.map_err(cache_unavailable)? {
         Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
@@ -196,7 +196,7 @@ pub async fn list(backends: &Backends, user_id: &UserId) -> Result<Vec<Listed>> 
 pub async fn end(backends: &Backends, user_id: &UserId, id: &str) -> Result<()> {
     let mut listed = list(backends, user_id).await?;
     if let Some(ended) = listed.iter().find(|l| l.id == id) {
-        backends.cache.delete(&session_key(&ended.key)).await.map_err(cache_unavailable)?;
+        backends.cache().delete(&session_key(&ended.key)).await.map_err(cache_unavailable)?;
     }
     listed.retain(|l| l.id != id);
     save_list(backends, user_id, &listed).await
@@ -205,7 +205,7 @@ pub async fn end(backends: &Backends, user_id: &UserId, id: &str) -> Result<()> 
 /// Ends the session of the cookie's `token` (signing out).
 #[tracing::instrument(name = "sessions::sign_out", skip_all)]
 pub async fn sign_out(backends: &Backends, session: &Session, token: &str) -> Result<()> {
-    backends.cache.delete(&session_key(&key_of(token))).await.map_err(cache_unavailable)?;
+    backends.cache().delete(&session_key(&key_of(token))).await.map_err(cache_unavailable)?;
     end(backends, &session.user.id, &session.id).await
 }
 
@@ -230,7 +230,7 @@ pub async fn set_sign_in(
     gate: impl AsyncFnOnce() -> Result<()>,
 ) -> Result<()> {
     let email = accounts::email_address(new.email)?;
-    let store = &backends.store;
+    let store = backends.store();
     if !session.by_link {
         let stored = match store.email_of(&session.user.id).await? {
             Some(known) => store.sign_in_of(&known).await?.map(|(_, hash)| hash),
@@ -256,7 +256,7 @@ pub async fn set_sign_in(
 pub async fn end_others(backends: &Backends, user_id: &UserId, keep: &str) -> Result<()> {
     let listed = list(backends, user_id).await?;
     for other in listed.iter().filter(|l| l.id != keep) {
-        backends.cache.delete(&session_key(&other.key)).await.map_err(cache_unavailable)?;
+        backends.cache().delete(&session_key(&other.key)).await.map_err(cache_unavailable)?;
     }
     let kept: Vec<Listed> = listed.into_iter().filter(|l| l.id == keep).collect();
     save_list(backends, user_id, &kept).await
@@ -265,7 +265,7 @@ pub async fn end_others(backends: &Backends, user_id: &UserId, keep: &str) -> Re
 /// Ends every session of the user, this one included.
 #[tracing::instrument(name = "sessions::end_all", skip_all)]
 pub async fn end_all(backends: &Backends, user_id: &UserId) -> Result<()> {
-    let cache = &backends.cache;
+    let cache = backends.cache();
     let now = now_ms().to_string();
     cache.set(&epoch_key(user_id), now.as_bytes(), SESSION_TTL).await.map_err(cache_unavailable)?;
     cache.delete(&list_key(user_id)).await.map_err(cache_unavailable)
@@ -273,11 +273,11 @@ pub async fn end_all(backends: &Backends, user_id: &UserId) -> Result<()> {
 
 /// Sessions of `user_id` made at or before this time (Unix ms) are ended.
 async fn epoch(backends: &Backends, user_id: &UserId) -> Result<i64> {
-    let stored = backends.cache.get(&epoch_key(user_id)).await.map_err(cache_unavailable)?;
+    let stored = backends.cache().get(&epoch_key(user_id)).await.map_err(cache_unavailable)?;
     Ok(stored.and_then(|b| String::from_utf8(b).ok()).and_then(|s| s.parse().ok()).unwrap_or(0))
 }
 
 async fn save_list(backends: &Backends, user_id: &UserId, listed: &[Listed]) -> Result<()> {
     let bytes = serde_json::to_vec(listed).expect("session lists serialize");
-    backends.cache.set(&list_key(user_id), &bytes, SESSION_TTL).await.map_err(cache_unavailable)
+    backends.cache().set(&list_key(user_id), &bytes, SESSION_TTL).await.map_err(cache_unavailable)
 }

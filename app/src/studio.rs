@@ -21,7 +21,7 @@ impl Farm {
     /// theirs started from an older version and has no edits to keep).
     pub async fn open_studio(&self, user: &User, id: &TemplateId) -> Result<(TemplateRecord, StudioSession)> {
         let record = self.owned_template(&user.id, id).await?;
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let session = match store.studio_session(&record.id, &user.id).await? {
             Some(session) if session.base_version == record.version || session.can_undo || session.can_redo => session,
             _ => store.open_studio_session(&record.id, &user.id, record.version, &record.json).await?,
@@ -39,7 +39,7 @@ impl Farm {
         seen: Option<i64>,
     ) -> Result<StudioSession> {
         let json = serde_json::to_string(doc).expect("documents serialize");
-        Ok(self.backends.store.edit_studio_session(&record.id, &user.id, &json, seen).await?)
+        Ok(self.backends.store().edit_studio_session(&record.id, &user.id, &json, seen).await?)
     }
 
     /// Undo (`step` −1) or redo (+1) from revision `seen`.
@@ -50,12 +50,12 @@ impl Farm {
         step: i64,
         seen: Option<i64>,
     ) -> Result<StudioSession> {
-        Ok(self.backends.store.step_studio_session(&record.id, &user.id, step, seen).await?)
+        Ok(self.backends.store().step_studio_session(&record.id, &user.id, step, seen).await?)
     }
 
     /// Drops every change: the working copy starts again from the current version.
     pub async fn discard_studio(&self, user: &User, record: &TemplateRecord) -> Result<StudioSession> {
-        Ok(self.backends.store.open_studio_session(&record.id, &user.id, record.version, &record.json).await?)
+        Ok(self.backends.store().open_studio_session(&record.id, &user.id, record.version, &record.json).await?)
     }
 
     /// Saves `session` (`user`'s working copy of `record`) as the next version, based on
@@ -70,7 +70,7 @@ impl Farm {
             .map_err(|e| AppError::Failed(format!("the working copy is not JSON: {e}")))?;
         let request = SaveTemplate { json, base_version: Some(session.base_version) };
         let saved = self.save_template(user, &record.id, &request).await?;
-        self.backends.store.rebase_studio_session(&record.id, &user.id, saved.record.version).await?;
+        self.backends.store().rebase_studio_session(&record.id, &user.id, saved.record.version).await?;
         Ok(saved)
     }
 
@@ -90,7 +90,7 @@ impl Farm {
 
     /// The newest `limit` versions of template `record`: number and when saved.
     pub async fn studio_versions(&self, record: &TemplateRecord, limit: u32) -> Result<Vec<(i64, i64)>> {
-        let versions = self.backends.store.template_versions(&record.id, limit, 0).await?;
+        let versions = self.backends.store().template_versions(&record.id, limit, 0).await?;
         Ok(versions.into_iter().map(|v| (v.version, v.created_at)).collect())
     }
 
@@ -121,7 +121,7 @@ impl Farm {
         let record = self.owned_template(&user.id, id).await?;
         let json = self
             .backends
-            .store
+            .store()
             .studio_revision(&record.id, &user.id, rev)
             .await?
             .ok_or(AppError::NotFound("revision"))?;

@@ -55,7 +55,7 @@ impl Farm {
     /// `user`, named "… (copy)", at version 1.
     #[tracing::instrument(name = "template_edit::duplicate", skip_all, fields(user_id = %user.id, id = %id))]
     pub async fn duplicate_template(&self, user: &User, id: &TemplateId) -> Result<TemplateView> {
-        let original = self.backends.store.visible_template(id, &user.id).await?;
+        let original = self.backends.store().visible_template(id, &user.id).await?;
         let document = self.catalog.document(&original)?;
         let problems = self.beyond_limits(&document, Quality::Default);
         if !problems.is_empty() {
@@ -97,7 +97,7 @@ impl Farm {
             thumb_key: None,
             preview_key: None,
         };
-        let record = self.backends.store.create_saved_template(&new, content.media_cost_ms).await?;
+        let record = self.backends.store().create_saved_template(&new, content.media_cost_ms).await?;
         self.template_view(&user.id, record).await
     }
 
@@ -106,7 +106,7 @@ impl Farm {
     #[tracing::instrument(name = "template_edit::delete", skip_all, fields(user_id = %user, id = %id))]
     pub async fn delete_template(&self, user: &UserId, id: &TemplateId) -> Result<()> {
         self.owned_template(user, id).await?;
-        self.backends.store.archive_template(id).await?;
+        self.backends.store().archive_template(id).await?;
         self.catalog.forget(id);
         Ok(())
     }
@@ -122,7 +122,7 @@ impl Farm {
         offset: u64,
     ) -> Result<(i64, Vec<TemplateVersion>)> {
         let current = self.owned_template(user, id).await?.version;
-        Ok((current, self.backends.store.template_versions(id, limit, offset).await?))
+        Ok((current, self.backends.store().template_versions(id, limit, offset).await?))
     }
 
     /// The current version number of `user`'s template `id` and its version `version`.
@@ -134,7 +134,7 @@ impl Farm {
         version: i64,
     ) -> Result<(i64, TemplateVersion)> {
         let current = self.owned_template(user, id).await?.version;
-        Ok((current, self.backends.store.template_version(id, version).await?))
+        Ok((current, self.backends.store().template_version(id, version).await?))
     }
 
     /// Saves version `version` of `user`'s template `id` again, as a new version: jobs
@@ -142,7 +142,7 @@ impl Farm {
     #[tracing::instrument(name = "template_edit::restore", skip_all, fields(user_id = %user.id, id = %id))]
     pub async fn restore_template(&self, user: &User, id: &TemplateId, version: i64) -> Result<TemplateView> {
         self.owned_template(&user.id, id).await?;
-        let old = self.backends.store.template_version(id, version).await?;
+        let old = self.backends.store().template_version(id, version).await?;
         let document: serde_json::Value = serde_json::from_str(&old.json)
             .map_err(|e| StoreError::Corrupt(format!("template {id} version {version}: {e}")))?;
         // Checked as a save is: the rules, `user`'s access to its assets and the outbound
@@ -159,7 +159,7 @@ impl Farm {
         content: &TemplateContent,
         base: Option<i64>,
     ) -> Result<TemplateView> {
-        let record = self.backends.store.save_template(id, content, &user.id, base).await?;
+        let record = self.backends.store().save_template(id, content, &user.id, base).await?;
         self.catalog.forget(id);
         self.template_view(&user.id, record).await
     }
@@ -167,7 +167,7 @@ impl Farm {
     /// Template `id` if `user` owns it: not found when they cannot see it, forbidden when
     /// they can but it is someone else's (shared or public).
     pub async fn owned_template(&self, user: &UserId, id: &TemplateId) -> Result<TemplateRecord> {
-        let record = self.backends.store.visible_template(id, user).await?;
+        let record = self.backends.store().visible_template(id, user).await?;
         if record.owner_user_id.as_ref() != Some(user) {
             return Err(AppError::Forbidden(
                 "only the template's owner can change it; duplicate it to make your own".into(),
@@ -213,10 +213,10 @@ impl Farm {
                 Source::Url { url } => (format!("{path}.url"), self.refused_address(url)),
                 Source::Asset { asset } => {
                     if groups.is_none() {
-                        groups = Some(crate::libraries::group_ids(&self.backends.store, &user.id).await?);
+                        groups = Some(crate::libraries::group_ids(self.backends.store(), &user.id).await?);
                     }
                     let groups = groups.as_deref().unwrap_or_default();
-                    (format!("{path}.asset"), asset_problem(&self.backends.store, user, groups, asset, media).await?)
+                    (format!("{path}.asset"), asset_problem(self.backends.store(), user, groups, asset, media).await?)
                 }
             };
             if let Some((key, message)) = problem {

@@ -282,14 +282,14 @@ impl Farm {
     /// their groups, public), newest first.
     #[tracing::instrument(name = "templates::list", skip_all, fields(user_id = %user))]
     pub async fn templates(&self, user: &UserId, limit: u32, offset: u64) -> Result<Vec<TemplateView>> {
-        let records = self.backends.store.visible_templates(user, limit, offset).await?;
+        let records = self.backends.store().visible_templates(user, limit, offset).await?;
         views(&self.backends, &self.catalog, user, records).await
     }
 
     /// One template `user` may use.
     #[tracing::instrument(name = "templates::get", skip_all, fields(user_id = %user, id = %id))]
     pub async fn template(&self, user: &UserId, id: &TemplateId) -> Result<TemplateView> {
-        let record = self.backends.store.visible_template(id, user).await?;
+        let record = self.backends.store().visible_template(id, user).await?;
         self.template_view(user, record).await
     }
 
@@ -313,7 +313,7 @@ async fn views(
         let document = catalog.document(&record)?;
         load_addresses(backends, &document, &mut addresses).await?;
         let shares = if record.owner_user_id.as_ref() == Some(user) {
-            backends.store.template_shares(&record.id).await?
+            backends.store().template_shares(&record.id).await?
         } else {
             Vec::new()
         };
@@ -344,8 +344,8 @@ async fn load_addresses(
         if addresses.contains_key(asset) {
             continue;
         }
-        let address = match backends.store.named_asset(asset).await {
-            Ok(a) => a.original_key.map(|k| backends.blobs.public_url(&k)).unwrap_or_default(),
+        let address = match backends.store().named_asset(asset).await {
+            Ok(a) => a.original_key.map(|k| backends.blobs().public_url(&k)).unwrap_or_default(),
             // The asset was deleted since the import: there is no default to show.
             Err(StoreError::NotFound(_)) => String::new(),
             Err(e) => return Err(e.into()),

@@ -88,7 +88,7 @@ where
     // Too large for anyone: refused before the claim and before any byte is read.
     limits.check_announced(announced).map_err(|stop| AppError::Upload(limits.error(stop)))?;
 
-    let store = &backends.store;
+    let store = backends.store();
     let attempt = store.begin_upload(id).await.map_err(|e| match e {
         StoreError::NotFound(_) => AppError::NotFound("object"),
         e => e.into(),
@@ -122,7 +122,7 @@ where
     S: Stream<Item = std::result::Result<Bytes, E>> + Unpin,
     E: std::fmt::Display,
 {
-    let store = &backends.store;
+    let store = backends.store();
     let asset = store.asset(&claim.id).await?;
     if let Some(quota) = quota {
         let used = store.stored_bytes(&asset.owner_user_id).await?;
@@ -150,7 +150,7 @@ where
     let key = format!("{}/original-{}.{ext}", asset.blob_prefix, &attempt[attempt.len() - 8..]);
 
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(CHANNEL_CHUNKS);
-    let blobs = backends.blobs.clone();
+    let blobs = backends.blobs().clone();
     let (put_key, put_type) = (key.clone(), content_type.clone());
     // Dropped with this future (client gone, shutdown drain over): the writer is aborted
     // and cannot take the closed channel for a complete file.
@@ -183,7 +183,7 @@ where
             tracing::info!(asset_id = %claim.id, ?stop, "upload stopped");
             if written.is_ok() {
                 // Not expected (the writer was sent an error), but nothing must stay.
-                backends.blobs.delete(&key).await.ok();
+                backends.blobs().delete(&key).await.ok();
             }
             Err(AppError::Upload(limits.error(stop)))
         }

@@ -45,9 +45,9 @@ impl RenderFacts {
         backends: &Backends,
         render_id: &RenderId,
     ) -> Result<(RenderFacts, JobRecord), StoreError> {
-        let render = backends.store.render(render_id).await?;
-        let job = backends.store.job_alone(&render.job_id).await?;
-        let address = |key: &Option<String>| key.as_deref().map(|k| backends.blobs.public_url(k));
+        let render = backends.store().render(render_id).await?;
+        let job = backends.store().job_alone(&render.job_id).await?;
+        let address = |key: &Option<String>| key.as_deref().map(|k| backends.blobs().public_url(k));
         // As callbacks name the outcome (`cancelled`: see docs/decisions/0029-cancel.md).
         let status = match render.status {
             RenderStatus::Success | RenderStatus::Cancelled => render.status,

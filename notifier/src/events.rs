@@ -50,7 +50,7 @@ impl EventHandler {
                 due_at,
             })
             .collect();
-        self.backends.store.plan_deliveries(&deliveries).await
+        self.backends.store().plan_deliveries(&deliveries).await
     }
 }
 

@@ -37,7 +37,7 @@ pub(crate) async fn refusal(
         ));
     }
     let limit = email_rate_limit?;
-    match backends.store.take_email_allowance(&delivery.id, &delivery.user_id, limit, EMAIL_WINDOW).await {
+    match backends.store().take_email_allowance(&delivery.id, &delivery.user_id, limit, EMAIL_WINDOW).await {
         Ok(true) => None,
         Ok(false) => Some(Failed::permanent(format!(
             "not sent: the limit of {limit} e-mails per hour for this user is reached (REELFARM_EMAIL_RATE_LIMIT)"

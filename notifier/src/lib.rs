@@ -33,7 +33,7 @@ const EVENT_SLOTS: u16 = 8;
 /// The channels this configuration offers.
 pub fn channels(config: &Config, backends: &Backends) -> anyhow::Result<Channels> {
     let mut channels = Channels::default()
-        .with("callback", CallbackChannel::new(config, backends.store.clone()))
+        .with("callback", CallbackChannel::new(config, backends.store().clone()))
         .with("upload-videosite", YouTubeChannel::new(config, backends.clone())?)
         .with("upload-cloudstorage", DriveChannel::new(config, backends.clone())?);
     if let Some(email) = EmailChannel::new(config)? {
@@ -56,7 +56,7 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let events = Arc::new(EventHandler::new(backends.clone(), scheduler.first_delay(), scheduler.waker()));
     tracing::info!("notifier consuming");
     tokio::join!(
-        consume(backends.bus.clone(), Queue::Events, EVENT_SLOTS, events, shutdown.clone()),
+        consume(backends.bus().clone(), Queue::Events, EVENT_SLOTS, events, shutdown.clone()),
         scheduler.run(shutdown),
     );
     Ok(())

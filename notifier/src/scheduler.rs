@@ -95,13 +95,13 @@ impl Scheduler {
             // Claiming writes; look first whether anything is due.
             let due = match available {
                 0 => None,
-                _ => self.backends.store.next_delivery_due().await.unwrap_or_else(|e| {
+                _ => self.backends.store().next_delivery_due().await.unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "notifier: reading the next due delivery failed");
                     None
                 }),
             };
             if due.is_some_and(|due| due <= now_ms()) {
-                match self.backends.store.claim_deliveries(LEASE, available as u32).await {
+                match self.backends.store().claim_deliveries(LEASE, available as u32).await {
                     // Nothing claimed: another notifier holds the due rows; wait below.
                     Ok(claimed) if claimed.is_empty() => {}
                     Ok(claimed) => {
@@ -168,7 +168,11 @@ impl Scheduler {
                 }
                 AfterAttempt::Failed { error, .. } => tracing::error!(error = %error, "notifier: delivery failed"),
             }
-            match self.backends.store.record_delivery_attempt(&delivery.id, &attempt, &after, follow_up.as_ref()).await
+            match self
+                .backends
+                .store()
+                .record_delivery_attempt(&delivery.id, &attempt, &after, follow_up.as_ref())
+                .await
             {
                 Ok(true) => {}
                 Ok(false) => tracing::warn!("notifier: the claim was lost before the attempt was recorded"),
@@ -195,7 +199,7 @@ impl Scheduler {
 
     /// Renews the delivery's lease while the returned guard lives.
     fn keep_lease(&self, delivery: &DeliveryRecord) -> AbortOnDropHandle<()> {
-        let (store, id, number) = (self.backends.store.clone(), delivery.id.clone(), delivery.attempts);
+        let (store, id, number) = (self.backends.store().clone(), delivery.id.clone(), delivery.attempts);
         // The claim set the due time to the lease's end.
         let mut until = delivery.next_attempt_at.unwrap_or_default();
         AbortOnDropHandle::new(tokio::spawn(async move {

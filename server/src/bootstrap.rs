@@ -42,15 +42,15 @@ pub struct FirstRun {
 
 /// Sets up whatever of the owner, its token file and the examples is missing.
 pub async fn run(config: &Config, backends: &Backends) -> anyhow::Result<FirstRun> {
-    let owner = ensure_owner(&backends.store).await.context("creating the owner")?;
-    let examples = examples::import_missing(&backends.store, &backends.blobs, config.worker.job_timeout).await?;
+    let owner = ensure_owner(backends.store()).await.context("creating the owner")?;
+    let examples = examples::import_missing(backends.store(), backends.blobs(), config.worker.job_timeout).await?;
     // Last, after the slow part: a first start stopped before it ends makes no token it
     // did not show, and the next start shows one.
     let token_file = config.storage.data_dir.join("owner.token");
-    let new_token = ensure_token_file(&backends.store, &owner, &token_file).await?;
+    let new_token = ensure_token_file(backends.store(), &owner, &token_file).await?;
     let sign_in_link = match new_token {
         Some(_) => {
-            Some(backends.store.create_sign_in_link(&owner.id, LINK_TTL).await.context("the owner's sign-in link")?)
+            Some(backends.store().create_sign_in_link(&owner.id, LINK_TTL).await.context("the owner's sign-in link")?)
         }
         None => None,
     };

@@ -63,13 +63,13 @@ impl Service {
         let mut tasks = Tasks::default();
 
         // Every process that writes outbox rows relays them; relays share the work.
-        let relay = Relay::new(backends.store.clone(), backends.bus.clone());
+        let relay = Relay::new(backends.store().clone(), backends.bus().clone());
         let token = shutdown.clone();
         tasks.spawn("outbox relay", async move {
             relay.run(token).await;
             Ok(())
         });
-        let (store, blobs, token) = (backends.store.clone(), backends.blobs.clone(), shutdown.clone());
+        let (store, blobs, token) = (backends.store().clone(), backends.blobs().clone(), shutdown.clone());
         tasks.spawn("housekeeping", async move {
             reelfarm_backends::housekeeping::run(store, blobs, token).await;
             Ok(())

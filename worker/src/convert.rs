@@ -41,7 +41,7 @@ impl ConvertHandler {
     }
 
     async fn convert(&self, asset_id: &AssetId, message_id: &str) -> Result<(), Failure> {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let asset = match store.asset(asset_id).await {
             Ok(asset) => asset,
             Err(StoreError::NotFound(_)) => return Ok(()), // deleted meanwhile
@@ -55,7 +55,7 @@ impl ConvertHandler {
         let input = dir.path().join("input");
         let out = dir.path().join("out");
         tokio::fs::create_dir(&out).await?;
-        self.backends.blobs.get_to_file(&original_key, &input).await?;
+        self.backends.blobs().get_to_file(&original_key, &input).await?;
 
         let limits = self.limits.clone();
         let (input_path, out_dir) = (input.clone(), out.clone());
@@ -76,7 +76,7 @@ impl ConvertHandler {
             match store.asset(&asset.id).await {
                 // Deleted while we converted: nothing refers to the new files.
                 Err(StoreError::NotFound(_)) => {
-                    self.backends.blobs.delete_prefix(&format!("{}/", asset.blob_prefix)).await?;
+                    self.backends.blobs().delete_prefix(&format!("{}/", asset.blob_prefix)).await?;
                 }
                 Err(e) => return Err(e.into()),
                 Ok(_) => {} // finished by an earlier delivery
@@ -100,7 +100,7 @@ impl ConvertHandler {
                 role => {
                     let name = r.file.file_name().and_then(|n| n.to_str()).unwrap_or("file");
                     let key = format!("{}/{name}", asset.blob_prefix);
-                    self.backends.blobs.put_file(&key, &r.file, r.content_type).await?;
+                    self.backends.blobs().put_file(&key, &r.file, r.content_type).await?;
                     let role = match role {
                         Role::Image { .. } => "image",
                         Role::Video { .. } | Role::VideoAlpha { .. } => "video",
@@ -158,7 +158,7 @@ impl Handler for ConvertHandler {
 impl ConvertHandler {
     /// Converts the asset of one message (in the conversion's span) and records how it ended.
     async fn convert_message(&self, asset_id: &AssetId, message_id: &str, attempt: u32) -> Outcome {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let error = match self.convert(asset_id, message_id).await {
             Ok(()) => {
                 tracing::info!("asset converted");

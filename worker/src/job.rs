@@ -118,7 +118,7 @@ impl RenderHandler {
     ) -> anyhow::Result<RenderHandler> {
         let work_dir = crate::work_dir(config)?;
         Ok(RenderHandler {
-            tts: Tts::new(config, backends.blobs.clone())?,
+            tts: Tts::new(config, backends.blobs().clone())?,
             backends,
             outbound: Outbound::new(&config.ops.outbound_allow),
             work_dir,
@@ -141,7 +141,7 @@ impl RenderHandler {
 
     /// What every attempt at `render` (whole or a part) starts from.
     async fn prepare(&self, render: &RenderRecord) -> Result<Prepared, Failure> {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let job = store.job(&render.job_id).await?;
         let record = store.template_at(&job.template_id, job.template_version).await?;
         let template: Template = serde_json::from_str(&record.json)
@@ -197,7 +197,7 @@ impl RenderHandler {
             .await?;
 
         let prefix = self.output_prefix(render);
-        self.backends.blobs.put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
+        self.backends.blobs().put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
         self.upload_video(&prefix, &video, format, &output).await
     }
 
@@ -211,7 +211,7 @@ impl RenderHandler {
         format: Format,
         output: &render::RenderOutput,
     ) -> Result<Made, Failure> {
-        let blobs = &self.backends.blobs;
+        let blobs = self.backends.blobs();
         let (video_key, thumb_key) = (format!("{prefix}/video.{format}"), format!("{prefix}/thumb.jpg"));
         blobs.put_file(&video_key, video, format.content_type()).await?;
         let captions_key = match &output.captions {
@@ -252,7 +252,7 @@ impl RenderHandler {
             + 'static,
     ) -> Result<T, Failure> {
         let (progress_tx, mut progress_rx) = watch::channel(0u8);
-        let cache = self.backends.cache.clone();
+        let cache = self.backends.cache().clone();
         let render_id = render.map(|r| r.id.clone());
         // Stops with this render, also when the handler is dropped (the worker is killed).
         let _reporter = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
@@ -274,7 +274,7 @@ impl RenderHandler {
             time_limit: estimate.time_limit(self.time_limit),
             threads: self.encoder_threads,
             limits: self.media_limits.clone(),
-            sounds: Some(Arc::new(sounds::BlobSounds::new(self.backends.blobs.clone(), self.secret.clone()))),
+            sounds: Some(Arc::new(sounds::BlobSounds::new(self.backends.blobs().clone(), self.secret.clone()))),
             ..output
         };
         let template = template.clone();
@@ -343,7 +343,7 @@ impl RenderHandler {
             let provider = p.speech.provider;
             if characters > 0 && provider != reelfarm_domain::tts::Provider::Espeak {
                 // Metering must not fail a render that was paid for already.
-                if let Err(e) = self.backends.store.add_tts_characters(user_id, provider.as_str(), characters).await {
+                if let Err(e) = self.backends.store().add_tts_characters(user_id, provider.as_str(), characters).await {
                     tracing::warn!(error = %e, characters, "text-to-speech characters not counted");
                 }
             }
@@ -362,7 +362,7 @@ impl RenderHandler {
         dir: &Path,
         ready: Vec<(Source, PathBuf)>,
     ) -> Result<Vec<(Source, PathBuf)>, Failure> {
-        let blobs = &self.backends.blobs;
+        let blobs = self.backends.blobs();
         let mut fetched = ready;
         for (i, source) in wanted.into_iter().enumerate() {
             if fetched.iter().any(|(s, _)| *s == source) {
@@ -378,7 +378,7 @@ impl RenderHandler {
                     blobs.get_to_file(key, &target).await?;
                 }
                 Source::Asset { asset } => {
-                    let asset = match self.backends.store.named_asset(asset).await {
+                    let asset = match self.backends.store().named_asset(asset).await {
                         Ok(a) if a.status == AssetStatus::Finished => a,
                         Ok(_) | Err(StoreError::NotFound(_)) => {
                             return Err(Failure::Permanent(format!("asset {asset:?} is no longer available")))
@@ -413,7 +413,7 @@ impl RenderHandler {
 
     /// Removes the files of `render`'s attempts.
     async fn remove_outputs(&self, render: &RenderRecord) {
-        if let Err(e) = self.backends.blobs.delete_prefix(&format!("{}/", self.output_prefix(render))).await {
+        if let Err(e) = self.backends.blobs().delete_prefix(&format!("{}/", self.output_prefix(render))).await {
             tracing::warn!(error = %e, "files of a render not removed");
         }
     }

@@ -48,13 +48,13 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let limits = media::Limits::from_config(config);
     let media_memory_mib = limits.memory.total_mib();
     let convert = Arc::new(ConvertHandler::new(config, backends.clone(), limits.clone(), worker_id.clone())?);
-    let rotation = Arc::new(rotation::Rotation::new(backends.store.clone(), worker_id.clone()));
+    let rotation = Arc::new(rotation::Rotation::new(backends.store().clone(), worker_id.clone()));
     let render =
         Arc::new(RenderHandler::new(config, backends.clone(), limits, worker_id, rotation.clone(), shutdown.clone())?);
     // Nothing runs past `job_timeout`: twice that is surely left over.
     let sweep = sweep_work_dir_hourly(work_dir(config)?, config.worker.job_timeout * 2, shutdown.clone());
     tracing::info!(slots = config.worker.worker_slots, ?media_memory_mib, "worker consuming");
-    let bus = &backends.bus;
+    let bus = backends.bus();
     tokio::join!(
         consume(bus.clone(), Queue::Convert, config.worker.worker_slots, convert, shutdown.clone()),
         consume_renders(bus, config.worker.worker_slots, render.clone(), &rotation, &shutdown),

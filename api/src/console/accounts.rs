@@ -53,7 +53,7 @@ async fn accounts_page(
     linked: Option<Provider>,
     problem: Option<ApiError>,
 ) -> Answer {
-    let records = integrations::list(&state.backends.store, &visitor.session.user.id).await?;
+    let records = integrations::list(state.backends.store(), &visitor.session.user.id).await?;
     let providers = Provider::ALL
         .into_iter()
         .map(|p| ProviderRow {
@@ -137,6 +137,6 @@ pub async fn disconnect(
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     let provider = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("Provider"))?;
-    integrations::unlink(&state.backends.store, &visitor.session.user.id, provider).await?;
+    integrations::unlink(state.backends.store(), &visitor.session.user.id, provider).await?;
     Ok(see_other("/console/accounts"))
 }

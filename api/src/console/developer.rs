@@ -71,7 +71,7 @@ struct Outcome {
 async fn portal(state: &AppState, visitor: &SignedIn, outcome: Outcome) -> Result<HttpResponse, ConsoleError> {
     let now = now_ms();
     let caller = visitor.caller();
-    let (store, user) = (&state.backends.store, &caller.user.id);
+    let (store, user) = (state.backends.store(), &caller.user.id);
     let tokens = tokens::list(store, user).await?.into_iter().map(|t| TokenRow::new(t, now)).collect();
     let webhook_secret = match users::webhook_secret(store, &state.sealer, user).await {
         Ok(secret) => Ok(secret),
@@ -112,7 +112,7 @@ pub async fn create_token(
 ) -> Result<HttpResponse, ConsoleError> {
     visitor.check_csrf(&form.csrf)?;
     let user = &visitor.session.user.id;
-    match tokens::create(&state.backends.store, user, form.name.as_deref(), form.days.as_deref()).await {
+    match tokens::create(state.backends.store(), user, form.name.as_deref(), form.days.as_deref()).await {
         Ok((_, secret)) => portal(&state, &visitor, Outcome { created: Some(secret), ..Outcome::default() }).await,
         Err(AppError::Invalid(errors)) => {
             let problems = errors.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
@@ -131,7 +131,7 @@ pub async fn revoke_token(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     visitor.check_csrf(&form.csrf)?;
-    tokens::revoke(&state.backends.store, &visitor.session.user.id, &id).await?;
+    tokens::revoke(state.backends.store(), &visitor.session.user.id, &id).await?;
     Ok(see_other("/console/developer"))
 }
 
@@ -143,6 +143,6 @@ pub async fn rotate_webhook_secret(
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, ConsoleError> {
     visitor.check_csrf(&form.csrf)?;
-    users::rotate_webhook_secret(&state.backends.store, &state.sealer, &visitor.session.user.id).await?;
+    users::rotate_webhook_secret(state.backends.store(), &state.sealer, &visitor.session.user.id).await?;
     portal(&state, &visitor, Outcome { rotated: true, ..Outcome::default() }).await
 }

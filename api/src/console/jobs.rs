@@ -139,7 +139,7 @@ struct Deliveries {
 async fn deliveries_of(state: &AppState, visitor: &SignedIn, job: &JobJson) -> Result<Deliveries, ConsoleError> {
     let id = ids::in_path::<JobId>(&job.id)?;
     let deliveries: Vec<DeliveryJson> =
-        reelfarm_app::notifications::of_job(&state.backends.store, &visitor.session.user.id, &id)
+        reelfarm_app::notifications::of_job(state.backends.store(), &visitor.session.user.id, &id)
             .await?
             .into_iter()
             .map(|(d, a)| DeliveryJson::new(d, a))

@@ -46,7 +46,7 @@ struct LibrariesPage {
 
 #[get("/libraries")]
 pub async fn libraries_page(state: web::Data<AppState>, visitor: SignedIn) -> Answer {
-    let sections = reelfarm_app::libraries::list(&state.backends.store, &visitor.session.user.id).await?;
+    let sections = reelfarm_app::libraries::list(state.backends.store(), &visitor.session.user.id).await?;
     let sections = sections
         .into_iter()
         .map(|s| SectionView {
@@ -91,7 +91,7 @@ impl AssetTile {
             status: asset.status.public(),
             size: asset.size.map(readable_size).unwrap_or_else(|| "—".into()),
             duration: asset.duration_ms.filter(|ms| *ms > 0).map(readable_duration),
-            thumb: asset.thumb_key.as_deref().map(|k| state.backends.blobs.public_url(k)),
+            thumb: asset.thumb_key.as_deref().map(|k| state.backends.blobs().public_url(k)),
         }
     }
 }
@@ -136,10 +136,10 @@ pub async fn library_page(
 ) -> Answer {
     let id = ids::in_path::<LibraryId>(&id)?;
     let caller = visitor.caller();
-    let (library, editable) = reelfarm_app::libraries::visible(&state.backends.store, &caller.user.id, &id).await?;
+    let (library, editable) = reelfarm_app::libraries::visible(state.backends.store(), &caller.user.id, &id).await?;
     let page = Page { limit: ASSETS_PER_PAGE, page: query.page.unwrap_or(1).max(1) };
     let search = query.q.as_deref().map(str::trim).unwrap_or_default().to_string();
-    let store = &state.backends.store;
+    let store = state.backends.store();
     let assets = assets::list(store, &caller.user.id, &id, Some(&search), page.limit, page.offset()).await?;
     let more = assets.len() == ASSETS_PER_PAGE as usize;
     let assets = assets.iter().map(|a| AssetTile::new(a, &state)).collect();
@@ -166,7 +166,7 @@ pub async fn add_object(
     visitor.check_csrf_header(&req)?;
     let id = ids::in_path::<LibraryId>(&id)?;
     let user = &visitor.session.user.id;
-    match assets::add(&state.backends.store, user, form.filename.as_deref(), Some(&id)).await {
+    match assets::add(state.backends.store(), user, form.filename.as_deref(), Some(&id)).await {
         Ok(asset) => {
             let upload_url = crate::signing::upload_url(&state.config, &asset.id, now_ms());
             Ok(HttpResponse::Created().json(json!({"id": asset.id, "upload_url": upload_url})))
@@ -185,7 +185,7 @@ struct TileFragment {
 #[get("/objects/{id}/tile")]
 pub async fn object_tile(state: web::Data<AppState>, visitor: SignedIn, id: web::Path<String>) -> Answer {
     let id = ids::in_path::<AssetId>(&id)?;
-    let asset = assets::get(&state.backends.store, &visitor.session.user.id, &id).await?;
+    let asset = assets::get(state.backends.store(), &visitor.session.user.id, &id).await?;
     Ok(html(StatusCode::OK, &TileFragment { asset: AssetTile::new(&asset, &state) }))
 }
 
@@ -224,7 +224,7 @@ async fn object(
     problem: Option<String>,
 ) -> Result<ObjectPage, ConsoleError> {
     let id = ids::in_path::<AssetId>(id)?;
-    let (asset, editable) = assets::visible(&state.backends.store, &visitor.session.user.id, &id).await?;
+    let (asset, editable) = assets::visible(state.backends.store(), &visitor.session.user.id, &id).await?;
     let kind = asset.kind;
     let files = asset
         .renditions
@@ -238,7 +238,7 @@ async fn object(
                 ("original", Some(AssetKind::Lottie)) => "file",
                 _ => "image",
             },
-            url: state.backends.blobs.public_url(&r.key),
+            url: state.backends.blobs().public_url(&r.key),
             format: r.format.clone(),
             dimensions: r.width.zip(r.height).map(|(w, h)| format!("{w}×{h}")),
             codec: r.codec.clone().unwrap_or_default(),
@@ -279,7 +279,7 @@ pub async fn rename_object(
 ) -> Answer {
     visitor.check_csrf(&form.csrf)?;
     let asset = ids::in_path::<AssetId>(&id)?;
-    match assets::rename(&state.backends.store, &visitor.session.user.id, &asset, form.label.as_deref()).await {
+    match assets::rename(state.backends.store(), &visitor.session.user.id, &asset, form.label.as_deref()).await {
         Ok(_) => Ok(see_other(&format!("/console/objects/{asset}"))),
         Err(AppError::Invalid(errors)) => {
             let problem = errors.first().map(|f| format!("The name {}", f.message));
@@ -299,7 +299,7 @@ pub async fn delete_object(
     visitor.check_csrf(&form.csrf)?;
     let id = ids::in_path::<AssetId>(&id)?;
     let user = &visitor.session.user.id;
-    let removed = assets::remove(&state.backends.store, &state.backends.blobs, user, &id).await?;
+    let removed = assets::remove(state.backends.store(), state.backends.blobs(), user, &id).await?;
     Ok(see_other(&format!("/console/libraries/{}", removed.library_id)))
 }
 

@@ -195,7 +195,7 @@ impl AccountPage {
 /// The account page, with the outcome of its sign-in form.
 async fn account_page(state: &AppState, visitor: &SignedIn, problem: Option<String>, saved: bool) -> Answer {
     let caller = visitor.caller();
-    let (store, user) = (&state.backends.store, &caller.user.id);
+    let (store, user) = (state.backends.store(), &caller.user.id);
     let (credits, usage) = (users::credits(store, user).await?, users::usage(store, user).await?);
     let email = services::accounts::email(state, &caller).await?;
     let sessions = reelfarm_app::sessions::list(&state.backends, &visitor.session.user.id).await?;

@@ -79,7 +79,7 @@ pub async fn templates_page(state: web::Data<AppState>, visitor: SignedIn, query
 /// The address of a template's still (the library icon until it has one).
 fn thumb_of(state: &AppState, view: &TemplateView) -> String {
     let key = view.record.thumb_key.as_deref();
-    key.map(|k| state.backends.blobs.public_url(k)).unwrap_or_else(|| state.static_url("library.svg"))
+    key.map(|k| state.backends.blobs().public_url(k)).unwrap_or_else(|| state.static_url("library.svg"))
 }
 
 /// `12 s`, `2.5 s`.
@@ -180,7 +180,7 @@ async fn template_form(
 ) -> Result<TemplatePage, ConsoleError> {
     let caller = visitor.caller();
     let view = state.farm.template(&caller.user.id, id).await?;
-    let variables = view.variables(&state.backends.blobs);
+    let variables = view.variables(state.backends.blobs());
     let speaks = variables.iter().any(|v| v.kind == VariableType::Sound);
     let voices = if speaks { services::tts::voices(state, None).await? } else { Vec::new() };
     // The library files each kind of variable may take: one look per kind, however
@@ -206,7 +206,7 @@ async fn template_form(
         name: view.record.name.clone(),
         duration: seconds(view.record.duration_ms as f64 / 1000.0),
         thumb: thumb_of(state, &view),
-        preview: view.record.preview_key.as_deref().map(|k| state.backends.blobs.public_url(k)),
+        preview: view.record.preview_key.as_deref().map(|k| state.backends.blobs().public_url(k)),
         editable: view.record.owner_user_id.as_ref() == Some(&caller.user.id),
         qualities: ["default", "480p", "720p", "1080p"].into(),
         priorities: reelfarm_domain::priority::Priority::NAMES,
@@ -248,7 +248,7 @@ async fn choices(state: &AppState, caller: &Caller, kind: VariableType) -> Resul
         VariableType::Video => &[AssetKind::Video],
         VariableType::Sound => &[AssetKind::Sound],
     };
-    let assets = reelfarm_app::assets::choosable(&state.backends.store, &caller.user.id, kinds, CHOICES).await?;
+    let assets = reelfarm_app::assets::choosable(state.backends.store(), &caller.user.id, kinds, CHOICES).await?;
     Ok(assets.into_iter().map(|a| Choice { id: a.id.to_string(), label: a.label }).collect())
 }
 
@@ -327,7 +327,7 @@ pub async fn render(
     let caller = visitor.caller();
     let view = state.farm.template(&caller.user.id, &id).await?;
     let variables: Vec<_> =
-        view.variables(&state.backends.blobs).into_iter().map(|v| (v.id.to_string(), v.kind)).collect();
+        view.variables(state.backends.blobs()).into_iter().map(|v| (v.id.to_string(), v.kind)).collect();
     let problems = match render_form::job_body(id.as_str(), &variables, &form) {
         Ok(body) => {
             let respond = |job: &reelfarm_domain::job::JobRecord| job.id.to_string();

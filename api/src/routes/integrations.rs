@@ -56,7 +56,7 @@ impl IntegrationJson {
 )]
 #[get("/api2/v1/users/me/integrations")]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let records = linked::list(&state.backends.store, &caller.user.id).await?;
+    let records = linked::list(state.backends.store(), &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(records.iter().map(IntegrationJson::new).collect::<Vec<_>>()))
 }
 
@@ -84,7 +84,7 @@ pub async fn link(
     let provider = parse_provider(&provider)?;
     let body: Value = crate::form::read_json(&req, payload).await?;
     let account = parse_account(&body).map_err(ApiError::validation)?;
-    let record = linked::link(&state.backends.store, &state.sealer, &caller.user.id, provider, &account).await?;
+    let record = linked::link(state.backends.store(), &state.sealer, &caller.user.id, provider, &account).await?;
     Ok(HttpResponse::Ok().json(IntegrationJson::new(&record)))
 }
 
@@ -106,7 +106,7 @@ pub async fn get(
     provider: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let provider = parse_provider(&provider)?;
-    let record = linked::get(&state.backends.store, &caller.user.id, provider).await?;
+    let record = linked::get(state.backends.store(), &caller.user.id, provider).await?;
     Ok(HttpResponse::Ok().json(IntegrationJson::new(&record)))
 }
 
@@ -128,7 +128,7 @@ pub async fn unlink(
     provider: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let provider = parse_provider(&provider)?;
-    linked::unlink(&state.backends.store, &caller.user.id, provider).await?;
+    linked::unlink(state.backends.store(), &caller.user.id, provider).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

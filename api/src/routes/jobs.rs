@@ -175,7 +175,7 @@ pub struct CreditsJson {
 
 impl JobJson {
     pub(crate) fn new(job: &JobRecord, progress: &HashMap<RenderId, u8>, state: &AppState) -> JobJson {
-        let blobs = &state.backends.blobs;
+        let blobs = state.backends.blobs();
         let address = |key: &Option<String>| key.as_deref().map(|k| blobs.public_url(k)).unwrap_or_default();
         let videos = job
             .renders
@@ -388,6 +388,6 @@ pub async fn project(
 )]
 #[get("/generator/v1/users/me/credits")]
 pub async fn credits(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let credits = reelfarm_app::users::credits(&state.backends.store, &caller.user.id).await?;
+    let credits = reelfarm_app::users::credits(state.backends.store(), &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(CreditsJson { credits }))
 }

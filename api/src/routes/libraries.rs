@@ -123,7 +123,7 @@ impl LibraryJson {
 )]
 #[get("/api2/v1/users/me/libraries")]
 pub async fn list(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let sections = libraries::list(&state.backends.store, &caller.user.id).await?;
+    let sections = libraries::list(state.backends.store(), &caller.user.id).await?;
     let groups: Vec<LibraryGroup> = sections
         .into_iter()
         .map(|section| LibraryGroup {
@@ -167,7 +167,7 @@ pub async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let form: CreateLibraryForm = crate::form::read(&req, payload).await?;
-    let library = libraries::create(&state.backends.store, &caller.user.id, form.name.as_deref()).await?;
+    let library = libraries::create(state.backends.store(), &caller.user.id, form.name.as_deref()).await?;
     Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
 }
 
@@ -182,6 +182,6 @@ pub async fn create(
 )]
 #[get("/api2/v1/user/me/personal-library")]
 pub async fn personal(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let library = libraries::personal(&state.backends.store, &caller.user.id).await?;
+    let library = libraries::personal(state.backends.store(), &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(LibraryJson::new(&library, true, &state)))
 }

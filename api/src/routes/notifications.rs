@@ -105,7 +105,7 @@ pub async fn of_job(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let deliveries =
-        reelfarm_app::notifications::of_job(&state.backends.store, &caller.user.id, &ids::in_path(&id)?).await?;
+        reelfarm_app::notifications::of_job(state.backends.store(), &caller.user.id, &ids::in_path(&id)?).await?;
     let body: Vec<DeliveryJson> = deliveries.into_iter().map(|(d, a)| DeliveryJson::new(d, a)).collect();
     Ok(HttpResponse::Ok().json(body))
 }

@@ -104,7 +104,7 @@ fn kind_from_name(filename: &str) -> AssetKind {
 }
 
 fn file_json(r: &Rendition, kind: AssetKind, state: &AppState) -> AssetFileJson {
-    let path = state.backends.blobs.public_url(&r.key);
+    let path = state.backends.blobs().public_url(&r.key);
     let mut file = AssetFileJson { path, image: None, video: None, audio: None };
     let shape = match (r.role.as_str(), kind) {
         ("original", AssetKind::Video) | ("video", _) => "video",
@@ -140,7 +140,7 @@ fn file_json(r: &Rendition, kind: AssetKind, state: &AppState) -> AssetFileJson 
 
 impl AssetJson {
     pub fn new(asset: &Asset, state: &AppState) -> AssetJson {
-        let blobs = &state.backends.blobs;
+        let blobs = state.backends.blobs();
         let kind = asset.kind.unwrap_or_else(|| kind_from_name(&asset.filename));
         AssetJson {
             id: asset.id.to_string(),
@@ -219,7 +219,7 @@ pub async fn add(
         Some(id) => Some(ids::in_field("library_id", id)?),
         None => None,
     };
-    let store = &state.backends.store;
+    let store = state.backends.store();
     let asset = assets::add(store, &caller.user.id, form.filename.as_deref(), library_id.as_ref()).await?;
     let url = crate::signing::upload_url(&state.config, &asset.id, now_ms());
     Ok(HttpResponse::Ok().json(AddObjectResponse { url, data: AssetJson::new(&asset, &state) }))
@@ -234,7 +234,7 @@ pub async fn add(
 )]
 #[get("/api2/v1/objects/{id}")]
 pub async fn get(state: web::Data<AppState>, caller: Caller, id: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let asset = assets::get(&state.backends.store, &caller.user.id, &ids::in_path(&id)?).await?;
+    let asset = assets::get(state.backends.store(), &caller.user.id, &ids::in_path(&id)?).await?;
     Ok(HttpResponse::Ok().json(AssetJson::new(&asset, &state)))
 }
 
@@ -257,7 +257,7 @@ pub async fn remove(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = ids::in_path(&id)?;
-    let asset = assets::remove(&state.backends.store, &state.backends.blobs, &caller.user.id, &id).await?;
+    let asset = assets::remove(state.backends.store(), state.backends.blobs(), &caller.user.id, &id).await?;
     Ok(HttpResponse::Ok().json(serde_json::json!({"id": asset.id, "deleted": true})))
 }
 
@@ -287,7 +287,7 @@ pub async fn list(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, page) = (ids::in_path(&id)?, query.parse()?);
-    let assets = assets::list(&state.backends.store, &caller.user.id, &id, None, page.limit, page.offset()).await?;
+    let assets = assets::list(state.backends.store(), &caller.user.id, &id, None, page.limit, page.offset()).await?;
     let assets = assets.iter().map(|a| AssetJson::new(a, &state)).collect();
     Ok(HttpResponse::Ok().json(AssetList { assets }))
 }

@@ -129,7 +129,7 @@ fn variable_json(v: TemplateVariable) -> VariableJson {
 
 impl TemplateJson {
     pub(crate) fn new(view: TemplateView, with_json: bool, state: &AppState) -> TemplateJson {
-        let blobs = &state.backends.blobs;
+        let blobs = state.backends.blobs();
         let variables: Vec<VariableJson> = view.variables(blobs).into_iter().map(variable_json).collect();
         let TemplateView { record, document: template, shares, .. } = view;
         let clips = template

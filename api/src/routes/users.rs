@@ -33,7 +33,7 @@ pub struct UserJson {
 )]
 #[get("/user/v1/users")]
 pub async fn me(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let credits = users::credits(&state.backends.store, &caller.user.id).await?;
+    let credits = users::credits(state.backends.store(), &caller.user.id).await?;
     let user = &caller.user;
     Ok(HttpResponse::Ok().json(UserJson {
         id: user.number,
@@ -60,7 +60,7 @@ pub struct WebhookSecret {
 )]
 #[get("/api2/v1/users/me/webhook-secret")]
 pub async fn webhook_secret(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let secret = users::webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await?;
+    let secret = users::webhook_secret(state.backends.store(), &state.sealer, &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(WebhookSecret { secret }))
 }
 
@@ -72,6 +72,6 @@ pub async fn webhook_secret(state: web::Data<AppState>, caller: Caller) -> Resul
 )]
 #[post("/api2/v1/users/me/webhook-secret")]
 pub async fn rotate_webhook_secret(state: web::Data<AppState>, caller: Caller) -> Result<HttpResponse, ApiError> {
-    let secret = users::rotate_webhook_secret(&state.backends.store, &state.sealer, &caller.user.id).await?;
+    let secret = users::rotate_webhook_secret(state.backends.store(), &state.sealer, &caller.user.id).await?;
     Ok(HttpResponse::Ok().json(WebhookSecret { secret }))
 }

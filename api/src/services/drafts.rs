@@ -57,7 +57,7 @@ pub async fn create(
 ) -> Result<JobRecord> {
     if state.config.api.rate_limit > 0 {
         let limit = format!("draft:{}", caller.user.id);
-        state.limits.check_every(&state.backends.cache, &limit, DRAFT_INTERVAL, DRAFTS_AT_ONCE).await?;
+        state.limits.check_every(state.backends.cache(), &limit, DRAFT_INTERVAL, DRAFTS_AT_ONCE).await?;
     }
     Ok(state.farm.draft(&caller.user, id, values).await?)
 }

@@ -39,7 +39,7 @@ pub struct Read {
 /// Opens the stored file `key`, or the `requested` range of it.
 #[tracing::instrument(name = "files::open", skip_all)]
 pub async fn open(state: &AppState, key: &str, requested: Option<Requested>) -> Result<Opened> {
-    let blobs = &state.backends.blobs;
+    let blobs = state.backends.blobs();
     let not_found = |e: BlobError| match e {
         BlobError::NotFound(_) | BlobError::InvalidKey(_) => ApiError::not_found("File"),
         e => {

@@ -27,10 +27,10 @@ pub async fn readiness(backends: &Backends) -> BTreeMap<&'static str, bool> {
     }
     let b = backends;
     let (store, blobs, bus, cache) = tokio::join!(
-        check("store", b.store.ready()),
-        check("blobs", b.blobs.ready()),
-        check("bus", b.bus.ready()),
-        check("cache", b.cache.ready())
+        check("store", b.store().ready()),
+        check("blobs", b.blobs().ready()),
+        check("bus", b.bus().ready()),
+        check("cache", b.cache().ready())
     );
     [store, blobs, bus, cache].into_iter().collect()
 }

@@ -16,10 +16,10 @@ const REDELIVERY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(
 /// Sends delivery `id` of the caller's job `job_id` once more, ten at once per user, then
 /// one every six seconds (429 past it).
 pub async fn redeliver(state: &AppState, caller: &Caller, job_id: &JobId, id: &DeliveryId) -> Result<Delivery> {
-    let store = &state.backends.store;
+    let store = state.backends.store();
     // Whether it is the caller's before counting it.
     notifications::delivery_of(store, &caller.user.id, job_id, id).await?;
     let limit = format!("redeliver:{}", caller.user.id);
-    state.limits.check_every(&state.backends.cache, &limit, REDELIVERY_INTERVAL, REDELIVERY_BURST).await?;
+    state.limits.check_every(state.backends.cache(), &limit, REDELIVERY_INTERVAL, REDELIVERY_BURST).await?;
     Ok(notifications::redeliver(store, &caller.user.id, job_id, id).await?)
 }

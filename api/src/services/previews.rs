@@ -122,9 +122,9 @@ pub async fn frame_of_document(
 async fn limit(state: &AppState, caller: &Caller) -> Result<()> {
     if let Some(frames) = state.config.api.preview_frames {
         // Per account, like the drafts: a group's members share one budget.
-        let limit = format!("preview:{}", state.backends.store.account_of(&caller.user.id).await?);
+        let limit = format!("preview:{}", state.backends.store().account_of(&caller.user.id).await?);
         let every = Duration::from_secs(60) / frames;
-        state.limits.check_every(&state.backends.cache, &limit, every, FRAMES_AT_ONCE).await?;
+        state.limits.check_every(state.backends.cache(), &limit, every, FRAMES_AT_ONCE).await?;
     }
     Ok(())
 }

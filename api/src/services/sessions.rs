@@ -13,7 +13,7 @@ pub async fn sign_in(state: &AppState, email: &str, password: &str, client: Clie
     let normalized = reelfarm_domain::password::normalize_email(email).unwrap_or_default();
     state.limits.check_client(state, "signin", client.address).await?;
     let limit = format!("signin:{normalized}");
-    state.limits.check_every(&state.backends.cache, &limit, ATTEMPT_INTERVAL, ATTEMPTS_BURST).await?;
+    state.limits.check_every(state.backends.cache(), &limit, ATTEMPT_INTERVAL, ATTEMPTS_BURST).await?;
     Ok(sessions::sign_in(&state.backends, &state.hashing, &normalized, password, client).await?)
 }
 

@@ -99,7 +99,7 @@ impl Google {
 
     /// The user's linked account, or why there is none to use.
     async fn account(&self, user_id: &UserId, provider: Provider) -> Result<LinkedAccount, Failed> {
-        match integration::linked_account(&self.backends.store, &self.sealer, user_id, provider).await {
+        match integration::linked_account(self.backends.store(), &self.sealer, user_id, provider).await {
             Ok(Some(account)) => Ok(account),
             Ok(None) => Err(Failed::permanent(format!(
                 "no {} account is linked: link one with PUT /api2/v1/users/me/integrations/{provider}",
@@ -118,7 +118,7 @@ impl Google {
     /// The rendered video to upload.
     async fn source(&self, render: &RenderFacts) -> Result<resumable::Source, Failed> {
         let key = render.video_key.as_deref().ok_or_else(|| Failed::permanent("the render has no video file"))?;
-        let meta = self.backends.blobs.head(key).await.map_err(blob_failure)?;
+        let meta = self.backends.blobs().head(key).await.map_err(blob_failure)?;
         if meta.size == 0 {
             return Err(Failed::permanent("the rendered video is empty"));
         }

@@ -194,7 +194,7 @@ async fn open(auth: &mut Auth<'_>, source: &Source, init: &Initiation) -> Result
 /// Reads bytes `start..=end` of the source.
 async fn read_chunk(google: &Google, source: &Source, start: u64, end: u64) -> Result<Bytes, Failed> {
     let range = ByteRange { start, end: Some(end) };
-    let read = google.backends.blobs.get(&source.key, Some(range)).await.map_err(blob_failure)?;
+    let read = google.backends.blobs().get(&source.key, Some(range)).await.map_err(blob_failure)?;
     let len = end - start + 1;
     let mut chunk = Vec::with_capacity(len as usize);
     read.body

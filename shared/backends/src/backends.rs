@@ -7,12 +7,17 @@ use crate::config::Config;
 use crate::store::Store;
 
 /// Handles to the metadata store, blob store, bus and cache. Cheap to clone.
+///
+/// Built only by [`Backends::connect`]: the handles are read through their accessors and
+/// never swapped for others, so every role talks to the backends its configuration names.
+/// The store is reached through its traits ([`crate::store::traits`]): a use case takes the
+/// ones it needs (`&impl JobStore`), which [`Backends::store`] satisfies.
 #[derive(Clone)]
 pub struct Backends {
-    pub store: Store,
-    pub blobs: Blobs,
-    pub bus: Bus,
-    pub cache: Cache,
+    store: Store,
+    blobs: Blobs,
+    bus: Bus,
+    cache: Cache,
 }
 
 impl Backends {
@@ -65,6 +70,26 @@ impl Backends {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// The metadata store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The blob store.
+    pub fn blobs(&self) -> &Blobs {
+        &self.blobs
+    }
+
+    /// The message bus.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// The shared cache.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
     }
 
     /// Closes the connections that need closing.

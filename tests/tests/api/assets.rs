@@ -175,8 +175,13 @@ async fn other_users_cannot_see_or_change_a_library(mode: Mode) {
 
     // Public libraries are visible to all and writable by none.
     use reelfarm_domain::library::{LibraryKind, LibraryOwner};
-    let public =
-        app.service.backends.store.create_library("Shared", LibraryKind::Public, LibraryOwner::Operator).await.unwrap();
+    let public = app
+        .service
+        .backends
+        .store()
+        .create_library("Shared", LibraryKind::Public, LibraryOwner::Operator)
+        .await
+        .unwrap();
     json(app.get(&format!("/api2/v1/libraries/{}/assets", public.id), &other).await, 200).await;
     let res =
         app.post_form("/api2/v1/objects", &other, &[("filename", "z.png"), ("library_id", public.id.as_str())]).await;

@@ -131,7 +131,7 @@ async fn a_cancelled_job_stops_refunds_and_calls_back_cancelled(mode: Mode) {
         assert!(asked.elapsed() < Duration::from_secs(5), "the cancelled render still runs after 5 s");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let files = w.app.service.backends.blobs.list(&format!("renders/{id}/")).await.unwrap();
+    let files = w.app.service.backends.blobs().list(&format!("renders/{id}/")).await.unwrap();
     assert!(files.is_empty(), "files left: {files:?}");
 
     // Each video's callback says cancelled, as the failure body does otherwise.

@@ -24,7 +24,7 @@ pub(crate) async fn console_user(app: &TestApp, name: &str) -> (User, String) {
     let user = app.create_user(name, None, 7).await;
     let email = format!("{name}@example.com");
     let hash = password::hash(PASSWORD).unwrap();
-    app.service.backends.store.set_sign_in(&user.id, &email, &hash).await.unwrap();
+    app.service.backends.store().set_sign_in(&user.id, &email, &hash).await.unwrap();
     (user, email)
 }
 
@@ -91,7 +91,7 @@ async fn a_browser_uploads_several_files_and_follows_their_conversion(mode: Mode
     keep_screenshot(&browser, "library").await;
 
     // What the browser sent is what is stored.
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let library = store.personal_library(&user.id).await.unwrap();
     let mut sizes: Vec<Option<u64>> =
         store.library_assets(&library.id, 10, 0).await.unwrap().iter().map(|a| a.size).collect();

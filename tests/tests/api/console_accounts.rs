@@ -42,7 +42,7 @@ async fn a_youtube_account_is_linked_through_the_consent_page_and_disconnected(m
     assert_eq!(browser.text("[role=status]").await, "Your YouTube account is linked.");
     assert_eq!(browser.texts(".provider .status").await, ["linked", "not linked"]);
     assert_eq!(fake.counts().codes_exchanged, 1);
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let sealer = Sealer::new(&app.config);
     let expected = LinkedAccount {
         client_id: google::CLIENT_ID.into(),

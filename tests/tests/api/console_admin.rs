@@ -12,7 +12,7 @@ both_modes!(an_operator_makes_a_user_who_signs_in_with_a_link_and_sets_a_passwor
 
 async fn an_operator_makes_a_user_who_signs_in_with_a_link_and_sets_a_password(mode: Mode) {
     let app = TestApp::spawn(mode).await;
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let (otto, email) = console_user(&app, "otto").await;
     store.set_operator(&otto.id, true).await.unwrap();
     let browser = Browser::start().await;

@@ -92,7 +92,7 @@ async fn drafts_are_free_small_unlisted_and_deleted_after_a_day(mode: Mode) {
     let backends = &app.service.backends;
     let day_later = now_ms() + reelfarm_backends::store::DRAFT_RETENTION_MS + 1;
     let deleted =
-        reelfarm_backends::housekeeping::prune_drafts(&backends.store, &backends.blobs, day_later).await.unwrap();
+        reelfarm_backends::housekeeping::prune_drafts(backends.store(), backends.blobs(), day_later).await.unwrap();
     assert_eq!(deleted, 2);
     error(
         app.get(&format!("/generator/v1/jobs/{}", draft["id"].as_str().unwrap()), &token).await,

@@ -114,8 +114,8 @@ async fn too_many_recipients_are_refused_naming_the_field(mode: Mode) {
 
     // Five videos: 50 e-mails, accepted; nothing was charged for the refused ones.
     json(w.post(&w.body(vec![json!({}); 5], email)).await, 200).await;
-    let user = w.app.service.backends.store.find_user("mailer").await.unwrap();
-    assert_eq!(w.app.service.backends.store.available_credits(&user.id).await.unwrap(), 45);
+    let user = w.app.service.backends.store().find_user("mailer").await.unwrap();
+    assert_eq!(w.app.service.backends.store().available_credits(&user.id).await.unwrap(), 45);
     w.app.stop().await;
 }
 
@@ -153,8 +153,8 @@ async fn a_failing_address_sends_its_callback_but_no_e_mail_and_a_refused_one_is
     let body = error(w.post(&w.body(values, notifications.clone())).await, 400, "error.validation_failed").await;
     assert_eq!(body["errors"][0]["field"], format!("values[0].template_variables.{IMAGE}"), "{body}");
     assert_eq!(body["errors"][0]["key"], "error.outbound_refused", "{body}");
-    let user = w.app.service.backends.store.find_user("mailer").await.unwrap();
-    assert_eq!(w.app.service.backends.store.available_credits(&user.id).await.unwrap(), 50, "nothing charged");
+    let user = w.app.service.backends.store().find_user("mailer").await.unwrap();
+    assert_eq!(w.app.service.backends.store().available_credits(&user.id).await.unwrap(), 50, "nothing charged");
 
     // An address that fails when fetched (404): the video fails, its callback goes out,
     // its e-mail does not.

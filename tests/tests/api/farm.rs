@@ -133,7 +133,7 @@ async fn an_accounts_priorities_order_its_jobs_and_drafts_go_first(mode: Mode) {
     assert!((1..=2).contains(&ahead), "{ahead} of the low job's videos started before the high one");
 
     // The operator caps the account at `normal`: a `high` job is lowered to it.
-    w.app.service.backends.store.set_share("cleo", None, Some(Priority::Normal)).await.unwrap();
+    w.app.service.backends.store().set_share("cleo", None, Some(Priority::Normal)).await.unwrap();
     let capped = w.job(&cleo, 1, json!({ "priority": "high" })).await;
     assert_eq!(capped["priority"], "normal", "{capped}");
     let fetched =
@@ -175,7 +175,7 @@ async fn a_worker_whose_renders_fail_where_others_succeed_leaves_the_rotation() 
     prefix.push_str("-elsewhere");
     let broken = Service::start(Role::Worker, broken).await.expect("the broken worker starts");
     let (good, _good_dir) = app.start_worker().await;
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let user = app.create_user("dora", None, 20).await;
     let token = app.token_for(&user).await;
     let values: Vec<Value> = (0..8).map(|i| json!({ "external_id": format!("v{i}") })).collect();

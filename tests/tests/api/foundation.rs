@@ -43,9 +43,9 @@ async fn requests_without_a_valid_token_get_401(mode: Mode) {
     // Revoked and expired tokens stop working.
     let (user, token) = app.user_with_token("ann").await;
     json(app.get(path, &token).await, 200).await;
-    app.service.backends.store.revoke_token(&token[..11]).await.unwrap();
+    app.service.backends.store().revoke_token(&token[..11]).await.unwrap();
     error(app.get(path, &token).await, 401, "error.unauthorized").await;
-    let (_, expired) = app.service.backends.store.create_token(&user.id, 0).await.unwrap();
+    let (_, expired) = app.service.backends.store().create_token(&user.id, 0).await.unwrap();
     error(app.get(path, &expired).await, 401, "error.unauthorized").await;
     app.stop().await;
 }
@@ -71,7 +71,7 @@ fn assert_library_shape(lib: &Value) {
 
 async fn library_groups_list_personal_group_public_and_stock_libraries(mode: Mode) {
     let app = TestApp::spawn(mode).await;
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let member = app.create_user("member", Some("studio"), 0).await;
     let token = app.token_for(&member).await;
     let (_, outsider_token) = app.user_with_token("outsider").await;
@@ -260,7 +260,7 @@ async fn webhook_secret_can_be_read_and_rotated(mode: Mode) {
 
 async fn stored_files_are_served_with_ranges(mode: Mode) {
     let app = TestApp::spawn(mode).await;
-    let blobs = &app.service.backends.blobs;
+    let blobs = app.service.backends.blobs();
     let bytes: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
     blobs.put("test/sample.bin", Box::pin(std::io::Cursor::new(bytes.clone())), "application/x-test").await.unwrap();
     let url = blobs.public_url("test/sample.bin");

@@ -101,7 +101,7 @@ async fn a_linked_account_is_shown_without_secrets_and_stored_sealed(mode: Mode)
     assert!(rows.iter().any(|r| r.contains(&youtube.client_id)));
 
     // The notifier's way in decrypts them back.
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let sealer = Sealer::new(&app.config);
     assert_eq!(linked_account(store, &sealer, &ann.id, Provider::YouTube).await.unwrap(), Some(youtube));
     assert_eq!(linked_account(store, &sealer, &ann.id, Provider::Gdrive).await.unwrap(), Some(gdrive));
@@ -124,7 +124,7 @@ async fn linking_again_replaces_the_account(mode: Mode) {
     assert_eq!(listed, json!([relinked]), "replaced, not added");
 
     let sealer = Sealer::new(&app.config);
-    let now = linked_account(&app.service.backends.store, &sealer, &ann.id, Provider::Gdrive).await.unwrap();
+    let now = linked_account(app.service.backends.store(), &sealer, &ann.id, Provider::Gdrive).await.unwrap();
     assert_eq!(now, Some(second));
     app.stop().await;
 }
@@ -153,7 +153,7 @@ async fn unlinking_and_unknown_providers(mode: Mode) {
     assert_eq!(json(app.get(PATH, &token).await, 200).await, json!([]));
     assert!(raw_rows(&app, ann.id.as_str()).await.is_empty(), "the sealed secrets are deleted");
     let sealer = Sealer::new(&app.config);
-    assert_eq!(linked_account(&app.service.backends.store, &sealer, &ann.id, Provider::YouTube).await.unwrap(), None);
+    assert_eq!(linked_account(app.service.backends.store(), &sealer, &ann.id, Provider::YouTube).await.unwrap(), None);
     app.stop().await;
 }
 
@@ -227,7 +227,7 @@ async fn another_user_cannot_see_or_unlink_the_account(mode: Mode) {
     assert_eq!(json(app.get(PATH, &bob_token).await, 200).await, json!([]));
     error(delete(&app, &bob_token, "youtube").await, 404, "error.not_found").await;
     let sealer = Sealer::new(&app.config);
-    assert_eq!(linked_account(&app.service.backends.store, &sealer, &bob.id, Provider::YouTube).await.unwrap(), None);
+    assert_eq!(linked_account(app.service.backends.store(), &sealer, &bob.id, Provider::YouTube).await.unwrap(), None);
 
     assert_eq!(json(app.get(&format!("{PATH}/youtube"), &ann_token).await, 200).await, linked);
 

@@ -271,7 +271,7 @@ async fn a_render_that_keeps_failing_is_given_up_dead_lettered_and_refunded(mode
     assert_eq!(w.files.hits("/busy.png"), 3, "one fetch per delivery, up to the limit");
     assert_eq!(w.credits().await, 2, "refunded");
     let render =
-        w.app.service.backends.store.render(&RenderId::parse(video["id"].as_str().unwrap()).unwrap()).await.unwrap();
+        w.app.service.backends.store().render(&RenderId::parse(video["id"].as_str().unwrap()).unwrap()).await.unwrap();
     assert_eq!(render.attempts, 3);
     assert_eq!(dead_letters(&w.app).await, 1, "the given-up message is kept for the operators");
     w.app.stop().await;
@@ -316,7 +316,7 @@ async fn a_value_above_the_configured_image_limit_fails_naming_its_layer(mode: M
 async fn dead_letters(app: &TestApp) -> usize {
     use reelfarm_domain::message::Queue;
     if app.mode == Mode::Embedded {
-        return app.service.backends.store.dead_letters(Queue::Render).await.unwrap().len();
+        return app.service.backends.store().dead_letters(Queue::Render).await.unwrap().len();
     }
     let queue = format!("{}.render.dead", app.config.bus.namespace);
     for _ in 0..50 {
@@ -547,7 +547,7 @@ async fn audio_packets(url: &str, dir: &Path) -> Vec<u8> {
 /// instead, byte for byte the same sound (the kept sound, once per fleet).
 async fn a_templates_sound_is_encoded_once_for_the_whole_fleet(mode: Mode) {
     let w = world(mode, 10).await;
-    let blobs = &w.app.service.backends.blobs;
+    let blobs = w.app.service.backends.blobs();
     let mut urls = Vec::new();
     for headline in ["One", "Two"] {
         // The import rendered the template's preview in this process: forget its sound.

@@ -154,7 +154,7 @@ async fn a_long_video_is_split_across_workers_and_joined_frame_exactly(mode: Mod
     assert_eq!(video["progress"], 100, "{video}");
 
     // Split: its sound, six chunks and the join, all done.
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let record = store.job(&JobId::trusted(job["id"].as_str().unwrap())).await.unwrap();
     let parts = store.render_parts(&record.renders[0].id).await.unwrap();
     let kinds: Vec<_> = parts.iter().map(|p| (p.kind, p.first_frame, p.end_frame)).collect();
@@ -167,7 +167,7 @@ async fn a_long_video_is_split_across_workers_and_joined_frame_exactly(mode: Mod
     // The parts' files go once the join is recorded (just after the job shows success).
     let deadline = Instant::now() + Duration::from_secs(10);
     let files = loop {
-        let files = app.service.backends.blobs.list(&format!("renders/{}/", record.id)).await.unwrap();
+        let files = app.service.backends.blobs().list(&format!("renders/{}/", record.id)).await.unwrap();
         if files.len() == 2 || Instant::now() > deadline {
             break files;
         }

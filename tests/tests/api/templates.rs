@@ -214,7 +214,7 @@ async fn private_templates_are_seen_by_owner_and_shares_only(mode: Mode) {
     assert_eq!(ids(&ann_list), vec![public.id.as_str(), private.id.as_str()]);
 
     // Shared with bob: he sees it; the share shows to ann, the owner, only.
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     store.share_template(&private.id, &ShareTarget::User(bob.id.clone())).await.unwrap();
     let bobs = json(app.get(&path(&private), &bob_token).await, 200).await;
     assert_eq!(bobs["shares"], serde_json::json!([]));
@@ -230,7 +230,7 @@ async fn private_templates_are_seen_by_owner_and_shares_only(mode: Mode) {
         time_limit: std::time::Duration::from_secs(60),
         limits: Default::default(),
     };
-    let refused = import(store, &app.service.backends.blobs, &write_template(dir.path(), "Nobody's"), &options).await;
+    let refused = import(store, app.service.backends.blobs(), &write_template(dir.path(), "Nobody's"), &options).await;
     assert!(refused.unwrap_err().to_string().contains("owner: is required unless the template is public"));
     app.stop().await;
 }

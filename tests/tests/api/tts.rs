@@ -323,7 +323,7 @@ async fn the_voices_of_the_configured_providers_are_listed(mode: Mode) {
 async fn paid_speech_is_metered_once_per_synthesis_and_only_after_the_other_sources(mode: Mode) {
     let (polly, google) = (FakePolly::start().await, FakeGoogleTts::start().await);
     let w = world(mode, &paid_providers(&polly, &google)).await;
-    let store = &w.app.service.backends.store;
+    let store = w.app.service.backends.store();
     let user = store.find_user("speaker").await.unwrap();
     let values = json!({
         FIRST: { "type": "tts", "value": "One two three.", "identifier": "polly;Joanna;female;en-US;neural;none" },

@@ -57,7 +57,7 @@ async fn an_svg_with_a_script_is_served_as_an_attachment_and_a_png_inline(mode: 
     let png = app.wait_for_asset(&token, png["id"].as_str().unwrap()).await;
     assert_eq!(png["status"], "finished", "{png}");
 
-    let blobs = &app.service.backends.blobs;
+    let blobs = app.service.backends.blobs();
     let svg_original = &files(&svg)[0];
     assert!(svg_original.contains("/original-") && svg_original.ends_with(".svg"), "{svg_original}");
     assert_eq!(blobs.head(&key_of(&app, svg_original)).await.unwrap().content_type, "image/svg+xml");
@@ -114,9 +114,9 @@ async fn add_object(app: &TestApp, token: &str, filename: &str) -> (String, Stri
 async fn assert_nothing_stored(app: &TestApp, token: &str, id: &str) {
     let asset = json(app.get(&format!("/api2/v1/objects/{id}"), token).await, 200).await;
     assert_eq!(asset["status"], "created", "{asset}");
-    let record = app.service.backends.store.asset(&AssetId::parse(id).unwrap()).await.unwrap();
+    let record = app.service.backends.store().asset(&AssetId::parse(id).unwrap()).await.unwrap();
     assert_eq!((record.size, record.original_key), (None, None));
-    let removed = app.service.backends.blobs.delete_prefix(&format!("{}/", record.blob_prefix)).await.unwrap();
+    let removed = app.service.backends.blobs().delete_prefix(&format!("{}/", record.blob_prefix)).await.unwrap();
     assert_eq!(removed, 0, "files were left under {}", record.blob_prefix);
     if app.mode == Mode::Embedded {
         let temp = std::fs::read_dir(app.config.storage.data_dir.join("blobs").join("~tmp")).unwrap().count();
@@ -240,13 +240,13 @@ async fn an_upload_over_the_storage_quota_is_refused_with_402_and_usage_is_repor
     assert_eq!(first["status"], "finished", "{first}");
 
     // What the user stores: the original, its renditions and the thumbnail.
-    let blobs = &app.service.backends.blobs;
+    let blobs = app.service.backends.blobs();
     let mut stored = 0;
     let thumb = first["metadata"]["thumb"].as_str().unwrap().to_string();
     for address in files(&first).into_iter().chain([thumb]) {
         stored += blobs.head(&key_of(&app, &address)).await.unwrap().size;
     }
-    assert_eq!(app.service.backends.store.stored_bytes(&user.id).await.unwrap(), stored);
+    assert_eq!(app.service.backends.store().stored_bytes(&user.id).await.unwrap(), stored);
     let room = QUOTA - stored;
 
     // Announced past the room left: refused before reading.
@@ -271,14 +271,14 @@ async fn an_upload_over_the_storage_quota_is_refused_with_402_and_usage_is_repor
     json(app.client.put(&url).body(png_like(room as usize)).send().await.unwrap(), 200).await;
 
     // `reelfarm admin usage USER`: the collector's two objects, the bytes counted so far.
-    let report = reelfarm_server::admin::usage::report(&app.service.backends.store, Some("collector"), Some(QUOTA))
+    let report = reelfarm_server::admin::usage::report(app.service.backends.store(), Some("collector"), Some(QUOTA))
         .await
         .unwrap();
     let row = report.lines().nth(1).unwrap();
     let columns: Vec<&str> = row.split('\t').collect();
     assert_eq!(columns[..4], ["collector", user.id.as_str(), "2", &(stored + room).to_string()], "{report}");
     assert_eq!(report.lines().count(), 3, "{report}");
-    let all = reelfarm_server::admin::usage::report(&app.service.backends.store, None, None).await.unwrap();
+    let all = reelfarm_server::admin::usage::report(app.service.backends.store(), None, None).await.unwrap();
     assert!(all.lines().any(|l| l.starts_with("neighbour\t") && l.contains(&format!("\t1\t{room}\t"))), "{all}");
     app.stop().await;
 }

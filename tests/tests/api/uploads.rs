@@ -48,14 +48,14 @@ async fn setup(mode: Mode, link: bool) -> Setup {
         };
         let sealer = Sealer::new(&app.config);
         for provider in Provider::ALL {
-            link_account(&app.service.backends.store, &sealer, &user.id, provider, &account).await.unwrap();
+            link_account(app.service.backends.store(), &sealer, &user.id, provider, &account).await.unwrap();
         }
     }
     // Not a multiple of anything, so a misplaced byte shows.
     let video: Vec<u8> = (0..VIDEO_SIZE as u64).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let key = "renders/job1/render1-abcdefghijklmnop/video.mp4";
     let body = Box::pin(std::io::Cursor::new(video.clone()));
-    app.service.backends.blobs.put(key, body, "video/mp4").await.unwrap();
+    app.service.backends.blobs().put(key, body, "video/mp4").await.unwrap();
     let facts = RenderFacts {
         render_id: RenderId::trusted("render1"),
         job_id: JobId::trusted("job1"),
@@ -66,7 +66,7 @@ async fn setup(mode: Mode, link: bool) -> Setup {
         status: RenderStatus::Success,
         error: None,
         project_id: None,
-        video_url: Some(app.service.backends.blobs.public_url(key)),
+        video_url: Some(app.service.backends.blobs().public_url(key)),
         thumbnail_url: None,
         video_key: Some(key.into()),
     };

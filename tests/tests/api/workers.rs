@@ -52,13 +52,13 @@ async fn two_workers_share_a_batch_and_every_asset_finishes_once() {
     for id in &ids {
         let asset = app.wait_for_asset(&token, id).await;
         assert_eq!(asset["status"], "finished", "{asset}");
-        let stored = app.service.backends.store.asset(&AssetId::parse(id).unwrap()).await.unwrap();
+        let stored = app.service.backends.store().asset(&AssetId::parse(id).unwrap()).await.unwrap();
         workers.insert(stored.converted_by.expect("a worker converted it"));
         let keys: HashSet<&str> = stored.renditions.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys.len(), stored.renditions.len(), "each rendition stored once");
     }
     assert_eq!(workers.len(), 2, "both workers took part: {workers:?}");
-    assert_eq!(app.service.backends.store.outbox_len().await.unwrap(), 0);
+    assert_eq!(app.service.backends.store().outbox_len().await.unwrap(), 0);
     w1.stop();
     w2.stop();
     w1.wait().await.unwrap();
@@ -107,7 +107,7 @@ async fn a_worker_killed_mid_conversion_leaves_the_asset_to_another() {
     }
     doomed.kill().await;
     assert_eq!(
-        app.service.backends.store.asset(&AssetId::parse(&id).unwrap()).await.unwrap().status.public(),
+        app.service.backends.store().asset(&AssetId::parse(&id).unwrap()).await.unwrap().status.public(),
         "processing"
     );
 
@@ -170,7 +170,7 @@ async fn a_worker_killed_mid_render_leaves_the_render_to_another_which_finishes_
     let probe = media::probe_url(video["url"].as_str().unwrap(), dir.path()).await;
     assert!((probe.duration.unwrap() - 8.0).abs() < 0.05, "{:?}", probe.duration);
     let render =
-        app.service.backends.store.render(&RenderId::parse(video["id"].as_str().unwrap()).unwrap()).await.unwrap();
+        app.service.backends.store().render(&RenderId::parse(video["id"].as_str().unwrap()).unwrap()).await.unwrap();
     assert_eq!(render.attempts, 2, "rendered again after the kill, and only once more");
     let credits = json(app.get("/generator/v1/users/me/credits", &token).await, 200).await;
     assert_eq!(credits["credits"], 4, "charged once");

@@ -42,7 +42,7 @@ impl RenderHandler {
     /// what an earlier, cut-off attempt may have uploaded. Claimed again meanwhile, the
     /// render is the other attempt's to end.
     async fn fail(&self, render: &RenderRecord, error: &str) -> Result<(), Outcome> {
-        match self.backends.store.end_claimed(render, &RenderOutcome::Failed { error: error.to_string() }).await {
+        match self.backends.store().end_claimed(render, &RenderOutcome::Failed { error: error.to_string() }).await {
             Ok(true) => {
                 self.remove_outputs(render).await;
                 Ok(())
@@ -57,7 +57,7 @@ impl RenderHandler {
     /// uploaded (another attempt's success writes the same keys and keeps them). Either
     /// way the token claims again.
     async fn cancelled(&self, render: &RenderRecord) -> Step {
-        match self.backends.store.render(&render.id).await {
+        match self.backends.store().render(&render.id).await {
             Ok(now) if matches!(now.status, RenderStatus::Cancelled | RenderStatus::Failed) => {
                 tracing::info!(status = now.status.as_str(), "render ended meanwhile");
                 self.remove_outputs(render).await;
@@ -78,7 +78,7 @@ impl RenderHandler {
     /// with the token that claimed them spent on another render — it looks again every
     /// [`CLAIM_POLL`]; only with no render open is the token one too many, and acknowledged.
     pub(super) async fn claim_and_render(&self, token: &Message) -> Outcome {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         loop {
             // Out of rotation, or stopping: another worker claims instead.
             if self.rotation.is_out() || self.shutdown.is_cancelled() {
@@ -142,7 +142,7 @@ impl RenderHandler {
     /// acknowledged (put back unsettled, it would count a delivery each time).
     async fn hand_on(&self, token: &Message) -> Outcome {
         let token = reelfarm_backends::trace::envelope(token.clone());
-        match self.backends.store.enqueue_message(&token).await {
+        match self.backends.store().enqueue_message(&token).await {
             Ok(()) => Outcome::Done,
             Err(e) => Outcome::Retry(format!("handing the token on: {e}")),
         }
@@ -151,7 +151,7 @@ impl RenderHandler {
     /// Renders a claimed render or part (in its span) while keeping its lease, and records
     /// how it ended.
     async fn render_claimed(&self, claim: Claim) -> Step {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let render = &claim.render;
         let attempts = claim.part.as_ref().map_or(render.attempts, |p| p.attempts);
         if claim.interrupted && attempts >= i64::from(self.delivery_limit) {
@@ -195,7 +195,7 @@ impl RenderHandler {
             Ok(made) => return self.record(&claim, made, started).await,
             Err(Failure::Transient(e) | Failure::Remote(e)) if attempts < self.delivery_limit => {
                 tracing::warn!(error = %e, "render will be retried");
-                let retry_at = now_ms() + self.backends.bus.retry_delay(attempts).as_millis() as i64;
+                let retry_at = now_ms() + self.backends.bus().retry_delay(attempts).as_millis() as i64;
                 let released = match &claim.part {
                     Some(part) => store.release_part(part, retry_at).await,
                     None => store.release_render(render, retry_at).await,
@@ -226,7 +226,7 @@ impl RenderHandler {
     /// Records what the attempt `claim` made: the render's end (whole, or joined from its
     /// parts), its split into parts, or a part done.
     async fn record(&self, claim: &Claim, made: Made, started: Instant) -> Step {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let render = &claim.render;
         let recorded = match (made, &claim.part) {
             (Made::Render(outcome), None) => store.end_claimed(render, &outcome).await,
@@ -251,7 +251,7 @@ impl RenderHandler {
                 Ok(Some((done, parts))) => {
                     // Progress of a split render: its parts done (the join makes 100).
                     let percent = (done * 100 / parts.max(1)).min(99) as u8;
-                    if let Err(e) = self.backends.cache.set_render_progress(&render.id, percent).await {
+                    if let Err(e) = self.backends.cache().set_render_progress(&render.id, percent).await {
                         tracing::debug!(error = %e, "render progress not recorded");
                     }
                     Ok(true)

@@ -56,7 +56,7 @@ impl RenderHandler {
         let quality = p.settings.quality;
         let settings = RenderSettings { stop: stop.clone(), ..p.settings.clone() };
         let dir = p.dir.path().to_path_buf();
-        let blobs = &self.backends.blobs;
+        let blobs = self.backends.blobs();
         match part.kind {
             PartKind::Frames => {
                 let wanted = render::seen_sources(&p.template);
@@ -94,10 +94,10 @@ impl RenderHandler {
 
     /// Joins the parts of `render` into its video (in `dir`) and uploads it.
     async fn join(&self, render: &RenderRecord, prefix: &str, fps: u32, dir: &Path) -> Result<Made, Failure> {
-        let blobs = &self.backends.blobs;
+        let blobs = self.backends.blobs();
         let mut chunks = Vec::new();
         let mut sound = None;
-        for part in self.backends.store.render_parts(&render.id).await? {
+        for part in self.backends.store().render_parts(&render.id).await? {
             let file = dir.join(format!("part-{}", part.part));
             match part.kind {
                 PartKind::Frames => {
@@ -124,7 +124,7 @@ impl RenderHandler {
     /// Removes the parts' files of the joined `render`.
     pub(super) async fn remove_parts(&self, render: &RenderRecord) {
         let parts = format!("{}/parts/", self.output_prefix(render));
-        if let Err(e) = self.backends.blobs.delete_prefix(&parts).await {
+        if let Err(e) = self.backends.blobs().delete_prefix(&parts).await {
             tracing::warn!(error = %e, "files of a split render's parts not removed");
         }
     }

@@ -53,7 +53,7 @@ pub(super) type PreviewCache =
 impl RenderHandler {
     /// Answers preview calls, `concurrency` at a time, until `shutdown`.
     pub async fn serve_previews(self: Arc<Self>, concurrency: u16, shutdown: CancellationToken) {
-        let bus = self.backends.bus.clone();
+        let bus = self.backends.bus().clone();
         while !shutdown.is_cancelled() {
             let mut calls = match bus.serve(Service::Preview, concurrency).await {
                 Ok(calls) => calls,
@@ -90,7 +90,7 @@ impl RenderHandler {
     }
 
     async fn draw(&self, call: &PreviewCall) -> Result<Vec<u8>, Failure> {
-        let record = match self.backends.store.template_at(&call.template_id, Some(call.version)).await {
+        let record = match self.backends.store().template_at(&call.template_id, Some(call.version)).await {
             Err(StoreError::NotFound(_)) => return Err(Failure::Permanent("the template or version is gone".into())),
             found => found?,
         };

@@ -20,7 +20,7 @@ impl RenderHandler {
     /// then ends the unit, or puts it back to be retried. Given up, the template shows the
     /// previous ones (or the placeholder).
     pub(super) async fn media_claimed(&self, claim: MediaClaim) -> Step {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let attempts = claim.attempts as u32;
         if claim.interrupted && attempts >= self.delivery_limit {
             tracing::error!("the template's media stopped their worker {} times; given up", attempts - 1);
@@ -38,7 +38,7 @@ impl RenderHandler {
             Ok(()) => {}
             Err(Failure::Transient(e) | Failure::Remote(e)) if attempts < self.delivery_limit => {
                 tracing::warn!(error = %e, "the template's media will be retried");
-                let retry_at = now_ms() + self.backends.bus.retry_delay(attempts).as_millis() as i64;
+                let retry_at = now_ms() + self.backends.bus().retry_delay(attempts).as_millis() as i64;
                 if let Err(e) = store.release_media(&claim, retry_at).await {
                     tracing::warn!(error = %e, "template media not put back to pending");
                 }
@@ -52,7 +52,7 @@ impl RenderHandler {
     }
 
     async fn end_media(&self, claim: &MediaClaim) -> Step {
-        match self.backends.store.end_media(claim).await {
+        match self.backends.store().end_media(claim).await {
             Ok(_) => Step::Ended(Outcome::Done),
             Err(e) => Step::Ended(Outcome::Retry(format!("ending the template's media: {e}"))),
         }
@@ -64,7 +64,7 @@ impl RenderHandler {
         version: i64,
         stop: &CancellationToken,
     ) -> Result<(), Failure> {
-        let store = &self.backends.store;
+        let store = self.backends.store();
         let record = match store.template(id).await {
             Ok(record) if record.version == version && !record.archived => record,
             // Replaced by a later save (which asked for its own), archived or gone.
@@ -93,7 +93,7 @@ impl RenderHandler {
 
         let prefix = format!("{}/v{version}", record.blob_prefix);
         let (thumb_key, preview_key) = (format!("{prefix}/thumb.jpg"), format!("{prefix}/preview.mp4"));
-        let blobs = &self.backends.blobs;
+        let blobs = self.backends.blobs();
         blobs.put_file(&thumb_key, &jpg, "image/jpeg").await?;
         blobs.put_file(&preview_key, &mp4, "video/mp4").await?;
         if !store.set_template_media(id, version, &thumb_key, &preview_key).await? {
