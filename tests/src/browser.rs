@@ -1,8 +1,11 @@
 //! A real browser for the console's tests: Debian's headless Chromium driven over
 //! WebDriver (chromedriver, started per test on a port the system picks) with
-//! fantoccini.
+//! fantoccini. Every page a test opens is checked against WCAG 2.2 A and AA with
+//! axe-core (installed by scripts/setup) the first time its path is shown.
 
+use std::collections::HashSet;
 use std::process::Stdio;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -13,9 +16,21 @@ use tokio::process::{Child, Command};
 /// A chromedriver and one browser session in it; both end when dropped.
 pub struct Browser {
     pub client: Client,
+    /// The paths whose pages passed axe-core's check.
+    checked: Mutex<HashSet<String>>,
     _driver: Child,
     _profile: tempfile::TempDir,
 }
+
+/// axe-core's script, as scripts/setup installs it.
+static AXE: LazyLock<String> = LazyLock::new(|| {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let path = format!("{home}/.cache/reelfarm/npm/node_modules/axe-core/axe.min.js");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e} (scripts/setup installs axe-core)"))
+});
+
+/// axe-core's tags for the success criteria of WCAG 2.0, 2.1 and 2.2 at levels A and AA.
+const WCAG_AA: [&str; 5] = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"];
 
 impl Browser {
     /// Starts chromedriver (port 0: it reports the one it got) and a headless Chromium.
@@ -50,11 +65,45 @@ impl Browser {
             .connect(&format!("http://127.0.0.1:{port}"))
             .await
             .expect("a Chromium session starts");
-        Browser { client, _driver: driver, _profile: profile }
+        Browser { client, checked: Mutex::default(), _driver: driver, _profile: profile }
     }
 
     pub async fn goto(&self, url: &str) {
         self.client.goto(url).await.unwrap_or_else(|e| panic!("opening {url}: {e}"));
+        self.check_once().await;
+    }
+
+    /// Checks the page shown against WCAG 2.2 AA with axe-core, unless a page of its path
+    /// passed before.
+    async fn check_once(&self) {
+        let path = self.client.current_url().await.unwrap().path().to_string();
+        if self.checked.lock().unwrap().contains(&path) {
+            return;
+        }
+        self.assert_accessible().await;
+        self.checked.lock().unwrap().insert(path);
+    }
+
+    /// Fails the test with axe-core's findings if the page as it is now (after the
+    /// swaps so far) violates a success criterion of WCAG 2.2 at level A or AA.
+    pub async fn assert_accessible(&self) {
+        let ready = "return document.readyState === 'complete'";
+        until(Duration::from_secs(10), || async move {
+            let loaded = self.client.execute(ready, vec![]).await.is_ok_and(|v| v == json!(true));
+            loaded.then_some(()).ok_or_else(|| "the page does not finish loading".to_string())
+        })
+        .await;
+        if self.client.execute("return typeof axe === 'undefined'", vec![]).await.unwrap() == json!(true) {
+            self.client.execute(&format!("{}\nreturn null;", *AXE), vec![]).await.expect("axe-core loads");
+        }
+        let run = "const done = arguments[arguments.length - 1]; \
+                   axe.run(document, { runOnly: { type: 'tag', values: arguments[0] }, resultTypes: ['violations'] }) \
+                     .then((r) => done(r.violations.map((v) => `${v.id} (${v.impact}): ${v.help}: ` + \
+                       v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', '))), \
+                       (e) => done([`axe-core failed: ${e}`]));";
+        let found = self.client.execute_async(run, vec![json!(WCAG_AA)]).await.expect("axe-core runs");
+        let violations: Vec<String> = serde_json::from_value(found).unwrap();
+        assert!(violations.is_empty(), "WCAG 2.2 AA violations on {}:\n{}", self.path().await, violations.join("\n"));
     }
 
     /// Types `text` into the field `css`.
@@ -79,7 +128,8 @@ impl Browser {
             let loaded = self.client.execute(script, vec![]).await.is_ok_and(|v| v == json!(true));
             loaded.then_some(()).ok_or_else(|| format!("no new page after clicking {css}"))
         })
-        .await
+        .await;
+        self.check_once().await;
     }
 
     /// The first `css`, waiting up to 10 s for one to appear (the page may still be
@@ -187,7 +237,8 @@ impl Browser {
             let shown = self.path().await;
             (shown == path).then_some(()).ok_or_else(|| format!("still on {shown}, not {path}"))
         })
-        .await
+        .await;
+        self.check_once().await;
     }
 
     /// Waits up to 10 s for a page whose path `wanted` accepts; that path.
@@ -198,6 +249,7 @@ impl Browser {
             wanted(&shown).then_some(()).ok_or_else(|| format!("still on {shown}"))
         })
         .await;
+        self.check_once().await;
         self.path().await
     }
 

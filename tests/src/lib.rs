@@ -140,12 +140,12 @@ impl TestApp {
 
     /// Creates a user (as `reelfarm admin user create` does).
     pub async fn create_user(&self, name: &str, group: Option<&str>, credits: i64) -> User {
-        self.service.backends.store.create_user(name, group, credits).await.unwrap()
+        self.service.backends.store().create_user(name, group, credits).await.unwrap()
     }
 
     /// A fresh token for `user` (as `reelfarm admin token create` does).
     pub async fn token_for(&self, user: &User) -> String {
-        self.service.backends.store.create_token(&user.id, 365).await.unwrap().1
+        self.service.backends.store().create_token(&user.id, 365).await.unwrap().1
     }
 
     /// A new user `name` with `credits` and a token, owning `template` (a template document
@@ -188,7 +188,7 @@ impl TestApp {
             limits: self.config.render,
         };
         let backends = &self.service.backends;
-        import(&backends.store, &backends.blobs, file, &options).await.unwrap_or_else(|e| panic!("import: {e:#}"))
+        import(backends.store(), backends.blobs(), file, &options).await.unwrap_or_else(|e| panic!("import: {e:#}"))
     }
 
     /// POSTs `body` as JSON, with extra headers.

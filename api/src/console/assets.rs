@@ -23,11 +23,15 @@ impl File {
     }
 }
 
-static FILES: LazyLock<[File; 3]> = LazyLock::new(|| {
+static FILES: LazyLock<[File; 4]> = LazyLock::new(|| {
+    let js = "text/javascript; charset=utf-8";
     [
         File::new("console.css", "text/css; charset=utf-8", include_bytes!("../../static/console/console.css")),
-        File::new("htmx.js", "text/javascript; charset=utf-8", include_bytes!("../../static/console/htmx.min.js")),
-        File::new("console.js", "text/javascript; charset=utf-8", include_bytes!("../../static/console/console.js")),
+        File::new("htmx.js", js, include_bytes!("../../static/console/htmx.min.js")),
+        // htmx's `morph` swap (the studio): it keeps the elements a swap leaves in place,
+        // with their focus and the requests queued on them.
+        File::new("idiomorph.js", js, include_bytes!("../../static/console/idiomorph.min.js")),
+        File::new("console.js", js, include_bytes!("../../static/console/console.js")),
     ]
 });
 
@@ -36,12 +40,13 @@ static FILES: LazyLock<[File; 3]> = LazyLock::new(|| {
 pub struct Urls {
     pub css: String,
     pub htmx: String,
+    pub morph: String,
     pub js: String,
 }
 
 pub static URLS: LazyLock<Urls> = LazyLock::new(|| {
     let url = |i: usize| format!("/console/static/{}", FILES[i].hashed);
-    Urls { css: url(0), htmx: url(1), js: url(2) }
+    Urls { css: url(0), htmx: url(1), morph: url(2), js: url(3) }
 });
 
 /// One static file by its hashed name.

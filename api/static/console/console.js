@@ -94,21 +94,27 @@ document.addEventListener("DOMContentLoaded", () => {
   });
 });
 
-// Studio. Every edit is sent from here, one after the other, each naming the revision of
-// the working copy it was made to (the editor's data-rev when it is sent), and the answer
-// (the editor) replaces #editor; the focused field keeps its focus and what was typed in
-// it. The frame at the playhead is an <img> whose address names the time, the revision and
-// its stamp: setting it cancels the load of the one before, so the newest frame wins;
-// `data-t` says which time the shown frame is of. Dragging a layer's bar on the timeline
-// moves it, its grips trim it, a clip's grip changes its duration; a click selects.
-// Ctrl+Z / Ctrl+Shift+Z undo and redo.
+// Studio. Edits are htmx requests (the studio's hx-* attributes): one after the other
+// (`hx-sync` queues them), each naming the selection and the revision of the working copy
+// when it is sent (`hx-include`), each answer morphed into #editor, so the focused field
+// keeps its focus and what is typed in it. What is left here: the frame at the playhead,
+// an <img> whose address names the time, the revision and its stamp (setting it cancels
+// the load of the one before, so the newest frame wins; `data-t` says which time the shown
+// frame is of); the timeline (drag a layer's bar to move it, its grips to trim it, a
+// clip's grip to change its duration; a click, Enter or Space selects); Ctrl+Z and
+// Ctrl+Shift+Z for undo and redo.
+if (window.Idiomorph) {
+  Idiomorph.defaults.ignoreActiveValue = true;
+  // An open <details> stays open, and the timeline keeps its places until `place` runs.
+  Idiomorph.defaults.callbacks.beforeAttributeUpdated = (name, node, mutation) =>
+    !(mutation === "remove" && (name === "style" || (name === "open" && node.tagName === "DETAILS")));
+}
 document.querySelectorAll("[data-studio]").forEach((studio) => {
   const range = studio.querySelector("#playhead");
   const frame = studio.querySelector("#frame");
   const time = studio.querySelector("#playhead-time");
   const problem = studio.querySelector("#frame-problem");
   const failure = studio.querySelector("#studio-error");
-  const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrf-token"];
   const editor = () => studio.querySelector("#editor");
   let timer;
   let retry;
@@ -158,24 +164,8 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
     timer = setTimeout(showFrame, 60);
   });
 
-  const swapEditor = (html) => {
-    const active = document.activeElement;
-    const kept = active && active.id && editor().contains(active) && "value" in active
-      ? { id: active.id, value: active.value, dirty: active.value !== active.defaultValue,
-          start: active.selectionStart, end: active.selectionEnd }
-      : null;
-    const details = studio.querySelector("#json-view details");
-    const open = details && details.open;
-    const parsed = document.createElement("template");
-    parsed.innerHTML = html.trim();
-    editor().replaceWith(parsed.content.firstElementChild);
-    if (open) studio.querySelector("#json-view details").open = true;
-    const again = kept && document.getElementById(kept.id);
-    if (again) {
-      if (kept.dirty) again.value = kept.value;
-      again.focus();
-      try { again.setSelectionRange(kept.start, kept.end); } catch (_) { /* not a text field */ }
-    }
+  studio.addEventListener("htmx:afterSwap", () => {
+    failure.hidden = true;
     const e = editor();
     range.max = e.dataset.duration;
     range.step = e.dataset.step;
@@ -183,60 +173,24 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
     place();
     placeCursor();
     showFrame();
+  });
+  const fail = (message) => {
+    failure.textContent = message;
+    failure.hidden = false;
   };
-  const deliver = async (params) => {
-    params.set("sel", studio.querySelector("#sel").value);
-    params.set("rev", editor().dataset.rev);
-    let response;
-    try {
-      response = await fetch(studio.dataset.edit, { method: "POST", headers: { "x-csrf-token": csrf }, body: params });
-    } catch (_) {
-      failure.textContent = "The change was not sent: the server does not answer. Check the connection and try again.";
-      failure.hidden = false;
-      return;
-    }
-    if (!response.ok) {
-      failure.textContent = response.status === 403 || response.status === 401
-        ? "The change was not made: the session has ended. Sign in again (your earlier changes are kept)."
-        : "The change was not made (" + response.status + "): it was refused, e.g. a document over 64 KiB.";
-      failure.hidden = false;
-      return;
-    }
-    failure.hidden = true;
-    swapEditor(await response.text());
-  };
-  let queue = Promise.resolve();
-  const send = (params) => {
-    queue = queue.then(() => deliver(params)).catch(() => {
-      failure.textContent = "The change was not shown: reload the page to see the working copy as it is.";
-      failure.hidden = false;
-    });
-  };
-  const form = (element) => new URLSearchParams(new FormData(element));
+  studio.addEventListener("htmx:sendError", () =>
+    fail("The change was not sent: the server does not answer. Check the connection and try again."));
+  studio.addEventListener("htmx:responseError", (event) => {
+    const status = event.detail.xhr.status;
+    fail(status === 403 || status === 401
+      ? "The change was not made: the session has ended. Sign in again (your earlier changes are kept)."
+      : "The change was not made (" + status + "): it was refused, e.g. a document over 64 KiB.");
+  });
+  const send = (item, values) => htmx.ajax("POST", studio.dataset.edit, { source: item, values });
 
-  studio.addEventListener("change", (event) => {
-    const properties = event.target.closest("#properties");
-    if (properties) send(form(properties));
-  });
-  studio.addEventListener("submit", (event) => {
-    const edit = event.target.closest("form[data-edit]");
-    if (!edit) return;
-    event.preventDefault();
-    send(form(edit));
-  });
-  studio.addEventListener("click", (event) => {
-    const button = event.target.closest("button[data-op]");
-    if (!button || button.disabled) return;
-    if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
-    const params = new URLSearchParams({ op: button.dataset.op });
-    if (button.dataset.select !== undefined) params.set("select", button.dataset.select);
-    if (button.dataset.version !== undefined) params.set("version", button.dataset.version);
-    send(params);
-  });
-
-  const select = (item) => send(new URLSearchParams({
+  const select = (item) => send(item, {
     op: "select", select: item.dataset.clip !== undefined ? "clip:" + item.dataset.clip : "layer:" + item.dataset.layer,
-  }));
+  });
   const seekTo = (event) => {
     const ruler = studio.querySelector("#ruler").getBoundingClientRect();
     const duration = Number(editor().dataset.duration) || 0;
@@ -286,7 +240,7 @@ document.querySelectorAll("[data-studio]").forEach((studio) => {
       item.removeEventListener("pointerup", up);
       item.removeEventListener("pointercancel", cancel);
       if (cancelled) place();
-      else if (values) send(new URLSearchParams(values));
+      else if (values) send(item, values);
       else select(item);
     };
     const up = () => stop(false);

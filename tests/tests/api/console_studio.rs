@@ -1,11 +1,13 @@
 //! The studio in a real browser: a template built from scratch on the timeline
-//! and in the property panel (layers added, a text made a variable, a bar dragged, undo and
-//! redo), saved, then rendered and previewed through the JSON API; the frame follows the
-//! playhead; a document that breaks a rule shows the problem at its place.
+//! and in the property panel (layers added with the keyboard alone, a text made a
+//! variable, a bar dragged, undo and redo), saved, then rendered and previewed through the
+//! JSON API; the frame follows the playhead; a document that breaks a rule shows the
+//! problem at its place.
 
 use std::time::{Duration, Instant};
 
-use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+use fantoccini::actions::{InputSource, KeyAction, KeyActions, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+use fantoccini::key::Key;
 use fantoccini::Locator;
 use reelfarm_tests::browser::Browser;
 use reelfarm_tests::media;
@@ -99,6 +101,41 @@ async fn set_panel(browser: &Browser, fields: &[(&str, &str)]) {
     browser.client.execute(script, vec![json!(fields)]).await.unwrap();
 }
 
+/// Presses the keys of `keys` one after the other (characters, or [`Key`]s as strings)
+/// while `held` are held down.
+async fn press(browser: &Browser, held: &[Key], keys: &str) {
+    let mut actions = KeyActions::new("keyboard".into());
+    for key in held {
+        actions = actions.then(KeyAction::Down { value: char::from(*key) });
+    }
+    for key in keys.chars() {
+        actions = actions.then(KeyAction::Down { value: key }).then(KeyAction::Up { value: key });
+    }
+    for key in held.iter().rev() {
+        actions = actions.then(KeyAction::Up { value: char::from(*key) });
+    }
+    browser.client.perform_actions(actions).await.unwrap();
+}
+
+/// Presses Tab until the focus is on `css` (at most 100 times): it can be reached with
+/// the keyboard.
+async fn tab_to(browser: &Browser, css: &str) {
+    let focused = "return !!document.activeElement && document.activeElement.matches(arguments[0]);";
+    for _ in 0..100 {
+        if browser.client.execute(focused, vec![json!(css)]).await.unwrap() == json!(true) {
+            return;
+        }
+        press(browser, &[], &Key::Tab).await;
+    }
+    panic!("Tab never reaches {css}");
+}
+
+/// Replaces what the focused field holds with `text`, as a person types it.
+async fn retype(browser: &Browser, text: &str) {
+    press(browser, &[Key::Control], "a").await;
+    press(browser, &[], text).await;
+}
+
 /// Drags the element `css` by `dx` pixels with the mouse.
 async fn drag(browser: &Browser, css: &str, dx: f64) {
     let element = browser.client.find(Locator::Css(css)).await.unwrap();
@@ -189,7 +226,7 @@ async fn the_studio_scrubs_frames_and_shows_problems_at_their_place(mode: Mode) 
     let copy = app
         .service
         .backends
-        .store
+        .store()
         .studio_session(&reelfarm_domain::id::TemplateId::trusted(id.clone()), &user.id)
         .await
         .unwrap()
@@ -230,14 +267,27 @@ async fn a_template_built_from_scratch_renders_by_the_api(mode: Mode) {
     let id = path.trim_start_matches("/console/templates/").trim_end_matches("/studio").to_string();
     wait_for_frame(&browser, "0").await;
 
-    // A text layer: select the clip on the timeline, add one, write a yellow word.
-    browser.click(".clip[data-clip='scene-1']").await;
+    // A text layer, with the keyboard alone: select the clip on the timeline, add a layer,
+    // write a word and move it down. The two changes follow each other faster than the
+    // first is answered: both are made, in order, and the focus stays where Tab took it.
+    tab_to(&browser, ".clip[data-clip='scene-1']").await;
+    press(&browser, &[], &Key::Enter).await;
     browser.wait_for_texts("#panel-title", &["Clip scene-1"], Duration::from_secs(10)).await;
-    browser.choose("#add-layer-kind", "text").await;
-    browser.click("#add-layer-button").await;
+    tab_to(&browser, "#add-layer-kind").await;
+    press(&browser, &[], "text").await;
+    tab_to(&browser, "#add-layer-button").await;
+    press(&browser, &[], &Key::Enter).await;
     browser.wait_for_texts("#panel-title", &["Layer text-1 (text)"], Duration::from_secs(10)).await;
-    set_panel(&browser, &[("f-text", "HELLO"), ("f-font-color", "#ffee00"), ("f-y", "430")]).await;
+    tab_to(&browser, "#f-text").await;
+    retype(&browser, &("HELLO".to_string() + &Key::Tab)).await;
+    tab_to(&browser, "#f-y").await;
+    retype(&browser, &("430".to_string() + &Key::Tab)).await;
     wait_for_listing(&browser, "\"text\": \"HELLO\"").await;
+    wait_for_listing(&browser, "\"y\": 430").await;
+    assert_eq!(browser.client.execute("return document.activeElement.id;", vec![]).await.unwrap(), "f-width");
+    set_panel(&browser, &[("f-font-color", "#ffee00")]).await;
+    wait_for_listing(&browser, "\"color\": \"#ffee00\"").await;
+    browser.assert_accessible().await;
 
     // Make it a variable of a fixed size, one line of at most 20 characters.
     set_panel(&browser, &[("f-variable", "true")]).await;
@@ -265,10 +315,11 @@ async fn a_template_built_from_scratch_renders_by_the_api(mode: Mode) {
     set_panel(&browser, &[("f-x", "0"), ("f-y", "0"), ("f-width", "200"), ("f-height", "150")]).await;
     wait_for_listing(&browser, "\"width\": 200").await;
 
-    // Undo and redo the last change.
-    browser.click("#undo").await;
+    // Undo and redo the last change with Ctrl+Z and Ctrl+Shift+Z.
+    tab_to(&browser, "#save").await;
+    press(&browser, &[Key::Control], "z").await;
     wait_until(&browser, "!document.querySelector('.listing').textContent.includes('\"width\": 200')").await;
-    browser.click("#redo").await;
+    press(&browser, &[Key::Control, Key::Shift], "z").await;
     wait_for_listing(&browser, "\"width\": 200").await;
     assert_eq!(frame_at(&browser, "0.2").await, 0, "the word is not there before its start");
     let shown = frame_at(&browser, "1").await;
@@ -278,7 +329,8 @@ async fn a_template_built_from_scratch_renders_by_the_api(mode: Mode) {
     browser.client.execute("document.activeElement.blur(); window.scrollTo(0, 0);", vec![]).await.unwrap();
     keep_screenshot(&browser, "studio").await;
 
-    browser.click("#save").await;
+    tab_to(&browser, "#save").await;
+    press(&browser, &[], &Key::Enter).await;
     browser.wait_for_texts("#notice", &["Saved version 2."], Duration::from_secs(10)).await;
 
     // The API reads back what the studio set.

@@ -6,9 +6,9 @@
 //!
 //! The working copy lives in the store (a revision per edit, [`services::studio`]), so a
 //! reload or another api replica continues where the user left off. Every edit is one
-//! request, naming the revision it was made to, answered with the editor again (the
-//! page's script sends them one after the other and swaps the answers in); the page keeps
-//! only the selection and the playhead.
+//! request, naming the revision it was made to, answered with the editor again (htmx
+//! sends them one after the other and morphs the answers in); the page keeps only the
+//! selection and the playhead.
 
 use reelfarm_domain::error_key::ErrorKey;
 mod edit;
@@ -98,7 +98,8 @@ async fn choices(state: &AppState, caller: &Caller, kind: &str) -> Result<Vec<(S
         "lottie" => &[AssetKind::Lottie],
         _ => return Ok(Vec::new()),
     };
-    let assets = reelfarm_app::assets::choosable(&state.backends.store, &caller.user.id, kinds, SOURCE_CHOICES).await?;
+    let assets =
+        reelfarm_app::assets::choosable(state.backends.store(), &caller.user.id, kinds, SOURCE_CHOICES).await?;
     Ok(assets.into_iter().map(|a| (a.id.to_string(), a.label)).collect())
 }
 

@@ -221,7 +221,7 @@ pub async fn library_endpoints_answer_the_spec_types(mode: Mode) {
     let app = TestApp::spawn(mode).await;
     let user = app.create_user("ann", Some("team"), 0).await;
     let token = app.token_for(&user).await;
-    let store = &app.service.backends.store;
+    let store = app.service.backends.store();
     let team = store.find_group("team").await.unwrap();
     store.create_library("Team clips", LibraryKind::Group, LibraryOwner::Group(team.id)).await.unwrap();
 
