@@ -108,6 +108,10 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
     let attempts = browser.texts("#deliveries ol.attempts li").await;
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert!(attempts.iter().all(|a| a.contains("204")), "{attempts:?}");
+    // The finished job's page (its video and deliveries swapped in) and a missing one's.
+    browser.assert_accessible().await;
+    browser.goto(&format!("{}/console/jobs/00000000-0000-7000-8000-000000000000", app.address)).await;
+    assert!(browser.text("main").await.contains("not found"), "{}", browser.text("main").await);
 
     // The job list, filtered.
     browser.goto(&format!("{}/console/jobs?status=finished&template={}", app.address, template.id)).await;
