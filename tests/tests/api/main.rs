@@ -22,6 +22,7 @@ mod jobs;
 mod notifications;
 mod previews;
 mod snapshot;
+mod sound;
 mod split;
 mod template_edit;
 mod templates;

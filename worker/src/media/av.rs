@@ -304,3 +304,15 @@ pub(crate) fn seconds(ts: i64, time_base: ffmpeg::Rational) -> f64 {
     }
     ts as f64 * f64::from(time_base.numerator()) / f64::from(time_base.denominator())
 }
+
+/// The main picture stream: not cover art attached to a sound file.
+pub(crate) fn pick_video(input: &ffmpeg::format::context::Input) -> Option<usize> {
+    let is_picture = |s: &ffmpeg::format::stream::Stream| {
+        s.parameters().medium() == ffmpeg::media::Type::Video
+            && !s.disposition().contains(ffmpeg::format::stream::Disposition::ATTACHED_PIC)
+    };
+    match input.streams().best(ffmpeg::media::Type::Video) {
+        Some(best) if is_picture(&best) => Some(best.index()),
+        _ => input.streams().find(|s| is_picture(s)).map(|s| s.index()),
+    }
+}

@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use ffmpeg::format::stream::Disposition;
 use ffmpeg::media::Type;
 use ffmpeg_next as ffmpeg;
 
@@ -41,7 +40,7 @@ pub(crate) struct VideoStream {
 pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result<AvProbe, MediaError> {
     let input = av::open_input_within(path, deadline, limits.max_video_pixels)?;
     let demuxer = input.format().name().to_owned();
-    let video_index = pick_video(&input);
+    let video_index = super::av::pick_video(&input);
     let mut audio_index = input.streams().best(Type::Audio).map(|s| s.index());
 
     let mut video = None;
@@ -116,17 +115,6 @@ pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result
     probe.format = format.to_owned();
     probe.content_type = content_type;
     Ok(AvProbe { probe, input, video, audio: audio_index })
-}
-
-/// The main picture stream: not cover art attached to a sound file.
-fn pick_video(input: &ffmpeg::format::context::Input) -> Option<usize> {
-    let is_picture = |s: &ffmpeg::format::stream::Stream| {
-        s.parameters().medium() == Type::Video && !s.disposition().contains(Disposition::ATTACHED_PIC)
-    };
-    match input.streams().best(Type::Video) {
-        Some(best) if is_picture(&best) => Some(best.index()),
-        _ => input.streams().find(|s| is_picture(s)).map(|s| s.index()),
-    }
 }
 
 /// Whether a raw AVPixelFormat value has alpha (unknown values: no).

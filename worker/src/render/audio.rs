@@ -38,6 +38,8 @@ pub(crate) struct TrackSpec<'a> {
     pub(crate) path: PathBuf,
     pub(crate) trim: f64,
     pub(crate) looping: bool,
+    /// A video layer's sound: its passes are its picture's.
+    pub(crate) with_picture: bool,
     pub(crate) volume: f64,
     /// Output samples [start, end).
     pub(crate) start: u64,
@@ -50,7 +52,7 @@ pub(crate) struct TrackSpec<'a> {
 impl Track {
     /// Opens the track's source; `None` when it has no sound (a silent video).
     pub(crate) fn open(spec: &TrackSpec, deadline: &Deadline, limits: &Limits) -> Result<Option<Track>, RenderError> {
-        let Some(reader) = SoundReader::open(&spec.path, spec.trim, spec.looping, deadline, limits)
+        let Some(reader) = SoundReader::open(&spec.path, spec.trim, spec.looping, spec.with_picture, deadline, limits)
             .map_err(RenderError::source(spec.who))?
         else {
             return Ok(None);

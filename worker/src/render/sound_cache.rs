@@ -102,6 +102,10 @@ static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache { entri
 /// The key of a mix of `tracks` lasting `samples` samples, encoded by `encoder`; `None`
 /// when the sources are too big to hash or cannot be read (the render then encodes and
 /// reports a bad source itself).
+/// The mix's own version: a change to how sounds are mixed (loops at the declared end)
+/// makes the sounds kept before it miss.
+const MIX: &str = "mix-2";
+
 pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<Key> {
     let mut total = 0u64;
     for track in tracks {
@@ -111,6 +115,7 @@ pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<K
         return None;
     }
     let mut hash = Sha256::new();
+    hash.update(MIX.as_bytes());
     hash.update(encoder.as_bytes());
     hash.update([0]);
     hash.update(ffmpeg_next::codec::version().to_le_bytes());
@@ -119,7 +124,7 @@ pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<K
     }
     let mut buffer = vec![0u8; 256 * 1024];
     for track in tracks {
-        for n in [track.start, track.end, u64::from(track.looping)] {
+        for n in [track.start, track.end, u64::from(track.looping), u64::from(track.with_picture)] {
             hash.update(n.to_le_bytes());
         }
         for x in [track.trim, track.volume, track.fade_in, track.fade_out] {

@@ -175,8 +175,9 @@ pub(super) fn durations(path: &Path) -> (f64, f64, Option<f64>) {
 /// The output's sound as 48 kHz stereo samples (decoded with our own reader).
 pub(super) fn decode_audio(path: &Path) -> Vec<Vec<f32>> {
     let deadline = Deadline::after(std::time::Duration::from_secs(60));
-    let mut reader =
-        SoundReader::open(path, 0.0, false, &deadline, &Limits::default()).expect("open").expect("an audio stream");
+    let mut reader = SoundReader::open(path, 0.0, false, false, &deadline, &Limits::default())
+        .expect("open")
+        .expect("an audio stream");
     let mut pcm = vec![Vec::new(), Vec::new()];
     while reader.pull(SAMPLE_RATE as usize, &mut pcm, &deadline).expect("decode") > 0 {}
     pcm

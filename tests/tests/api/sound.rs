@@ -1,0 +1,145 @@
+//! Sound worth publishing. Loops stay in time: a 150 s video of a 2 s clip that flashes
+//! white on its first frame, looping, under three looping 2 s sounds with a 50 ms beep at
+//! their start (AAC at 44.1 kHz with its encoder padding, MP3 with its LAME header, Opus
+//! with its pre-skip); the last beeps start with the last flash (74 passes later), rendered
+//! whole and split across workers.
+
+use std::path::Path;
+use std::process::Command;
+
+use reelfarm_domain::template::{Source, Template};
+use reelfarm_tests::{both_modes, json, media, Mode, Role, TestApp};
+use reelfarm_worker::render::{self, Quality, RenderSettings};
+use serde_json::{json, Value};
+
+both_modes!(looping_sounds_stay_in_time_with_a_looping_picture);
+
+/// Split after 60 s into 50 s chunks: the 150 s video is three chunks and its sound.
+const SPLIT: [(&str, &str); 3] =
+    [("REELFARM_SPLIT_AFTER", "60s"), ("REELFARM_SPLIT_CHUNK", "50s"), ("REELFARM_WORKER_SLOTS", "2")];
+
+const FPS: f64 = 30.0;
+const SECONDS: f64 = 150.0;
+
+/// The beeps: (file, encoder arguments, sample rate, tone in Hz).
+const BEEPS: [(&str, &[&str], u32, f64); 3] = [
+    ("aac.m4a", &["-c:a", "aac"], 44_100, 1000.0),
+    ("mp3.mp3", &["-c:a", "libmp3lame"], 44_100, 2500.0),
+    ("opus.opus", &["-c:a", "libopus"], 48_000, 6000.0),
+];
+
+/// The flash video and the three beeps in `dir/media`.
+fn make_media(dir: &Path) {
+    std::fs::create_dir_all(dir.join("media")).unwrap();
+    let flash =
+        ["-f", "lavfi", "-i", "color=black:s=160x90:r=30:d=2", "-vf", "drawbox=c=white:t=fill:enable='lt(n,1)'"];
+    media::ffmpeg(&[&flash[..], &["-c:v", "libx264", "-pix_fmt", "yuv420p"]].concat(), &dir.join("media/flash.mp4"));
+    for (file, codec, rate, tone) in BEEPS {
+        let beep = format!("sine=f={tone}:d=0.05:sample_rate={rate}");
+        let args = [&["-f", "lavfi", "-i", &beep, "-af", "apad=whole_dur=2"][..], codec].concat();
+        media::ffmpeg(&args, &dir.join("media").join(file));
+    }
+}
+
+fn template() -> Value {
+    let mut layers = vec![json!({ "id": "flash", "kind": "video", "x": 0, "y": 0, "width": 160, "height": 90,
+                                  "source": { "file": "media/flash.mp4" }, "loop": true, "mute": true })];
+    for (file, _, _, _) in BEEPS {
+        layers.push(
+            json!({ "id": file.replace('.', "-"), "kind": "sound", "source": { "file": format!("media/{file}") },
+                            "loop": true, "volume": 0.3 }),
+        );
+    }
+    json!({ "version": 1, "name": "Loops", "canvas": { "width": 160, "height": 90, "fps": 30 },
+            "clips": [{ "id": "only", "duration": SECONDS, "layers": layers }] })
+}
+
+/// Seconds of the last flash: the last frame brighter than mid-grey.
+fn last_flash(video: &Path) -> f64 {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(video)
+        .args(["-vf", "scale=1:1", "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let frame = out.stdout.iter().rposition(|&luma| luma > 128).expect("a flash");
+    frame as f64 / FPS
+}
+
+/// Seconds at which the beep of `tone` starts in `samples` (48 kHz) within one second
+/// before `near`: the first millisecond whose power at `tone` (Goertzel) reaches a
+/// quarter of the loudest in that second.
+fn beep_onset(samples: &[f64], tone: f64, near: f64) -> f64 {
+    const BLOCK: usize = 48;
+    let power = |block: &[f64]| {
+        let k = 2.0 * (2.0 * std::f64::consts::PI * tone / 48_000.0).cos();
+        let (mut s1, mut s2) = (0.0, 0.0);
+        for x in block {
+            (s1, s2) = (x + k * s1 - s2, s1);
+        }
+        s1 * s1 + s2 * s2 - k * s1 * s2
+    };
+    let from = ((near - 1.0) * 48_000.0) as usize;
+    let to = ((near + 0.5) * 48_000.0) as usize;
+    let powers: Vec<f64> = samples[from..to].chunks(BLOCK).map(power).collect();
+    let loudest = powers.iter().copied().fold(0.0, f64::max);
+    let first = powers.iter().position(|p| *p >= loudest / 4.0).unwrap();
+    (from + first * BLOCK) as f64 / 48_000.0
+}
+
+/// Every beep of `video` starts with the last flash (within 5 ms, where one frame is 33 ms;
+/// the beeps are found to the millisecond).
+fn assert_in_time(video: &Path, what: &str) {
+    let flash = last_flash(video);
+    assert!((flash - (SECONDS - 2.0)).abs() < 0.5 / FPS, "{what}: the last flash at {flash} s");
+    let samples = media::mono_samples(video, 48_000);
+    for (file, _, _, tone) in BEEPS {
+        let onset = beep_onset(&samples, tone, flash);
+        assert!((onset - flash).abs() <= 0.005, "{what}: the {file} beep at {onset} s, the flash at {flash} s");
+    }
+}
+
+async fn looping_sounds_stay_in_time_with_a_looping_picture(mode: Mode) {
+    let (app, _worker) = match mode {
+        Mode::Embedded => (TestApp::spawn_with(mode, &SPLIT).await, None),
+        Mode::Distributed => {
+            let app = TestApp::spawn_role(mode, Role::Api, &SPLIT).await;
+            let worker = app.start_worker().await;
+            (app, Some(worker))
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    make_media(dir.path());
+    let document = template();
+    let file = dir.path().join("loops.json");
+    std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
+    let stored = app.import_template(&file, None, true).await;
+    let user = app.create_user("lou", None, 10).await;
+    let token = app.token_for(&user).await;
+    let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["videos"][0]["status"], "success", "{done}");
+    let split = dir.path().join("split.mp4");
+    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+    std::fs::write(&split, &bytes).unwrap();
+    assert_in_time(&split, "split");
+
+    // The same template in one piece, by the renderer here.
+    let local = dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let template = Template::from_json(serde_json::to_vec(&document).unwrap()).unwrap();
+        let resolve = |source: &Source| match source {
+            Source::File { file } => Some(local.join(file)),
+            _ => None,
+        };
+        let settings = RenderSettings { quality: Quality::Default, ..RenderSettings::default() };
+        let whole = local.join("whole.mp4");
+        render::render(&template, &resolve, &settings, &whole, &local.join("whole.jpg"), &|_| {}).unwrap();
+        assert_in_time(&whole, "whole");
+    })
+    .await
+    .unwrap();
+    app.stop().await;
+}
