@@ -1,8 +1,12 @@
-//! Sound worth publishing. Loops stay in time: a 150 s video of a 2 s clip that flashes
-//! white on its first frame, looping, under three looping 2 s sounds with a 50 ms beep at
-//! their start (AAC at 44.1 kHz with its encoder padding, MP3 with its LAME header, Opus
-//! with its pre-skip); the last beeps start with the last flash (74 passes later), rendered
-//! whole and split across workers.
+//! Sound worth publishing.
+//! - Loops stay in time: a 150 s video of a 2 s clip that flashes white on its first
+//!   frame, looping, under three looping 2 s sounds with a 50 ms beep at their start (AAC
+//!   at 44.1 kHz with its encoder padding, MP3 with its LAME header, Opus with its
+//!   pre-skip); the last beeps start with the last flash (74 passes later), rendered whole
+//!   and split across workers.
+//! - Music ducks under speech: a soundtrack with `duck` is lowered by its decibels while a
+//!   voice layer plays, with ramps and no step; a `duck` out of range is refused naming
+//!   its field.
 
 use std::path::Path;
 use std::process::Command;
@@ -12,7 +16,10 @@ use reelfarm_tests::{both_modes, json, media, Mode, Role, TestApp};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
 use serde_json::{json, Value};
 
-both_modes!(looping_sounds_stay_in_time_with_a_looping_picture);
+both_modes!(
+    looping_sounds_stay_in_time_with_a_looping_picture,
+    music_ducks_under_speech_by_its_decibels_without_clicks
+);
 
 /// Split after 60 s into 50 s chunks: the 150 s video is three chunks and its sound.
 const SPLIT: [(&str, &str); 3] =
@@ -141,5 +148,79 @@ async fn looping_sounds_stay_in_time_with_a_looping_picture(mode: Mode) {
     })
     .await
     .unwrap();
+    app.stop().await;
+}
+
+/// The level in decibels of `tone` in each block of `block` samples of `samples`
+/// (48 kHz; Goertzel: exact for tones with a whole number of periods in a block).
+fn levels(samples: &[f64], tone: f64, block: usize) -> Vec<f64> {
+    let k = 2.0 * (2.0 * std::f64::consts::PI * tone / 48_000.0).cos();
+    let power = |block: &[f64]| {
+        let (mut s1, mut s2) = (0.0, 0.0);
+        for x in block {
+            (s1, s2) = (x + k * s1 - s2, s1);
+        }
+        s1 * s1 + s2 * s2 - k * s1 * s2
+    };
+    samples.chunks_exact(block).map(|b| 10.0 * (power(b) + 1e-12).log10()).collect()
+}
+
+/// The mean level of the blocks of `levels` between `from` and `to` seconds.
+fn mean_level(levels: &[f64], block_seconds: f64, from: f64, to: f64) -> f64 {
+    let picked = &levels[(from / block_seconds) as usize..(to / block_seconds) as usize];
+    picked.iter().sum::<f64>() / picked.len() as f64
+}
+
+async fn music_ducks_under_speech_by_its_decibels_without_clicks(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("media")).unwrap();
+    // Music at 400 Hz and a "voice" at 3 kHz: whole periods in 10 ms, told apart exactly.
+    media::ffmpeg(&["-f", "lavfi", "-i", "sine=f=400:d=3:sample_rate=48000"], &dir.path().join("media/music.wav"));
+    media::ffmpeg(&["-f", "lavfi", "-i", "sine=f=3000:d=2:sample_rate=48000"], &dir.path().join("media/voice.wav"));
+    let duck = json!({ "db": 12, "attack": 0.15, "release": 0.4 });
+    let document = json!({
+        "version": 1, "name": "Ducked", "canvas": { "width": 160, "height": 90, "fps": 25 },
+        "soundtrack": { "source": { "file": "media/music.wav" }, "volume": 0.5, "duck": duck },
+        "clips": [{ "id": "only", "duration": 7, "layers": [
+            { "id": "voice", "kind": "sound", "start": 2.5, "end": 4.5, "voice": true,
+              "source": { "file": "media/voice.wav" }, "volume": 0.5 }
+        ] }]
+    });
+    let file = dir.path().join("ducked.json");
+    std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
+    let stored = app.import_template(&file, None, true).await;
+    let user = app.create_user("dee", None, 10).await;
+    let token = app.token_for(&user).await;
+    let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["videos"][0]["status"], "success", "{done}");
+    let video = dir.path().join("ducked.mp4");
+    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+    std::fs::write(&video, &bytes).unwrap();
+    let samples = media::mono_samples(&video, 48_000);
+
+    // 12 dB lower while the voice speaks (2.5 to 4.5 s) than before and after it.
+    let music = levels(&samples, 400.0, 4_800);
+    let before = mean_level(&music, 0.1, 0.5, 2.2);
+    let during = mean_level(&music, 0.1, 2.6, 4.4);
+    let after = mean_level(&music, 0.1, 5.2, 6.8);
+    assert!((before - during - 12.0).abs() <= 1.0, "ducked by {} dB", before - during);
+    assert!((before - after).abs() <= 1.0, "back up after the release: {before} then {after} dB");
+    // Going down and back up in steps no larger than the ramps allow: in 10 ms, at most
+    // 12 dB × 10/150 (the attack) and a little for the measure.
+    let fine = levels(&samples, 400.0, 480);
+    let steps = fine[(2.0 / 0.01) as usize..(5.2 / 0.01) as usize].windows(2).map(|w| (w[1] - w[0]).abs());
+    let largest = steps.fold(0.0, f64::max);
+    assert!(largest <= 12.0 * 10.0 / 150.0 + 0.5, "a step of {largest} dB in 10 ms");
+
+    // A duck that would not lower anything is refused, naming its field.
+    let mut bad = document.clone();
+    bad["soundtrack"]["duck"]["db"] = json!(0);
+    bad["soundtrack"]["source"] = json!({ "url": "https://media.example.com/music.mp3" });
+    bad["clips"][0]["layers"][0]["source"] = json!({ "url": "https://media.example.com/voice.mp3" });
+    let refused = json(app.post_json("/generator/v1/templates", &token, &json!({ "json": bad }), &[]).await, 400).await;
+    assert_eq!(refused["errors"][0]["field"], "json.soundtrack.duck.db", "{refused}");
     app.stop().await;
 }

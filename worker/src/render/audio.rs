@@ -1,10 +1,13 @@
 //! The audio mix: every sound layer, every unmuted video layer's sound and the soundtrack,
 //! each placed at its exact sample offset (`round(t × 48000)`) with its volume, fades and
-//! a 2 ms ramp at any edge without a fade (no click where a clip's sound is cut), summed
-//! and soft-clipped. Produced in step with the video, so memory stays flat whatever the
-//! length; the total is exactly [`Plan::samples`](super::plan::Plan) samples.
+//! a 2 ms ramp at any edge without a fade (no click where a clip's sound is cut), lowered
+//! while speech plays where it ducks, summed and soft-clipped. Produced in step with the
+//! video, so memory stays flat whatever the length; the total is exactly
+//! [`Plan::samples`](super::plan::Plan) samples.
 
 use std::path::PathBuf;
+
+use reelfarm_domain::template::Duck;
 
 use super::plan::SAMPLE_RATE;
 use super::sound::SoundReader;
@@ -30,6 +33,50 @@ pub(crate) struct Track {
     /// Next output sample this track delivers.
     next: u64,
     done: bool,
+    /// Speech, which ducked tracks give way to.
+    voice: bool,
+    duck: Option<Ducking>,
+}
+
+/// A track's ducking in samples.
+#[derive(Clone, Copy)]
+struct Ducking {
+    db: f32,
+    attack: u64,
+    release: u64,
+}
+
+impl Ducking {
+    /// How far down (0 to 1 of `db`) at output sample `i`, with `speech` the samples
+    /// [start, end) where speech plays: all the way during speech, ramping down over the
+    /// attack before it and back up over the release after it.
+    fn depth(&self, speech: &[(u64, u64)], i: u64) -> f32 {
+        let ramp = |distance: u64, length: u64| 1.0 - (distance as f32 + 0.5) / length as f32;
+        let mut depth: f32 = 0.0;
+        for &(start, end) in speech {
+            let d = if i >= start && i < end {
+                1.0
+            } else if i < start && start - i <= self.attack {
+                ramp(start - i, self.attack + 1)
+            } else if i >= end && i - end < self.release {
+                ramp(i - end, self.release)
+            } else {
+                0.0
+            };
+            depth = depth.max(d);
+        }
+        depth
+    }
+
+    /// The gain at output sample `i`.
+    fn gain(&self, speech: &[(u64, u64)], i: u64) -> f32 {
+        let depth = self.depth(speech, i);
+        if depth <= 0.0 {
+            1.0
+        } else {
+            10f32.powf(-self.db * depth / 20.0)
+        }
+    }
 }
 
 /// What a track plays and where.
@@ -47,6 +94,9 @@ pub(crate) struct TrackSpec<'a> {
     /// Seconds.
     pub(crate) fade_in: f64,
     pub(crate) fade_out: f64,
+    /// Speech, which ducked tracks give way to.
+    pub(crate) voice: bool,
+    pub(crate) duck: Option<Duck>,
 }
 
 impl Track {
@@ -75,6 +125,12 @@ impl Track {
             fade_out: to_samples(spec.fade_out).max(DECLICK),
             next: spec.start,
             done: spec.volume <= 0.0,
+            voice: spec.voice,
+            duck: spec.duck.map(|d| Ducking {
+                db: d.db as f32,
+                attack: to_samples(d.attack),
+                release: to_samples(d.release).max(1),
+            }),
         }))
     }
 
@@ -96,6 +152,8 @@ impl Track {
 /// Mixes the tracks block by block.
 pub(crate) struct Mixer {
     tracks: Vec<Track>,
+    /// Output samples [start, end) where speech plays (a voice track's own span).
+    speech: Vec<(u64, u64)>,
     position: u64,
     total: u64,
     scratch: Planar,
@@ -103,7 +161,8 @@ pub(crate) struct Mixer {
 
 impl Mixer {
     pub(crate) fn new(tracks: Vec<Track>, total: u64) -> Mixer {
-        Mixer { tracks, position: 0, total, scratch: vec![Vec::new(), Vec::new()] }
+        let speech = tracks.iter().filter(|t| t.voice && !t.done).map(|t| (t.start, t.end)).collect();
+        Mixer { tracks, speech, position: 0, total, scratch: vec![Vec::new(), Vec::new()] }
     }
 
     /// The next samples up to output sample `until` (clamped to the total), stereo.
@@ -129,7 +188,8 @@ impl Mixer {
             let got = track.reader.pull(want, &mut self.scratch, deadline).map_err(RenderError::source(&track.who))?;
             for i in 0..got {
                 let at = a + i as u64;
-                let g = track.envelope(at);
+                let ducked = track.duck.map_or(1.0, |duck| duck.gain(&self.speech, at));
+                let g = track.envelope(at) * ducked;
                 let o = (at - from) as usize;
                 out[0][o] += self.scratch[0][i] * g;
                 out[1][o] += self.scratch[1][i] * g;

@@ -20,7 +20,7 @@ use super::sink::{shown_frames, thumbnail_of, Sink};
 use super::sound_cache::{self, Kept};
 use super::source::Resolver;
 use super::video::VideoReader;
-use super::{Progress, Quality, RenderError, RenderOutput, RenderSettings};
+use super::{Progress, Quality, RenderError, RenderOutput, RenderSettings, SpeechCues};
 use crate::media::budget::estimate;
 use crate::media::limits::Deadline;
 use crate::media::{self, Limits, MediaKind};
@@ -47,6 +47,7 @@ pub(super) fn render(
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
     let resolver = Resolver { resolve, kept: None };
+    let voices = voices(template, &settings.speech);
     let (template, captions) = captions::resolve(template, &resolver, &settings.speech)?;
     let template = template.as_ref();
     let output = settings.output;
@@ -65,7 +66,7 @@ pub(super) fn render(
     // Held until the render ends (released on drop, panic included).
     let _memory = limits.memory.reserve(reservation(template, settings.quality, output.format, &videos), &deadline)?;
     let (mut mixer, sound, sound_key) = if heard {
-        let specs = track_specs(template, &plan, &resolver)?;
+        let specs = track_specs(template, &plan, &resolver, &voices)?;
         let sound_key = sound_cache::key(&specs, plan.samples, sound_encoding(output.format));
         let kept = sound_key.as_ref().and_then(|key| sound_cache::get(key, settings.sounds.as_deref()));
         reelfarm_backends::metrics::render_sound(kept.is_some());
@@ -358,12 +359,29 @@ fn check_sources(
     Ok(videos)
 }
 
+/// The ids of the sound layers that are speech: marked `voice`, speaking a
+/// text-to-speech value, or transcribed by a captions layer.
+pub(super) fn voices(template: &Template, speech: &SpeechCues) -> Vec<String> {
+    let layers = template.clips.iter().flat_map(|clip| &clip.layers);
+    layers
+        .filter(|layer| match &layer.content {
+            Content::Sound(sound) => {
+                sound.voice || speech.iter().any(|(id, _)| *id == layer.id) || template.captions_speech(&layer.id)
+            }
+            _ => false,
+        })
+        .map(|layer| layer.id.clone())
+        .collect()
+}
+
 /// What plays: the sound layers, the unmuted video layers' sound and the soundtrack.
-/// Video sound fades across the transitions at its clip's edges.
+/// Video sound fades across the transitions at its clip's edges; `voices` are the
+/// speech that ducked tracks give way to.
 pub(super) fn track_specs<'a>(
     template: &'a Template,
     plan: &Plan,
     resolver: &Resolver,
+    voices: &[String],
 ) -> Result<Vec<TrackSpec<'a>>, RenderError> {
     let mut specs = Vec::new();
     for (i, clip) in template.clips.iter().enumerate() {
@@ -387,6 +405,8 @@ pub(super) fn track_specs<'a>(
                     end,
                     fade_in: s.fade_in,
                     fade_out: s.fade_out,
+                    voice: voices.contains(&layer.id),
+                    duck: s.duck,
                 }),
                 Content::Video(v) if !v.mute && v.volume > 0.0 => {
                     let path = resolver.path(&layer.id, &v.source)?;
@@ -405,6 +425,8 @@ pub(super) fn track_specs<'a>(
                         end,
                         fade_in: if layer.start < into { into - layer.start } else { 0.0 },
                         fade_out: if span.end > clip_end - out { out - (clip_end - span.end) } else { 0.0 },
+                        voice: false,
+                        duck: None,
                     })
                 }
                 _ => {}
@@ -423,6 +445,8 @@ pub(super) fn track_specs<'a>(
             end: plan.samples,
             fade_in: s.fade_in,
             fade_out: s.fade_out,
+            voice: false,
+            duck: s.duck,
         });
     }
     Ok(specs)

@@ -124,10 +124,13 @@ pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<K
     }
     let mut buffer = vec![0u8; 256 * 1024];
     for track in tracks {
-        for n in [track.start, track.end, u64::from(track.looping), u64::from(track.with_picture)] {
+        let duck = track.duck.map_or([0.0; 3], |d| [d.db, d.attack, d.release]);
+        for n in
+            [track.start, track.end, u64::from(track.looping), u64::from(track.with_picture), u64::from(track.voice)]
+        {
             hash.update(n.to_le_bytes());
         }
-        for x in [track.trim, track.volume, track.fade_in, track.fade_out] {
+        for x in [track.trim, track.volume, track.fade_in, track.fade_out].into_iter().chain(duck) {
             hash.update(x.to_bits().to_le_bytes());
         }
         let mut file = std::fs::File::open(&track.path).ok()?;

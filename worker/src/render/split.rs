@@ -22,7 +22,7 @@ use reelfarm_domain::template::{Source, Template};
 use super::audio::Mixer;
 use super::encode::{sound_encoder, sound_stream, time_base, write_kept, SOUND_ENCODING};
 use super::plan::{Plan, SAMPLE_RATE};
-use super::run::{checked_plan, open_tracks, track_specs};
+use super::run::{checked_plan, open_tracks, track_specs, voices};
 use super::sound_cache::{self, Kept};
 use super::source::Resolver;
 use super::{guarded, Quality, RenderError, RenderOutput, RenderSettings};
@@ -76,7 +76,7 @@ pub fn render_sound(
         let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
         let resolver = Resolver { resolve, kept: None };
         let (plan, _) = checked_plan(template, settings.quality, &resolver, &limits)?;
-        let specs = track_specs(template, &plan, &resolver)?;
+        let specs = track_specs(template, &plan, &resolver, &voices(template, &settings.speech))?;
         let key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
         let stores = settings.sounds.as_deref();
         if let Some(kept) = key.as_ref().and_then(|key| sound_cache::get(key, stores)) {

@@ -302,6 +302,13 @@ pub struct SoundLayer {
     /// Seconds of fade out before the layer's end (default 0).
     #[serde(default)]
     pub fade_out: f64,
+    /// Speech: ducked sounds are lowered while it plays (default false; a text-to-speech
+    /// value and the sound a captions layer transcribes are speech anyway).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub voice: bool,
+    /// Lowered while speech plays (default: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duck: Option<super::Duck>,
 }
 
 /// A filled shape in the box.

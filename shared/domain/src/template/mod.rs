@@ -30,5 +30,8 @@ pub use layer::{
     TextFit, TextLayer, VAlign, Variable, VideoLayer,
 };
 pub use schema::{json_schema, names};
-pub use types::{Animation, Canvas, Clip, Direction, Easing, Rect, Soundtrack, Source, Template, Transition, VERSION};
+pub use types::{
+    Animation, Canvas, Clip, Direction, Duck, Easing, Rect, Soundtrack, Source, Template, Transition, DUCK_MAX_DB,
+    DUCK_MAX_RAMP, VERSION,
+};
 pub use variables::{Requirements, TemplateVariable, VariableType};

@@ -187,6 +187,43 @@ pub struct Soundtrack {
     /// Start the source again when it ends before the video does (default true).
     #[serde(rename = "loop", default = "yes")]
     pub loop_: bool,
+    /// Lowered while speech plays (default: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duck: Option<Duck>,
+}
+
+/// How a sound is lowered while speech plays: text-to-speech values, sound layers marked
+/// `voice`, and the sound layers captions layers transcribe. The level goes down by `db`
+/// over `attack` seconds before the speech starts, so the first word is clear, and back
+/// up over `release` seconds after it ends; the ramps are linear in decibels.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Duck {
+    /// Decibels the sound is lowered by (default 12; more than 0, at most 60).
+    #[serde(default = "duck_db")]
+    pub db: f64,
+    /// Seconds the level takes to go down (default 0.15; 0 to 5).
+    #[serde(default = "duck_attack")]
+    pub attack: f64,
+    /// Seconds the level takes to come back (default 0.4; 0 to 5).
+    #[serde(default = "duck_release")]
+    pub release: f64,
+}
+
+/// The most a sound is lowered by, in decibels, and the longest ramp, in seconds.
+pub const DUCK_MAX_DB: f64 = 60.0;
+pub const DUCK_MAX_RAMP: f64 = 5.0;
+
+fn duck_db() -> f64 {
+    12.0
+}
+
+fn duck_attack() -> f64 {
+    0.15
+}
+
+fn duck_release() -> f64 {
+    0.4
 }
 
 /// A change of a layer's appearance over time. Entrance and exit animations run at the

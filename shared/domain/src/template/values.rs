@@ -290,6 +290,8 @@ mod tests {
             loop_: false,
             fade_in: 0.0,
             fade_out: 0.0,
+            voice: false,
+            duck: None,
         };
         Template {
             version: 1,

@@ -312,12 +312,13 @@ impl Coverage {
         }
         self.setting("soundtrack", soundtrack.is_some());
         if let Some(soundtrack) = soundtrack {
-            let Soundtrack { source: _, volume, fade_in, fade_out, trim_start, loop_ } = soundtrack;
+            let Soundtrack { source: _, volume, fade_in, fade_out, trim_start, loop_, duck } = soundtrack;
             self.setting("soundtrack volume", *volume != 1.0);
             self.setting("soundtrack fade_in", *fade_in > 0.0);
             self.setting("soundtrack fade_out", *fade_out > 0.0);
             self.setting("soundtrack trim_start", *trim_start > 0.0);
             self.setting("soundtrack played once", !loop_);
+            self.setting("soundtrack ducked", duck.is_some());
         }
         for (i, clip) in clips.iter().enumerate() {
             let Clip { id: _, duration: _, transition, layers } = clip;
@@ -362,7 +363,9 @@ impl Coverage {
                 self.setting("video volume", *volume != 1.0 && !mute);
                 self.setting("video mute", *mute);
             }
-            Content::Sound(SoundLayer { source: _, volume, trim_start, loop_, fade_in, fade_out }) => {
+            Content::Sound(SoundLayer { source: _, volume, trim_start, loop_, fade_in, fade_out, voice, duck }) => {
+                self.setting("sound voice", *voice);
+                let _ = duck;
                 self.setting("sound volume", *volume != 1.0);
                 self.setting("sound trim_start", *trim_start > 0.0);
                 self.setting("sound loop", *loop_);

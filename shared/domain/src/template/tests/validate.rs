@@ -107,6 +107,19 @@ fn the_soundtrack_is_checked() {
         "soundtrack.fade_out",
         &["soundtrack: fade_in (10 s) and fade_out (1.5 s) together exceed the video's duration (10.75 s)"],
     );
+    for (field, value, says) in [
+        ("db", json!(0), "duck.db must be more than 0 and at most 60, got 0"),
+        ("db", json!(61), "duck.db must be more than 0 and at most 60, got 61"),
+        ("attack", json!(-0.1), "duck.attack must be 0 to 5 seconds, got -0.1"),
+        ("release", json!(6), "duck.release must be 0 to 5 seconds, got 6"),
+    ] {
+        let value = value.clone();
+        assert_one_error(
+            move |v| v["soundtrack"]["duck"] = json!({ field: value }),
+            &format!("soundtrack.duck.{field}"),
+            &[says],
+        );
+    }
 }
 
 #[test]

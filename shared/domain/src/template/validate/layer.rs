@@ -39,6 +39,7 @@ impl Check {
                 self.non_negative(format!("{path}.trim_start"), &who, "trim_start", sound.trim_start);
                 self.non_negative(format!("{path}.fade_in"), &who, "fade_in", sound.fade_in);
                 self.non_negative(format!("{path}.fade_out"), &who, "fade_out", sound.fade_out);
+                self.duck(&format!("{path}.duck"), &who, sound.duck.as_ref());
                 if timed && sound.fade_in + sound.fade_out > duration {
                     self.error(
                         format!("{path}.fade_out"),

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::error::ValidationError;
 use super::layer::{CaptionsLayer, Content};
-use super::types::{Canvas, Clip, Soundtrack, Source, Template, Transition, VERSION};
+use super::types::{Canvas, Clip, Duck, Soundtrack, Source, Template, Transition, DUCK_MAX_DB, DUCK_MAX_RAMP, VERSION};
 
 mod layer;
 
@@ -163,6 +163,25 @@ impl Check {
         }
     }
 
+    /// `path` is the duck's own path (`….duck`).
+    fn duck(&mut self, path: &str, who: &str, duck: Option<&Duck>) {
+        let Some(duck) = duck else { return };
+        if !(duck.db > 0.0 && duck.db <= DUCK_MAX_DB) {
+            self.error(
+                format!("{path}.db"),
+                format!("{who}: duck.db must be more than 0 and at most {DUCK_MAX_DB}, got {}", duck.db),
+            );
+        }
+        for (name, value) in [("attack", duck.attack), ("release", duck.release)] {
+            if !(0.0..=DUCK_MAX_RAMP).contains(&value) {
+                self.error(
+                    format!("{path}.{name}"),
+                    format!("{who}: duck.{name} must be 0 to {DUCK_MAX_RAMP} seconds, got {value}"),
+                );
+            }
+        }
+    }
+
     fn soundtrack(&mut self, s: &Soundtrack, video_duration: f64) {
         let who = "soundtrack";
         self.source("soundtrack.source", who, &s.source);
@@ -170,6 +189,7 @@ impl Check {
         self.non_negative("soundtrack.trim_start".into(), who, "trim_start", s.trim_start);
         self.non_negative("soundtrack.fade_in".into(), who, "fade_in", s.fade_in);
         self.non_negative("soundtrack.fade_out".into(), who, "fade_out", s.fade_out);
+        self.duck("soundtrack.duck", who, s.duck.as_ref());
         if video_duration > 0.0 && s.fade_in + s.fade_out > video_duration {
             self.error(
                 "soundtrack.fade_out",
