@@ -4,6 +4,9 @@
 //!   at 44.1 kHz with its encoder padding, MP3 with its LAME header, Opus with its
 //!   pre-skip); the last beeps start with the last flash (74 passes later), rendered whole
 //!   and split across workers.
+//! - Loudness to a target: a quiet source (−35 LUFS, with 1 ms bursts 20 dB over it)
+//!   and a loud one (a −6 LUFS chord) both come out at −14 LUFS ± 0.5 LU with their
+//!   true peak at most −1 dBTP, measured by the ffmpeg CLI's `ebur128` filter.
 //! - Music ducks under speech: a soundtrack with `duck` is lowered by its decibels while a
 //!   voice layer plays, with ramps and no step; a `duck` out of range is refused naming
 //!   its field.
@@ -18,6 +21,7 @@ use serde_json::{json, Value};
 
 both_modes!(
     looping_sounds_stay_in_time_with_a_looping_picture,
+    quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling,
     music_ducks_under_speech_by_its_decibels_without_clicks
 );
 
@@ -222,5 +226,70 @@ async fn music_ducks_under_speech_by_its_decibels_without_clicks(mode: Mode) {
     bad["clips"][0]["layers"][0]["source"] = json!({ "url": "https://media.example.com/voice.mp3" });
     let refused = json(app.post_json("/generator/v1/templates", &token, &json!({ "json": bad }), &[]).await, 400).await;
     assert_eq!(refused["errors"][0]["field"], "json.soundtrack.duck.db", "{refused}");
+    app.stop().await;
+}
+
+/// Integrated loudness (LUFS) and true peak (dBTP) of `file` by the ffmpeg CLI.
+fn loudness_of(file: &Path) -> (f64, f64) {
+    let out = Command::new("ffmpeg")
+        .args(["-nostats", "-i"])
+        .arg(file)
+        .args(["-af", "ebur128=peak=true", "-f", "null", "-"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    let summary = log.rsplit("Summary:").next().unwrap();
+    let value = |label: &str| -> f64 {
+        let line = summary.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("{summary}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    (value("I:"), value("Peak:"))
+}
+
+async fn quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("media")).unwrap();
+    let quiet = [
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:d=4:sample_rate=48000,volume=-33dB",
+        "-f",
+        "lavfi",
+        "-i",
+        "aevalsrc='if(lt(mod(t,1),0.001),0.3*sin(2*PI*3000*t),0)':d=4:s=48000",
+        "-filter_complex",
+        "amix=inputs=2:normalize=0",
+    ];
+    media::ffmpeg(&quiet, &dir.path().join("media/quiet.wav"));
+    let loud =
+        ["-f", "lavfi", "-i", "aevalsrc='0.3*sin(2*PI*220*t)+0.3*sin(2*PI*330*t)+0.3*sin(2*PI*495*t)':d=4:s=48000"];
+    media::ffmpeg(&loud, &dir.path().join("media/loud.wav"));
+    let user = app.create_user("lu", None, 10).await;
+    let token = app.token_for(&user).await;
+    for name in ["quiet", "loud"] {
+        let document = json!({
+            "version": 1, "name": name, "canvas": { "width": 160, "height": 90, "fps": 25 }, "loudness": -14,
+            "soundtrack": { "source": { "file": format!("media/{name}.wav") } },
+            "clips": [{ "id": "only", "duration": 4, "layers": [
+                { "id": "ground", "kind": "shape", "x": 0, "y": 0, "width": 160, "height": 90, "color": "#203040" }
+            ] }]
+        });
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
+        let stored = app.import_template(&file, None, true).await;
+        let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
+        let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+        let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+        assert_eq!(done["videos"][0]["status"], "success", "{done}");
+        let video = dir.path().join(format!("{name}.mp4"));
+        let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+        std::fs::write(&video, &bytes).unwrap();
+        let (source, _) = loudness_of(&dir.path().join(format!("media/{name}.wav")));
+        let (loudness, peak) = loudness_of(&video);
+        assert!((loudness + 14.0).abs() <= 0.5, "{name} ({source} LUFS) came out at {loudness} LUFS");
+        assert!(peak <= -1.0, "{name}: a true peak of {peak} dBTP");
+    }
     app.stop().await;
 }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use reelfarm_domain::template::Duck;
 
+use super::master::Master;
 use super::plan::SAMPLE_RATE;
 use super::sound::SoundReader;
 use super::RenderError;
@@ -154,20 +155,53 @@ pub(crate) struct Mixer {
     tracks: Vec<Track>,
     /// Output samples [start, end) where speech plays (a voice track's own span).
     speech: Vec<(u64, u64)>,
+    /// The tracks are summed up to here; what is handed out lags by the master's delay.
     position: u64,
+    handed_out: u64,
     total: u64,
     scratch: Planar,
+    master: Option<Master>,
 }
 
 impl Mixer {
     pub(crate) fn new(tracks: Vec<Track>, total: u64) -> Mixer {
         let speech = tracks.iter().filter(|t| t.voice && !t.done).map(|t| (t.start, t.end)).collect();
-        Mixer { tracks, speech, position: 0, total, scratch: vec![Vec::new(), Vec::new()] }
+        let scratch = vec![Vec::new(), Vec::new()];
+        Mixer { tracks, speech, position: 0, handed_out: 0, total, scratch, master: None }
+    }
+
+    /// The same mix through `master` (a loudness target's gain and limiter).
+    pub(crate) fn with_master(self, master: Master) -> Mixer {
+        Mixer { master: Some(master), ..self }
     }
 
     /// The next samples up to output sample `until` (clamped to the total), stereo.
     pub(crate) fn mix_until(&mut self, until: u64, deadline: &Deadline) -> Result<Planar, RenderError> {
         let until = until.min(self.total);
+        let Some(master) = &self.master else {
+            self.handed_out = until;
+            return Ok(soft_clipped(self.sum_until(until, deadline)?));
+        };
+        // The master's output lags: the tracks are summed that much further (silence past
+        // their end), and its first samples out, the silence it started with, are dropped.
+        let delay = master.delay() as u64;
+        let lead = if self.handed_out == 0 { delay } else { 0 };
+        let wanted = until.saturating_sub(self.handed_out) + lead;
+        let mut block = self.sum_until((until + delay).min(self.total), deadline)?;
+        for channel in &mut block {
+            channel.resize(wanted as usize, 0.0);
+        }
+        let master = self.master.as_mut().expect("checked above");
+        master.process(&mut block);
+        for channel in &mut block {
+            channel.drain(..lead as usize);
+        }
+        self.handed_out = until;
+        Ok(soft_clipped(block))
+    }
+
+    /// The tracks summed from where the last call ended up to `until`.
+    fn sum_until(&mut self, until: u64, deadline: &Deadline) -> Result<Planar, RenderError> {
         let from = self.position;
         let n = until.saturating_sub(from) as usize;
         let mut out: Planar = vec![vec![0.0; n], vec![0.0; n]];
@@ -200,12 +234,16 @@ impl Mixer {
             }
         }
         self.tracks.retain(|t| !t.done);
-        for channel in &mut out {
-            channel.iter_mut().for_each(|x| *x = soft_clip(*x));
-        }
         self.position = until;
         Ok(out)
     }
+}
+
+fn soft_clipped(mut block: Planar) -> Planar {
+    for channel in &mut block {
+        channel.iter_mut().for_each(|x| *x = soft_clip(*x));
+    }
+    block
 }
 
 /// Transparent below 0.9, then a tanh knee that never exceeds 1.

@@ -40,6 +40,7 @@ mod gif;
 mod image;
 mod layer;
 mod lottie;
+mod master;
 mod moving;
 mod picture;
 mod plan;

@@ -14,6 +14,7 @@ use super::captions;
 use super::composite::{needs, transition, Needs};
 use super::encode::{sound_encoding, write_thumbnail, Sound};
 use super::layer::{prepare, Body, Visual};
+use super::master::master_for;
 use super::picture::{Picture, Yuv};
 use super::plan::{Plan, Shot};
 use super::sink::{shown_frames, thumbnail_of, Sink};
@@ -67,13 +68,13 @@ pub(super) fn render(
     let _memory = limits.memory.reserve(reservation(template, settings.quality, output.format, &videos), &deadline)?;
     let (mut mixer, sound, sound_key) = if heard {
         let specs = track_specs(template, &plan, &resolver, &voices)?;
-        let sound_key = sound_cache::key(&specs, plan.samples, sound_encoding(output.format));
+        let sound_key = sound_cache::key(&specs, plan.samples, sound_encoding(output.format), template.loudness);
         let kept = sound_key.as_ref().and_then(|key| sound_cache::get(key, settings.sounds.as_deref()));
         reelfarm_backends::metrics::render_sound(kept.is_some());
         match kept {
             Some(kept) => (None, Some(Sound::Kept(kept)), sound_key),
             None => (
-                Some(Mixer::new(open_tracks(&specs, &deadline, &limits)?, plan.samples)),
+                Some(mixer(&specs, plan.samples, template.loudness, &deadline, &limits)?),
                 Some(Sound::Encode { keep: sound_key.is_some() }),
                 sound_key,
             ),
@@ -450,6 +451,27 @@ pub(super) fn track_specs<'a>(
         });
     }
     Ok(specs)
+}
+
+/// The mix of `specs` over `total` samples, brought to `loudness` (LUFS) when the
+/// template has a target: measured once whole first (the kept sound spares a repeat).
+pub(super) fn mixer(
+    specs: &[TrackSpec],
+    total: u64,
+    loudness: Option<f64>,
+    deadline: &Deadline,
+    limits: &Limits,
+) -> Result<Mixer, RenderError> {
+    let open = || open_tracks(specs, deadline, limits);
+    let mixer = Mixer::new(open()?, total);
+    let master = match loudness {
+        Some(target) => master_for(target, total, &open, deadline)?,
+        None => None,
+    };
+    Ok(match master {
+        Some(master) => mixer.with_master(master),
+        None => mixer,
+    })
 }
 
 /// The tracks opened for mixing (a silent video has none).

@@ -106,7 +106,7 @@ static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache { entri
 /// makes the sounds kept before it miss.
 const MIX: &str = "mix-2";
 
-pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<Key> {
+pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str, loudness: Option<f64>) -> Option<Key> {
     let mut total = 0u64;
     for track in tracks {
         total += std::fs::metadata(&track.path).ok()?.len();
@@ -116,6 +116,7 @@ pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str) -> Option<K
     }
     let mut hash = Sha256::new();
     hash.update(MIX.as_bytes());
+    hash.update(loudness.unwrap_or(f64::NAN).to_le_bytes());
     hash.update(encoder.as_bytes());
     hash.update([0]);
     hash.update(ffmpeg_next::codec::version().to_le_bytes());

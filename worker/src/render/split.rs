@@ -19,10 +19,9 @@ use ffmpeg_next as ffmpeg;
 use reelfarm_domain::output::Format;
 use reelfarm_domain::template::{Source, Template};
 
-use super::audio::Mixer;
 use super::encode::{sound_encoder, sound_stream, time_base, write_kept, SOUND_ENCODING};
 use super::plan::{Plan, SAMPLE_RATE};
-use super::run::{checked_plan, open_tracks, track_specs, voices};
+use super::run::{checked_plan, mixer, track_specs, voices};
 use super::sound_cache::{self, Kept};
 use super::source::Resolver;
 use super::{guarded, Quality, RenderError, RenderOutput, RenderSettings};
@@ -77,13 +76,13 @@ pub fn render_sound(
         let resolver = Resolver { resolve, kept: None };
         let (plan, _) = checked_plan(template, settings.quality, &resolver, &limits)?;
         let specs = track_specs(template, &plan, &resolver, &voices(template, &settings.speech))?;
-        let key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING);
+        let key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING, template.loudness);
         let stores = settings.sounds.as_deref();
         if let Some(kept) = key.as_ref().and_then(|key| sound_cache::get(key, stores)) {
             std::fs::write(out, kept.to_bytes())?;
             return Ok(true);
         }
-        let mut mixer = Mixer::new(open_tracks(&specs, &deadline, &limits)?, plan.samples);
+        let mut mixer = mixer(&specs, plan.samples, template.loudness, &deadline, &limits)?;
         let mut encoder = sound_encoder(Format::Mp4)?;
         let mut packets = Vec::new();
         let mut keep = |p: Packet| -> Result<(), MediaError> {

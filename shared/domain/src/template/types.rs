@@ -41,7 +41,16 @@ pub struct Template {
     /// Music under the whole video, from its start to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soundtrack: Option<Soundtrack>,
+    /// Integrated loudness the finished mix is brought to, in LUFS (ITU-R BS.1770), with
+    /// its true peak held under −1 dBTP: −14 for most video sites, −16 for Apple, −23 for
+    /// EBU R128 broadcast. Absent: the sound is left as mixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -70.0, max = -5.0))]
+    pub loudness: Option<f64>,
 }
+
+/// The quietest and loudest loudness targets, in LUFS.
+pub const LOUDNESS_RANGE: std::ops::RangeInclusive<f64> = -70.0..=-5.0;
 
 /// The output frame.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -310,6 +310,7 @@ mod tests {
                 ],
             }],
             soundtrack: None,
+            loudness: None,
         }
     }
 

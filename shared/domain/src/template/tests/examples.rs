@@ -301,7 +301,8 @@ impl Coverage {
     }
 
     fn template(&mut self, template: &Template) {
-        let Template { version: _, name: _, category, tags, canvas, clips, soundtrack } = template;
+        let Template { version: _, name: _, category, tags, canvas, clips, soundtrack, loudness } = template;
+        self.setting("loudness", loudness.is_some());
         self.setting("category", !category.is_empty());
         self.setting("tags", !tags.is_empty());
         let Canvas { width: _, height: _, fps: _, background } = canvas;

@@ -123,6 +123,14 @@ fn the_soundtrack_is_checked() {
 }
 
 #[test]
+fn the_loudness_target_is_a_level_a_video_can_have() {
+    for bad in [json!(0), json!(-71), json!(-4.5)] {
+        assert_one_error(move |v| v["loudness"] = bad, "loudness", &["loudness must be -70 to -5 LUFS"]);
+    }
+    assert!(invalid(|v| v["loudness"] = json!(-14)).is_empty());
+}
+
+#[test]
 fn files_stay_inside_the_template_directory() {
     for bad in ["/etc/passwd", "../secret.png", "media/../../secret.png", "C:\\media\\a.png", "\\\\server\\a.png", ""] {
         assert_one_error(

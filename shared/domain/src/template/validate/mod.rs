@@ -8,7 +8,9 @@ use uuid::Uuid;
 
 use super::error::ValidationError;
 use super::layer::{CaptionsLayer, Content};
-use super::types::{Canvas, Clip, Duck, Soundtrack, Source, Template, Transition, DUCK_MAX_DB, DUCK_MAX_RAMP, VERSION};
+use super::types::{
+    Canvas, Clip, Duck, Soundtrack, Source, Template, Transition, DUCK_MAX_DB, DUCK_MAX_RAMP, LOUDNESS_RANGE, VERSION,
+};
 
 mod layer;
 
@@ -86,6 +88,10 @@ impl Check {
         }
         if let Some(soundtrack) = &t.soundtrack {
             self.soundtrack(soundtrack, t.duration());
+        }
+        if let Some(loudness) = t.loudness.filter(|l| !LOUDNESS_RANGE.contains(l)) {
+            let (quietest, loudest) = LOUDNESS_RANGE.into_inner();
+            self.error("loudness", format!("loudness must be {quietest} to {loudest} LUFS, got {loudness}"));
         }
         self.speech_references(t);
     }
