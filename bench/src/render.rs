@@ -288,6 +288,9 @@ pub(super) fn best<T>(
     best.ok_or_else(|| anyhow!("no rounds"))
 }
 
+/// What normalising the loudness may add to a render's time (best of the rounds each).
+const LOUDNESS_COST_GOAL: f64 = 0.03;
+
 pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     println!("render bench: generating inputs in {}", dir.path().display());
@@ -299,6 +302,9 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
         "case", "reelfarm s", "CLI s", "ratio", "time bar", "reelfarm RSS", "CLI RSS", "repeat s"
     );
     let mut failed = false;
+    // The same composition brought to −14 LUFS: what measuring and limiting its sound costs.
+    let mut normalised = template.clone();
+    normalised.loudness = Some(-14.0);
     for &height in heights {
         let quality: Quality = format!("{height}p").parse()?;
         let (ours_time, ours_rss) = {
@@ -326,6 +332,15 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
             mib(ours_rss),
             mib(cli_rss),
             repeat.as_secs_f64()
+        );
+        let loud = best(rounds, || ours(dir.path(), &normalised, quality, true), |d| d.as_nanos())?;
+        let cost = loud.as_secs_f64() / ours_time.as_secs_f64() - 1.0;
+        println!(
+            "        loudness -14 LUFS: {:.2} s, {:+.1} % (goal ≤ {:.0} %: {})",
+            loud.as_secs_f64(),
+            100.0 * cost,
+            100.0 * LOUDNESS_COST_GOAL,
+            if cost <= LOUDNESS_COST_GOAL { "PASS" } else { "over" }
         );
         if height == 1080 {
             let pass = ours_rss <= RSS_BAR;

@@ -39,6 +39,9 @@ pub struct RenderArgs {
     /// MP4 and MOV: also carry the captions as a subtitle track (mov_text).
     #[arg(long)]
     pub subtitles: bool,
+    /// The loudness the sound is brought to, in LUFS (−70 to −5), over the template's.
+    #[arg(long, allow_negative_numbers = true)]
+    pub loudness: Option<f64>,
 }
 
 /// A quality by the API's name; `--help` lists the names.

@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS};
 use reelfarm_domain::template::values::apply_values;
-use reelfarm_domain::template::{Source, Template};
+use reelfarm_domain::template::{Source, Template, LOUDNESS_RANGE};
 use reelfarm_worker::render::{self, Progress, RenderSettings};
 
 use crate::cli::RenderArgs;
@@ -106,6 +106,14 @@ fn output_of(args: &RenderArgs) -> anyhow::Result<Output> {
     if args.fps.is_some_and(|fps| !(1..=GIF_MAX_FPS).contains(&fps)) {
         bail!("--fps must be from 1 to {GIF_MAX_FPS}");
     }
+    if let Some(loudness) = args.loudness {
+        if !format.has_sound() {
+            bail!("--loudness: a {format} has no sound");
+        }
+        if !LOUDNESS_RANGE.contains(&loudness) {
+            bail!("--loudness must be from -70 to -5 LUFS");
+        }
+    }
     Ok(Output {
         format,
         transparent: args.transparent,
@@ -113,6 +121,7 @@ fn output_of(args: &RenderArgs) -> anyhow::Result<Output> {
         fps: args.fps,
         max_width: args.max_width,
         subtitles: args.subtitles,
+        loudness: args.loudness,
     })
 }
 

@@ -128,6 +128,8 @@ struct TemplatePage {
     id: String,
     name: String,
     duration: String,
+    /// What the sound is brought to: the loudness target and the ducked sounds.
+    sound: Option<String>,
     thumb: String,
     preview: Option<String>,
     /// The caller owns it: the studio is theirs to open.
@@ -205,6 +207,7 @@ async fn template_form(
         id: view.record.id.to_string(),
         name: view.record.name.clone(),
         duration: seconds(view.record.duration_ms as f64 / 1000.0),
+        sound: sound_summary(&view.document),
         thumb: thumb_of(state, &view),
         preview: view.record.preview_key.as_deref().map(|k| state.backends.blobs().public_url(k)),
         editable: view.record.owner_user_id.as_ref() == Some(&caller.user.id),
@@ -347,4 +350,50 @@ pub async fn render(
     };
     let page = template_form(&state, &visitor, &id, form, problems).await?;
     Ok(html(StatusCode::BAD_REQUEST, &page))
+}
+
+/// "Sound brought to −14 LUFS · the soundtrack ducks 12 dB under speech" (`None` when
+/// neither is set).
+fn sound_summary(template: &reelfarm_domain::template::Template) -> Option<String> {
+    use reelfarm_domain::template::Content;
+    let mut parts = Vec::new();
+    if let Some(loudness) = template.loudness {
+        parts.push(format!("sound brought to {loudness} LUFS"));
+    }
+    let ducked = template.soundtrack.iter().filter_map(|s| s.duck.map(|d| ("the soundtrack".to_string(), d))).chain(
+        template.clips.iter().flat_map(|c| &c.layers).filter_map(|l| match &l.content {
+            Content::Sound(sound) => sound.duck.map(|d| (format!("\u{201c}{}\u{201d}", l.id), d)),
+            _ => None,
+        }),
+    );
+    for (who, duck) in ducked {
+        parts.push(format!("{who} ducks {} dB under speech", duck.db));
+    }
+    let summary = parts.join(" · ");
+    let mut chars = summary.chars();
+    let first = chars.next()?;
+    Some(first.to_uppercase().chain(chars).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sound_summary_says_the_target_and_what_ducks() {
+        let mut doc = serde_json::json!({ "version": 1, "name": "t", "canvas": { "width": 64, "height": 64, "fps": 10 },
+            "clips": [{ "id": "a", "duration": 1, "layers": [
+                { "id": "bed", "kind": "sound", "source": { "file": "a.mp3" }, "duck": { "db": 9 } }] }] });
+        let summary = |doc: &serde_json::Value| {
+            sound_summary(&reelfarm_domain::template::Template::from_json(serde_json::to_vec(doc).unwrap()).unwrap())
+        };
+        assert_eq!(summary(&doc).as_deref(), Some("\u{201c}bed\u{201d} ducks 9 dB under speech"));
+        doc["loudness"] = serde_json::json!(-14);
+        doc["soundtrack"] = serde_json::json!({ "source": { "file": "m.mp3" }, "duck": {} });
+        let expected = "Sound brought to -14 LUFS · the soundtrack ducks 12 dB under speech · \u{201c}bed\u{201d} ducks 9 dB under speech";
+        assert_eq!(summary(&doc).as_deref(), Some(expected));
+        doc["clips"][0]["layers"][0].as_object_mut().unwrap().remove("duck");
+        doc.as_object_mut().unwrap().retain(|k, _| k != "loudness" && k != "soundtrack");
+        assert_eq!(summary(&doc), None);
+    }
 }

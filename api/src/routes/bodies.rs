@@ -114,6 +114,10 @@ fn job_body() -> Value {
             "subtitles": { "type": ["boolean", "null"],
                            "description": "mp4 and mov only: also carry the captions layers' cues as a subtitle \
                                            track (mov_text); the template needs a captions layer" },
+            "loudness": { "type": ["number", "null"], "minimum": -70, "maximum": -5,
+                          "description": "Integrated loudness in LUFS the sound is brought to, with its true peak \
+                                          under -1 dBTP, over the template's own loudness (an addition; formats with \
+                                          sound)" },
             "dry_run": { "type": ["boolean", "null"],
                          "description": "Answer what the job would cost (credits, and each video's frames, CPU-seconds \
                                          and memory) and create nothing (an addition)" },

@@ -122,6 +122,9 @@ pub struct Output {
     /// the burned-in ones.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub subtitles: bool,
+    /// The loudness the sound is brought to, in LUFS, over the template's own `loudness`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loudness: Option<f64>,
 }
 
 impl Output {

@@ -6,7 +6,8 @@
 //!   and split across workers.
 //! - Loudness to a target: a quiet source (−35 LUFS, with 1 ms bursts 20 dB over it)
 //!   and a loud one (a −6 LUFS chord) both come out at −14 LUFS ± 0.5 LU with their
-//!   true peak at most −1 dBTP, measured by the ffmpeg CLI's `ebur128` filter.
+//!   true peak at most −1 dBTP, measured by the ffmpeg CLI's `ebur128` filter; a job's
+//!   `options.loudness` wins over the template's.
 //! - Music ducks under speech: a soundtrack with `duck` is lowered by its decibels while a
 //!   voice layer plays, with ramps and no step; a `duck` out of range is refused naming
 //!   its field.
@@ -268,6 +269,7 @@ async fn quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling(
     media::ffmpeg(&loud, &dir.path().join("media/loud.wav"));
     let user = app.create_user("lu", None, 10).await;
     let token = app.token_for(&user).await;
+    let mut loud = None;
     for name in ["quiet", "loud"] {
         let document = json!({
             "version": 1, "name": name, "canvas": { "width": 160, "height": 90, "fps": 25 }, "loudness": -14,
@@ -280,6 +282,7 @@ async fn quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling(
         std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
         let stored = app.import_template(&file, None, true).await;
         let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
+        loud = Some(stored.id);
         let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
         let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
         assert_eq!(done["videos"][0]["status"], "success", "{done}");
@@ -291,5 +294,20 @@ async fn quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling(
         assert!((loudness + 14.0).abs() <= 0.5, "{name} ({source} LUFS) came out at {loudness} LUFS");
         assert!(peak <= -1.0, "{name}: a true peak of {peak} dBTP");
     }
+
+    // A job's own target over the template's (broadcast, −23 LUFS); one it cannot have is
+    // refused naming the field.
+    let template_id = loud.expect("imported");
+    let body = json!({ "template_id": template_id, "options": { "loudness": -23 }, "values": [{}] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    let video = dir.path().join("broadcast.mp4");
+    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+    std::fs::write(&video, &bytes).unwrap();
+    let (loudness, _) = loudness_of(&video);
+    assert!((loudness + 23.0).abs() <= 0.5, "the job's -23 LUFS came out at {loudness} LUFS");
+    let body = json!({ "template_id": template_id, "options": { "loudness": -2 }, "values": [{}] });
+    let refused = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 400).await;
+    assert_eq!(refused["errors"][0]["field"], "options.loudness", "{refused}");
     app.stop().await;
 }

@@ -68,13 +68,18 @@ pub(super) fn render(
     let _memory = limits.memory.reserve(reservation(template, settings.quality, output.format, &videos), &deadline)?;
     let (mut mixer, sound, sound_key) = if heard {
         let specs = track_specs(template, &plan, &resolver, &voices)?;
-        let sound_key = sound_cache::key(&specs, plan.samples, sound_encoding(output.format), template.loudness);
+        let sound_key = sound_cache::key(
+            &specs,
+            plan.samples,
+            sound_encoding(output.format),
+            settings.output.loudness.or(template.loudness),
+        );
         let kept = sound_key.as_ref().and_then(|key| sound_cache::get(key, settings.sounds.as_deref()));
         reelfarm_backends::metrics::render_sound(kept.is_some());
         match kept {
             Some(kept) => (None, Some(Sound::Kept(kept)), sound_key),
             None => (
-                Some(mixer(&specs, plan.samples, template.loudness, &deadline, &limits)?),
+                Some(mixer(&specs, plan.samples, settings.output.loudness.or(template.loudness), &deadline, &limits)?),
                 Some(Sound::Encode { keep: sound_key.is_some() }),
                 sound_key,
             ),

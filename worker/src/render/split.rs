@@ -76,13 +76,15 @@ pub fn render_sound(
         let resolver = Resolver { resolve, kept: None };
         let (plan, _) = checked_plan(template, settings.quality, &resolver, &limits)?;
         let specs = track_specs(template, &plan, &resolver, &voices(template, &settings.speech))?;
-        let key = sound_cache::key(&specs, plan.samples, SOUND_ENCODING, template.loudness);
+        let key =
+            sound_cache::key(&specs, plan.samples, SOUND_ENCODING, settings.output.loudness.or(template.loudness));
         let stores = settings.sounds.as_deref();
         if let Some(kept) = key.as_ref().and_then(|key| sound_cache::get(key, stores)) {
             std::fs::write(out, kept.to_bytes())?;
             return Ok(true);
         }
-        let mut mixer = mixer(&specs, plan.samples, template.loudness, &deadline, &limits)?;
+        let mut mixer =
+            mixer(&specs, plan.samples, settings.output.loudness.or(template.loudness), &deadline, &limits)?;
         let mut encoder = sound_encoder(Format::Mp4)?;
         let mut packets = Vec::new();
         let mut keep = |p: Packet| -> Result<(), MediaError> {

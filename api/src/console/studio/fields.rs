@@ -88,6 +88,7 @@ pub const TEMPLATE_FIELDS: &[Field] = &[
     field("canvas.height", "Height (px)", Integer, Required, Content),
     field("canvas.fps", "Frames per second", Integer, Required, Content),
     field("canvas.background", "Background", Color, Is("\"#000000\""), Content),
+    field("loudness", "Loudness target (LUFS, e.g. -14; empty: as mixed)", Number, Absent, Content),
 ];
 
 pub const CLIP_FIELDS: &[Field] =
@@ -142,6 +143,10 @@ const SOUND: &[Field] = &[
     field("loop", "Loop", Bool, Is("false"), Content),
     field("fade_in", "Fade in (s)", Number, Is("0"), Content),
     field("fade_out", "Fade out (s)", Number, Is("0"), Content),
+    field("voice", "Speech (ducked sounds give way to it)", Bool, Is("false"), Content),
+    field("duck.db", "Duck under speech by (dB; empty: never)", Number, Absent, Content),
+    field("duck.attack", "Duck: seconds going down", Number, Absent, Content),
+    field("duck.release", "Duck: seconds coming back", Number, Absent, Content),
 ];
 
 const SHAPE: &[Field] = &[

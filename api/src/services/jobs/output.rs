@@ -5,6 +5,7 @@
 
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS};
+use reelfarm_domain::template::LOUDNESS_RANGE;
 use serde_json::{Map, Value};
 
 use crate::error::FieldError;
@@ -12,7 +13,8 @@ use crate::error::FieldError;
 /// Widest `max_width` of a GIF (and narrowest), in pixels.
 const GIF_WIDTHS: std::ops::RangeInclusive<u64> = 16..=4096;
 
-/// Reads `format`, `transparent`, `still_at`, `fps` and `max_width` of `options`.
+/// Reads `format`, `transparent`, `still_at`, `fps`, `max_width`, `subtitles` and
+/// `loudness` of `options`.
 pub(super) fn parse(options: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Output {
     let mut invalid = |field: &str, message: String| {
         errors.push(FieldError::new(format!("options.{field}"), ErrorKey::Invalid, message));
@@ -78,7 +80,20 @@ pub(super) fn parse(options: &Map<String, Value>, errors: &mut Vec<FieldError>) 
             false
         }
     };
-    Output { format, transparent, still_at, fps, max_width, subtitles }
+    let loudness = match options.get("loudness").unwrap_or(&Value::Null) {
+        Value::Null => None,
+        _ if !format.has_sound() => {
+            invalid("loudness", format!("a {format} has no sound"));
+            None
+        }
+        Value::Number(n) if n.as_f64().is_some_and(|l| LOUDNESS_RANGE.contains(&l)) => n.as_f64(),
+        _ => {
+            let (quietest, loudest) = LOUDNESS_RANGE.into_inner();
+            invalid("loudness", format!("must be a loudness in LUFS from {quietest} to {loudest}"));
+            None
+        }
+    };
+    Output { format, transparent, still_at, fps, max_width, subtitles, loudness }
 }
 
 /// A whole number, also when written with a zero fraction (`10.0`).
@@ -140,6 +155,9 @@ mod tests {
                 "options.subtitles: a webm cannot carry a subtitle track; use mp4 or mov",
             ),
             (json!({"subtitles": 1}), "options.subtitles: must be true or false"),
+            (json!({"format": "gif", "loudness": -14}), "options.loudness: a gif has no sound"),
+            (json!({"loudness": 0}), "options.loudness: must be a loudness in LUFS from -70 to -5"),
+            (json!({"loudness": "-14"}), "options.loudness: must be a loudness in LUFS from -70 to -5"),
         ];
         for (options, expected) in cases {
             assert_eq!(parsed(options.clone()), Err(vec![expected.to_string()]), "{options}");

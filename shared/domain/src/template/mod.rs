@@ -32,6 +32,6 @@ pub use layer::{
 pub use schema::{json_schema, names};
 pub use types::{
     Animation, Canvas, Clip, Direction, Duck, Easing, Rect, Soundtrack, Source, Template, Transition, DUCK_MAX_DB,
-    DUCK_MAX_RAMP, VERSION,
+    DUCK_MAX_RAMP, LOUDNESS_RANGE, VERSION,
 };
 pub use variables::{Requirements, TemplateVariable, VariableType};
