@@ -112,6 +112,23 @@ fn assert_in_time(video: &Path, what: &str) {
     }
 }
 
+/// `document` imported as a public template (its `file` sources beside it in `dir`).
+async fn import(app: &TestApp, dir: &Path, name: &str, document: &Value) -> reelfarm_domain::id::TemplateId {
+    let file = dir.join(format!("{name}.json"));
+    std::fs::write(&file, serde_json::to_vec(document).unwrap()).unwrap();
+    app.import_template(&file, None, true).await.id
+}
+
+/// The video of a job of `template` with `options`, rendered and downloaded to `out`.
+async fn rendered(app: &TestApp, token: &str, template: &impl serde::Serialize, options: Value, out: &Path) {
+    let body = json!({ "template_id": template, "options": options, "values": [{}] });
+    let job = json(app.post_json("/generator/v1/jobs", token, &body, &[]).await, 200).await;
+    let done = app.wait_for_job(token, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["videos"][0]["status"], "success", "{done}");
+    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+    std::fs::write(out, &bytes).unwrap();
+}
+
 async fn looping_sounds_stay_in_time_with_a_looping_picture(mode: Mode) {
     let (app, _worker) = match mode {
         Mode::Embedded => (TestApp::spawn_with(mode, &SPLIT).await, None),
@@ -124,18 +141,11 @@ async fn looping_sounds_stay_in_time_with_a_looping_picture(mode: Mode) {
     let dir = tempfile::tempdir().unwrap();
     make_media(dir.path());
     let document = template();
-    let file = dir.path().join("loops.json");
-    std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
-    let stored = app.import_template(&file, None, true).await;
+    let id = import(&app, dir.path(), "loops", &document).await;
     let user = app.create_user("lou", None, 10).await;
     let token = app.token_for(&user).await;
-    let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
-    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
-    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
-    assert_eq!(done["videos"][0]["status"], "success", "{done}");
     let split = dir.path().join("split.mp4");
-    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
-    std::fs::write(&split, &bytes).unwrap();
+    rendered(&app, &token, &id, json!({}), &split).await;
     assert_in_time(&split, "split");
 
     // The same template in one piece, by the renderer here.
@@ -192,18 +202,11 @@ async fn music_ducks_under_speech_by_its_decibels_without_clicks(mode: Mode) {
               "source": { "file": "media/voice.wav" }, "volume": 0.5 }
         ] }]
     });
-    let file = dir.path().join("ducked.json");
-    std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
-    let stored = app.import_template(&file, None, true).await;
+    let id = import(&app, dir.path(), "ducked", &document).await;
     let user = app.create_user("dee", None, 10).await;
     let token = app.token_for(&user).await;
-    let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
-    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
-    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
-    assert_eq!(done["videos"][0]["status"], "success", "{done}");
     let video = dir.path().join("ducked.mp4");
-    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
-    std::fs::write(&video, &bytes).unwrap();
+    rendered(&app, &token, &id, json!({}), &video).await;
     let samples = media::mono_samples(&video, 48_000);
 
     // 12 dB lower while the voice speaks (2.5 to 4.5 s) than before and after it.
@@ -278,17 +281,10 @@ async fn quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling(
                 { "id": "ground", "kind": "shape", "x": 0, "y": 0, "width": 160, "height": 90, "color": "#203040" }
             ] }]
         });
-        let file = dir.path().join(format!("{name}.json"));
-        std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
-        let stored = app.import_template(&file, None, true).await;
-        let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
-        loud = Some(stored.id);
-        let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
-        let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
-        assert_eq!(done["videos"][0]["status"], "success", "{done}");
+        let id = import(&app, dir.path(), name, &document).await;
         let video = dir.path().join(format!("{name}.mp4"));
-        let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
-        std::fs::write(&video, &bytes).unwrap();
+        rendered(&app, &token, &id, json!({}), &video).await;
+        loud = Some(id);
         let (source, _) = loudness_of(&dir.path().join(format!("media/{name}.wav")));
         let (loudness, peak) = loudness_of(&video);
         assert!((loudness + 14.0).abs() <= 0.5, "{name} ({source} LUFS) came out at {loudness} LUFS");
@@ -298,12 +294,8 @@ async fn quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling(
     // A job's own target over the template's (broadcast, −23 LUFS); one it cannot have is
     // refused naming the field.
     let template_id = loud.expect("imported");
-    let body = json!({ "template_id": template_id, "options": { "loudness": -23 }, "values": [{}] });
-    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
-    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
     let video = dir.path().join("broadcast.mp4");
-    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
-    std::fs::write(&video, &bytes).unwrap();
+    rendered(&app, &token, &template_id, json!({ "loudness": -23 }), &video).await;
     let (loudness, _) = loudness_of(&video);
     assert!((loudness + 23.0).abs() <= 0.5, "the job's -23 LUFS came out at {loudness} LUFS");
     let body = json!({ "template_id": template_id, "options": { "loudness": -2 }, "values": [{}] });
