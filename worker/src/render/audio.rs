@@ -158,6 +158,8 @@ pub(crate) struct Mixer {
     /// The tracks are summed up to here; what is handed out lags by the master's delay.
     position: u64,
     handed_out: u64,
+    /// The master's first `delay` samples out (its initial silence) have been dropped.
+    primed: bool,
     total: u64,
     scratch: Planar,
     master: Option<Master>,
@@ -167,7 +169,7 @@ impl Mixer {
     pub(crate) fn new(tracks: Vec<Track>, total: u64) -> Mixer {
         let speech = tracks.iter().filter(|t| t.voice && !t.done).map(|t| (t.start, t.end)).collect();
         let scratch = vec![Vec::new(), Vec::new()];
-        Mixer { tracks, speech, position: 0, handed_out: 0, total, scratch, master: None }
+        Mixer { tracks, speech, position: 0, handed_out: 0, primed: false, total, scratch, master: None }
     }
 
     /// The same mix through `master` (a loudness target's gain and limiter).
@@ -185,7 +187,8 @@ impl Mixer {
         // The master's output lags: the tracks are summed that much further (silence past
         // their end), and its first samples out, the silence it started with, are dropped.
         let delay = master.delay() as u64;
-        let lead = if self.handed_out == 0 { delay } else { 0 };
+        let lead = if self.primed { 0 } else { delay };
+        self.primed = true;
         let wanted = until.saturating_sub(self.handed_out) + lead;
         let mut block = self.sum_until((until + delay).min(self.total), deadline)?;
         for channel in &mut block {
