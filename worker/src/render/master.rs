@@ -151,12 +151,12 @@ impl Limiter {
         let n = block.first().map_or(0, Vec::len);
         for i in 0..n {
             let mut peak: f32 = 0.0;
-            for c in 0..2 {
-                let x = block[c.min(block.len() - 1)][i];
-                let [a, b, d] = self.history[c];
+            for ((channel, history), delayed) in block.iter().zip(&mut self.history).zip(&mut self.delayed) {
+                let x = channel[i];
+                let [a, b, d] = *history;
                 peak = peak.max(d.abs()).max(between(a, b, d, x));
-                self.history[c] = [b, d, x];
-                self.delayed[c].push_back(x);
+                *history = [b, d, x];
+                delayed.push_back(x);
             }
             let need = if peak > self.ceiling { self.ceiling / peak } else { 1.0 };
             while self.minimum.back().is_some_and(|&(_, g)| g >= need) {

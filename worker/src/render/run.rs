@@ -468,11 +468,12 @@ pub(super) fn mixer(
     limits: &Limits,
 ) -> Result<Mixer, RenderError> {
     let open = || open_tracks(specs, deadline, limits);
-    let mixer = Mixer::new(open()?, total);
+    // Measured first: the sources the mix plays from are opened after.
     let master = match loudness {
         Some(target) => master_for(target, total, &open, deadline)?,
         None => None,
     };
+    let mixer = Mixer::new(open()?, total);
     Ok(match master {
         Some(master) => mixer.with_master(master),
         None => mixer,
