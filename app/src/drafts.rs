@@ -12,7 +12,7 @@ use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{now_ms, JobId, TemplateId};
 use reelfarm_domain::job::{JobRecord, NewJob, NewRender};
-use reelfarm_domain::output::Format;
+use reelfarm_domain::output::{Format, Output};
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use serde_json::{Map, Value};
@@ -36,7 +36,7 @@ impl Farm {
             return Err(AppError::Invalid(problems));
         }
         self.check_values(user, &template, values.clone(), "values").await?;
-        let estimate = Estimate::of(&template, quality, Format::Mp4, &|_| None);
+        let estimate = Estimate::of(&template, quality, &Output::default(), &|_| None);
         self.within_draft_budget(user, &estimate).await?;
         let job = NewJob {
             id: JobId::generate(),

@@ -174,7 +174,7 @@ impl Farm {
             let project_of = request
                 .create_project
                 .then(|| (ProjectId::generate(), serde_json::to_string(&applied).expect("templates serialize")));
-            let estimate = Estimate::of(&applied, request.quality, request.output.format, &|_| None);
+            let estimate = Estimate::of(&applied, request.quality, &request.output, &|_| None);
             renders.push(NewRender {
                 id: RenderId::generate(),
                 external_id: value.external_id.clone(),

@@ -159,6 +159,7 @@ async fn seed_jobs(store: &Store, user: &UserId, template: &TemplateId, n: u32) 
                     height: 480,
                     duration_ms: 5_000,
                     captions_key: None,
+                    sound_level: None,
                 };
                 store.end_render(&job.renders[0].id, &outcome).await?;
             }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use reelfarm_domain::cost::Estimate;
-use reelfarm_domain::output::Format;
+use reelfarm_domain::output::Output;
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::template::{Source, Template};
 
@@ -33,7 +33,7 @@ pub fn run(quality: Quality) -> anyhow::Result<()> {
         let file = dir.path().join(format!("{}.json", example.stem));
         let template = Template::from_json(std::fs::read(&file)?).map_err(|e| anyhow!("{}: {e}", example.stem))?;
         let sizes = |source: &Source| video_size(dir.path(), source);
-        let estimate = Estimate::of(&template, quality, Format::Mp4, &sizes);
+        let estimate = Estimate::of(&template, quality, &Output::default(), &sizes);
         let (cpu, rss) = measured(dir.path(), &file, quality)?;
         let (cpu_ratio, memory_ratio) = (estimate.cpu_seconds / cpu, estimate.peak_memory as f64 / rss as f64);
         let within = |r: f64| (1.0 / FACTOR..=FACTOR).contains(&r);

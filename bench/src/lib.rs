@@ -75,7 +75,7 @@ pub fn batch_job(
     use reelfarm_domain::id::{now_ms, JobId, RenderId};
     let quality = reelfarm_domain::quality::Quality::P480;
     let estimate = serde_json::from_str(&template.json).map_or(None, |document| {
-        Some(reelfarm_domain::cost::Estimate::of(&document, quality, Default::default(), &|_| None))
+        Some(reelfarm_domain::cost::Estimate::of(&document, quality, &Default::default(), &|_| None))
     });
     reelfarm_domain::job::NewJob {
         id: JobId::generate(),

@@ -230,6 +230,7 @@ impl RenderHandler {
             height: i64::from(output.height),
             duration_ms: (output.duration * 1000.0).round() as i64,
             captions_key,
+            sound_level: output.sound_level,
         }))
     }
 
@@ -267,7 +268,7 @@ impl RenderHandler {
         }));
         // A deadline from the render's estimate: a render far slower than estimated is
         // stopped long before the job timeout.
-        let estimate = Estimate::of(template, output.quality, output.output.format, &|_| None);
+        let estimate = Estimate::of(template, output.quality, &output.output, &|_| None);
         // A render of the first seconds only (a template's own preview) is bounded by them.
         let estimate = output.max_seconds.map_or(estimate, |seconds| estimate.first(seconds));
         let settings = RenderSettings {

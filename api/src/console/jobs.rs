@@ -91,6 +91,8 @@ struct VideoCard {
     index: usize,
     video: VideoJson,
     values: String,
+    /// What its sound measures, e.g. "-14.0 LUFS, true peak -1.6 dBTP".
+    sound: Option<String>,
 }
 
 impl VideoCard {
@@ -149,32 +151,43 @@ async fn deliveries_of(state: &AppState, visitor: &SignedIn, job: &JobJson) -> R
     Ok(Deliveries { job_id: job.id.clone(), deliveries, live, csrf: visitor.session.csrf.clone() })
 }
 
-/// The caller's job `id` as its page shows it, with the values of each video (JSON).
-async fn job_of(state: &AppState, visitor: &SignedIn, id: &str) -> Result<(JobJson, Vec<String>), ConsoleError> {
+/// What a video's card shows beside its JSON: the values it was asked with (JSON) and
+/// what its sound measures.
+struct Extra {
+    values: String,
+    sound: Option<String>,
+}
+
+/// The caller's job `id` as its page shows it, with each video's [`Extra`].
+async fn job_of(state: &AppState, visitor: &SignedIn, id: &str) -> Result<(JobJson, Vec<Extra>), ConsoleError> {
     let id = ids::in_path::<JobId>(id)?;
     let view = state.farm.get(&visitor.session.user.id, &id).await?;
-    let values = view
+    let extras = view
         .job
         .renders
         .iter()
-        .map(|r| serde_json::to_string_pretty(&r.template_variables).expect("JSON objects serialize"))
+        .map(|r| Extra {
+            values: serde_json::to_string_pretty(&r.template_variables).expect("JSON objects serialize"),
+            sound: r.sound_level.map(|l| format!("{:.1} LUFS, true peak {:.1} dBTP", l.loudness, l.true_peak)),
+        })
         .collect();
-    Ok((JobJson::of(&view, state), values))
+    Ok((JobJson::of(&view, state), extras))
 }
 
 /// The cards of `job`'s videos (taken out of it).
-fn cards(job: &mut JobJson, values: Vec<String>) -> Vec<VideoCard> {
+fn cards(job: &mut JobJson, extras: Vec<Extra>) -> Vec<VideoCard> {
     let (job_id, format) = (job.id.clone(), job.format.clone());
     std::mem::take(&mut job.videos)
         .into_iter()
-        .zip(values)
+        .zip(extras)
         .enumerate()
-        .map(|(index, (video, values))| VideoCard {
+        .map(|(index, (video, extra))| VideoCard {
             job_id: job_id.clone(),
             format: format.clone(),
             index,
             video,
-            values,
+            values: extra.values,
+            sound: extra.sound,
         })
         .collect()
 }
@@ -259,7 +272,8 @@ mod tests {
             started_at: None,
             finished_at: None,
         };
-        let card = VideoCard { job_id: "j".into(), format: format.into(), index: 0, video, values: "{}".into() };
+        let sound = Some("-14.0 LUFS, true peak -1.6 dBTP".into());
+        let card = VideoCard { job_id: "j".into(), format: format.into(), index: 0, video, values: "{}".into(), sound };
         VideoFragment { card, job_status: None }.render().unwrap()
     }
 
@@ -268,6 +282,7 @@ mod tests {
         let webm = card("webm");
         assert!(webm.contains(r#"<video class="player""#) && webm.contains("Download WEBM"), "{webm}");
         assert!(webm.contains(r#"<a href="https://files.test/captions.vtt">Captions (WebVTT)</a>"#), "{webm}");
+        assert!(webm.contains("Sound: -14.0 LUFS, true peak -1.6 dBTP"), "{webm}");
         let gif = card("gif");
         assert!(gif.contains(r#"<img class="player" src="https://files.test/video.gif""#), "{gif}");
         assert!(!gif.contains("<video"), "{gif}");

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use crate::output::Format;
+use crate::output::{Format, Output};
 use crate::quality::Quality;
 use crate::template::{Animation, Content, Source, Template, ValidationError};
 
@@ -45,6 +45,11 @@ const KEN_BURNS_NS: f64 = 8.0;
 const PREPARE_NS: f64 = 20.0;
 /// Per output sample: mixing and encoding the sound (48 kHz stereo AAC).
 const SOUND_NS: f64 = 150.0;
+/// Per output sample and pass: mixing the sound once more to measure its loudness…
+const MEASURE_NS: f64 = 60.0;
+/// …which a loudness target takes once, and again while the limiter's loss is made up
+/// (up to three times; once is typical).
+const MEASURE_PASSES: f64 = 2.0;
 /// Seconds of every render: opening the output, probing sources, writing the thumbnail.
 const FIXED_SECONDS: f64 = 0.05;
 
@@ -70,15 +75,16 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// The render of `template` at `quality` into `format`; `source_size` gives the
+    /// The render of `template` at `quality` into `output`; `source_size` gives the
     /// declared frame size of a video source where it is known (library assets' probes),
     /// otherwise its box at the output size is counted.
     pub fn of(
         template: &Template,
         quality: Quality,
-        format: Format,
+        output: &Output,
         source_size: &dyn Fn(&Source) -> Option<(u32, u32)>,
     ) -> Estimate {
+        let format = output.format;
         let canvas = &template.canvas;
         let (width, height) = quality.output_size(canvas.width, canvas.height);
         let (sx, sy) =
@@ -91,7 +97,8 @@ impl Estimate {
         let out_px = f64::from(width) * f64::from(height);
         let mut cpu = FIXED_SECONDS + frames as f64 * out_px * ENCODE_NS * 1e-9;
         if format.has_sound() {
-            cpu += duration * 48_000.0 * SOUND_NS * 1e-9;
+            let measuring = if output.loudness.or(template.loudness).is_some() { MEASURE_PASSES } else { 0.0 };
+            cpu += duration * 48_000.0 * (SOUND_NS + measuring * MEASURE_NS) * 1e-9;
         }
         let mut memory = BASE_MEMORY + yuv(out_px, ENCODER_FRAMES + RENDER_CANVASES);
         for clip in &template.clips {
@@ -132,7 +139,7 @@ impl Estimate {
     /// quality, however long the template.
     pub fn template_media(template: &Template) -> Estimate {
         let quality = Quality::of_preview(template.canvas.width, template.canvas.height);
-        Estimate::of(template, quality, Format::Mp4, &|_| None).first(crate::preview::TEMPLATE_PREVIEW_SECONDS)
+        Estimate::of(template, quality, &Output::default(), &|_| None).first(crate::preview::TEMPLATE_PREVIEW_SECONDS)
     }
 
     /// The render of only the first `seconds` of the video (all of it when shorter).
@@ -275,7 +282,7 @@ impl Limits {
             }
         }
         if errors.is_empty() {
-            let estimate = Estimate::of(template, quality, Format::Mp4, source_size);
+            let estimate = Estimate::of(template, quality, &Output::default(), source_size);
             if estimate.peak_memory > self.max_render_memory {
                 errors.push(ValidationError::new(
                     "clips",

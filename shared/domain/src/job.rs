@@ -137,6 +137,7 @@ impl JobRecord {
                 height: None,
                 duration_ms: None,
                 captions_key: None,
+                sound_level: None,
                 attempts: 0,
                 worker: None,
                 created_at: job.created_at,
@@ -184,6 +185,8 @@ pub struct RenderRecord {
     pub duration_ms: Option<i64>,
     /// The WebVTT sidecar of a video with captions.
     pub captions_key: Option<String>,
+    /// What the video's sound measures, when it has sound that is not silence.
+    pub sound_level: Option<SoundLevel>,
     pub attempts: i64,
     pub worker: Option<String>,
     pub created_at: i64,
@@ -215,8 +218,20 @@ pub enum RenderOutcome {
         duration_ms: i64,
         /// The WebVTT sidecar, when the video has captions.
         captions_key: Option<String>,
+        /// What its sound measures, when it has sound that is not silence.
+        sound_level: Option<SoundLevel>,
     },
     Failed {
         error: String,
     },
+}
+
+/// What the sound of a render measures by ITU-R BS.1770 (EBU R128): its integrated
+/// loudness over the whole video and its true peak, as mixed before encoding.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SoundLevel {
+    /// LUFS.
+    pub loudness: f64,
+    /// dBTP (the highest of its channels).
+    pub true_peak: f64,
 }

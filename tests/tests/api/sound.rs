@@ -15,6 +15,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use reelfarm_backends::store::RenderStore;
+use reelfarm_domain::id::RenderId;
+use reelfarm_domain::job::RenderRecord;
 use reelfarm_domain::template::{Source, Template};
 use reelfarm_tests::{both_modes, json, media, Mode, Role, TestApp};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
@@ -119,14 +122,24 @@ async fn import(app: &TestApp, dir: &Path, name: &str, document: &Value) -> reel
     app.import_template(&file, None, true).await.id
 }
 
-/// The video of a job of `template` with `options`, rendered and downloaded to `out`.
-async fn rendered(app: &TestApp, token: &str, template: &impl serde::Serialize, options: Value, out: &Path) {
+/// The video of a job of `template` with `options`, rendered and downloaded to `out`; its
+/// record.
+async fn rendered(
+    app: &TestApp,
+    token: &str,
+    template: &impl serde::Serialize,
+    options: Value,
+    out: &Path,
+) -> RenderRecord {
     let body = json!({ "template_id": template, "options": options, "values": [{}] });
     let job = json(app.post_json("/generator/v1/jobs", token, &body, &[]).await, 200).await;
     let done = app.wait_for_job(token, job["id"].as_str().unwrap()).await;
-    assert_eq!(done["videos"][0]["status"], "success", "{done}");
-    let bytes = reqwest::get(done["videos"][0]["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+    let video = &done["videos"][0];
+    assert_eq!(video["status"], "success", "{done}");
+    let bytes = reqwest::get(video["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
     std::fs::write(out, &bytes).unwrap();
+    let id = RenderId::parse(video["id"].as_str().unwrap()).unwrap();
+    app.service.backends.store().render(&id).await.unwrap()
 }
 
 async fn looping_sounds_stay_in_time_with_a_looping_picture(mode: Mode) {
@@ -145,7 +158,7 @@ async fn looping_sounds_stay_in_time_with_a_looping_picture(mode: Mode) {
     let user = app.create_user("lou", None, 10).await;
     let token = app.token_for(&user).await;
     let split = dir.path().join("split.mp4");
-    rendered(&app, &token, &id, json!({}), &split).await;
+    let joined = rendered(&app, &token, &id, json!({}), &split).await.sound_level.expect("a measured sound");
     assert_in_time(&split, "split");
 
     // The same template in one piece, by the renderer here.
@@ -158,8 +171,12 @@ async fn looping_sounds_stay_in_time_with_a_looping_picture(mode: Mode) {
         };
         let settings = RenderSettings { quality: Quality::Default, ..RenderSettings::default() };
         let whole = local.join("whole.mp4");
-        render::render(&template, &resolve, &settings, &whole, &local.join("whole.jpg"), &|_| {}).unwrap();
+        let output = render::render(&template, &resolve, &settings, &whole, &local.join("whole.jpg"), &|_| {}).unwrap();
         assert_in_time(&whole, "whole");
+        // The sound mixed once for the chunks measures as the whole render's.
+        let level = output.sound_level.expect("a measured sound");
+        let apart = (level.loudness - joined.loudness).abs().max((level.true_peak - joined.true_peak).abs());
+        assert!(apart < 0.002, "whole {level:?}, joined {joined:?}");
     })
     .await
     .unwrap();
@@ -283,12 +300,15 @@ async fn quiet_and_loud_sound_come_out_at_the_loudness_target_under_the_ceiling(
         });
         let id = import(&app, dir.path(), name, &document).await;
         let video = dir.path().join(format!("{name}.mp4"));
-        rendered(&app, &token, &id, json!({}), &video).await;
+        let record = rendered(&app, &token, &id, json!({}), &video).await;
         loud = Some(id);
         let (source, _) = loudness_of(&dir.path().join(format!("media/{name}.wav")));
         let (loudness, peak) = loudness_of(&video);
         assert!((loudness + 14.0).abs() <= 0.5, "{name} ({source} LUFS) came out at {loudness} LUFS");
         assert!(peak <= -1.0, "{name}: a true peak of {peak} dBTP");
+        // The render keeps what its mix measured (shown on the job page).
+        let level = record.sound_level.expect("a measured sound");
+        assert!((level.loudness + 14.0).abs() <= 0.1 && level.true_peak <= -1.4, "{name}: {level:?}");
     }
 
     // A job's own target over the template's (broadcast, −23 LUFS); one it cannot have is

@@ -7,9 +7,10 @@
 
 use std::path::PathBuf;
 
+use reelfarm_domain::job::SoundLevel;
 use reelfarm_domain::template::Duck;
 
-use super::master::Master;
+use super::master::{Master, Meter};
 use super::plan::SAMPLE_RATE;
 use super::sound::SoundReader;
 use super::RenderError;
@@ -163,13 +164,26 @@ pub(crate) struct Mixer {
     total: u64,
     scratch: Planar,
     master: Option<Master>,
+    /// Measures what is handed out.
+    meter: Option<Meter>,
 }
 
 impl Mixer {
     pub(crate) fn new(tracks: Vec<Track>, total: u64) -> Mixer {
         let speech = tracks.iter().filter(|t| t.voice && !t.done).map(|t| (t.start, t.end)).collect();
         let scratch = vec![Vec::new(), Vec::new()];
-        Mixer { tracks, speech, position: 0, handed_out: 0, primed: false, total, scratch, master: None }
+        Mixer { tracks, speech, position: 0, handed_out: 0, primed: false, total, scratch, master: None, meter: None }
+    }
+
+    /// The same mix, measured as it is handed out ([`Mixer::level`]).
+    pub(crate) fn metered(self) -> Result<Mixer, RenderError> {
+        Ok(Mixer { meter: Some(Meter::new()?), ..self })
+    }
+
+    /// What the sound handed out so far measures, when the mix is metered and it was not
+    /// silence.
+    pub(crate) fn level(&self) -> Result<Option<SoundLevel>, RenderError> {
+        self.meter.as_ref().map_or(Ok(None), Meter::level)
     }
 
     /// The same mix through `master` (a loudness target's gain and limiter).
@@ -179,10 +193,19 @@ impl Mixer {
 
     /// The next samples up to output sample `until` (clamped to the total), stereo.
     pub(crate) fn mix_until(&mut self, until: u64, deadline: &Deadline) -> Result<Planar, RenderError> {
+        let block = soft_clipped(self.mastered_until(until, deadline)?);
+        if let Some(meter) = &mut self.meter {
+            meter.add(&block)?;
+        }
+        Ok(block)
+    }
+
+    /// [`Mixer::mix_until`] before the soft clip.
+    fn mastered_until(&mut self, until: u64, deadline: &Deadline) -> Result<Planar, RenderError> {
         let until = until.min(self.total);
         let Some(master) = &self.master else {
             self.handed_out = until;
-            return Ok(soft_clipped(self.sum_until(until, deadline)?));
+            return self.sum_until(until, deadline);
         };
         // The master's output lags: the tracks are summed that much further (silence past
         // their end), and its first samples out, the silence it started with, are dropped.
@@ -200,7 +223,7 @@ impl Mixer {
             channel.drain(..lead as usize);
         }
         self.handed_out = until;
-        Ok(soft_clipped(block))
+        Ok(block)
     }
 
     /// The tracks summed from where the last call ended up to `until`.

@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use ebur128::{EbuR128, Mode};
+use reelfarm_domain::job::SoundLevel;
 
 use super::audio::{Mixer, Track};
 use super::plan::SAMPLE_RATE;
@@ -91,17 +92,44 @@ pub(crate) fn master_for(
 
 /// Integrated loudness (LUFS) and true peak (dBTP) of `mixer`'s output.
 fn measure(mut mixer: Mixer, total: u64, deadline: &Deadline) -> Result<(f64, f64), RenderError> {
-    let meter_error = |e: ebur128::Error| RenderError::Internal(format!("measuring the loudness: {e}"));
-    let mut meter = EbuR128::new(2, SAMPLE_RATE, Mode::I | Mode::TRUE_PEAK).map_err(meter_error)?;
+    let mut meter = Meter::new()?;
     let mut at = 0;
     while at < total {
         at = (at + BLOCK).min(total);
-        let block = mixer.mix_until(at, deadline)?;
-        meter.add_frames_planar_f32(&[&block[0], &block[1]]).map_err(meter_error)?;
+        meter.add(&mixer.mix_until(at, deadline)?)?;
     }
-    let loudness = meter.loudness_global().map_err(meter_error)?;
-    let peak = (0..2).map(|c| meter.true_peak(c).unwrap_or(0.0)).fold(0.0, f64::max);
-    Ok((loudness, 20.0 * peak.max(1e-9).log10()))
+    meter.read()
+}
+
+/// Measures stereo sound block by block, by ITU-R BS.1770: integrated loudness and true
+/// peak.
+pub(crate) struct Meter(EbuR128);
+
+impl Meter {
+    pub(crate) fn new() -> Result<Meter, RenderError> {
+        Ok(Meter(EbuR128::new(2, SAMPLE_RATE, Mode::I | Mode::TRUE_PEAK).map_err(meter_error)?))
+    }
+
+    pub(crate) fn add(&mut self, block: &Planar) -> Result<(), RenderError> {
+        self.0.add_frames_planar_f32(&[&block[0], &block[1]]).map_err(meter_error)
+    }
+
+    /// Integrated loudness (LUFS, `-inf` for silence) and true peak (dBTP) so far.
+    fn read(&self) -> Result<(f64, f64), RenderError> {
+        let loudness = self.0.loudness_global().map_err(meter_error)?;
+        let peak = (0..2).map(|c| self.0.true_peak(c).unwrap_or(0.0)).fold(0.0, f64::max);
+        Ok((loudness, 20.0 * peak.max(1e-9).log10()))
+    }
+
+    /// What was measured, unless it was silence.
+    pub(crate) fn level(&self) -> Result<Option<SoundLevel>, RenderError> {
+        let (loudness, true_peak) = self.read()?;
+        Ok(loudness.is_finite().then_some(SoundLevel { loudness, true_peak }))
+    }
+}
+
+fn meter_error(e: ebur128::Error) -> RenderError {
+    RenderError::Internal(format!("measuring the loudness: {e}"))
 }
 
 fn db_to_gain(db: f64) -> f64 {

@@ -157,6 +157,8 @@ pub struct RenderOutput {
     /// The sound was written from the packets of an earlier render of the same sound
     /// instead of being mixed and encoded.
     pub sound_kept: bool,
+    /// What the sound measures, when the video has sound that is not silence.
+    pub sound_level: Option<reelfarm_domain::job::SoundLevel>,
     /// The captions of the video (output timeline, by start) when it has captions layers:
     /// what its WebVTT sidecar holds.
     pub captions: Option<Vec<reelfarm_domain::captions::Cue>>,

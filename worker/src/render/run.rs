@@ -6,7 +6,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use reelfarm_domain::output::Format;
+use reelfarm_domain::output::{Format, Output};
 use reelfarm_domain::template::{Content, Source, Template};
 
 use super::audio::{Mixer, Track, TrackSpec};
@@ -87,7 +87,10 @@ pub(super) fn render(
     } else {
         (None, None, None)
     };
-    let sound_kept = matches!(sound, Some(Sound::Kept(_)));
+    let kept_level = match &sound {
+        Some(Sound::Kept(kept)) => Some(kept.level),
+        _ => None,
+    };
     let (first, end) = (shown.first().copied().unwrap_or(0), shown.last().map_or(0, |n| n + 1));
     let mut frames = Frames::new(template, &plan, &resolver, &deadline, &limits);
     // Every still is decoded, fitted and converted now, before the encoder allocates its
@@ -123,11 +126,13 @@ pub(super) fn render(
         }
         progress(Progress { frames_done: done, frames_total: total * passes });
     }
+    let mut sound_level = kept_level.flatten();
     if let Some(mixer) = &mut mixer {
         let rest = mixer.mix_until(plan.samples, &deadline)?;
         if !rest[0].is_empty() {
             sink.audio(rest);
         }
+        sound_level = mixer.level()?;
     }
     drop(frames);
     // What is left after the last frame (a GIF's second pass) still stops in time.
@@ -139,7 +144,7 @@ pub(super) fn render(
     };
     // Only a finished render's sound is kept: one cut short has part of it.
     if let (Some(key), Some(packets)) = (sound_key, sink.finish(&go_on)?) {
-        sound_cache::put(key, Kept::new(packets), settings.sounds.as_deref());
+        sound_cache::put(key, Kept::new(packets, sound_level), settings.sounds.as_deref());
     }
     if let Some(thumb) = thumb {
         write_thumbnail(&thumb, out_jpg)?;
@@ -154,7 +159,8 @@ pub(super) fn render(
         height: plan.height,
         frames,
         duration: frames as f64 / f64::from(fps.max(1)),
-        sound_kept,
+        sound_kept: kept_level.is_some(),
+        sound_level,
         captions,
     })
 }
@@ -202,7 +208,9 @@ pub(super) fn checked_plan_of(
 /// and every layer's picture (`reelfarm_domain::cost`), and a decoder of each video layer
 /// at its source's declared size (`videos`).
 pub(super) fn reservation(template: &Template, quality: Quality, format: Format, videos: &[(u32, u32)]) -> u64 {
-    let layers = reelfarm_domain::cost::Estimate::of(template, quality, format, &|_| None).peak_memory;
+    let layers =
+        reelfarm_domain::cost::Estimate::of(template, quality, &Output { format, ..Output::default() }, &|_| None)
+            .peak_memory;
     layers + estimate::render_here(0, 0, videos)
 }
 
@@ -460,6 +468,7 @@ pub(super) fn track_specs<'a>(
 
 /// The mix of `specs` over `total` samples, brought to `loudness` (LUFS) when the
 /// template has a target: measured once whole first (the kept sound spares a repeat).
+/// What it hands out is measured too: the render's sound level.
 pub(super) fn mixer(
     specs: &[TrackSpec],
     total: u64,
@@ -473,7 +482,7 @@ pub(super) fn mixer(
         Some(target) => master_for(target, total, &open, deadline)?,
         None => None,
     };
-    let mixer = Mixer::new(open()?, total);
+    let mixer = Mixer::new(open()?, total).metered()?;
     Ok(match master {
         Some(master) => mixer.with_master(master),
         None => mixer,

@@ -14,14 +14,17 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use ffmpeg_next::{packet, Packet};
 use lru::LruCache;
+use reelfarm_domain::job::SoundLevel;
 use sha2::{Digest, Sha256};
 
 use super::audio::TrackSpec;
 use super::plan::SAMPLE_RATE;
 use super::SoundStore;
 
-/// First bytes of a stored sound (format version 1).
-const MAGIC: &[u8; 8] = b"rfsound1";
+/// First bytes of a stored sound (format version 2: with its sound level).
+const MAGIC: &[u8; 8] = b"rfsound2";
+/// Bytes of the stored sound level.
+const LEVEL_BYTES: usize = 16;
 /// Bytes of a stored packet's header: pts, dts, duration, flags, size.
 const PACKET_HEADER: usize = 8 * 3 + 4 + 4;
 
@@ -35,24 +38,31 @@ const MAX_SOURCE_BYTES: u64 = 256 * 1024 * 1024;
 /// The identity of a render's sound.
 pub(crate) type Key = [u8; 32];
 
-/// The packets of one render's sound, in the encoder's time base (1/48000).
+/// The packets of one render's sound, in the encoder's time base (1/48000), and what the
+/// mix measured.
 pub(crate) struct Kept {
     pub(crate) packets: Vec<Packet>,
+    pub(crate) level: Option<SoundLevel>,
     bytes: usize,
 }
 
 impl Kept {
-    pub(crate) fn new(packets: Vec<Packet>) -> Kept {
+    pub(crate) fn new(packets: Vec<Packet>, level: Option<SoundLevel>) -> Kept {
         // The payload plus, roughly, the packet structure and buffer header around it.
         let bytes = packets.iter().map(|p| p.size() + 128).sum();
-        Kept { packets, bytes }
+        Kept { packets, level, bytes }
     }
 
-    /// The packets as stored: [`MAGIC`], then each packet's pts, dts and duration (`i64`,
-    /// `i64::MIN` for none), flags and size (`u32`) and bytes, little-endian.
+    /// The packets as stored: [`MAGIC`], the loudness and true peak (`f64`, NaN for
+    /// silence), then each packet's pts, dts and duration (`i64`, `i64::MIN` for none),
+    /// flags and size (`u32`) and bytes, little-endian.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(MAGIC.len() + self.bytes);
+        let mut out = Vec::with_capacity(MAGIC.len() + LEVEL_BYTES + self.bytes);
         out.extend_from_slice(MAGIC);
+        let level = self.level.map_or([f64::NAN; 2], |l| [l.loudness, l.true_peak]);
+        for x in level {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
         for p in &self.packets {
             for n in [p.pts(), p.dts(), Some(p.duration())] {
                 out.extend_from_slice(&n.unwrap_or(i64::MIN).to_le_bytes());
@@ -67,7 +77,11 @@ impl Kept {
 
     /// The packets of [`Kept::to_bytes`]; `None` for anything else.
     pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Kept> {
-        let mut rest = bytes.strip_prefix(MAGIC)?;
+        let rest = bytes.strip_prefix(MAGIC)?;
+        let float = |at: usize| f64::from_le_bytes(rest[at..at + 8].try_into().expect("8 bytes"));
+        let (loudness, true_peak) = (rest.len() >= LEVEL_BYTES).then(|| (float(0), float(8)))?;
+        let level = (!loudness.is_nan()).then_some(SoundLevel { loudness, true_peak });
+        let mut rest = &rest[LEVEL_BYTES..];
         let mut packets = Vec::new();
         while !rest.is_empty() {
             let header = rest.get(..PACKET_HEADER)?;
@@ -83,7 +97,7 @@ impl Kept {
             packets.push(p);
             rest = &rest[PACKET_HEADER + size..];
         }
-        Some(Kept::new(packets))
+        Some(Kept::new(packets, level))
     }
 }
 
@@ -99,12 +113,13 @@ struct Cache {
 
 static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache { entries: LruCache::unbounded(), bytes: 0 }));
 
-/// The key of a mix of `tracks` lasting `samples` samples, encoded by `encoder`; `None`
-/// when the sources are too big to hash or cannot be read (the render then encodes and
-/// reports a bad source itself).
-/// The mix's own version: a change to how sounds are mixed (loops at the declared end)
-/// makes the sounds kept before it miss.
-const MIX: &str = "mix-2";
+/// The mix's own version: a change to how sounds are mixed or kept (loops at the declared
+/// end, the sound level kept with the packets) makes the sounds kept before it miss.
+const MIX: &str = "mix-3";
+
+/// The key of a mix of `tracks` lasting `samples` samples, encoded by `encoder` and
+/// brought to `loudness`; `None` when the sources are too big to hash or cannot be read
+/// (the render then encodes and reports a bad source itself).
 
 pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str, loudness: Option<f64>) -> Option<Key> {
     let mut total = 0u64;
@@ -216,10 +231,14 @@ mod tests {
         let mut second = Packet::copy(b"");
         second.set_pts(None);
         second.set_duration(0);
-        let kept = Kept::new(vec![first, second]);
+        let level = Some(SoundLevel { loudness: -14.02, true_peak: -1.6 });
+        let kept = Kept::new(vec![first, second], level);
         let bytes = kept.to_bytes();
         let back = Kept::from_bytes(&bytes).expect("readable");
         assert_eq!(back.to_bytes(), bytes);
+        assert_eq!(back.level, level);
+        let silent = Kept::new(Vec::new(), None);
+        assert_eq!(Kept::from_bytes(&silent.to_bytes()).expect("readable").level, None);
         let p = &back.packets[0];
         assert_eq!(
             (p.pts(), p.dts(), p.duration(), p.is_key(), p.data()),

@@ -101,7 +101,8 @@ pub fn render_sound(
             encoder.push(&mixer.mix_until(at, &deadline)?, &mut keep)?;
         }
         encoder.finish(&mut keep)?;
-        let kept = Kept::new(packets);
+        let level = mixer.level()?;
+        let kept = Kept::new(packets, level);
         std::fs::write(out, kept.to_bytes())?;
         if let Some(key) = key {
             sound_cache::put(key, kept, stores);
@@ -182,6 +183,7 @@ pub fn join(chunks: &[(PathBuf, Range<u64>)], sound: &Path, fps: u32, out: &Path
             frames,
             duration: frames as f64 / f64::from(fps.max(1)),
             sound_kept: false,
+            sound_level: kept.level,
             // Renders with captions are not split.
             captions: None,
         })

@@ -30,7 +30,7 @@ mod types;
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
 pub use parts::{PartKind, PartRecord};
-pub use reelfarm_domain::job::{JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord};
+pub use reelfarm_domain::job::{JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord, SoundLevel};
 pub use renders::CANCELLED_ERROR;
 pub(super) use scheduler::want_template_media;
 pub use scheduler::{Claim, MediaClaim, Work};
@@ -42,7 +42,7 @@ const JOB_COLUMNS: &str =
     template_version, draft, priority, output";
 const RENDER_COLUMNS: &str = "id, job_id, position, external_id, title, metadata, template_variables, status, error, \
     project_id, video_key, thumb_key, width, height, duration_ms, attempts, worker, created_at, started_at, finished_at, \
-    captions_key";
+    captions_key, loudness_milli, true_peak_milli";
 const PROJECT_COLUMNS: &str = "id, user_id, template_id, job_id, render_id, title, json, created_at";
 /// The columns of a new render row, in the order [`bind_render`] binds them.
 const NEW_RENDER_COLUMNS: &str =
@@ -176,11 +176,21 @@ fn render_from(row: &AnyRow) -> Result<RenderRecord> {
         height: row.try_get("height")?,
         duration_ms: row.try_get("duration_ms")?,
         captions_key: row.try_get("captions_key")?,
+        sound_level: sound_level(row)?,
         attempts: row.try_get("attempts")?,
         worker: row.try_get("worker")?,
         created_at: row.try_get("created_at")?,
         started_at: row.try_get("started_at")?,
         finished_at: row.try_get("finished_at")?,
+    })
+}
+
+/// The sound level of a render's row, stored in thousandths.
+fn sound_level(row: &AnyRow) -> Result<Option<SoundLevel>> {
+    let milli = |column| row.try_get::<Option<i64>, _>(column).map(|v| v.map(|v| v as f64 / 1000.0));
+    Ok(match (milli("loudness_milli")?, milli("true_peak_milli")?) {
+        (Some(loudness), Some(true_peak)) => Some(SoundLevel { loudness, true_peak }),
+        _ => None,
     })
 }
 

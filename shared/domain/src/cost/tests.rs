@@ -22,7 +22,7 @@ fn template(value: &Value) -> Template {
 }
 
 fn estimate(value: &Value, quality: Quality) -> Estimate {
-    Estimate::of(&template(value), quality, Format::Mp4, &|_| None)
+    Estimate::of(&template(value), quality, &Output::default(), &|_| None)
 }
 
 fn check(limits: &Limits, value: &Value) -> Vec<ValidationError> {
@@ -60,9 +60,27 @@ fn the_estimate_grows_with_frames_pixels_and_layers() {
 
 #[test]
 fn a_still_costs_one_frame() {
-    let still = Estimate::of(&template(&shapes(600.0, 480, 1, 100.0)), Quality::Default, Format::Jpg, &|_| None);
+    let still = Estimate::of(
+        &template(&shapes(600.0, 480, 1, 100.0)),
+        Quality::Default,
+        &Output { format: Format::Jpg, ..Output::default() },
+        &|_| None,
+    );
     assert_eq!(still.frames, 1);
     assert!(still.cpu_seconds < 0.1, "{still:?}");
+}
+
+#[test]
+fn a_loudness_target_costs_the_passes_that_measure_the_sound() {
+    let value = shapes(60.0, 480, 1, 100.0);
+    let as_mixed = estimate(&value, Quality::Default);
+    let target = Output { loudness: Some(-14.0), ..Output::default() };
+    let measured = Estimate::of(&template(&value), Quality::Default, &target, &|_| None);
+    let passes = 60.0 * 48_000.0 * MEASURE_PASSES * MEASURE_NS * 1e-9;
+    assert!((measured.cpu_seconds - as_mixed.cpu_seconds - passes).abs() < 1e-9, "{as_mixed:?} {measured:?}");
+    let mut own = value.clone();
+    own["loudness"] = json!(-23);
+    assert_eq!(estimate(&own, Quality::Default), measured, "the template's own target counts the same");
 }
 
 #[test]
@@ -71,7 +89,7 @@ fn a_known_video_source_size_is_what_is_decoded() {
     value["clips"][0]["layers"] = json!([{"id": "v", "kind": "video", "x": 0, "y": 0, "width": 100, "height": 100,
                                           "source": {"url": "https://example.com/v.mp4"}}]);
     let small = estimate(&value, Quality::Default);
-    let declared = Estimate::of(&template(&value), Quality::Default, Format::Mp4, &|_| Some((1920, 1080)));
+    let declared = Estimate::of(&template(&value), Quality::Default, &Output::default(), &|_| Some((1920, 1080)));
     assert!(declared.peak_memory > small.peak_memory + 1920 * 1080 * 16, "{declared:?} vs {small:?}");
     assert!(declared.cpu_seconds > small.cpu_seconds);
 }

@@ -10,6 +10,7 @@ use super::super::*;
 use super::claim_render;
 use super::templates::new_template;
 use reelfarm_domain::id::{now_ms, JobId, ProjectId, RenderId, TemplateId, UserId};
+use reelfarm_domain::job::SoundLevel;
 use reelfarm_domain::message::Message;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 
@@ -22,6 +23,7 @@ pub(super) fn success(duration_ms: i64) -> RenderOutcome {
         height: 2,
         duration_ms,
         captions_key: None,
+        sound_level: None,
     }
 }
 
@@ -152,6 +154,7 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
         height: 2,
         duration_ms: 1,
         captions_key: i.is_multiple_of(2).then(|| format!("c{i}")),
+        sound_level: i.is_multiple_of(2).then_some(SoundLevel { loudness: -14.125 - i as f64, true_peak: -1.5 }),
     };
     let endings = jobs.iter().flat_map(|j| &j.renders).enumerate().map(|(i, r)| {
         let outcome = if i % 3 == 2 { RenderOutcome::Failed { error: "broken".into() } } else { success(i) };
@@ -161,12 +164,15 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
     for job in &jobs {
         assert_eq!(store.job(&job.id).await.unwrap().status, JobStatus::Finished, "job {}", job.id);
     }
-    // Each render's files as it ended: a caption sidecar on every other success.
+    // Each render's files and sound as it ended: a caption sidecar and a measured sound on
+    // every other success.
     let ended = jobs.iter().flat_map(|j| &j.renders).enumerate().take(4);
     for (i, render) in ended {
         let stored = store.render(&render.id).await.unwrap();
-        let sidecar = (i % 3 != 2 && i.is_multiple_of(2)).then(|| format!("c{i}"));
-        assert_eq!(stored.captions_key, sidecar, "render {i}");
+        let every_other = i % 3 != 2 && i.is_multiple_of(2);
+        assert_eq!(stored.captions_key, every_other.then(|| format!("c{i}")), "render {i}");
+        let level = every_other.then_some(SoundLevel { loudness: -14.125 - i as f64, true_peak: -1.5 });
+        assert_eq!(stored.sound_level, level, "render {i}");
     }
     assert_eq!(store.available_credits(&lena.id).await.unwrap(), 20, "one refund per failed render");
 

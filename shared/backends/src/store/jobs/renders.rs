@@ -38,8 +38,8 @@ impl Store {
             Guard::Attempt(attempt) => Some(attempt),
             Guard::None | Guard::Join(_) => None,
         };
-        let (status, error, video_key, thumb_key, width, height, duration_ms, captions_key) = match outcome {
-            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms, captions_key } => (
+        let (status, error, video_key, thumb_key, width, height, duration_ms, captions_key, level) = match outcome {
+            RenderOutcome::Success { video_key, thumb_key, width, height, duration_ms, captions_key, sound_level } => (
                 RenderStatus::Success,
                 None,
                 Some(video_key),
@@ -48,12 +48,16 @@ impl Store {
                 Some(*height),
                 Some(*duration_ms),
                 captions_key.as_ref(),
+                sound_level.as_ref(),
             ),
-            RenderOutcome::Failed { error } => (RenderStatus::Failed, Some(error), None, None, None, None, None, None),
+            RenderOutcome::Failed { error } => {
+                (RenderStatus::Failed, Some(error), None, None, None, None, None, None, None)
+            }
         };
         let job_id: Option<String> = sqlx::query_scalar(
             "UPDATE renders SET status = $1, error = $2, video_key = $3, thumb_key = $4, width = $5, height = $6, \
-             duration_ms = $7, finished_at = $8, lease_until = NULL, captions_key = $11 WHERE id = $9 \
+             duration_ms = $7, finished_at = $8, lease_until = NULL, captions_key = $11, loudness_milli = $12, \
+             true_peak_milli = $13 WHERE id = $9 \
              AND status IN ('pending', 'started') AND ($10 = -1 OR attempts = $10) RETURNING job_id",
         )
         .bind(status.as_str())
@@ -67,6 +71,8 @@ impl Store {
         .bind(id.as_str())
         .bind(attempt.unwrap_or(-1))
         .bind(captions_key)
+        .bind(level.map(|l| milli(l.loudness)))
+        .bind(level.map(|l| milli(l.true_peak)))
         .fetch_optional(&mut *tx)
         .await?;
         let Some(job_id) = job_id else {
@@ -241,3 +247,8 @@ pub(super) enum Guard<'a> {
 
 /// The error of a cancelled render.
 pub const CANCELLED_ERROR: &str = "the job was cancelled";
+
+/// `x` in thousandths, as the sound level's columns hold it.
+fn milli(x: f64) -> i64 {
+    (x * 1000.0).round() as i64
+}
