@@ -4,6 +4,7 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod bundle;
 mod console;
 mod deploy;
 mod deployment;
