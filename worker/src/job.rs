@@ -86,9 +86,11 @@ pub struct RenderHandler {
     time_limit: Duration,
     media_limits: Limits,
     encoder_threads: u16,
-    /// Renders longer than this are split (zero: never), into chunks this long.
+    /// Renders longer than this are split (zero: never), into chunks this long, where
+    /// that makes them `split_gain` times sooner.
     split_after: Duration,
     split_chunk: Duration,
+    split_gain: f64,
     delivery_limit: u32,
     worker_id: String,
     /// Keys the names of the renders' files (see [`RenderHandler::output_prefix`]).
@@ -127,6 +129,7 @@ impl RenderHandler {
             encoder_threads: config.worker.encoder_threads,
             split_after: config.worker.split_after,
             split_chunk: config.worker.split_chunk,
+            split_gain: config.worker.split_gain,
             delivery_limit: config.bus.delivery_limit,
             worker_id,
             secret: config.storage.secret_key.expose_secret().as_bytes().to_vec(),
@@ -174,7 +177,7 @@ impl RenderHandler {
     /// which parts to split it.
     async fn run(&self, render: &RenderRecord, stop: &CancellationToken) -> Result<Made, Failure> {
         let mut p = self.prepare(render).await?;
-        if let Some(parts) = self.parts_of(&p) {
+        if let Some(parts) = self.parts_of(&p).await {
             return Ok(Made::Split(parts));
         }
         let quality = p.settings.quality;

@@ -48,7 +48,8 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let limits = media::Limits::from_config(config);
     let media_memory_mib = limits.memory.total_mib();
     let convert = Arc::new(ConvertHandler::new(config, backends.clone(), limits.clone(), worker_id.clone())?);
-    let rotation = Arc::new(rotation::Rotation::new(backends.store().clone(), worker_id.clone()));
+    let rotation =
+        Arc::new(rotation::Rotation::new(backends.store().clone(), worker_id.clone(), config.worker.worker_slots));
     let render =
         Arc::new(RenderHandler::new(config, backends.clone(), limits, worker_id, rotation.clone(), shutdown.clone())?);
     // Nothing runs past `job_timeout`: twice that is surely left over.

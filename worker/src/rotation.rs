@@ -27,6 +27,8 @@ pub struct Rotation {
     store: Store,
     worker_id: String,
     started_at: i64,
+    /// Units it runs at once (its row tells the farm).
+    slots: u16,
     /// Attempts failed on our side in a row, and when the first of them failed.
     streak: Mutex<(u32, i64)>,
     /// `true` while out of rotation.
@@ -34,9 +36,10 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    pub fn new(store: Store, worker_id: String) -> Rotation {
+    pub fn new(store: Store, worker_id: String, slots: u16) -> Rotation {
         reelfarm_backends::metrics::worker_in_rotation(&worker_id, true);
-        Rotation { store, worker_id, started_at: now_ms(), streak: Mutex::new((0, 0)), out: watch::channel(false).0 }
+        let (streak, out) = (Mutex::new((0, 0)), watch::channel(false).0);
+        Rotation { store, worker_id, started_at: now_ms(), slots, streak, out }
     }
 
     pub fn is_out(&self) -> bool {
@@ -95,7 +98,7 @@ impl Rotation {
     /// `shutdown`.
     pub async fn keep(&self, shutdown: CancellationToken) {
         loop {
-            match self.store.worker_seen(&self.worker_id, self.started_at).await {
+            match self.store.worker_seen(&self.worker_id, self.started_at, self.slots).await {
                 Ok(out) => self.follow(out, "an operator took it out"),
                 Err(e) => tracing::debug!(error = %e, "worker row not signed"),
             }

@@ -185,6 +185,31 @@ pub fn is_split(format: Format, captions: bool, duration: f64, split_after: Dura
     !split_after.is_zero() && format == Format::Mp4 && !captions && duration > split_after.as_secs_f64()
 }
 
+/// Seconds of work each chunk of a split render adds on a worker: its claim, the sources
+/// fetched again, a fresh encoder, its upload and its copy into the join. From `reelfarm
+/// bench split`'s cheap 150 s template: 15 chunks on two slots took 4 s more than the
+/// whole render (docs/performance.md).
+pub const CHUNK_OVERHEAD_SECONDS: f64 = 0.5;
+/// Seconds a split render takes beyond its chunks: its sound before and its join after.
+pub const JOIN_SECONDS: f64 = 1.0;
+
+/// Whether a render that [`is_split`] allows is worth splitting: estimated at
+/// `cpu_seconds` on one worker, its `chunks` on the claiming worker's slot and the farm's
+/// `spare_slots` (at most one chunk each at a time) must finish `gain` times sooner, their
+/// overhead counted. A farm without a spare slot renders it whole; a `gain` of 0 splits it
+/// anyway.
+pub fn split_pays(cpu_seconds: f64, chunks: usize, spare_slots: i64, gain: f64) -> bool {
+    if gain <= 0.0 {
+        return true;
+    }
+    let slots = (spare_slots.max(0) + 1).min(chunks as i64);
+    if slots < 2 {
+        return false;
+    }
+    let split = (cpu_seconds + chunks as f64 * CHUNK_OVERHEAD_SECONDS) / slots as f64 + JOIN_SECONDS;
+    cpu_seconds >= gain * split
+}
+
 fn yuv(pixels: f64, frames: u64) -> u64 {
     (pixels * YUV420) as u64 * frames
 }

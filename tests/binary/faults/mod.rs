@@ -141,9 +141,11 @@ impl Suite {
                 ("REELFARM_OUTBOUND_ALLOW", "127.0.0.1"),
                 ("REELFARM_RATE_LIMIT", "0"),
                 ("REELFARM_RETRY_DELAY", "200ms"),
-                // The 8 s template is split into 2 s chunks, the 4 s one is not.
+                // The 8 s template is split into 2 s chunks (whether or not that pays),
+                // the 4 s one is not.
                 ("REELFARM_SPLIT_AFTER", "6s"),
                 ("REELFARM_SPLIT_CHUNK", "2s"),
+                ("REELFARM_SPLIT_GAIN", "0"),
             ])
             .log_to(&logs);
         let services = Services::find();

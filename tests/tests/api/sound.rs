@@ -29,9 +29,14 @@ both_modes!(
     music_ducks_under_speech_by_its_decibels_without_clicks
 );
 
-/// Split after 60 s into 50 s chunks: the 150 s video is three chunks and its sound.
-const SPLIT: [(&str, &str); 3] =
-    [("REELFARM_SPLIT_AFTER", "60s"), ("REELFARM_SPLIT_CHUNK", "50s"), ("REELFARM_WORKER_SLOTS", "2")];
+/// Split after 60 s into 50 s chunks, paying or not: the 150 s video is three chunks and
+/// its sound.
+const SPLIT: [(&str, &str); 4] = [
+    ("REELFARM_SPLIT_AFTER", "60s"),
+    ("REELFARM_SPLIT_CHUNK", "50s"),
+    ("REELFARM_SPLIT_GAIN", "0"),
+    ("REELFARM_WORKER_SLOTS", "2"),
+];
 
 const FPS: f64 = 30.0;
 const SECONDS: f64 = 150.0;

@@ -16,10 +16,18 @@ use reelfarm_tests::{both_modes, json, media, Mode, Role, TestApp};
 use reelfarm_worker::render::{self, split, Quality, RenderSettings};
 use serde_json::{json, Value};
 
-both_modes!(a_long_video_is_split_across_workers_and_joined_frame_exactly);
+both_modes!(
+    a_long_video_is_split_across_workers_and_joined_frame_exactly,
+    a_cheap_long_video_is_rendered_whole_where_splitting_would_not_pay
+);
 
-const SETTINGS: [(&str, &str); 3] =
-    [("REELFARM_SPLIT_AFTER", "2s"), ("REELFARM_SPLIT_CHUNK", "1s"), ("REELFARM_WORKER_SLOTS", "2")];
+/// Split after 2 s into 1 s chunks, whether or not it pays.
+const SETTINGS: [(&str, &str); 4] = [
+    ("REELFARM_SPLIT_AFTER", "2s"),
+    ("REELFARM_SPLIT_CHUNK", "1s"),
+    ("REELFARM_SPLIT_GAIN", "0"),
+    ("REELFARM_WORKER_SLOTS", "2"),
+];
 
 /// 6 s at 30 fps, 640×360: a box sliding in over 3.5 s, a growing badge, a crossfade over
 /// a cut and a tone under it all.
@@ -44,6 +52,15 @@ fn template() -> Value {
             ] }
         ]
     })
+}
+
+/// [`template`] imported as a public template, its tone generated in `dir`.
+async fn imported(app: &TestApp, dir: &Path) -> reelfarm_domain::template::stored::TemplateRecord {
+    std::fs::create_dir_all(dir.join("media")).unwrap();
+    media::ffmpeg(&["-f", "lavfi", "-i", "sine=f=523:d=2.5:sample_rate=44100"], &dir.join("media/tone.wav"));
+    let file = dir.join("long.json");
+    std::fs::write(&file, serde_json::to_vec(&template()).unwrap()).unwrap();
+    app.import_template(&file, None, true).await
 }
 
 /// The ffmpeg CLI's `args` on `input`, its standard output.
@@ -138,12 +155,8 @@ async fn a_long_video_is_split_across_workers_and_joined_frame_exactly(mode: Mod
         }
     };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("media")).unwrap();
-    media::ffmpeg(&["-f", "lavfi", "-i", "sine=f=523:d=2.5:sample_rate=44100"], &dir.path().join("media/tone.wav"));
+    let stored = imported(&app, dir.path()).await;
     let document = template();
-    let file = dir.path().join("long.json");
-    std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
-    let stored = app.import_template(&file, None, true).await;
     let user = app.create_user("lena", None, 10).await;
     let token = app.token_for(&user).await;
     let body = json!({ "template_id": stored.id, "options": {}, "values": [{ "external_id": "long" }] });
@@ -206,6 +219,37 @@ async fn a_long_video_is_split_across_workers_and_joined_frame_exactly(mode: Mod
     assert_eq!(pcm(&farm), pcm(&whole));
 
     for (service, _dir) in workers {
+        service.stop();
+        service.wait().await.unwrap();
+    }
+    app.stop().await;
+}
+
+/// The 6 s video with the default gain: its estimate (well under a CPU-second) is less
+/// than six chunks' overhead, so the worker renders it whole though two slots are free.
+async fn a_cheap_long_video_is_rendered_whole_where_splitting_would_not_pay(mode: Mode) {
+    let settings = &SETTINGS[..2];
+    let (app, worker) = match mode {
+        Mode::Embedded => (TestApp::spawn_with(mode, settings).await, None),
+        Mode::Distributed => {
+            let app = TestApp::spawn_role(mode, Role::Api, settings).await;
+            let worker = app.start_worker().await;
+            (app, Some(worker))
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let stored = imported(&app, dir.path()).await;
+    let user = app.create_user("lena", None, 10).await;
+    let token = app.token_for(&user).await;
+    let body = json!({ "template_id": stored.id, "options": {}, "values": [{}] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["videos"][0]["status"], "success", "{done}");
+    let store = app.service.backends.store();
+    let record = store.job(&JobId::trusted(job["id"].as_str().unwrap())).await.unwrap();
+    assert_eq!(record.renders[0].duration_ms, Some(6000));
+    assert_eq!(store.render_parts(&record.renders[0].id).await.unwrap(), Vec::new(), "rendered whole");
+    if let Some((service, _dir)) = worker {
         service.stop();
         service.wait().await.unwrap();
     }

@@ -13,8 +13,10 @@
 
 use std::path::Path;
 
+use reelfarm_backends::store::SchedulerStore;
 use reelfarm_backends::store::{PartKind, PartRecord, PartStore};
-use reelfarm_domain::cost::is_split;
+use reelfarm_domain::cost::{is_split, split_pays, Estimate};
+use reelfarm_domain::id::now_ms;
 use reelfarm_domain::job::RenderRecord;
 use reelfarm_domain::output::Format;
 use tokio_util::sync::CancellationToken;
@@ -22,19 +24,41 @@ use tokio_util::sync::CancellationToken;
 use super::{Made, Prepared, RenderHandler};
 use crate::failure::Failure;
 use crate::render::{self, split, RenderSettings};
+use crate::rotation::SEEN_EVERY;
 
 impl RenderHandler {
-    /// The parts of the render `p` prepares, when it is longer than the split threshold:
-    /// its sound first (short, and needed by the join), the chunks in order, the join.
-    pub(super) fn parts_of(&self, p: &Prepared) -> Option<Vec<(PartKind, i64, i64)>> {
+    /// The parts of the render `p` prepares, when it is longer than the split threshold
+    /// and splitting it pays (`split_pays`: its estimate, its chunks and the farm's spare
+    /// slots now): its sound first (short, and needed by the join), the chunks in order,
+    /// the join.
+    pub(super) async fn parts_of(&self, p: &Prepared) -> Option<Vec<(PartKind, i64, i64)>> {
         let frames = split::frame_count(&p.template, p.settings.quality);
         let fps = p.template.canvas.fps.max(1);
         let duration = frames as f64 / f64::from(fps);
         if !is_split(p.settings.output.format, p.template.has_captions(), duration, self.split_after) {
             return None;
         }
-        let end = frames as i64;
         let chunks = split::chunks(frames, fps, self.split_chunk.as_secs_f64());
+        let estimate = Estimate::of(&p.template, p.settings.quality, &p.settings.output, &|_| None);
+        // Workers sign their rows every SEEN_EVERY: one missing two of them is gone.
+        let alive_since = now_ms() - 3 * SEEN_EVERY.as_millis() as i64;
+        let spare = match self.backends.store().spare_slots(alive_since).await {
+            Ok(spare) => spare,
+            Err(e) => {
+                tracing::warn!(error = %e, "the farm's spare slots are unknown: rendering whole");
+                0
+            }
+        };
+        if !split_pays(estimate.cpu_seconds, chunks.len(), spare, self.split_gain) {
+            tracing::info!(
+                cpu_seconds = estimate.cpu_seconds,
+                chunks = chunks.len(),
+                spare,
+                "rendering whole: splitting would not pay"
+            );
+            return None;
+        }
+        let end = frames as i64;
         let chunks = chunks.into_iter().map(|c| (PartKind::Frames, c.start as i64, c.end as i64));
         Some(std::iter::once((PartKind::Sound, 0, end)).chain(chunks).chain([(PartKind::Join, 0, end)]).collect())
     }

@@ -88,6 +88,7 @@ keys! {
     job_timeout = "2h": "longest a conversion or render may run";
     split_after = "60s": "a render longer than this is split into chunks that any workers render at once (0: never split)";
     split_chunk = "10s": "length of the chunks of a split render";
+    split_gain = "1.5": "how many times sooner a render longer than split_after must be expected to finish split, on the farm's spare slots with the chunks' overhead counted, to be split (0: split every one)";
     media_memory: "memory the conversions and renders of one worker process may hold at once, as estimated before decoding, e.g. 4GiB (unset: half the cgroup memory limit, else half the RAM; 0: no budget)";
     max_image_pixels = "100000000": "largest image (width × height) a conversion accepts";
     max_video_pixels = "33177600": "largest video frame (width × height) a conversion or render accepts";

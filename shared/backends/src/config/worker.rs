@@ -23,6 +23,8 @@ pub struct Worker {
     pub split_after: Duration,
     /// Length of a split render's chunks (at least one frame).
     pub split_chunk: Duration,
+    /// How many times sooner a split render must be expected to finish (0: always split).
+    pub split_gain: f64,
     /// Bytes the media work of one worker process may hold at once, as estimated before
     /// decoding (a job estimated above it fails, others wait for room); `None`: no budget.
     /// Default: half the cgroup memory limit, else half the RAM.
@@ -47,6 +49,10 @@ impl Worker {
             job_timeout: parse(raw, key::job_timeout, parse_duration)?,
             split_after: parse(raw, key::split_after, parse_duration)?,
             split_chunk: parse(raw, key::split_chunk, duration_from(Duration::from_secs(1), "at least 1s"))?,
+            split_gain: parse(raw, key::split_gain, |s| match s.parse::<f64>() {
+                Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
+                _ => Err("expected a number from 0 to 100".to_string()),
+            })?,
             media_memory: parse_or(raw, key::media_memory, &default_media_memory().to_string(), size_limit)?,
             max_image_pixels: parse(raw, key::max_image_pixels, at_least_one::<u64>)?,
             max_video_pixels: parse(raw, key::max_video_pixels, at_least_one::<u64>)?,

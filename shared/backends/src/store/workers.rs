@@ -44,14 +44,15 @@ impl Store {
 
 impl WorkerStore for Store {
     #[tracing::instrument(name = "store::worker_seen", level = "debug", skip_all)]
-    async fn worker_seen(&self, id: &str, started_at: i64) -> Result<bool> {
+    async fn worker_seen(&self, id: &str, started_at: i64, slots: u16) -> Result<bool> {
         let out: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO workers (id, started_at, seen_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (id) DO UPDATE SET seen_at = $3 RETURNING out_since",
+            "INSERT INTO workers (id, started_at, seen_at, slots) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (id) DO UPDATE SET seen_at = $3, slots = $4 RETURNING out_since",
         )
         .bind(id)
         .bind(started_at)
         .bind(now_ms())
+        .bind(i64::from(slots))
         .fetch_one(&self.pool)
         .await?;
         Ok(out.is_some())

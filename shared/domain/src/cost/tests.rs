@@ -164,3 +164,17 @@ fn a_template_s_own_media_cost_its_first_seconds_at_preview_quality() {
     let short = Estimate::template_media(&template(&shapes(2.0, 480, 1, 100.0)));
     assert_eq!((short.duration, short.frames), (2.0, 60), "a short template whole");
 }
+
+#[test]
+fn a_render_is_split_only_where_spare_slots_make_it_sooner() {
+    // The cheap 150 s video (about 15 CPU-seconds) in 15 chunks: its chunks' overhead eats
+    // what two slots win; a slot for each chunk would still make it sooner.
+    assert!(!split_pays(15.0, 15, 1, 1.5));
+    assert!(split_pays(15.0, 15, 14, 1.5));
+    // A long 720p video (about 300 CPU-seconds) in 30 chunks: worth it from one spare slot.
+    assert!(split_pays(300.0, 30, 1, 1.5));
+    assert!(!split_pays(300.0, 30, 0, 1.5), "no spare slot: whole");
+    assert!(!split_pays(300.0, 30, -4, 1.5), "work waiting: whole");
+    assert!(!split_pays(300.0, 1, 8, 1.5), "one chunk is the whole render");
+    assert!(split_pays(15.0, 15, 0, 0.0), "a gain of 0 always splits");
+}

@@ -190,12 +190,13 @@ pub(super) async fn racing_claims(store: &Store) {
     assert!(store.shares().await.unwrap().iter().all(|s| s.running == 10 && s.waiting == 0));
 }
 
-/// The fleet's rows: signs of life, counts, successes of others, rotation by id or its
-/// start.
+/// The fleet's rows: signs of life, slots, counts, successes of others, rotation by id or
+/// its start.
 pub(super) async fn workers(store: &Store) {
     let t0 = now_ms();
-    assert!(!store.worker_seen("host-1-aaaa", t0).await.unwrap(), "in rotation");
-    assert!(!store.worker_seen("host-2-bbbb", t0).await.unwrap());
+    assert!(!store.worker_seen("host-1-aaaa", t0, 3).await.unwrap(), "in rotation");
+    assert!(!store.worker_seen("host-2-bbbb", t0, 2).await.unwrap());
+    assert_eq!(store.spare_slots(t0).await.unwrap(), 5, "every slot is spare");
     store.worker_rendered("host-1-aaaa", false).await.unwrap();
     store.worker_rendered("host-1-aaaa", false).await.unwrap();
     assert!(!store.others_succeeded_since("host-1-aaaa", t0).await.unwrap(), "nobody succeeded");
@@ -207,7 +208,8 @@ pub(super) async fn workers(store: &Store) {
     let out = store.set_rotation("host-1", Some("broken codec")).await.unwrap();
     assert_eq!((out.id.as_str(), out.renders_failed, out.renders_ok), ("host-1-aaaa", 2, 0));
     assert_eq!(out.out_reason.as_deref(), Some("broken codec"));
-    assert!(store.worker_seen("host-1-aaaa", t0).await.unwrap(), "the worker reads that it is out");
+    assert!(store.worker_seen("host-1-aaaa", t0, 3).await.unwrap(), "the worker reads that it is out");
+    assert_eq!(store.spare_slots(t0).await.unwrap(), 2, "its slots are not the farm's");
     assert!(matches!(store.set_rotation("host-", None).await, Err(StoreError::Conflict(_))));
     assert!(matches!(store.set_rotation("nobody", None).await, Err(StoreError::NotFound("worker"))));
     assert!(matches!(store.set_rotation("host_1%", None).await, Err(StoreError::NotFound("worker"))), "no wildcards");
@@ -220,7 +222,24 @@ pub(super) async fn workers(store: &Store) {
     assert_eq!(store.workers(now_ms() + 1000).await.unwrap().len(), 1, "the one out of rotation stays listed");
     let back = store.set_rotation("host-1-aaaa", None).await.unwrap();
     assert_eq!((back.out_since, back.out_reason), (None, None));
-    assert!(!store.worker_seen("host-1-aaaa", t0).await.unwrap());
+    assert!(!store.worker_seen("host-1-aaaa", t0, 3).await.unwrap());
+    assert_eq!(store.spare_slots(now_ms() + 1000).await.unwrap(), 0, "workers not seen since have none");
+
+    // Units being worked on and units waiting both take a slot; a lease that ran out
+    // frees its slot (and waits to be claimed again: it takes it back).
+    let template = store.create_template(&new_template("Slots", None, true)).await.unwrap();
+    let user = store.create_user("slots", None, 10).await.unwrap();
+    job_at(store, &user.id, &template.id, 4, t0, |_| {}).await;
+    assert_eq!(store.spare_slots(t0).await.unwrap(), 1);
+    claim_render(store, "host-1-aaaa", LONG).await.unwrap().unwrap();
+    assert_eq!(store.spare_slots(t0).await.unwrap(), 1, "claimed: still taken");
+    store
+        .end_render(&claim_render(store, "host-2-bbbb", LONG).await.unwrap().unwrap().render.id, &success(1))
+        .await
+        .unwrap();
+    assert_eq!(store.spare_slots(t0).await.unwrap(), 2, "ended: free again");
+    job_at(store, &user.id, &template.id, 4, t0, |_| {}).await;
+    assert_eq!(store.spare_slots(t0).await.unwrap(), -2, "work waits for slots");
 }
 
 /// A split render: its parts are claimed like renders, in order, counted in

@@ -275,6 +275,20 @@ impl SchedulerStore for Store {
         .await?)
     }
 
+    #[tracing::instrument(name = "store::spare_slots", level = "debug", skip_all)]
+    async fn spare_slots(&self, seen_since: i64) -> Result<i64> {
+        Ok(sqlx::query_scalar(&format!(
+            "{} SELECT CAST((SELECT COALESCE(SUM(slots), 0) FROM workers WHERE seen_at >= $1 AND out_since IS NULL) \
+             - (SELECT COUNT(*) FROM units u WHERE (u.status = 'started' AND u.lease_until > $2) \
+             OR (u.status = 'pending' AND u.not_before <= $2)) AS BIGINT)",
+            &*UNITS
+        ))
+        .bind(seen_since)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     #[tracing::instrument(name = "store::heartbeat_media", level = "debug", skip_all)]
     async fn heartbeat_media(&self, claimed: &MediaClaim, lease: Duration) -> Result<bool> {
         self.update_held(claimed, "lease_until = $1", now_ms() + lease.as_millis() as i64).await

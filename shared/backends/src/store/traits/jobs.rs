@@ -107,6 +107,11 @@ pub trait SchedulerStore {
     /// none is open.
     fn next_claim_at(&self) -> impl Future<Output = Result<Option<i64>>> + Send;
 
+    /// The farm's spare slots: those of the workers in rotation seen since `seen_since`
+    /// (Unix ms), less the units being worked on (leased) and those claimable now. Negative
+    /// when work waits for slots.
+    fn spare_slots(&self, seen_since: i64) -> impl Future<Output = Result<i64>> + Send;
+
     /// Extends the lease of `claimed`; `false` when the attempt is no longer the unit's
     /// (a later save asked for another version, or the lease ran out and another worker
     /// took it).

@@ -34,9 +34,10 @@ pub trait UsageStore {
 
 /// The workers of the farm, as they report themselves. (`workers.rs`)
 pub trait WorkerStore {
-    /// Records that worker `id` (started at `started_at`) is alive; whether it is out of
-    /// rotation (an operator may have taken it out or put it back meanwhile).
-    fn worker_seen(&self, id: &str, started_at: i64) -> impl Future<Output = Result<bool>> + Send;
+    /// Records that worker `id` (started at `started_at`, running `slots` units at once)
+    /// is alive; whether it is out of rotation (an operator may have taken it out or put it
+    /// back meanwhile).
+    fn worker_seen(&self, id: &str, started_at: i64, slots: u16) -> impl Future<Output = Result<bool>> + Send;
 
     /// Counts a render attempt of worker `id` that succeeded or failed on our side.
     fn worker_rendered(&self, id: &str, ok: bool) -> impl Future<Output = Result<()>> + Send;
