@@ -12,7 +12,7 @@ use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{now_ms, JobId, TemplateId};
 use reelfarm_domain::job::{JobRecord, NewJob, NewRender};
-use reelfarm_domain::output::{Format, Output};
+use reelfarm_domain::output::Output;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use serde_json::{Map, Value};
@@ -50,11 +50,7 @@ impl Farm {
             create_project: false,
             notifications: Vec::new(),
             output: Default::default(),
-            renders: vec![NewRender {
-                title: "Draft".into(),
-                template_variables: values,
-                ..self.costs(&estimate, &template, Format::Mp4)
-            }],
+            renders: vec![NewRender { title: "Draft".into(), template_variables: values, ..self.costs(&estimate) }],
             created_at: now_ms(),
         };
         match self.backends.store().create_job(&job, None).await? {

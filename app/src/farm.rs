@@ -3,8 +3,6 @@
 //! the modules of what they do (`templates`, `jobs`, `drafts`, `previews`, `template_edit`,
 //! `studio`).
 
-use std::time::Duration;
-
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::cost::Limits;
 use reelfarm_outbound::AllowEntry;
@@ -20,7 +18,6 @@ pub struct Farm {
     pub(crate) catalog: Catalog,
     pub(crate) voices: Voices,
     pub(crate) limits: Limits,
-    pub(crate) split_after: Duration,
     pub(crate) draft_minutes: Option<u32>,
     pub(crate) outbound_allow: Vec<AllowEntry>,
 }
@@ -35,7 +32,6 @@ impl Farm {
                 google: config.speech.google_tts_api_key.is_some(),
             },
             limits: config.render,
-            split_after: config.worker.split_after,
             draft_minutes: config.api.draft_minutes,
             outbound_allow: config.ops.outbound_allow.clone(),
         }

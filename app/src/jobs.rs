@@ -21,7 +21,7 @@ use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{now_ms, EntityId, GroupId, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::job::{JobRecord, NewJob, NewRender, ProjectRecord};
 use reelfarm_domain::notification::Notification;
-use reelfarm_domain::output::{Format, Output};
+use reelfarm_domain::output::Output;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
@@ -182,7 +182,7 @@ impl Farm {
                 metadata: value.metadata.clone(),
                 template_variables: value.template_variables.clone(),
                 project: project_of,
-                ..self.costs(&estimate, &applied, request.output.format)
+                ..self.costs(&estimate)
             });
             estimates.push(estimate);
         }
@@ -206,10 +206,10 @@ impl Farm {
     }
 
     /// A render's credits, CPU-milliseconds and video length from its `estimate`, and
-    /// whether it is a long unit of work (one worker renders `template` into `format`
-    /// whole, for long); the rest of the [`NewRender`] is left to fill.
-    pub fn costs(&self, estimate: &Estimate, template: &Template, format: Format) -> NewRender {
-        let whole = !cost::is_split(format, template.has_captions(), estimate.duration, self.split_after);
+    /// whether it is a long unit of work (one worker may render it whole, for long: even
+    /// one that may be split is rendered whole where splitting does not pay when it is
+    /// claimed); the rest of the [`NewRender`] is left to fill.
+    pub fn costs(&self, estimate: &Estimate) -> NewRender {
         NewRender {
             id: RenderId::generate(),
             external_id: String::new(),
@@ -220,7 +220,7 @@ impl Farm {
             credits: estimate.credits(),
             cost_ms: estimate.cpu_ms(),
             video_ms: (estimate.duration * 1000.0).round() as i64,
-            long_unit: whole && estimate.cpu_ms() > cost::LONG_UNIT_MS,
+            long_unit: estimate.cpu_ms() > cost::LONG_UNIT_MS,
         }
     }
 
