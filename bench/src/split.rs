@@ -9,7 +9,13 @@
 //! share every core, and a single render's compositor and x264 threads already use more
 //! than one). Each run's time is the job's creation to the video's end (server times), its
 //! CPU the processes' user + system time meanwhile. Bars: the split render in ≤ 0.6× the
-//! whole render's time, with ≤ 1.1× its CPU.
+//! whole render's time, with ≤ 1.1× its CPU. The split runs split only where it pays
+//! (`REELFARM_SPLIT_GAIN`'s default), as a farm does.
+//!
+//! Then a cheap long video (150 s of the same template at 480p, about 20 CPU-seconds)
+//! through the farm of two slots, splitting where it pays, against `reelfarm render` of
+//! it in one process: the farm must not be slower than 1.1× (chunks that do not pay are
+//! not made).
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +30,9 @@ use serde_json::json;
 /// The bars.
 const BAR_TIME: f64 = 0.6;
 const BAR_CPU: f64 = 1.1;
+const BAR_CHEAP: f64 = 1.1;
+/// Length of the cheap video.
+const CHEAP_SECONDS: u32 = 150;
 /// Chunk length of the split run.
 const CHUNK: &str = "10s";
 
@@ -43,8 +52,8 @@ pub async fn run(config: &Config, seconds: u32, rounds: u32) -> anyhow::Result<(
             if distributed { &[("all", "1", cores(0)), ("worker", "1", cores(1))] } else { &[("all", "2", None)] };
         let (mut whole, mut split) = (Vec::new(), Vec::new());
         for _ in 0..rounds.max(1) {
-            whole.push(measure(&store, &namespace, &user.id, &template, one, "0").await?);
-            split.push(measure(&store, &namespace, &user.id, &template, two, "60s").await?);
+            whole.push(measure(&store, &namespace, &user.id, &template, one, "0", Quality::P720).await?);
+            split.push(measure(&store, &namespace, &user.id, &template, two, "60s", Quality::P720).await?);
         }
         let (whole, split) = (Run::median(whole), Run::median(split));
         println!(
@@ -57,6 +66,20 @@ pub async fn run(config: &Config, seconds: u32, rounds: u32) -> anyhow::Result<(
         println!("  time  {time:.2}× the whole render's (bar ≤ {BAR_TIME}×): {}", verdict(time <= BAR_TIME));
         println!("  CPU   {cpu:.2}× the whole render's (bar ≤ {BAR_CPU}×): {}", verdict(cpu <= BAR_CPU));
     }
+    let cheap = long_template(&store, CHEAP_SECONDS).await?;
+    let two: &[(&str, &str, Option<usize>)] =
+        if distributed { &[("all", "1", None), ("worker", "1", None)] } else { &[("all", "2", None)] };
+    let (mut farm, mut alone) = (Vec::new(), Vec::new());
+    for _ in 0..rounds.max(1) {
+        farm.push(measure(&store, &namespace, &user.id, &cheap, two, "60s", Quality::P480).await?);
+        alone.push(Run { seconds: render_alone(&cheap.json, Quality::P480)?, cpu: 0.0 });
+    }
+    let (farm, alone) = (Run::median(farm).seconds, Run::median(alone).seconds);
+    println!("a cheap {CHEAP_SECONDS} s video at 480p:");
+    println!("  the farm, two slots:  {farm:>7.1} s");
+    println!("  reelfarm render:      {alone:>7.1} s");
+    let ratio = farm / alone;
+    println!("  the farm {ratio:.2}× reelfarm render (bar ≤ {BAR_CHEAP}×): {}", verdict(ratio <= BAR_CHEAP));
     if let Some(url) = &config.bus.amqp_url {
         reelfarm_backends::bus::delete_namespace(url, &namespace).await.context("deleting the bench's queues")?;
     }
@@ -91,9 +114,30 @@ impl Run {
     }
 }
 
+/// Seconds `reelfarm render` of this binary takes to render `json` at `quality` (one x264
+/// thread, as each worker slot here).
+fn render_alone(json: &str, quality: Quality) -> anyhow::Result<f64> {
+    let dir = tempfile::tempdir()?;
+    let template = dir.path().join("cheap.json");
+    std::fs::write(&template, json)?;
+    let started = Instant::now();
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .arg("render")
+        .arg(&template)
+        .args(["--quality", quality.as_str(), "-o"])
+        .arg(dir.path().join("cheap.mp4"))
+        .env("REELFARM_ENCODER_THREADS", "1")
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    if !status.success() {
+        bail!("reelfarm render failed: {status}");
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
 /// Starts the processes `roles` (role, worker slots, the core it is pinned to, if any)
 /// with splitting after `split_after` (`0`: never), renders one video of `template` at
-/// 720p and stops them.
+/// `quality` and stops them.
 async fn measure(
     store: &Store,
     namespace: &str,
@@ -101,6 +145,7 @@ async fn measure(
     template: &reelfarm_domain::template::stored::TemplateRecord,
     roles: &[(&str, &str, Option<usize>)],
     split_after: &str,
+    quality: Quality,
 ) -> anyhow::Result<Run> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut children = Vec::new();
@@ -125,7 +170,7 @@ async fn measure(
         // Settled after starting up.
         tokio::time::sleep(Duration::from_secs(1)).await;
         let cpu_before = cpu_of(&children);
-        let job = reelfarm_domain::job::NewJob { quality: Quality::P720, ..super::batch_job(user, template, 1) };
+        let job = reelfarm_domain::job::NewJob { quality, ..super::batch_job(user, template, 1) };
         let render = job.renders[0].id.clone();
         match store.create_job(&job, None).await? {
             JobCreation::Created => {}

@@ -254,6 +254,15 @@ impl RenderHandler {
                     if let Err(e) = self.backends.cache().set_render_progress(&render.id, percent).await {
                         tracing::debug!(error = %e, "render progress not recorded");
                     }
+                    if done + 1 == parts {
+                        // Every part but the join is done: this token takes the join at
+                        // once, where the join's own token would find it only at its next
+                        // look (up to CLAIM_POLL later). That token is then one too many,
+                        // and is acknowledged once nothing is open.
+                        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "last part before the join");
+                        self.rotation.rendered(true).await;
+                        return Step::Again;
+                    }
                     Ok(true)
                 }
                 Ok(None) => Ok(false),
