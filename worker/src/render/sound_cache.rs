@@ -120,7 +120,6 @@ const MIX: &str = "mix-3";
 /// The key of a mix of `tracks` lasting `samples` samples, encoded by `encoder` and
 /// brought to `loudness`; `None` when the sources are too big to hash or cannot be read
 /// (the render then encodes and reports a bad source itself).
-
 pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str, loudness: Option<f64>) -> Option<Key> {
     let mut total = 0u64;
     for track in tracks {
