@@ -39,7 +39,7 @@ const CHUNK: &str = "10s";
 pub async fn run(config: &Config, seconds: u32, rounds: u32) -> anyhow::Result<()> {
     let namespace = format!("bench{}", reelfarm_domain::token::random_base62(8).to_lowercase());
     let store = Store::connect(&config.storage.database_url).await?;
-    let user = store.create_user(&format!("bench-{namespace}"), None, i64::from(rounds) * 4).await?;
+    let user = store.create_user(&format!("bench-{namespace}"), None, i64::from(rounds.max(1)) * 12).await?;
     let template = long_template(&store, seconds).await?;
     let distributed = config.bus.amqp_url.is_some();
     println!("a {seconds} s 720p video, one x264 thread per worker slot; medians of {rounds} rounds");
@@ -181,10 +181,22 @@ async fn measure(
     }
     .await;
     for child in &mut children {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop(child);
     }
     result
+}
+
+/// Stops `child` as an operator would (SIGTERM: a worker signs its row off, so the next
+/// run's workers do not count its slots), killing it after 10 s.
+fn stop(child: &mut std::process::Child) {
+    // SAFETY: kill(2) on the pid of a child this process has not waited for yet.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Waits for `render` to succeed; its time from creation to end in seconds.

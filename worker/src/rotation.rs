@@ -95,7 +95,7 @@ impl Rotation {
     }
 
     /// Signs the worker's row every [`SEEN_EVERY`] and follows what an operator set, until
-    /// `shutdown`.
+    /// `shutdown`; then signs it with no slots.
     pub async fn keep(&self, shutdown: CancellationToken) {
         loop {
             match self.store.worker_seen(&self.worker_id, self.started_at, self.slots).await {
@@ -103,9 +103,14 @@ impl Rotation {
                 Err(e) => tracing::debug!(error = %e, "worker row not signed"),
             }
             tokio::select! {
-                () = shutdown.cancelled() => return,
+                () = shutdown.cancelled() => break,
                 () = tokio::time::sleep(SEEN_EVERY) => {}
             }
+        }
+        // Stopping: its slots are no longer the farm's (a killed worker's count until its
+        // row is older than the farm looks back).
+        if let Err(e) = self.store.worker_seen(&self.worker_id, self.started_at, 0).await {
+            tracing::debug!(error = %e, "worker row not signed off");
         }
     }
 
