@@ -81,12 +81,7 @@ fn the_bundle_renders_and_serves_with_its_own_libraries_only() {
 
     // `serve all` through bin/reelfarm: every shared object it maps is the bundle's.
     let data = dir.path().join("data");
-    let mut server = Command::new(root.join("bin/reelfarm"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("REELFARM_DATA_DIR", &data)
-        .env("REELFARM_LISTEN", "127.0.0.1:0")
-        .env("REELFARM_BOOTSTRAP", "off")
+    let mut server = super::reelfarm_at(&root.join("bin/reelfarm"), &data, 0)
         .args(["serve", "all"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -30,7 +30,12 @@ impl Drop for Server {
 }
 
 fn reelfarm(data_dir: &std::path::Path, port: u16) -> Command {
-    let mut cmd = Command::new(BIN);
+    reelfarm_at(std::path::Path::new(BIN), data_dir, port)
+}
+
+/// [`reelfarm`] of the executable `program` (the binary, or a bundle's script).
+fn reelfarm_at(program: &std::path::Path, data_dir: &std::path::Path, port: u16) -> Command {
+    let mut cmd = Command::new(program);
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("REELFARM_DATA_DIR", data_dir)
