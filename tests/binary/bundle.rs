@@ -3,9 +3,9 @@
 //! shared library from outside the bundle.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use super::{deployment, BIN};
+use super::BIN;
 
 /// `scripts/package` run on the test build: the bundle's directory.
 fn bundle(into: &Path) -> PathBuf {
@@ -81,18 +81,10 @@ fn the_bundle_renders_and_serves_with_its_own_libraries_only() {
 
     // `serve all` through bin/reelfarm: every shared object it maps is the bundle's.
     let data = dir.path().join("data");
-    let mut server = super::reelfarm_at(&root.join("bin/reelfarm"), &data, 0)
-        .args(["serve", "all"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = deployment::log_lines(&mut server, "all", None);
-    let base = deployment::api_address(&lines);
-    let (status, _) = super::get(&base, "/healthz", None);
-    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.id())).unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    let server = super::serve_all(super::reelfarm_at(&root.join("bin/reelfarm"), &data, 0));
+    let (status, _) = super::get(&server.base, "/healthz", None);
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", server.child.id())).unwrap();
+    drop(server);
     assert_eq!(status, 200);
     let outside: Vec<&str> = maps
         .lines()

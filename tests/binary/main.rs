@@ -65,13 +65,14 @@ fn start(data_dir: &std::path::Path) -> Server {
 
 /// `serve all` with more configuration.
 fn start_with(data_dir: &std::path::Path, env: &[(&str, &str)]) -> Server {
-    let mut child = reelfarm(data_dir, 0)
-        .envs(env.iter().copied())
-        .args(["serve", "all"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut command = reelfarm(data_dir, 0);
+    command.envs(env.iter().copied());
+    serve_all(command)
+}
+
+/// `command` with `serve all`, once it listens.
+fn serve_all(mut command: Command) -> Server {
+    let mut child = command.args(["serve", "all"]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let lines = deployment::log_lines(&mut child, "all", None);
     let base = deployment::api_address(&lines);
     Server { child, base }
