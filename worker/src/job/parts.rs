@@ -13,8 +13,7 @@
 
 use std::path::Path;
 
-use reelfarm_backends::store::SchedulerStore;
-use reelfarm_backends::store::{PartKind, PartRecord, PartStore};
+use reelfarm_backends::store::{PartKind, PartRecord, PartStore, SchedulerStore};
 use reelfarm_domain::cost::{is_split, split_pays, Estimate};
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::job::RenderRecord;
