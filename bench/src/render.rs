@@ -58,6 +58,11 @@ fn ffmpeg(args: &[&str]) -> anyhow::Result<()> {
 /// The inputs: a 12 s 1080p H.264 video, a 260×260 PNG logo with alpha, a 3000×2000 JPEG
 /// photo and a 12 s AAC bed.
 pub(super) fn inputs(dir: &Path) -> anyhow::Result<()> {
+    // The CLI's drawtext reads fonts from files: the faces our text uses, written out of
+    // the binary (so the bench runs from the release bundle, away from the repository).
+    for (name, bytes) in FONTS {
+        std::fs::write(dir.join(name), bytes)?;
+    }
     let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
     ffmpeg(&[
         "-f",
@@ -141,12 +146,17 @@ pub(super) struct Encoding {
     pub(super) args: &'static [&'static str],
 }
 
+/// The faces of the reference composition's text, for the CLI's `drawtext`: regular, bold.
+const FONTS: [(&str, &[u8]); 2] = [
+    ("LiberationSans-Regular.ttf", include_bytes!("../../fonts/LiberationSans-Regular.ttf")),
+    ("LiberationSans-Bold.ttf", include_bytes!("../../fonts/LiberationSans-Bold.ttf")),
+];
+
 /// The ffmpeg CLI arguments for the same composition at `height` (1080, 720 or 480),
 /// encoded as `encoding` says into `out`.
 pub(super) fn baseline_args(dir: &Path, height: u32, out: &Path, encoding: &Encoding) -> Vec<String> {
-    let fonts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fonts");
-    let regular = fonts.join("LiberationSans-Regular.ttf").display().to_string();
-    let bold = fonts.join("LiberationSans-Bold.ttf").display().to_string();
+    let regular = dir.join(FONTS[0].0).display().to_string();
+    let bold = dir.join(FONTS[1].0).display().to_string();
     let s = f64::from(height) / 1080.0;
     let (w, h) = (((1920.0 * s) as u32) & !1, height);
     let px = |v: f64| (v * s).round() as i64;
