@@ -204,7 +204,8 @@ async fn a_job_is_cancelled_from_its_console_page(mode: Mode) {
     let browser = Browser::start().await;
     sign_in(&app, &browser, &email).await;
     browser.goto(&format!("{}/console/jobs/{id}", app.address)).await;
-    assert_eq!(browser.texts("#job-status").await, ["started"]);
+    // Waited for, not read once: the video card's poll swaps the status in anew each second.
+    browser.wait_for_texts("#job-status", &["started"], Duration::from_secs(10)).await;
     browser.click_to_page("form.cancel button").await;
     browser.wait_for_texts("#job-status", &["cancelled"], Duration::from_secs(10)).await;
     assert_eq!(browser.texts(".video .status").await, ["cancelled"]);
