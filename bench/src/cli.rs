@@ -171,6 +171,16 @@ pub enum Bench {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// The farm's throughput by its slot count: one `serve all` in embedded mode of its
+    /// own, one x264 thread a slot, a fixed batch of the example templates at 480p.
+    Scale {
+        /// Slot counts to run, in order (the first is the speed-up's baseline).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+        slots: Vec<u16>,
+        /// Renders in the batch (the examples in turn).
+        #[arg(long, default_value_t = 56)]
+        renders: u32,
+    },
     /// Peak memory of the api while a large body streams through the signed upload into
     /// the configured blob store.
     Upload {

@@ -17,6 +17,7 @@ pub mod loadtest;
 pub mod lottie;
 pub mod preview;
 pub mod render;
+pub mod scale;
 pub mod split;
 mod stats;
 pub mod upload;
@@ -47,6 +48,7 @@ pub async fn run(bench: cli::Bench, config: &reelfarm_backends::Config) -> anyho
         Bench::Fairness { tries, long: true, .. } => fairness_long::run(config, tries).await,
         Bench::Fairness { renders, tries, long: false } => fairness::run(config, renders, tries).await,
         Bench::Split { seconds, rounds } => split::run(config, seconds, rounds).await,
+        Bench::Scale { slots, renders } => scale::run(&slots, renders).await,
     }
 }
 
@@ -153,4 +155,41 @@ pub fn serve(role: &str, port: u16, namespace: &str) -> anyhow::Result<std::proc
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null());
     Ok(command)
+}
+
+/// Stops `child` as an operator would (SIGTERM: a worker signs its row off, so the next
+/// run's workers do not count its slots), killing it after 10 s.
+pub fn stop(child: &mut std::process::Child) {
+    // SAFETY: kill(2) on the pid of a child this process has not waited for yet.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Waits for `render` to succeed (30 min at most): when it was made and when it ended
+/// (server times, Unix ms).
+pub async fn wait_success(
+    store: &reelfarm_backends::Store,
+    render: &reelfarm_domain::id::RenderId,
+) -> anyhow::Result<(i64, i64)> {
+    use reelfarm_backends::store::RenderStore;
+    use reelfarm_domain::status::RenderStatus;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1800);
+    loop {
+        let now = store.render(render).await?;
+        if now.status.is_final() {
+            let (Some(finished), RenderStatus::Success) = (now.finished_at, now.status) else {
+                anyhow::bail!("the render ended {:?}: {}", now.status, now.error.unwrap_or_default());
+            };
+            return Ok((now.created_at, finished));
+        }
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!("the render did not end within 30 minutes");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

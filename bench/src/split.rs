@@ -20,9 +20,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use reelfarm_backends::store::{JobCreation, JobStore, RenderStore, TemplateStore, UserStore};
+use reelfarm_backends::store::{JobCreation, JobStore, TemplateStore, UserStore};
 use reelfarm_backends::{Config, Store};
-use reelfarm_domain::id::{RenderId, TemplateId, UserId};
+use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::template::stored::NewTemplate;
 use serde_json::json;
@@ -176,45 +176,14 @@ async fn measure(
             JobCreation::Created => {}
             other => bail!("the bench's job was not created: {other:?}"),
         }
-        let ended = wait_ended(store, &render).await?;
-        Ok(Run { seconds: ended, cpu: cpu_of(&children) - cpu_before })
+        let (created, finished) = super::wait_success(store, &render).await?;
+        Ok(Run { seconds: (finished - created) as f64 / 1000.0, cpu: cpu_of(&children) - cpu_before })
     }
     .await;
     for child in &mut children {
-        stop(child);
+        super::stop(child);
     }
     result
-}
-
-/// Stops `child` as an operator would (SIGTERM: a worker signs its row off, so the next
-/// run's workers do not count its slots), killing it after 10 s.
-fn stop(child: &mut std::process::Child) {
-    // SAFETY: kill(2) on the pid of a child this process has not waited for yet.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Waits for `render` to succeed; its time from creation to end in seconds.
-async fn wait_ended(store: &Store, render: &RenderId) -> anyhow::Result<f64> {
-    let deadline = Instant::now() + Duration::from_secs(1800);
-    loop {
-        let now = store.render(render).await?;
-        if now.status.is_final() {
-            let (Some(finished), reelfarm_domain::status::RenderStatus::Success) = (now.finished_at, now.status) else {
-                bail!("the render ended {:?}: {}", now.status, now.error.unwrap_or_default());
-            };
-            return Ok((finished - now.created_at) as f64 / 1000.0);
-        }
-        if Instant::now() > deadline {
-            bail!("the render did not end within 30 minutes");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Makes `command`'s process (and every thread it starts) run on CPU `core` only.

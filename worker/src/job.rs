@@ -106,6 +106,8 @@ pub struct RenderHandler {
     /// The render queue's slots, and how many of them hold long units of work.
     slots: u16,
     long_units: std::sync::atomic::AtomicU16,
+    /// Wake-ups heard on the bus: a unit of work may have become claimable.
+    woken: tokio::sync::Notify,
 }
 
 impl RenderHandler {
@@ -139,6 +141,7 @@ impl RenderHandler {
             rotation,
             slots: config.worker.worker_slots,
             long_units: Default::default(),
+            woken: tokio::sync::Notify::new(),
         })
     }
 

@@ -60,7 +60,8 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
         consume(bus.clone(), Queue::Convert, config.worker.worker_slots, convert, shutdown.clone()),
         consume_renders(bus, config.worker.worker_slots, render.clone(), &rotation, &shutdown),
         rotation.keep(shutdown.clone()),
-        render.serve_previews(PREVIEW_SLOTS, shutdown.clone()),
+        render.clone().serve_previews(PREVIEW_SLOTS, shutdown.clone()),
+        render.listen_for_wakes(shutdown.clone()),
         sweep,
     );
     Ok(())

@@ -25,8 +25,11 @@ pub(super) const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How long a claimed render's attempt lives without its worker's heartbeat: a render
 /// whose worker died is claimed again this long after.
 pub(super) const LEASE: Duration = Duration::from_secs(10);
-/// Longest wait between two claims of a token while nothing can be claimed.
-pub(super) const CLAIM_POLL: Duration = Duration::from_millis(500);
+/// Longest wait between two claims of a token while nothing can be claimed and no wake-up
+/// came (one lost with a broker connection, say).
+pub(super) const IDLE_LOOK: Duration = Duration::from_secs(5);
+/// Wait before listening again for wake-ups after losing them.
+const LISTEN_AGAIN: Duration = Duration::from_secs(1);
 
 /// What became of a claimed render, for the token that claimed it.
 pub(super) enum Step {
@@ -74,9 +77,11 @@ impl RenderHandler {
     /// Spends the token `render.v1` (whose id names the render it was made for; the
     /// scheduler picks which render it claims): claims renders in the scheduler's order
     /// until one of them ends by this worker's hand. With nothing to claim while renders
-    /// are open — put back until their retry time, or started, whose worker may have died
-    /// with the token that claimed them spent on another render — it looks again every
-    /// [`CLAIM_POLL`]; only with no render open is the token one too many, and acknowledged.
+    /// are open — put back until their retry time, started, whose worker may have died with
+    /// the token that claimed them spent on another render, or a join waiting for its
+    /// parts — it looks again at the earliest retry time or lease end, or as soon as a
+    /// wake-up says a unit ended anywhere in the farm (at the latest after [`IDLE_LOOK`]);
+    /// only with no render open is the token one too many, and acknowledged.
     pub(super) async fn claim_and_render(&self, token: &Message) -> Outcome {
         let store = self.backends.store();
         loop {
@@ -84,6 +89,10 @@ impl RenderHandler {
             if self.rotation.is_out() || self.shutdown.is_cancelled() {
                 return self.hand_on(token).await;
             }
+            // Listening from before the claim: a unit ending meanwhile wakes this wait.
+            let woken = self.woken.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
             let long = self.long_slot();
             let work = match store.claim_work(&self.worker_id, LEASE, long.is_some()).await {
                 Ok(work) => work,
@@ -111,6 +120,11 @@ impl RenderHandler {
                 }
                 None => None,
             };
+            if step.is_some() {
+                // What waited for this unit (a join for its parts, a long unit for the
+                // slot) may be claimable now, here or on another worker.
+                self.wake_farm().await;
+            }
             match step {
                 Some(Step::Ended(outcome)) => return outcome,
                 Some(Step::Again) => continue,
@@ -118,12 +132,40 @@ impl RenderHandler {
             }
             let wait = match store.next_claim_at().await {
                 Ok(None) => return Outcome::Done,
-                Ok(Some(at)) => Duration::from_millis((at - now_ms()).clamp(20, CLAIM_POLL.as_millis() as i64) as u64),
+                Ok(Some(at)) => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(u64::MAX)).min(IDLE_LOOK),
                 Err(e) => return Outcome::Retry(format!("looking for renders: {e}")),
             };
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
+                () = woken => {}
                 () = self.shutdown.cancelled() => return self.hand_on(token).await,
+            }
+        }
+    }
+
+    /// Tells the farm's idle claims to look again. A wake-up that cannot be sent is only
+    /// late: they look on their own within [`IDLE_LOOK`].
+    async fn wake_farm(&self) {
+        if let Err(e) = self.backends.bus().wake().await {
+            tracing::debug!(error = %e, "a wake-up could not be sent");
+        }
+    }
+
+    /// Hears the farm's wake-ups until `shutdown`, waking this worker's idle claims.
+    pub(crate) async fn listen_for_wakes(&self, shutdown: CancellationToken) {
+        while !shutdown.is_cancelled() {
+            match self.backends.bus().wakes().await {
+                Ok(mut wakes) => loop {
+                    tokio::select! {
+                        heard = wakes.next() => if heard { self.woken.notify_waiters() } else { break },
+                        () = shutdown.cancelled() => return,
+                    }
+                },
+                Err(e) => tracing::debug!(error = %e, "not listening for wake-ups; trying again"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(LISTEN_AGAIN) => {}
+                () = shutdown.cancelled() => return,
             }
         }
     }
@@ -256,9 +298,9 @@ impl RenderHandler {
                     }
                     if done + 1 == parts {
                         // Every part but the join is done: this token takes the join at
-                        // once, where the join's own token would find it only at its next
-                        // look (up to CLAIM_POLL later). That token is then one too many,
-                        // and is acknowledged once nothing is open.
+                        // once, without waiting for the join's own token to be woken.
+                        // That token is then one too many, and is acknowledged once
+                        // nothing is open.
                         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "last part before the join");
                         self.rotation.rendered(true).await;
                         return Step::Again;

@@ -6,6 +6,7 @@
 //! - per queue a durable quorum queue `{queue}` with a delivery limit, dead-lettering to the
 //!   topic exchange `reelfarm.dlx` with routing key `{queue}.dead`, where the quorum queue
 //!   `{queue}.dead` collects them;
+//! - durable fanout exchange `reelfarm.wake` for wake-ups (`amqp_wakes`);
 //! - `x-consumer-timeout` (ms) above the longest job. RabbitMQ honours that argument from
 //!   3.12 on; older brokers accept and ignore it, and then the broker-wide
 //!   `consumer_timeout` of `rabbitmq.conf` (30 min by default) must be raised above the
@@ -34,16 +35,16 @@ use std::time::Duration;
 use futures::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions, BasicRejectOptions,
-    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+    ConfirmSelectOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{
-    Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, ExchangeKind,
-    PublisherConfirm,
+    Acker, BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer, PublisherConfirm,
 };
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
+use super::amqp_topology::Names;
 use super::*;
 
 /// Channels of the publishing connection, hence messages in flight at once.
@@ -64,6 +65,8 @@ pub(crate) struct AmqpBus {
     consumer: Mutex<Link<Arc<Connection>>>,
     /// The channel calls are sent on (opened on the first call, again after a loss).
     caller: Mutex<Option<Arc<super::amqp_calls::Caller>>>,
+    /// The channel wake-ups are sent on (opened on the first, again after a loss).
+    waker: Mutex<Option<Channel>>,
     closed: AtomicBool,
 }
 
@@ -113,6 +116,7 @@ impl AmqpBus {
             publisher: Mutex::new(Link::new()),
             consumer: Mutex::new(Link::new()),
             caller: Mutex::new(None),
+            waker: Mutex::new(None),
             closed: AtomicBool::new(false),
         };
         bus.publisher().await?;
@@ -306,6 +310,27 @@ impl BusBackend for AmqpBus {
         super::amqp_calls::serve(&connection, &self.names.call_queue(service), concurrency).await
     }
 
+    async fn wake(&self) -> Result<(), BusError> {
+        let channel = {
+            let mut waker = self.waker.lock().await;
+            match waker.as_ref().filter(|c| c.status().connected()) {
+                Some(channel) => channel.clone(),
+                None => {
+                    let publisher = self.publisher().await?;
+                    let channel = publisher.connection.create_channel().await.map_err(connection_error)?;
+                    *waker = Some(channel.clone());
+                    channel
+                }
+            }
+        };
+        super::amqp_wakes::wake(&channel, &self.names.wake_exchange).await
+    }
+
+    async fn wakes(&self) -> Result<Box<dyn Wakes>, BusError> {
+        let connection = self.consumer().await?;
+        super::amqp_wakes::listen(&connection, &self.names.wake_exchange).await
+    }
+
     fn acks_through_outbox(&self) -> bool {
         false
     }
@@ -469,121 +494,9 @@ impl Settler for AmqpSettler {
     }
 }
 
-/// Exchange and queue names of one namespace.
-struct Names {
-    prefix: String,
-    exchange: String,
-    dead_letter_exchange: String,
-}
-
-impl Names {
-    fn new(namespace: &str) -> Names {
-        let prefix = if namespace.is_empty() { String::new() } else { format!("{namespace}.") };
-        Names { exchange: format!("{prefix}reelfarm"), dead_letter_exchange: format!("{prefix}reelfarm.dlx"), prefix }
-    }
-
-    fn queue(&self, queue: Queue) -> String {
-        format!("{}{}", self.prefix, queue.name())
-    }
-
-    fn dead_queue(&self, queue: Queue) -> String {
-        format!("{}{}.dead", self.prefix, queue.name())
-    }
-
-    fn call_queue(&self, service: Service) -> String {
-        format!("{}call.{}", self.prefix, service.name())
-    }
-
-    /// Declares everything (idempotent while the arguments stay the same).
-    async fn declare(&self, connection: &Connection, options: &BusOptions) -> Result<(), BusError> {
-        let channel = connection.create_channel().await.map_err(connection_error)?;
-        let durable = ExchangeDeclareOptions { durable: true, ..ExchangeDeclareOptions::default() };
-        for exchange in [&self.exchange, &self.dead_letter_exchange] {
-            channel
-                .exchange_declare(exchange.as_str().into(), ExchangeKind::Topic, durable, FieldTable::default())
-                .await
-                .map_err(|e| declare_error("exchange", exchange, e))?;
-        }
-        let consumer_timeout_ms = i64::try_from(options.consumer_timeout.as_millis()).unwrap_or(i64::MAX);
-        for queue in Queue::ALL {
-            let dead_key = format!("{}.dead", queue.name());
-            let mut arguments = quorum();
-            arguments.insert("x-delivery-limit".into(), AMQPValue::LongLongInt(options.delivery_limit.into()));
-            arguments.insert(
-                "x-dead-letter-exchange".into(),
-                AMQPValue::LongString(self.dead_letter_exchange.as_str().into()),
-            );
-            arguments.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(dead_key.as_str().into()));
-            arguments.insert("x-consumer-timeout".into(), AMQPValue::LongLongInt(consumer_timeout_ms));
-            let name = self.queue(queue);
-            declare_queue(&channel, &name, arguments).await?;
-            bind(&channel, &name, &self.exchange, &format!("{}.#", queue.name())).await?;
-            let dead = self.dead_queue(queue);
-            declare_queue(&channel, &dead, quorum()).await?;
-            bind(&channel, &dead, &self.dead_letter_exchange, &dead_key).await?;
-        }
-        let _ = channel.close(200, "OK".into()).await;
-        Ok(())
-    }
-
-    async fn delete(&self, connection: &Connection) -> Result<(), BusError> {
-        use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
-        let channel = connection.create_channel().await.map_err(connection_error)?;
-        let queues = Queue::ALL.into_iter().flat_map(|q| [self.queue(q), self.dead_queue(q)]);
-        for name in queues.chain(Service::ALL.map(|s| self.call_queue(s))) {
-            channel
-                .queue_delete(name.as_str().into(), QueueDeleteOptions::default())
-                .await
-                .map_err(connection_error)?;
-        }
-        for exchange in [&self.exchange, &self.dead_letter_exchange] {
-            channel
-                .exchange_delete(exchange.as_str().into(), ExchangeDeleteOptions::default())
-                .await
-                .map_err(connection_error)?;
-        }
-        let _ = channel.close(200, "OK".into()).await;
-        Ok(())
-    }
-}
-
-fn quorum() -> FieldTable {
-    let mut arguments = FieldTable::default();
-    arguments.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
-    arguments
-}
-
-async fn declare_queue(channel: &Channel, name: &str, arguments: FieldTable) -> Result<(), BusError> {
-    let durable = QueueDeclareOptions { durable: true, ..QueueDeclareOptions::default() };
-    channel.queue_declare(name.into(), durable, arguments).await.map_err(|e| declare_error("queue", name, e))?;
-    Ok(())
-}
-
-async fn bind(channel: &Channel, queue: &str, exchange: &str, key: &str) -> Result<(), BusError> {
-    channel
-        .queue_bind(queue.into(), exchange.into(), key.into(), QueueBindOptions::default(), FieldTable::default())
-        .await
-        .map_err(|e| declare_error("binding of queue", queue, e))
-}
-
-fn declare_error(what: &str, name: &str, e: lapin::Error) -> BusError {
-    BusError::Connection(format!("declaring {what} {name}: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_prefixed_with_the_namespace() {
-        let names = Names::new("t1");
-        assert_eq!(names.exchange, "t1.reelfarm");
-        assert_eq!(names.dead_letter_exchange, "t1.reelfarm.dlx");
-        assert_eq!(names.queue(Queue::Render), "t1.render");
-        assert_eq!(names.dead_queue(Queue::Render), "t1.render.dead");
-        assert_eq!(Names::new("").queue(Queue::Convert), "convert");
-        assert_eq!(names.call_queue(Service::Preview), "t1.call.preview");
-    }
 
     #[test]
     fn delivery_count_reads_any_integer_header() {

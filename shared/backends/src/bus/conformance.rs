@@ -29,12 +29,14 @@ use reelfarm_domain::message::Message;
 
 mod calls;
 mod consumer;
+mod wakes;
 use crate::store::OutboxStore;
 use calls::calls_are_answered_once_and_time_out_unserved;
 use consumer::{
     consumer_settles_by_outcome_and_survives_a_panicking_handler, consumer_shutdown_waits_for_handlers_under_way,
     ScriptedHandler,
 };
+use wakes::wakes_reach_every_listener;
 
 const PATIENCE: Duration = Duration::from_secs(15);
 const QUIET: Duration = Duration::from_millis(400);
@@ -81,6 +83,7 @@ async fn suite(adapter: Adapter) {
     case!(adapter, 3, consumer_settles_by_outcome_and_survives_a_panicking_handler);
     case!(adapter, 5, consumer_shutdown_waits_for_handlers_under_way);
     case!(adapter, 5, calls_are_answered_once_and_time_out_unserved);
+    case!(adapter, 5, wakes_reach_every_listener);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{broadcast, mpsc, oneshot, Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::*;
@@ -48,6 +48,8 @@ pub(crate) struct LocalBus {
     store: Store,
     queues: HashMap<Queue, LocalQueue>,
     services: HashMap<Service, LocalService>,
+    /// Wake-ups, to every listener.
+    wakes: broadcast::Sender<()>,
     closed: CancellationToken,
 }
 
@@ -67,7 +69,9 @@ impl LocalBus {
                 (service, LocalService { tx, rx: Arc::new(Mutex::new(rx)) })
             })
             .collect();
-        LocalBus { options, store, queues, services, closed: CancellationToken::new() }
+        // A listener behind by more than one hears them as one (`Lagged`).
+        let (wakes, _) = broadcast::channel(1);
+        LocalBus { options, store, queues, services, wakes, closed: CancellationToken::new() }
     }
 
     fn queue(&self, queue: Queue) -> &LocalQueue {
@@ -120,6 +124,22 @@ impl BusBackend for LocalBus {
             unanswered: Arc::new(Semaphore::new(concurrency.max(1).into())),
             closed: self.closed.clone(),
         }))
+    }
+
+    async fn wake(&self) -> Result<(), BusError> {
+        if self.closed.is_cancelled() {
+            return Err(BusError::Closed);
+        }
+        // Nobody listening is no error: nobody waits.
+        let _ = self.wakes.send(());
+        Ok(())
+    }
+
+    async fn wakes(&self) -> Result<Box<dyn Wakes>, BusError> {
+        if self.closed.is_cancelled() {
+            return Err(BusError::Closed);
+        }
+        Ok(Box::new(LocalWakes { rx: self.wakes.subscribe(), closed: self.closed.clone() }))
     }
 
     fn acks_through_outbox(&self) -> bool {
@@ -267,5 +287,20 @@ impl Answerer for LocalAnswerer {
         // A caller that stopped waiting does not want it any more.
         let _ = self.answer.send(body);
         Ok(())
+    }
+}
+
+struct LocalWakes {
+    rx: broadcast::Receiver<()>,
+    closed: CancellationToken,
+}
+
+#[async_trait]
+impl Wakes for LocalWakes {
+    async fn next(&mut self) -> bool {
+        tokio::select! {
+            _ = self.closed.cancelled() => false,
+            heard = self.rx.recv() => !matches!(heard, Err(broadcast::error::RecvError::Closed)),
+        }
     }
 }

@@ -12,6 +12,11 @@
 //! frame), answered by one of the processes serving it, or by nobody within the caller's
 //! timeout. Nothing about a call is durable: a lost request is a timeout the caller sees,
 //! and a request that waited longer than its timeout is dropped unanswered.
+//!
+//! Wake-ups are the third: a broadcast to every process listening that a unit of work may
+//! have become claimable (a part ended, so its join may be next), so that the workers'
+//! idle claims look at once instead of polling. Not durable either: a listener that missed
+//! one looks again on its own a few seconds later.
 
 use std::sync::Arc;
 
@@ -23,6 +28,8 @@ use reelfarm_domain::message::{Envelope, Queue};
 pub(crate) mod amqp;
 pub use amqp::delete_namespace;
 mod amqp_calls;
+mod amqp_topology;
+mod amqp_wakes;
 mod local;
 
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +97,14 @@ pub trait Calls: Send {
     async fn next(&mut self) -> Option<Call>;
 }
 
+/// The wake-ups one listener hears (several close together may arrive as one).
+#[async_trait]
+pub trait Wakes: Send {
+    /// Waits for the next wake-up: `false` when the bus is closed or the connection was
+    /// lost (listen again). Cancel-safe.
+    async fn next(&mut self) -> bool;
+}
+
 /// What a consumer decided about a delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settle {
@@ -151,6 +166,10 @@ pub trait BusBackend: Send + Sync {
     async fn call(&self, service: Service, body: &[u8], timeout: std::time::Duration) -> Result<Vec<u8>, BusError>;
     /// Starts serving `service`, taking at most `concurrency` calls at a time.
     async fn serve(&self, service: Service, concurrency: u16) -> Result<Box<dyn Calls>, BusError>;
+    /// Sends a wake-up to every listener of every process, this one's included.
+    async fn wake(&self) -> Result<(), BusError>;
+    /// Starts listening for wake-ups.
+    async fn wakes(&self) -> Result<Box<dyn Wakes>, BusError>;
     async fn ready(&self) -> Result<(), BusError>;
     /// Stops consuming and closes connections.
     async fn close(&self);
@@ -231,6 +250,18 @@ impl Bus {
     #[tracing::instrument(name = "bus::serve", level = "debug", skip_all, fields(service = service.name()))]
     pub async fn serve(&self, service: Service, concurrency: u16) -> Result<Box<dyn Calls>, BusError> {
         self.backend.serve(service, concurrency).await
+    }
+
+    /// Tells every listening process that a unit of work may have become claimable.
+    #[tracing::instrument(name = "bus::wake", level = "debug", skip_all)]
+    pub async fn wake(&self) -> Result<(), BusError> {
+        self.backend.wake().await
+    }
+
+    /// Listens for [`Bus::wake`]s, from now on.
+    #[tracing::instrument(name = "bus::wakes", level = "debug", skip_all)]
+    pub async fn wakes(&self) -> Result<Box<dyn Wakes>, BusError> {
+        self.backend.wakes().await
     }
 
     #[tracing::instrument(name = "bus::ready", level = "debug", skip_all)]
