@@ -6,7 +6,7 @@
 //! (first line bold) fading in at 0.5 s, a PNG logo with alpha top-right; scene 2 a 3000×2000
 //! photo with a slow Ken Burns zoom and a caption; an audio bed with a 1 s fade-out;
 //! libx264 veryfast CRF 23, AAC, faststart.
-//! Bars: our wall time ≤ 1.1× the CLI's at 1080p and 720p; our peak RSS ≤ 400 MiB at 1080p.
+//! Bars: our wall time ≤ 0.75× the CLI's at 1080p and ≤ 0.70× at 720p; our peak RSS ≤ 354 MiB at 1080p.
 //! Our time is measured in process on a first render (the sound kept by earlier rounds is
 //! forgotten each round); a repeat render, whose sound is written from the kept packets
 //! as a worker's later renders of the template are, is shown beside it. Both peak RSS
@@ -23,10 +23,11 @@ use reelfarm_worker::render::{self, Quality, RenderSettings};
 
 use super::{mib, rss_of};
 
-/// Time bar: ours over the CLI's.
-const RATIO_BAR: f64 = 1.1;
-/// Memory bar of our render at 1080p.
-const RSS_BAR: u64 = 400 * 1024 * 1024;
+/// Time bars (issue: the engine): ours over the CLI's, at 1080p and at 720p.
+const RATIO_BAR_1080: f64 = 0.75;
+const RATIO_BAR_720: f64 = 0.70;
+/// Memory bar of our render at 1080p: not above what it was when the time bars were set.
+const RSS_BAR: u64 = 354 * 1024 * 1024;
 
 pub(super) const TEMPLATE: &str = r##"{"version":1,"name":"reference","canvas":{"width":1920,"height":1080,"fps":30,"background":"#000000"},
  "clips":[
@@ -310,7 +311,7 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
     let template = Template::from_json(TEMPLATE.as_bytes()).map_err(|e| anyhow!("reference template: {e}"))?;
     println!("best of {} round(s) per side; 10 s reference composition, libx264 veryfast CRF 23", rounds.max(1));
     println!(
-        "{:<7} {:>12} {:>8} {:>7} {:>9} {:>14} {:>14} {:>10}",
+        "{:<7} {:>12} {:>8} {:>7} {:>12} {:>14} {:>14} {:>10}",
         "case", "reelfarm s", "CLI s", "ratio", "time bar", "reelfarm RSS", "CLI RSS", "repeat s"
     );
     let mut failed = false;
@@ -326,20 +327,24 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
         let repeat = best(rounds, || ours(dir.path(), &template, quality, false), |d| d.as_nanos())?;
         let (cli_time, cli_rss) = best(rounds, || cli(dir.path(), height), |(d, _)| d.as_nanos())?;
         let ratio = ours_time.as_secs_f64() / cli_time.as_secs_f64();
-        // The bar is the issue's, at 1080p and 720p; 480p is shown for information.
-        let barred = height >= 720;
-        let pass = ratio <= RATIO_BAR;
-        failed |= barred && !pass;
+        // The bars are at 1080p and 720p; 480p is shown for information.
+        let bar = match height {
+            1080 => Some(RATIO_BAR_1080),
+            720 => Some(RATIO_BAR_720),
+            _ => None,
+        };
+        let pass = bar.is_none_or(|bar| ratio <= bar);
+        failed |= !pass;
         println!(
-            "{:<7} {:>12.2} {:>8.2} {:>6.2}× {:>9} {:>14} {:>14} {:>10.2}",
+            "{:<7} {:>12.2} {:>8.2} {:>6.2}× {:>12} {:>14} {:>14} {:>10.2}",
             format!("{height}p"),
             ours_time.as_secs_f64(),
             cli_time.as_secs_f64(),
             ratio,
-            match (barred, pass) {
-                (false, _) => "info",
-                (true, true) => "PASS",
-                (true, false) => "FAIL",
+            match (bar, pass) {
+                (None, _) => "info".to_string(),
+                (Some(bar), true) => format!("≤{bar}: PASS"),
+                (Some(bar), false) => format!("≤{bar}: FAIL"),
             },
             mib(ours_rss),
             mib(cli_rss),
@@ -372,7 +377,10 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
             );
         }
     }
-    println!("bars: time ≤ {RATIO_BAR}× the CLI's; {}", if failed { "some FAILED" } else { "all PASS" });
+    println!(
+        "bars: time ≤ {RATIO_BAR_1080}× the CLI's at 1080p, ≤ {RATIO_BAR_720}× at 720p; {}",
+        if failed { "some FAILED" } else { "all PASS" }
+    );
     Ok(())
 }
 

@@ -59,6 +59,8 @@ async fn measure(
         .env_remove("REELFARM_REDIS_URL")
         .env("REELFARM_WORKER_SLOTS", slots.to_string())
         .env("REELFARM_ENCODER_THREADS", "1")
+        // Its warnings on stopping would break the table; a failed render says why.
+        .stderr(std::process::Stdio::null())
         .spawn()
         .context("serve all")?;
     let result = async {

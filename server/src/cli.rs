@@ -42,6 +42,10 @@ pub struct RenderArgs {
     /// The loudness the sound is brought to, in LUFS (−70 to −5), over the template's.
     #[arg(long, allow_negative_numbers = true)]
     pub loudness: Option<f64>,
+    /// x264 threads (0: x264 chooses, about 1.5 per core), as a worker's
+    /// `REELFARM_ENCODER_THREADS`.
+    #[arg(long, env = "REELFARM_ENCODER_THREADS", default_value_t = 0)]
+    pub encoder_threads: u16,
 }
 
 /// A quality by the API's name; `--help` lists the names.

@@ -48,7 +48,8 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
             template.canvas.background
         );
     }
-    let settings = RenderSettings { quality: args.quality, output, ..RenderSettings::default() };
+    let settings =
+        RenderSettings { quality: args.quality, output, threads: args.encoder_threads, ..RenderSettings::default() };
     let out = args.output.clone();
     let thumb = args.output.with_extension(if output.format == Format::Jpg { "thumb.jpg" } else { "jpg" });
     let bar = ProgressBar::new(0).with_style(

@@ -123,12 +123,17 @@ impl Service {
     /// Once stopping, it names the tasks still running every few seconds.
     pub async fn wait(mut self) -> anyhow::Result<()> {
         let mut first_error = None;
-        let mut report = tokio::time::interval(STOP_REPORT_EVERY);
-        report.reset();
+        // Counted from the stop: tasks that end within STOP_REPORT_EVERY are not named.
+        let mut report: Option<tokio::time::Interval> = None;
         loop {
             let joined = tokio::select! {
                 joined = self.tasks.join_next() => joined,
-                _ = report.tick(), if self.shutdown.is_cancelled() => {
+                () = self.shutdown.cancelled(), if report.is_none() => {
+                    let start = tokio::time::Instant::now() + STOP_REPORT_EVERY;
+                    report = Some(tokio::time::interval_at(start, STOP_REPORT_EVERY));
+                    continue;
+                }
+                _ = async { report.as_mut().expect("set when stopping").tick().await }, if report.is_some() => {
                     tracing::warn!(waiting_for = ?self.running, "stopping: tasks still running");
                     continue;
                 }

@@ -81,6 +81,11 @@ pub struct VariableJson {
     /// `text`, `image`, `video` or `sound`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// What a value holds beyond its type, where the type does not say it all: `captions`
+    /// for a text variable whose value is the text of an SRT or WebVTT file (or its
+    /// address, or an array of `{start, end, text}` cues). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
     /// text: `multiline`, `minimum_length`, `maximum_length`; image: `width`, `height`
     /// (pixels); video: `width`, `height`, `duration` (seconds); sound: `duration`.
     #[schema(value_type = Object)]
@@ -120,7 +125,8 @@ fn variable_json(v: TemplateVariable) -> VariableJson {
         id: v.id.to_string(),
         name: v.name,
         weight: v.weight,
-        kind: v.kind.as_str().to_string(),
+        kind: v.kind.spec_type().to_string(),
+        format: v.kind.format().map(str::to_string),
         requirements: serde_json::to_value(&v.requirements).unwrap_or_default(),
         default: v.default,
         clip_id: v.clip_id,

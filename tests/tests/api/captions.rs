@@ -223,7 +223,12 @@ async fn subtitles_from_a_value_show_on_the_frames_of_their_cues(mode: Mode) {
         { "start": 1.0, "end": 2.0, "text": "First line" },
         { "start": 3.0, "end": 4.0, "text": "Second line" }
     ]);
-    for value in [json!({ "type": "captions", "value": srt }), json!(address), inline] {
+    // To clients the variable is text holding cues (its type one of the API's four).
+    let listed = json(app.get(&format!("/generator/v1/templates/{id}"), &token).await, 200).await;
+    let notes = listed["variables"].as_array().unwrap().iter().find(|v| v["id"] == NOTES).unwrap();
+    assert_eq!((&notes["type"], &notes["format"]), (&json!("text"), &json!("captions")), "{notes}");
+    // As such it takes the file's text as it is; the address of one; or the cues.
+    for value in [json!(srt), json!(address), inline] {
         let video = render(&app, &token, &job(id, json!({ NOTES: value }))).await;
         let cues = sidecar(&video, dir.path()).await;
         let got: Vec<(f64, f64, &str)> = cues.iter().map(|c| (c.start, c.end, c.text.as_str())).collect();
@@ -261,7 +266,7 @@ async fn captions_values_are_refused_naming_the_variable_and_line(mode: Mode) {
         (json!({ "type": "captions", "value": "1\n00:00:01,000 -> 00:00:02,000\nHi\n" }), "line 2"),
         (json!({ "type": "captions", "value": "WEBVTT\n\n00:02.000 --> 00:01.000\nBackwards\n" }), "line 3"),
         (json!([{ "start": 2.0, "end": 1.0, "text": "Backwards" }]), "cue 0 ends"),
-        (json!("not-an-address"), "http(s) address"),
+        (json!("not-an-address"), "line 1"),
         (json!("https://files.example/subtitles.mp4"), ".mp4"),
     ];
     for (value, said) in cases {

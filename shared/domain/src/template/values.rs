@@ -129,15 +129,19 @@ fn apply(layer: &mut Layer, value: &Value, catalog: &dyn Catalog) -> Result<(), 
 }
 
 /// The cues of a captions value: the address of a file, or cues (from an SRT or WebVTT
-/// text, or given one by one).
+/// text, plain or as `{"type": "captions", "value": …}`, or given one by one).
 fn captions_value(value: &Value) -> Result<(Option<Source>, Option<Vec<Cue>>), String> {
-    const FORMS: &str = "an http(s) address of an SRT or WebVTT file, {\"type\": \"captions\", \"value\": \
-                         \"<SRT or WebVTT text>\"} or an array of {\"start\", \"end\", \"text\"} cues";
+    const FORMS: &str = "an http(s) address of an SRT or WebVTT file, the text of one (plain, or as \
+                         {\"type\": \"captions\", \"value\": \"…\"}) or an array of {\"start\", \"end\", \"text\"} cues";
     match value {
-        Value::String(_) => match media_source(value, "captions file")? {
-            url @ Source::Url { .. } => Ok((Some(url), None)),
-            _ => Err(format!("expected {FORMS}")),
-        },
+        // One line with a scheme is an address; anything else is the file's text.
+        Value::String(text) if !text.trim().contains('\n') && text.contains("://") => {
+            match media_source(value, "captions file")? {
+                url @ Source::Url { .. } => Ok((Some(url), None)),
+                _ => Err(format!("expected {FORMS}")),
+            }
+        }
+        Value::String(text) => Ok((None, Some(captions_text(text)?))),
         Value::Object(object) => {
             if object.get("type").and_then(Value::as_str) != Some("captions") {
                 return Err(format!("expected {FORMS}"));
@@ -148,11 +152,7 @@ fn captions_value(value: &Value) -> Result<(Option<Source>, Option<Vec<Cue>>), S
             let Some(Value::String(text)) = object.get("value") else {
                 return Err("a captions value needs \"value\": the text of an SRT or WebVTT file".into());
             };
-            if text.len() > CAPTIONS_MAX_BYTES {
-                return Err(format!("the captions text is longer than {CAPTIONS_MAX_BYTES} bytes"));
-            }
-            let cues = crate::captions::parse(text).map_err(|e| format!("the captions text, {e}"))?;
-            Ok((None, Some(cues)))
+            Ok((None, Some(captions_text(text)?)))
         }
         Value::Array(_) => {
             let cues: Vec<Cue> = serde_json::from_value(value.clone()).map_err(|e| format!("expected {FORMS}: {e}"))?;
@@ -161,6 +161,14 @@ fn captions_value(value: &Value) -> Result<(Option<Source>, Option<Vec<Cue>>), S
         }
         _ => Err(format!("expected {FORMS}")),
     }
+}
+
+/// The cues of an SRT or WebVTT text.
+fn captions_text(text: &str) -> Result<Vec<Cue>, String> {
+    if text.len() > CAPTIONS_MAX_BYTES {
+        return Err(format!("the captions text is longer than {CAPTIONS_MAX_BYTES} bytes"));
+    }
+    crate::captions::parse(text).map_err(|e| format!("the captions text, {e}"))
 }
 
 /// The text-to-speech values among `values`, by the id of the sound layer they replace

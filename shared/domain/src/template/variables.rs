@@ -57,7 +57,25 @@ pub enum VariableType {
 }
 
 impl VariableType {
-    /// The type's name in the API: `text`, `image`, `video`, `sound`, `captions`.
+    /// The type as the API names it to clients: one of the four the API's specification
+    /// knows (`text`, `image`, `video`, `sound`), a captions layer's being `text` (its
+    /// value is an SRT or WebVTT text, or the address of such a file) with the
+    /// [`format`](VariableType::format) `captions`.
+    pub fn spec_type(self) -> &'static str {
+        match self {
+            VariableType::Captions => "text",
+            other => other.as_str(),
+        }
+    }
+
+    /// What a value holds beyond its [`spec_type`](VariableType::spec_type), where that
+    /// does not say it all: `captions` (cues) for a captions layer.
+    pub fn format(self) -> Option<&'static str> {
+        (self == VariableType::Captions).then_some("captions")
+    }
+
+    /// The type's own name (templates, the console): `text`, `image`, `video`, `sound`,
+    /// `captions`.
     pub fn as_str(self) -> &'static str {
         match self {
             VariableType::Text => "text",

@@ -96,6 +96,8 @@ fn a_captions_variable_lists_its_duration_and_default_cues() {
     let variables = template.variables(|_| String::new());
     let [notes] = variables.as_slice() else { panic!("{variables:?}") };
     assert_eq!((notes.kind, &notes.requirements), (VariableType::Captions, &Requirements::Sound { duration: 4.0 }));
+    // To clients, a text holding cues.
+    assert_eq!((notes.kind.spec_type(), notes.kind.format()), ("text", Some("captions")));
     assert_eq!(notes.default, "WEBVTT\n\n00:00:00.500 --> 00:00:01.500\nHi\n");
 }
 
@@ -109,8 +111,12 @@ fn captions_values_replace_the_cues() {
         Ok::<_, String>((c.speech, c.source, c.cues))
     };
     let hi = vec![Cue::new(1.0, 2.0, "Hi")];
-    let srt = json!({ "type": "captions", "value": "1\n00:00:01,000 --> 00:00:02,000\nHi\n" });
-    assert_eq!(apply(srt), Ok((None, None, Some(hi.clone()))));
+    let srt = "1\n00:00:01,000 --> 00:00:02,000\nHi\n";
+    assert_eq!(apply(json!({ "type": "captions", "value": srt })), Ok((None, None, Some(hi.clone()))));
+    // As a client that knows the variable as `text` sends it, a link in a cue included.
+    assert_eq!(apply(json!(srt)), Ok((None, None, Some(hi.clone()))));
+    let linked = "WEBVTT\n\n00:01.000 --> 00:02.000\nhttps://example.test\n";
+    assert_eq!(apply(json!(linked)), Ok((None, None, Some(vec![Cue::new(1.0, 2.0, "https://example.test")]))));
     assert_eq!(apply(json!([{ "start": 1.0, "end": 2.0, "text": "Hi" }])), Ok((None, None, Some(hi))));
     let url = Source::Url { url: "https://subs.test/a.vtt".into() };
     assert_eq!(apply(json!("https://subs.test/a.vtt")), Ok((None, Some(url), None)));
@@ -118,7 +124,8 @@ fn captions_values_replace_the_cues() {
         (json!({ "type": "captions", "value": "WEBVTT\nno blank line\n00:01.000 --> 00:02.000\nx" }), "line 3"),
         (json!({ "type": "captions", "value": 3 }), "needs \"value\""),
         (json!({ "type": "subtitles", "value": "" }), "expected an http(s) address"),
-        (json!("a1"), "expected an http(s) address"),
+        (json!("a1"), "the captions text, line 1"),
+        (json!("ftp://subs.test/a.vtt"), "only http:// and https://"),
         (json!([{ "start": 0, "end": 1 }]), "missing field `text`"),
         (json!(7), "expected an http(s) address"),
     ];

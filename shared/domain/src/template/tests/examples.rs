@@ -256,6 +256,13 @@ fn allowed(schema: &Value, definition: &str) -> BTreeSet<String> {
 const VARIABLE_TYPES: [VariableType; 5] =
     [VariableType::Text, VariableType::Image, VariableType::Video, VariableType::Sound, VariableType::Captions];
 
+#[test]
+fn clients_are_told_only_the_four_variable_types_of_the_api() {
+    for t in VARIABLE_TYPES {
+        assert!(["text", "image", "video", "sound"].contains(&t.spec_type()), "{t:?}");
+    }
+}
+
 fn variable_type(t: VariableType) -> VariableType {
     match t {
         VariableType::Text
