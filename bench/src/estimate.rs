@@ -4,7 +4,7 @@
 //! RSS. Each must be within a factor of 2 of what was measured.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
@@ -72,7 +72,7 @@ fn video_size(dir: &Path, source: &Source) -> Option<(u32, u32)> {
 fn measured(dir: &Path, file: &Path, quality: Quality) -> anyhow::Result<(f64, u64)> {
     let before = children_cpu();
     let started = Instant::now();
-    let child = Command::new(std::env::current_exe()?)
+    let child = super::this_binary()?
         .args(["render", "--quality", quality.as_str(), "-o"])
         .arg(dir.join("out.mp4"))
         .arg(file)

@@ -144,7 +144,7 @@ pub async fn wait_for_api(port: u16) -> anyhow::Result<()> {
 /// bus `namespace`, without the first-run bootstrap or the rate limit, logging warnings
 /// only. The caller adds its own settings, spawns it and kills it at the end.
 pub fn serve(role: &str, port: u16, namespace: &str) -> anyhow::Result<std::process::Command> {
-    let mut command = std::process::Command::new(std::env::current_exe()?);
+    let mut command = this_binary()?;
     command
         .args(["serve", role])
         .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"))
@@ -155,6 +155,21 @@ pub fn serve(role: &str, port: u16, namespace: &str) -> anyhow::Result<std::proc
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null());
     Ok(command)
+}
+
+/// A command running this binary again (a bench's child processes), also from the
+/// release bundle: there the bundled loader runs the binary, so the process's own
+/// executable is the loader, and the child goes through the bundle's `bin/reelfarm`.
+pub fn this_binary() -> anyhow::Result<std::process::Command> {
+    let exe = std::env::current_exe()?;
+    Ok(std::process::Command::new(bundle_script(&exe).unwrap_or(exe)))
+}
+
+/// The bundle's `bin/reelfarm` when `exe` is its loader (`lib/ld-linux…`).
+fn bundle_script(exe: &std::path::Path) -> Option<std::path::PathBuf> {
+    let name = exe.file_name()?.to_str()?;
+    let root = exe.parent()?.parent()?;
+    name.starts_with("ld-linux").then(|| root.join("bin/reelfarm"))
 }
 
 /// Stops `child` as an operator would (SIGTERM: a worker signs its row off, so the next
@@ -191,5 +206,17 @@ pub async fn wait_success(
             anyhow::bail!("the render did not end within 30 minutes");
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn a_child_of_the_bundle_runs_through_its_script() {
+        let loader = Path::new("/opt/reelfarm-0.1.0/lib/ld-linux-x86-64.so.2");
+        assert_eq!(super::bundle_script(loader), Some(Path::new("/opt/reelfarm-0.1.0/bin/reelfarm").to_path_buf()));
+        assert_eq!(super::bundle_script(Path::new("/usr/local/bin/reelfarm")), None);
     }
 }

@@ -273,7 +273,7 @@ fn ours(dir: &Path, template: &Template, quality: Quality, first: bool) -> anyho
 /// `reelfarm render` in a child process, for its peak RSS.
 fn ours_child(dir: &Path, height: u32) -> anyhow::Result<u64> {
     let started = Instant::now();
-    let child = Command::new(std::env::current_exe()?)
+    let child = super::this_binary()?
         .args(["render", "--quality", &format!("{height}p"), "-o"])
         .arg(dir.join(format!("child-{height}.mp4")))
         .arg(dir.join("reference.json"))

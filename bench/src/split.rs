@@ -121,7 +121,7 @@ fn render_alone(json: &str, quality: Quality) -> anyhow::Result<f64> {
     let template = dir.path().join("cheap.json");
     std::fs::write(&template, json)?;
     let started = Instant::now();
-    let status = std::process::Command::new(std::env::current_exe()?)
+    let status = super::this_binary()?
         .arg("render")
         .arg(&template)
         .args(["--quality", quality.as_str(), "-o"])

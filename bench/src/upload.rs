@@ -2,7 +2,7 @@
 //! of a separate `serve api` process and reports that process's peak resident memory.
 //! Bar (issue: asset libraries): ≤ 64 MiB resident while streaming 4 GiB into S3.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -20,7 +20,7 @@ pub async fn run(config: &Config, size_mib: u64) -> anyhow::Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let database_url = format!("sqlite://{}/bench.db", dir.path().display());
     // The api under test: same configuration (blob store!), its own port and database.
-    let mut child = Command::new(std::env::current_exe()?)
+    let mut child = super::this_binary()?
         .args(["serve", "api"])
         .env("REELFARM_LISTEN", format!("127.0.0.1:{port}"))
         .env_remove("REELFARM_PUBLIC_URL")

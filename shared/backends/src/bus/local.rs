@@ -69,7 +69,7 @@ impl LocalBus {
                 (service, LocalService { tx, rx: Arc::new(Mutex::new(rx)) })
             })
             .collect();
-        // A listener behind by more than one hears them as one (`Lagged`).
+        // One slot: a listener that fell behind hears what it missed as one or two.
         let (wakes, _) = broadcast::channel(1);
         LocalBus { options, store, queues, services, wakes, closed: CancellationToken::new() }
     }
