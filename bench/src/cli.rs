@@ -164,8 +164,8 @@ pub enum Bench {
     /// One long video on two workers, split into chunks, against one worker rendering it
     /// whole: time and CPU.
     Split {
-        /// Length of the video in seconds.
-        #[arg(long, default_value_t = 120)]
+        /// Length of the video in seconds (at least 2: its clips' animations last 2 s).
+        #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u32).range(2..))]
         seconds: u32,
         /// Runs of each kind (the medians are compared).
         #[arg(long, default_value_t = 3)]
