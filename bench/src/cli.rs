@@ -92,6 +92,10 @@ pub enum Bench {
         /// Runs of each side; the best is reported.
         #[arg(long, default_value_t = 1)]
         rounds: u32,
+        /// Writes the inputs (`reference.json` and its media) and the outputs into this
+        /// directory and keeps them, instead of a temporary one.
+        #[arg(long)]
+        keep: Option<PathBuf>,
     },
     /// The cost estimate of every example template beside its measured render
     /// (CPU-seconds and peak memory, each within 2×).

@@ -33,9 +33,9 @@ pub async fn run(bench: cli::Bench, config: &reelfarm_backends::Config) -> anyho
         Bench::Formats { rounds } => tokio::task::spawn_blocking(move || formats::run(rounds)).await?,
         Bench::Lottie { rounds } => tokio::task::spawn_blocking(move || lottie::run(rounds)).await?,
         Bench::Estimate { quality } => tokio::task::spawn_blocking(move || estimate::run(quality)).await?,
-        Bench::Render { quality, rounds } => {
+        Bench::Render { quality, rounds, keep } => {
             let heights = render::heights(&quality)?;
-            tokio::task::spawn_blocking(move || render::run(&heights, rounds)).await?
+            tokio::task::spawn_blocking(move || render::run(&heights, rounds, keep.as_deref())).await?
         }
         Bench::Jobs { seconds, connections, users } => jobs::run(config, seconds, connections, users).await,
         Bench::Bus { messages } => bus::run(config, messages).await,

@@ -304,10 +304,19 @@ const LOUDNESS_COST_GOAL: f64 = 0.03;
 /// Pairs of renders without and with the loudness target.
 const LOUDNESS_PAIRS: usize = 7;
 
-pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    println!("render bench: generating inputs in {}", dir.path().display());
-    inputs(dir.path())?;
+/// Runs the bench at `heights`; with `keep`, the inputs and outputs go there and stay
+/// (for profiling `reelfarm render` of its `reference.json`).
+pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<()> {
+    let temporary = tempfile::tempdir()?;
+    let dir = match keep {
+        Some(kept) => {
+            std::fs::create_dir_all(kept).with_context(|| format!("creating {}", kept.display()))?;
+            kept
+        }
+        None => temporary.path(),
+    };
+    println!("render bench: generating inputs in {}", dir.display());
+    inputs(dir)?;
     let template = Template::from_json(TEMPLATE.as_bytes()).map_err(|e| anyhow!("reference template: {e}"))?;
     println!("best of {} round(s) per side; 10 s reference composition, libx264 veryfast CRF 23", rounds.max(1));
     println!(
@@ -321,11 +330,11 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
     for &height in heights {
         let quality: Quality = format!("{height}p").parse()?;
         let (ours_time, ours_rss) = {
-            let t = best(rounds, || ours(dir.path(), &template, quality, true), |d| d.as_nanos())?;
-            (t, ours_child(dir.path(), height)?)
+            let t = best(rounds, || ours(dir, &template, quality, true), |d| d.as_nanos())?;
+            (t, ours_child(dir, height)?)
         };
-        let repeat = best(rounds, || ours(dir.path(), &template, quality, false), |d| d.as_nanos())?;
-        let (cli_time, cli_rss) = best(rounds, || cli(dir.path(), height), |(d, _)| d.as_nanos())?;
+        let repeat = best(rounds, || ours(dir, &template, quality, false), |d| d.as_nanos())?;
+        let (cli_time, cli_rss) = best(rounds, || cli(dir, height), |(d, _)| d.as_nanos())?;
         let ratio = ours_time.as_secs_f64() / cli_time.as_secs_f64();
         // The bars are at 1080p and 720p; 480p is shown for information.
         let bar = match height {
@@ -354,8 +363,8 @@ pub fn run(heights: &[u32], rounds: u32) -> anyhow::Result<()> {
         // the machine's drift weighs on both: the median of the pairs' ratios.
         let mut pairs = Vec::new();
         for _ in 0..LOUDNESS_PAIRS {
-            let plain = ours(dir.path(), &template, quality, true)?.as_secs_f64();
-            let loud = ours(dir.path(), &normalised, quality, true)?.as_secs_f64();
+            let plain = ours(dir, &template, quality, true)?.as_secs_f64();
+            let loud = ours(dir, &normalised, quality, true)?.as_secs_f64();
             pairs.push((loud / plain, plain, loud));
         }
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));

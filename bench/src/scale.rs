@@ -25,8 +25,9 @@ pub async fn run(slot_counts: &[u16], renders: u32) -> anyhow::Result<()> {
     for example in examples::EXAMPLES {
         templates.push(store.template(&examples::template_id(example.stem)).await?);
     }
-    let runs = u32::try_from(slot_counts.len())?;
-    let user = store.create_user("bench-scale", None, i64::from(renders * runs) * 20).await?;
+    // Credits enough for every run's renders.
+    let credits = i64::from(renders).saturating_mul(i64::try_from(slot_counts.len())?).saturating_mul(20);
+    let user = store.create_user("bench-scale", None, credits).await?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("{renders} renders at 480p of the {} examples; {cores} cores ({})", templates.len(), cpu_model());
     println!("{:>6} {:>10} {:>13} {:>9}", "slots", "seconds", "renders/min", "speed-up");
