@@ -50,6 +50,14 @@ impl ApiError {
         e
     }
 
+    /// The same error with its field errors (if it has any) passed through `rename`.
+    pub fn rename_fields(self, rename: impl FnOnce(Vec<FieldError>) -> Vec<FieldError>) -> ApiError {
+        if self.body.errors.is_empty() {
+            return self;
+        }
+        ApiError::validation(rename(self.body.errors))
+    }
+
     /// 401: missing, unknown, revoked or expired token.
     pub fn unauthorized(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, ErrorKey::Unauthorized, message)

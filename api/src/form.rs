@@ -31,6 +31,20 @@ pub async fn read_json<T: DeserializeOwned>(req: &HttpRequest, payload: web::Pay
     serde_json::from_slice(&body).map_err(|e| ApiError::invalid_request(format!("Malformed JSON body: {e}")))
 }
 
+/// Reads a `text/csv` body (its bytes: the reader checks the encoding).
+pub async fn read_csv(req: &HttpRequest, payload: web::Payload) -> Result<web::BytesMut, ApiError> {
+    let body = whole(payload, "CSV").await?;
+    if !media_type_is(req, |t| t == "text/csv") {
+        return Err(ApiError::invalid_request("Content-Type must be text/csv"));
+    }
+    Ok(body)
+}
+
+/// The whole body as it is, at most [`MAX_BODY_BYTES`] (`kind` names it in the error).
+pub async fn read_bytes(payload: web::Payload, kind: &str) -> Result<web::BytesMut, ApiError> {
+    whole(payload, kind).await
+}
+
 /// The whole body, at most [`MAX_BODY_BYTES`].
 async fn whole(mut payload: web::Payload, kind: &str) -> Result<web::BytesMut, ApiError> {
     let mut body = web::BytesMut::new();

@@ -11,9 +11,13 @@ use crate::error::ApiError;
 
 /// Served routes that the document shows differently or not at all: the stored files'
 /// key spans several segments (the document shows it as one parameter), and the document
-/// itself and the static images are not API operations.
-const UNDOCUMENTED: [(&str, &[&str]); 3] =
-    [("/files/{key:.*}", &["GET", "HEAD"]), ("/openapi.json", &["GET"]), ("/static/{name}", &["GET"])];
+/// itself, the static images and the MCP endpoint are not API operations.
+const UNDOCUMENTED: [(&str, &[&str]); 4] = [
+    ("/files/{key:.*}", &["GET", "HEAD"]),
+    ("/mcp", &["GET", "POST", "DELETE"]),
+    ("/openapi.json", &["GET"]),
+    ("/static/{name}", &["GET"]),
+];
 
 /// The order methods are listed in.
 const METHODS: [&str; 6] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];

@@ -27,6 +27,7 @@ mod form;
 mod ids;
 mod known_paths;
 mod limits;
+mod mcp;
 mod nul;
 mod openapi;
 mod pagination;
@@ -102,6 +103,7 @@ impl Application {
         let state = web::Data::new(AppState::new(config, backends));
         let in_flight = web::Data::new(InFlight::default());
         let counted = in_flight.clone();
+        let mcp = web::Data::new(mcp::Mcp::new(state.clone()));
         let server = HttpServer::new(move || {
             let (app, openapi) = App::new()
                 .into_utoipa_app()
@@ -115,8 +117,10 @@ impl Application {
                 .split_for_parts();
             app.app_data(web::Data::new(known_paths::KnownPaths::new(&openapi)))
                 .app_data(web::Data::new(OpenApiJson(openapi::finish(&openapi))))
+                .app_data(mcp.clone())
                 .service(openapi_json)
                 .service(static_file)
+                .service(mcp::endpoint)
                 .service(console::scope(console_policy.clone()))
                 .route("/", web::get().to(console::root))
                 .default_service(web::to(known_paths::unmatched))

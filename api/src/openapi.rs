@@ -15,7 +15,13 @@ use crate::routes::bodies;
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "reelfarm", description = "Media libraries and template-driven video rendering"),
+    // The workspace's licence, named as OpenAPI 3.1 asks (utoipa would take the api crate's,
+    // which is unset, and write an empty name that generators refuse).
+    info(
+        title = "reelfarm",
+        description = "Media libraries and template-driven video rendering",
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
+    ),
     modifiers(&BearerAuth),
     components(schemas(error::ErrorBody, error::FieldError))
 )]
@@ -68,13 +74,13 @@ fn error_answer(description: &str) -> Value {
 }
 
 /// 401 and 429 for every authenticated operation (the rate limit is per token), 400 and
-/// 413 for every one with a JSON or form body, 503 for both kinds (they read the metadata
+/// 413 for every one with a JSON, form or CSV body, 503 for both kinds (they read the metadata
 /// store).
 fn add_common_answers(operation: &mut Map<String, Value>) {
     let authenticated = operation.get("security").and_then(Value::as_array).is_some_and(|s| !s.is_empty());
-    // JSON and form bodies are read whole, within a limit; uploads stream within limits of
+    // JSON, form and CSV bodies are read whole, within a limit; uploads stream within limits of
     // their own (declared on their operation).
-    let has_body = ["application/json", "application/x-www-form-urlencoded"].iter().any(|t| {
+    let has_body = ["application/json", "application/x-www-form-urlencoded", "text/csv"].iter().any(|t| {
         operation.get("requestBody").and_then(|b| b.pointer(&format!("/content/{}", t.replace('/', "~1")))).is_some()
     });
     let reads_store = authenticated || operation.contains_key("requestBody");

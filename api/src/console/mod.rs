@@ -21,6 +21,7 @@ use crate::error::ApiError;
 mod accounts;
 mod admin;
 mod assets;
+mod batch;
 mod developer;
 mod jobs;
 mod libraries;
@@ -68,6 +69,7 @@ pub fn scope(
         .service(templates::templates_page)
         .service(templates::template_page)
         .service(templates::render)
+        .service(batch::batch)
         .service(studio::studio)
         .service(studio::edit_document)
         .service(studio::frame)

@@ -8,6 +8,7 @@ use reelfarm_domain::asset::AssetKind;
 use reelfarm_domain::id::TemplateId;
 use reelfarm_domain::template::{rich, Requirements, TemplateVariable, VariableType};
 
+use super::batch::BatchForm;
 use super::render_form::{self, Fields, Problems};
 use super::visitor::SignedIn;
 use super::{html, see_other, Chrome, ConsoleError};
@@ -26,9 +27,9 @@ const CHOICES: u32 = 200;
 
 /// What a form sent again after it was changed hears (its idempotency key made a job
 /// from the first sending).
-const SENT_ALREADY: &str = "This form made a video already; open the template again to make another";
+pub(super) const SENT_ALREADY: &str = "This form made a video already; open the template again to make another";
 
-type Answer = Result<HttpResponse, ConsoleError>;
+pub(super) type Answer = Result<HttpResponse, ConsoleError>;
 
 /// A problem of the form as a whole.
 fn problem(message: &str) -> Problems {
@@ -123,7 +124,7 @@ struct VoiceChoice {
 
 #[derive(Template)]
 #[template(path = "console/template.html")]
-struct TemplatePage {
+pub(super) struct TemplatePage {
     chrome: Chrome,
     id: String,
     name: String,
@@ -155,6 +156,8 @@ struct TemplatePage {
     problems: Problems,
     /// The idempotency key of this form: sending it twice makes one job.
     attempt: String,
+    /// The spreadsheet form.
+    pub(super) batch: BatchForm,
 }
 
 impl TemplatePage {
@@ -173,7 +176,7 @@ pub async fn template_page(state: web::Data<AppState>, visitor: SignedIn, id: we
 }
 
 /// The template page with its form filled in with `form`, showing `problems`.
-async fn template_form(
+pub(super) async fn template_form(
     state: &AppState,
     visitor: &SignedIn,
     id: &TemplateId,
@@ -240,6 +243,7 @@ async fn template_form(
         callback: field("callback"),
         problems,
         attempt: field("attempt"),
+        batch: BatchForm { attempt: reelfarm_domain::token::random_base62(24), ..BatchForm::default() },
     })
 }
 

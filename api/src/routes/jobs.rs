@@ -253,13 +253,102 @@ pub async fn create(
     let respond = |job: &JobRecord| {
         serde_json::to_string(&JobOrQuote::Job(JobJson::new(job, &HashMap::new(), &state))).expect("jobs serialize")
     };
+    Ok(created_response(services::jobs::create(&state, &caller, &body, key.as_deref(), respond).await?))
+}
+
+/// The answer to a job's creation: the job as created (the first answer again for a
+/// replayed request), or what it would cost.
+fn created_response(created: Created) -> HttpResponse {
     let mut response = HttpResponse::Ok();
     response.content_type("application/json");
-    Ok(match services::jobs::create(&state, &caller, &body, key.as_deref(), respond).await? {
+    match created {
         Created::New(body) => response.body(body),
         Created::Replayed(first) => response.insert_header((IDEMPOTENT_REPLAYED.clone(), "true")).body(first),
         Created::Quote(quote) => response.json(JobOrQuote::Quote(QuoteJson::of(&quote))),
-    })
+    }
+}
+
+/// Options of a job from a spreadsheet, as the JSON body's `options` has them, and a
+/// callback address.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BatchQuery {
+    /// `default`, `480p`, `720p` or `1080p`.
+    #[param(inline, value_type = Option<String>, pattern = "^(default|480p|720p|1080p)$")]
+    quality: Option<String>,
+    /// `low`, `normal` or `high`.
+    #[param(inline, value_type = Option<String>, pattern = "^(low|normal|high)$")]
+    priority: Option<String>,
+    /// `mp4`, `webm`, `gif`, `mov`, `jpg` or `png`.
+    #[param(inline, value_type = Option<String>, pattern = "^(mp4|webm|gif|mov|jpg|png)$")]
+    format: Option<String>,
+    /// Answer what the job would cost and create nothing.
+    dry_run: Option<bool>,
+    /// Receives each video's body when it ends (spec §6.1).
+    #[param(value_type = Option<String>, pattern = "^https?://[!-~]+$")]
+    callback: Option<String>,
+}
+
+/// Starts a job from a spreadsheet (an addition): a CSV file whose header row names the
+/// columns (variables by name or id, `external_id`, `title`) and whose every other row is
+/// one video; UTF-8 with or without a byte order mark, separated by commas, semicolons or
+/// tabs. An empty cell keeps the template's content. The job is the one `POST
+/// /generator/v1/jobs` would make of the same values, with the same limits and credits,
+/// and answers the same body; a problem names its row and column (`values[ROW].COLUMN`).
+#[utoipa::path(
+    tag = "jobs",
+    request_body(content = String, content_type = "text/csv",
+        description = "Header row, then one row per video (at most 1000)"),
+    params(("id" = String, Path, description = "Template id"), BatchQuery,
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+        description = "1 to 255 visible ASCII characters; makes a retried request safe for 24 hours")),
+    responses(
+        (status = 200, body = JobOrQuote, description = "The job, or with dry_run what it would cost"),
+        (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 402, body = ErrorBody, description = "The credits do not cover the renders"),
+        (status = 404, body = ErrorBody, description = "Unknown template"),
+        (status = 409, body = ErrorBody, description = "Idempotency-Key reused with another body"),
+    ),
+    security(("bearer" = []))
+)]
+#[post("/generator/v1/templates/{id}/jobs")]
+pub async fn create_from_csv(
+    state: web::Data<AppState>,
+    caller: Caller,
+    req: HttpRequest,
+    id: web::Path<String>,
+    query: web::Query<BatchQuery>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let key = idempotency_key(&req)?;
+    let template_id = ids::in_path::<TemplateId>(&id)?;
+    let csv = crate::form::read_csv(&req, payload).await?;
+    let query = query.into_inner();
+    let mut options = serde_json::Map::new();
+    for (name, given) in [("quality", query.quality), ("priority", query.priority), ("format", query.format)] {
+        if let Some(given) = given {
+            options.insert(name.into(), Value::String(given));
+        }
+    }
+    if let Some(dry_run) = query.dry_run {
+        options.insert("dry_run".into(), Value::Bool(dry_run));
+    }
+    let notifications: Vec<Value> = query
+        .callback
+        .into_iter()
+        .map(|url| serde_json::json!({"type": "callback", "payload": {"url": url}}))
+        .collect();
+    let request = serde_json::Map::from_iter([
+        ("options".to_string(), Value::Object(options)),
+        ("notifications".to_string(), Value::Array(notifications)),
+    ]);
+    let respond = |job: &JobRecord| {
+        serde_json::to_string(&JobOrQuote::Job(JobJson::new(job, &HashMap::new(), &state))).expect("jobs serialize")
+    };
+    let created =
+        services::jobs::create_from_csv(&state, &caller, &template_id, &csv, request, key.as_deref(), respond).await?;
+    Ok(created_response(created))
 }
 
 /// The `Idempotency-Key` header: 1–255 visible ASCII characters.

@@ -51,6 +51,7 @@ pub(crate) fn configure(cfg: &mut ServiceConfig, with_ops: bool) {
         .service(templates::draft)
         .service(templates::fonts)
         .service(jobs::create)
+        .service(jobs::create_from_csv)
         .service(jobs::get)
         .service(jobs::cancel)
         .service(jobs::list)

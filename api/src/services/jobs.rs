@@ -2,11 +2,13 @@
 //! [`JobRequest`](reelfarm_app::jobs::JobRequest) (every structural problem named), then
 //! the use case (`reelfarm_app::jobs`).
 
+pub mod batch;
 mod output;
 pub(crate) mod request;
 
 use reelfarm_app::jobs::IdempotencyKey;
-use serde_json::Value;
+use reelfarm_domain::id::TemplateId;
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 pub use reelfarm_app::jobs::{Created, JobView, Quote};
@@ -34,4 +36,25 @@ pub async fn create(
         .unwrap_or_default();
     let idempotency = idempotency_key.map(|key| IdempotencyKey { key, request_hash: &request_hash });
     Ok(state.farm.create(&caller.user, request, idempotency, respond).await?)
+}
+
+/// Creates a job of one video per row of a CSV file ([`batch`]) for the template
+/// `template_id`, as [`create`] would from the same values with the rest of the request
+/// in `request` (`options`, `notifications`); its problems name the file's rows and
+/// columns.
+pub async fn create_from_csv(
+    state: &AppState,
+    caller: &Caller,
+    template_id: &TemplateId,
+    csv: &[u8],
+    mut request: Map<String, Value>,
+    idempotency_key: Option<&str>,
+    respond: impl FnOnce(&JobRecord) -> String,
+) -> Result<Created> {
+    let template = state.farm.template(&caller.user.id, template_id).await?;
+    let sheet = batch::Sheet::read(csv, &template.variables(state.backends.blobs())).map_err(ApiError::validation)?;
+    request.insert("template_id".into(), json!(template_id.as_str()));
+    request.insert("values".into(), json!(sheet.values()));
+    let body = Value::Object(request);
+    create(state, caller, &body, idempotency_key, respond).await.map_err(|e| e.rename_fields(|f| sheet.rename(f)))
 }

@@ -94,6 +94,34 @@ document.addEventListener("DOMContentLoaded", () => {
   });
 });
 
+// Spreadsheets: a CSV file chosen or dropped on a template page is read into the form's
+// text (which can also be pasted) and its first rows are asked for at once.
+document.addEventListener("DOMContentLoaded", () => {
+  const zone = document.querySelector("[data-csv-zone]");
+  if (!zone) return;
+  const form = zone.closest("form");
+  const text = form.querySelector("[data-csv-text]");
+  const show = (file) =>
+    file.text().then((content) => {
+      text.value = content;
+      form.requestSubmit(form.querySelector("[data-csv-preview]"));
+    });
+  const input = zone.querySelector("[data-csv-file]");
+  input.addEventListener("change", () => {
+    if (input.files.length) show(input.files[0]);
+  });
+  zone.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    zone.classList.add("over");
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    if (event.dataTransfer.files.length) show(event.dataTransfer.files[0]);
+  });
+});
+
 // Studio. Edits are htmx requests (the studio's hx-* attributes): one after the other
 // (`hx-sync` queues them), each naming the selection and the revision of the working copy
 // when it is sent (`hx-include`), each answer morphed into #editor, so the focused field

@@ -1,6 +1,6 @@
 //! The console's templates, jobs and developer portal in a real browser: a video made from
 //! a template's render form plays; markup in a value stays text; a callback is
-//! redelivered; a voice-over is spoken with a voice from the list; the webhook secret
+//! redelivered; a spreadsheet shows its rows and renders a video per row; a voice-over is spoken with a voice from the list; the webhook secret
 //! rotates; the API reference lists the operations.
 
 use std::time::Duration;
@@ -123,6 +123,29 @@ async fn a_video_rendered_from_the_form_plays_and_its_callback_is_redelivered(mo
     browser.goto(&format!("{}/console/account", app.address)).await;
     assert_eq!(browser.text("#credits").await, "6");
     assert!(browser.text("#month-videos").await.starts_with("1 made"), "{}", browser.text("#month-videos").await);
+
+    // A spreadsheet: a bad header is named; a chosen file shows its rows, then renders.
+    browser.goto(&format!("{}/console/templates/{}", app.address, template.id)).await;
+    browser.fill("textarea[name=csv]", "Headline;Price\nHi;3\n").await;
+    browser.click_to_page("[data-csv-preview]").await;
+    let problems = browser.texts("#batch-problems li").await;
+    assert!(problems[0].starts_with("header: column 2: \"Price\" is no variable"), "{problems:?}");
+    let sheet = dir.path().join("rows.csv");
+    std::fs::write(&sheet, "\u{feff}headline;title\r\nFirst row;One\r\n;Two\r\n").unwrap();
+    browser.choose_files("#csv-file", &[&sheet]).await;
+    browser
+        .wait_for_texts(
+            "#batch-preview caption",
+            &["The first 2 of 2 videos, as they will be rendered"],
+            Duration::from_secs(10),
+        )
+        .await;
+    assert_eq!(browser.texts("#batch-preview td").await, ["First row", "One", "the template's", "Two"]);
+    browser.assert_accessible().await;
+    keep_screenshot(&browser, "spreadsheet").await;
+    browser.click_to_page("#batch-send").await;
+    browser.path_when(|p| p.starts_with("/console/jobs/")).await;
+    browser.wait_for_texts(".video .status", &["success", "success"], Duration::from_secs(90)).await;
 }
 
 /// A 160×120, 1.5 s template with one sound variable (silence by default).

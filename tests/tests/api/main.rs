@@ -4,6 +4,7 @@
 mod abuse;
 mod animations;
 mod assets;
+mod batches;
 mod cancel;
 mod captions;
 mod console;

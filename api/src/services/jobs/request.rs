@@ -21,7 +21,7 @@ use crate::body::Sent;
 use crate::error::FieldError;
 
 /// Most `values` elements (renders) one job may have.
-pub const MAX_VALUES: usize = 100;
+pub const MAX_VALUES: usize = 1000;
 /// Most notifications one job may have.
 pub const MAX_NOTIFICATIONS: usize = 20;
 /// Most e-mails one job may cause: the addresses of its e-mail notifications, each sent

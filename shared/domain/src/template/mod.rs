@@ -34,4 +34,4 @@ pub use types::{
     Animation, Canvas, Clip, Direction, Duck, Easing, Rect, Soundtrack, Source, Template, Transition, DUCK_MAX_DB,
     DUCK_MAX_RAMP, LOUDNESS_RANGE, VERSION,
 };
-pub use variables::{Requirements, TemplateVariable, VariableType};
+pub use variables::{variable_by_key, Requirements, TemplateVariable, VariableType};

@@ -45,6 +45,24 @@ pub struct TemplateVariable {
     pub clip_id: String,
 }
 
+/// The variable a client names by `key`: its id, or its name (case and surrounding space
+/// ignored) where no other variable has the same one. The error says why none is found.
+pub fn variable_by_key<'a>(variables: &'a [TemplateVariable], key: &str) -> Result<&'a TemplateVariable, String> {
+    let key = key.trim();
+    if let Some(variable) = variables.iter().find(|v| v.id.to_string().eq_ignore_ascii_case(key)) {
+        return Ok(variable);
+    }
+    let mut named = variables.iter().filter(|v| v.name.trim().to_lowercase() == key.to_lowercase());
+    match (named.next(), named.next()) {
+        (Some(variable), None) => Ok(variable),
+        (Some(_), Some(_)) => Err(format!("{key:?} names several variables of this template; use a variable id")),
+        (None, _) => {
+            let names: Vec<&str> = variables.iter().map(|v| v.name.as_str()).collect();
+            Err(format!("{key:?} is no variable of this template (its variables: {})", names.join(", ")))
+        }
+    }
+}
+
 /// The type of a variable, from its layer's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -86,3 +86,21 @@ fn a_variable_layer_is_found_by_its_id() {
     assert_eq!((clip.id.as_str(), layer.id.as_str()), ("details", "footage"));
     assert!(t.variable_layer(uuid::Uuid::nil()).is_none());
 }
+
+#[test]
+fn a_variable_is_named_by_its_id_or_its_unique_name() {
+    let mut variables = example().variables(resolve);
+    let by = |variables: &[TemplateVariable], key: &str| {
+        crate::template::variable_by_key(variables, key).map(|v| v.id.to_string())
+    };
+    assert_eq!(by(&variables, " headline ").unwrap(), "9b2f4c6a-1d3e-4f50-8a7b-6c5d4e3f2a10");
+    assert_eq!(by(&variables, "9B2F4C6A-1D3E-4F50-8A7B-6C5D4E3F2A10").unwrap(), "9b2f4c6a-1d3e-4f50-8a7b-6c5d4e3f2a10");
+    let unknown = by(&variables, "Price").unwrap_err();
+    assert!(
+        unknown.starts_with("\"Price\" is no variable of this template (its variables: Product photo, Headline"),
+        "{unknown}"
+    );
+    variables[1].name = "Product photo".into();
+    let twice = by(&variables, "product photo").unwrap_err();
+    assert!(twice.contains("names several variables"), "{twice}");
+}
