@@ -206,14 +206,10 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Result<Arc<Caller>, ErrorD
         .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
 }
 
-/// A tool refused: the API's error body as text, for the assistant to read.
+/// A tool refused: the API's message (it names each field at fault), for the assistant
+/// to read.
 fn refused(e: &ApiError) -> CallToolResult {
-    let body = e.body();
-    let mut text = body.message.clone();
-    for problem in &body.errors {
-        text.push_str(&format!("\n- {}: {}", problem.field, problem.message));
-    }
-    CallToolResult::error(vec![ContentBlock::text(text)])
+    CallToolResult::error(vec![ContentBlock::text(e.body().message.clone())])
 }
 
 impl ServerHandler for Tools {

@@ -20,6 +20,7 @@ mod formats;
 mod foundation;
 mod integrations;
 mod jobs;
+mod mcp;
 mod notifications;
 mod previews;
 mod snapshot;

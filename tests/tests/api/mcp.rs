@@ -1,0 +1,49 @@
+//! The MCP server's own answers, in both modes (the Python SDK renders through it in
+//! `scripts/clients`): the API's 401 without a token, 405 for the stream a server without
+//! sessions does not offer, and a file added to a library from its address and converted.
+
+use reelfarm_tests::files::FileServer;
+use reelfarm_tests::{both_modes, error, json, media, Mode, TestApp};
+use serde_json::{json, Value};
+
+both_modes!(a_file_reaches_a_library_from_its_address_and_tokens_guard_the_endpoint);
+
+/// Calls `tool` with `arguments` in one JSON-RPC request; its result.
+async fn call(app: &TestApp, token: &str, tool: &str, arguments: Value) -> Value {
+    let message = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": { "name": tool, "arguments": arguments } });
+    let req = app.client.post(app.url("/mcp")).bearer_auth(token).json(&message);
+    let res = req.header("Accept", "application/json, text/event-stream").send().await.unwrap();
+    json(res, 200).await["result"].clone()
+}
+
+async fn a_file_reaches_a_library_from_its_address_and_tokens_guard_the_endpoint(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("assistant").await;
+    let res = app.client.post(app.url("/mcp")).json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }));
+    error(res.send().await.unwrap(), 401, "error.unauthorized").await;
+    let res = app.client.get(app.url("/mcp")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(res.status(), 405);
+
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("red.png");
+    media::ffmpeg(&["-f", "lavfi", "-i", "color=c=red:s=64x48", "-frames:v", "1"], &png);
+    let files = FileServer::start().await;
+    let url = files.file("/media/red.png", "image/png", std::fs::read(&png).unwrap());
+    let result = call(&app, &token, "upload_file", json!({ "url": url })).await;
+    assert_eq!(result["isError"], false, "{result}");
+    let asset = &result["structuredContent"];
+    assert_eq!(asset["type"], "sprite", "named after its address: {asset}");
+    let done = app.wait_for_asset(&token, asset["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "finished", "{done}");
+    let widths: Vec<&Value> = done["assets"].as_array().unwrap().iter().map(|f| &f["image"]["width"]).collect();
+    assert!(widths.contains(&&json!(64)), "the original among its files: {done}");
+
+    let refused = call(&app, &token, "upload_file", json!({ "url": "http://127.0.0.2:9/x.png" })).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["content"][0]["text"].as_str().unwrap().contains("url"), "{refused}");
+    let library = json(app.get("/api2/v1/user/me/personal-library", &token).await, 200).await;
+    let path = format!("/api2/v1/libraries/{}/assets", library["id"].as_str().unwrap());
+    let listed = json(app.get(&path, &token).await, 200).await;
+    assert_eq!(listed["assets"].as_array().unwrap().len(), 1, "the refused address left nothing: {listed}");
+}
