@@ -391,7 +391,7 @@ pub async fn known_paths_answer_405_with_allow_for_other_methods(mode: Mode) {
     assert_eq!(ids.len(), count, "operation ids are unique: {ids:?}");
     let job_body = &doc["components"]["schemas"]["JobBody"];
     assert_eq!(job_body["required"], json!(["template_id", "options", "values"]), "{job_body}");
-    assert_eq!(job_body["properties"]["values"]["maxItems"], 100);
+    assert_eq!(job_body["properties"]["values"]["maxItems"], 1000);
     app.stop().await;
 }
 
