@@ -38,7 +38,8 @@ pub struct BatchForm {
 /// The first rows of a file under its header.
 pub struct Preview {
     pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    /// Each row's number in the file (the header's is 1) and its cells.
+    pub rows: Vec<(usize, Vec<String>)>,
     /// Rows in the file: the videos it makes.
     pub total: usize,
 }

@@ -143,15 +143,13 @@ impl Sheet {
             .collect()
     }
 
-    /// The header (as given) and the first `n` rows, each as wide as the header: what the
-    /// console shows before the file is sent.
-    pub fn head(&self, n: usize) -> (Vec<String>, Vec<Vec<String>>) {
+    /// The header (as given) and the first `n` rows with their row numbers, each as wide
+    /// as the header: what the console shows before the file is sent.
+    pub fn head(&self, n: usize) -> (Vec<String>, Vec<(usize, Vec<String>)>) {
         let header = self.columns.iter().map(Column::header).collect();
-        let rows = self
-            .rows
-            .iter()
-            .take(n)
-            .map(|row| (0..self.columns.len()).map(|i| row.cells.get(i).cloned().unwrap_or_default()).collect());
+        let rows = self.rows.iter().take(n).map(|row| {
+            (row.line, (0..self.columns.len()).map(|i| row.cells.get(i).cloned().unwrap_or_default()).collect())
+        });
         (header, rows.collect())
     }
 
@@ -289,7 +287,8 @@ mod tests {
         );
         let (header, rows) = sheet.head(1);
         assert_eq!(header, ["Quote", AUTHOR, "external_id", "title"]);
-        assert_eq!(rows, [["Be; \"bold\"\nnow", "Ada", "7", ""]]);
+        assert_eq!((rows.len(), rows[0].0), (1, 2), "the first row, the file's second");
+        assert_eq!(rows[0].1, ["Be; \"bold\"\nnow", "Ada", "7", ""]);
         let commas = read("author,quote\nAda,\"a, b\"\n").unwrap();
         assert_eq!(commas.values()[0]["template_variables"][QUOTE], "a, b");
     }
