@@ -82,6 +82,13 @@ document.addEventListener("DOMContentLoaded", () => {
     for (const file of input.files) uploadFile(zone, file);
     input.value = "";
   });
+  dropZone(zone, (files) => {
+    for (const file of files) uploadFile(zone, file);
+  });
+});
+
+// Files dropped on `zone` go to `take`; the zone is marked while they are dragged over it.
+function dropZone(zone, take) {
   zone.addEventListener("dragover", (event) => {
     event.preventDefault();
     zone.classList.add("over");
@@ -90,9 +97,9 @@ document.addEventListener("DOMContentLoaded", () => {
   zone.addEventListener("drop", (event) => {
     event.preventDefault();
     zone.classList.remove("over");
-    for (const file of event.dataTransfer.files) uploadFile(zone, file);
+    take(event.dataTransfer.files);
   });
-});
+}
 
 // Spreadsheets: a CSV file chosen or dropped on a template page is read into the form's
 // text (which can also be pasted) and its first rows are asked for at once.
@@ -110,15 +117,8 @@ document.addEventListener("DOMContentLoaded", () => {
   input.addEventListener("change", () => {
     if (input.files.length) show(input.files[0]);
   });
-  zone.addEventListener("dragover", (event) => {
-    event.preventDefault();
-    zone.classList.add("over");
-  });
-  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-  zone.addEventListener("drop", (event) => {
-    event.preventDefault();
-    zone.classList.remove("over");
-    if (event.dataTransfer.files.length) show(event.dataTransfer.files[0]);
+  dropZone(zone, (files) => {
+    if (files.length) show(files[0]);
   });
 });
 
