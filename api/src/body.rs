@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
-use utoipa::openapi::schema::{AnyOfBuilder, ArrayBuilder, ObjectBuilder, Type};
+use utoipa::openapi::schema::{AdditionalProperties, AnyOfBuilder, ArrayBuilder, ObjectBuilder, Type};
 use utoipa::openapi::{RefOr, Schema};
 
 use crate::error::{ApiError, FieldError};
@@ -43,19 +43,28 @@ pub fn schema(json: Value) -> RefOr<Schema> {
     serde_json::from_value(json).expect("a JSON Schema utoipa reads")
 }
 
-/// Values of a template's variables in a preview or draft body (`[]`, as PHP clients send
-/// an empty object, or `null`).
+/// Values of a template's variables in a preview or draft body: an object, `null`, or `[]`
+/// (PHP clients send it for an empty object). Unlike a job's `template_variables`, `[]` is
+/// in the document: these bodies name an existing template, so a document without it has
+/// schemathesis send `[]` as invalid and find it accepted. The array has `items`, without
+/// which openapi-python-client cannot type the union (decision 0053).
 pub fn template_values_json() -> Value {
-    json!({ "description": "Values of the template's variables, as a job's template_variables",
-        "anyOf": [{ "type": "object" }, { "type": "array", "items": {}, "maxItems": 0 }, { "type": "null" }] })
+    json!({ "description": "Values of the template's variables, as a job's template_variables ([] reads as {})",
+        "anyOf": [
+            { "type": "object", "additionalProperties": true },
+            { "type": "array", "items": {}, "maxItems": 0 },
+            { "type": "null" },
+        ] })
 }
 
 /// [`template_values_json`] built with utoipa's types: read from JSON, `anyOf`'s array
 /// branch would lose its `maxItems` (utoipa reads it as an object schema).
 pub fn template_values() -> RefOr<Schema> {
     let of = |kind: Type| ObjectBuilder::new().schema_type(kind);
+    // `additionalProperties` said, or TypeScript generators type the object `{}` only.
+    let any = AdditionalProperties::<Schema>::FreeForm(true);
     AnyOfBuilder::new()
-        .item(of(Type::Object))
+        .item(of(Type::Object).additional_properties(Some(any)))
         .item(ArrayBuilder::new().max_items(Some(0)))
         .item(of(Type::Null))
         .description(template_values_json()["description"].as_str())

@@ -1,12 +1,17 @@
 //! Request bodies as the OpenAPI document describes them. Form bodies derive their schema
 //! and so do the JSON bodies but the job's: each from the type that parses it
 //! (`CreateLibraryForm`, `AddObjectForm`, `LinkBody`, `PreviewBody`, `DraftBody`,
-//! `TemplateBody`; see `crate::body`). The JSON
-//! handlers read their bodies
-//! leniently ( aliases, `[]` for `{}`, numbers for strings, surrounding white
-//! space) and check them field by field; JSON Schema says the same, with `not`, `const`
-//! and patterns that utoipa's types cannot express, so the schemas are written here and
-//! put into the document by `openapi::finish` under the names the handlers refer to.
+//! `TemplateBody`; see `crate::body`). The JSON handlers read their bodies leniently
+//! (aliases, `[]` for `{}`, numbers for strings, surrounding white space) and check them
+//! field by field; JSON Schema says the same, with `not`, `const` and patterns that
+//! utoipa's types cannot express, so the job's schemas are written here and put into the
+//! document by `openapi::finish` under the names the handlers refer to.
+//!
+//! Client generators read the document too (`scripts/clients`, decision 0053): every
+//! `const` has its `type`, a nullable field is `type: [X, "null"]`, the parts of the job
+//! are named schemas (the notifications told apart by a discriminator), and the job's `[]`
+//! for `{}` goes undescribed, though the parser still reads it: a union with an empty
+//! array is a type generators cannot name.
 
 use std::borrow::Cow;
 
@@ -43,9 +48,29 @@ macro_rules! hand_written {
 
 hand_written!(JobBody);
 
-/// Every hand-written schema by name.
+/// Every hand-written schema by name: the job body and the schemas it refers to, named
+/// so that generated clients get types of their own (`JobOptions`, `Notification`, …).
 pub fn schemas() -> Vec<(&'static str, Value)> {
-    vec![("JobBody", job_body())]
+    let rich_text = json!({ "value": { "type": "string" } });
+    let tts = json!({ "value": { "type": "string", "description": "The text spoken" },
+        "identifier": { "type": "string", "description": "provider;voice;gender;language;engine;extra" } });
+    let captions = json!({ "value": { "type": "string", "description": "SRT or WebVTT" } });
+    let mut schemas = vec![
+        ("JobBody", job_body()),
+        ("JobOptions", job_options()),
+        ("VideoValues", video_values()),
+        ("RichTextValue", typed_value("rich-text", rich_text)),
+        ("TtsValue", typed_value("tts", tts)),
+        ("CaptionsValue", typed_value("captions", captions)),
+        ("CaptionCue", caption_cue()),
+    ];
+    schemas.extend(notifications::schemas());
+    schemas
+}
+
+/// A reference to the hand-written schema `name`.
+fn named(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
 /// The schema of a short text field ([`text::field`]) for a derived body's field
@@ -63,44 +88,57 @@ pub fn text_field(max: usize, description: &str) -> RefOr<Schema> {
 
 /// `{"key": true}` required.
 fn is(key: &str, value: bool) -> Value {
-    json!({ "properties": { key: { "const": value } }, "required": [key] })
+    json!({ "properties": { key: { "type": "boolean", "const": value } }, "required": [key] })
 }
 
-/// An absolute http(s) address as the url crate reads it (ASCII host names whose last
-/// label starts with a letter, so that it is never read as an IPv4 number).
-fn address(description: &str) -> Value {
-    json!({
-        "type": "string",
-        "pattern": "^https?://([A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(:[0-9]{1,4})?(/[!-~]*)?$",
-        "description": description,
-    })
+/// A string that is `value` (a kind's name in a tagged object).
+fn tag(value: &str) -> Value {
+    json!({ "type": "string", "const": value })
 }
 
-/// An object, or `[]` (PHP clients send an empty array for an empty object).
-fn object_or_empty_array(description: &str) -> Value {
-    json!({ "description": description, "anyOf": [{ "type": "object" }, { "type": "array", "maxItems": 0 }] })
+/// One of `names`, or `null`. An `anyOf` rather than `type: ["string", "null"]` with `null`
+/// in the `enum`, of which openapi-python-client makes three enum types.
+fn nullable_enum(names: &[&str], description: &str) -> Value {
+    json!({ "anyOf": [{ "type": "string", "enum": names }, { "type": "null" }], "description": description })
 }
 
 /// The job request (spec §4.7).
 fn job_body() -> Value {
-    let flag = |d: &str| json!({ "type": "boolean", "description": d });
-    let options = json!({
+    json!({
         "type": "object",
+        "required": ["template_id", "options", "values"],
         "properties": {
-            "quality": { "type": "string", "enum": Quality::NAMES, "default": "default",
-                         "description": "Output size: the template's own, or the shorter side in pixels" },
-            "priority": { "type": "string", "enum": Priority::NAMES, "default": "normal",
-                          "description": "Order among the renders of the same account (an addition); lowered to \
-                                          the account's cap. Accounts share the workers fairly whatever it is" },
+            "template_id": { "type": "string", "minLength": 1, "description": "Id of a template the caller may use" },
+            "options": named("JobOptions"),
+            "values": { "type": "array", "minItems": 1, "maxItems": MAX_VALUES, "items": named("VideoValues"),
+                        "description": "One element per video" },
+            "notifications": { "type": ["array", "null"], "maxItems": MAX_NOTIFICATIONS, "items": named("Notification"),
+                               "description": "What happens when each video is ready" },
+        },
+    })
+}
+
+/// A job's `options`. Defaults are said in the descriptions rather than with `default`:
+/// TypeScript generators make a field with a default required.
+fn job_options() -> Value {
+    let flag = |d: &str| json!({ "type": ["boolean", "null"], "description": d });
+    json!({
+        "type": "object",
+        "description": "How the job renders; {} takes every default",
+        "properties": {
+            "quality": nullable_enum(&Quality::NAMES, "Output size: the template's own (default), or the shorter \
+                                                       side in pixels"),
+            "priority": nullable_enum(&Priority::NAMES, "Order among the renders of the same account (an addition; \
+                                                         default normal); lowered to the account's cap. Accounts \
+                                                         share the workers fairly whatever it is"),
             "create_render": flag("Whether a video is made (default true)"),
             "create_project": flag("Whether a project is made (default false)"),
             "auto_render": flag("Alias of create_render; must agree with it when both are given"),
             "create_moov": flag("Alias of create_project; must agree with it when both are given"),
-            "format": { "type": ["string", "null"], "enum": Format::NAMES.iter().map(|n| json!(n)).chain([Value::Null]).collect::<Vec<_>>(),
-                        "default": "mp4",
-                        "description": "The file made (an addition): mp4 (H.264/AAC), webm (VP9/Opus), gif (no sound), \
-                                        mov (ProRes 4444/AAC), or a still: jpg, png. A format without sound refuses \
-                                        sound values and video-site uploads" },
+            "format": nullable_enum(&Format::NAMES, "The file made (an addition; default mp4): mp4 (H.264/AAC), \
+                                                     webm (VP9/Opus), gif (no sound), mov (ProRes 4444/AAC), or a \
+                                                     still: jpg, png. A format without sound refuses sound values \
+                                                     and video-site uploads"),
             "transparent": { "type": ["boolean", "null"],
                              "description": "Keep the canvas's alpha: webm, mov and png only; the template's background \
                                              needs transparency" },
@@ -133,80 +171,156 @@ fn job_body() -> Value {
                 { "not": { "anyOf": [is("create_project", true), is("create_moov", true)] } },
             ] },
         ] },
-    });
-    let value = json!({
+    })
+}
+
+/// One element of a job's `values`: one video. `template_variables` and `metadata` are
+/// described as objects only, though `[]` is read as `{}` (PHP clients send it): a union
+/// with an empty array is a type generators cannot name.
+fn video_values() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "external_id": { "type": ["string", "number", "null"], "description": "The caller's reference, echoed as a string" },
+            "title": { "type": ["string", "number", "null"], "description": "Title of the project, echoed as a string" },
+            "template_variables": {
+                "type": ["object", "null"], "additionalProperties": variable_value(),
+                "description": "Variable id to value; variables not given keep the template's content",
+            },
+            // `additionalProperties` said, or TypeScript generators type it `{}` only.
+            "metadata": { "type": ["object", "null"], "additionalProperties": true,
+                          "description": "Passed through to the video" },
+        },
+    })
+}
+
+/// A variable's value (spec §4.7.1): a union written in place, its object kinds named
+/// (openapi-generator's Go client warns on a named union with a string branch).
+fn variable_value() -> Value {
+    json!({
         "description": "A value by variable type (spec §4.7.1): text or an address or asset id, null for the \
                         placeholder of an image, rich text, text-to-speech for a sound, subtitles or cues for \
                         captions",
         "anyOf": [
             { "type": "string" },
             { "type": "null" },
-            { "type": "object", "required": ["type", "value"], "properties": {
-                "type": { "const": "rich-text" }, "value": { "type": "string" } } },
-            { "type": "object", "required": ["type", "value", "identifier"], "properties": {
-                "type": { "const": "tts" }, "value": { "type": "string" },
-                "identifier": { "type": "string", "description": "provider;voice;gender;language;engine;extra" } } },
-            { "type": "object", "required": ["type", "value"], "properties": {
-                "type": { "const": "captions" }, "value": { "type": "string", "description": "SRT or WebVTT" } } },
-            { "type": "array", "items": { "type": "object", "required": ["start", "end", "text"], "properties": {
-                "start": { "type": "number", "minimum": 0 }, "end": { "type": "number" },
-                "text": { "type": "string" } } } },
+            named("RichTextValue"),
+            named("TtsValue"),
+            named("CaptionsValue"),
+            { "type": "array", "items": named("CaptionCue") },
         ],
-    });
-    let element = json!({
-        "type": "object",
-        "properties": {
-            "external_id": { "type": ["string", "number", "null"], "description": "The caller's reference, echoed as a string" },
-            "title": { "type": ["string", "number", "null"], "description": "Title of the project, echoed as a string" },
-            "template_variables": {
-                "description": "Variable id to value; variables not given keep the template's content",
-                "anyOf": [{ "type": "object", "additionalProperties": value }, { "type": "array", "maxItems": 0 }],
-            },
-            "metadata": object_or_empty_array("Passed through to the video"),
-        },
-    });
-    let payload = |properties: Value, required: &[&str]| json!({ "type": "object", "properties": properties, "required": required });
-    let notification = |kind: &str, payload: Value| {
-        json!({ "type": "object", "required": ["type", "payload"],
-                "properties": { "type": { "const": kind }, "payload": payload } })
-    };
-    // ASCII only, so that `maxLength` (characters) is the limit of 254 octets.
-    let email = json!({
-        "type": "string", "maxLength": 254,
-        "pattern": "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$",
-    });
-    let notifications = json!({
-        "type": "array",
-        "maxItems": MAX_NOTIFICATIONS,
-        "items": { "oneOf": [
-            notification("callback", payload(json!({ "url": address("Receives the render's body (spec §6.1)") }), &["url"])),
-            notification("upload-videosite", payload(json!({
-                "title": text::not_blank(), "description": text::not_blank(),
-                "playlist_id": { "type": ["string", "null"] },
-                "callback": address("Receives the upload's body (spec §6.2)"),
-            }), &["title", "description"])),
-            notification("upload-cloudstorage", payload(json!({
-                "title": text::not_blank(), "path": text::not_blank(),
-            }), &["title", "path"])),
-            notification("email", payload(json!({
-                "email": { "anyOf": [email.clone(), { "type": "array", "items": email, "minItems": 1 }] },
-                "subject": { "type": ["string", "null"] },
-                "message": { "type": ["string", "null"] },
-                "logo": address("Image shown in the e-mail"),
-            }), &["email"])),
-        ] },
-    });
-    json!({
-        "type": "object",
-        "required": ["template_id", "options", "values"],
-        "properties": {
-            "template_id": { "type": "string", "minLength": 1, "description": "Id of a template the caller may use" },
-            "options": options,
-            "values": { "type": "array", "minItems": 1, "maxItems": MAX_VALUES, "items": element,
-                        "description": "One element per video" },
-            "notifications": notifications,
-        },
     })
+}
+
+/// `{"type": kind, …}` with `fields` besides, all required.
+fn typed_value(kind: &str, fields: Value) -> Value {
+    let mut properties = json!({ "type": tag(kind) });
+    let mut required = vec![json!("type")];
+    for (name, schema) in fields.as_object().into_iter().flatten() {
+        properties[name] = schema.clone();
+        required.push(json!(name));
+    }
+    json!({ "type": "object", "required": required, "properties": properties })
+}
+
+fn caption_cue() -> Value {
+    json!({ "type": "object", "required": ["start", "end", "text"], "properties": {
+        "start": { "type": "number", "minimum": 0, "description": "Seconds" },
+        "end": { "type": "number", "description": "Seconds" },
+        "text": { "type": "string" } } })
+}
+
+/// A job's notifications: one named schema per kind, told apart by `type`.
+mod notifications {
+    use serde_json::{json, Value};
+
+    use super::{named, tag};
+    use crate::text;
+
+    /// The kinds, the schema of each and the union.
+    pub(super) fn schemas() -> Vec<(&'static str, Value)> {
+        let kinds = [
+            ("callback", "CallbackNotification", callback()),
+            ("upload-videosite", "UploadVideositeNotification", videosite()),
+            ("upload-cloudstorage", "UploadCloudstorageNotification", cloudstorage()),
+            ("email", "EmailNotification", email()),
+        ];
+        let union = json!({
+            "description": "What happens when a video is ready, by `type`",
+            "oneOf": kinds.iter().map(|(_, name, _)| named(name)).collect::<Vec<_>>(),
+            "discriminator": {
+                "propertyName": "type",
+                "mapping": kinds.iter().map(|(kind, name, _)| (kind.to_string(), named(name)["$ref"].clone()))
+                    .collect::<serde_json::Map<_, _>>(),
+            },
+        });
+        let mut schemas = vec![("Notification", union)];
+        schemas.extend(kinds.into_iter().map(|(kind, name, payload)| (name, notification(kind, payload))));
+        schemas
+    }
+
+    fn notification(kind: &str, payload: Value) -> Value {
+        json!({ "type": "object", "required": ["type", "payload"],
+                "properties": { "type": tag(kind), "payload": payload } })
+    }
+
+    fn payload(properties: Value, required: &[&str]) -> Value {
+        json!({ "type": "object", "properties": properties, "required": required })
+    }
+
+    /// An absolute http(s) address as the url crate reads it (ASCII host names whose last
+    /// label starts with a letter, so that it is never read as an IPv4 number); `null`
+    /// where it is optional.
+    fn address(description: &str, required: bool) -> Value {
+        let kind = if required { json!("string") } else { json!(["string", "null"]) };
+        json!({
+            "type": kind,
+            "pattern": "^https?://([A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(:[0-9]{1,4})?(/[!-~]*)?$",
+            "description": description,
+        })
+    }
+
+    /// An optional text: `null` or any string (blank counts as absent).
+    fn optional_text() -> Value {
+        json!({ "type": ["string", "null"] })
+    }
+
+    fn callback() -> Value {
+        payload(json!({ "url": address("Receives the render's body (spec §6.1)", true) }), &["url"])
+    }
+
+    fn videosite() -> Value {
+        payload(
+            json!({
+                "title": text::not_blank(), "description": text::not_blank(),
+                "playlist_id": optional_text(),
+                "callback": address("Receives the upload's body (spec §6.2)", false),
+            }),
+            &["title", "description"],
+        )
+    }
+
+    fn cloudstorage() -> Value {
+        payload(json!({ "title": text::not_blank(), "path": text::not_blank() }), &["title", "path"])
+    }
+
+    fn email() -> Value {
+        // ASCII only, so that `maxLength` (characters) is the limit of 254 octets.
+        let mailbox = json!({
+            "type": "string", "maxLength": 254,
+            "pattern": "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$",
+        });
+        payload(
+            json!({
+                "email": { "description": "One address or several",
+                           "anyOf": [mailbox.clone(), { "type": "array", "items": mailbox, "minItems": 1 }] },
+                "subject": optional_text(),
+                "message": optional_text(),
+                "logo": address("Image shown in the e-mail", false),
+            }),
+            &["email"],
+        )
+    }
 }
 
 #[cfg(test)]

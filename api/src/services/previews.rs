@@ -50,7 +50,7 @@ fn preview_time() -> RefOr<Schema> {
 
 fn preview_quality() -> RefOr<Schema> {
     body::schema(json!({ "anyOf": [{ "type": "string", "enum": Quality::NAMES }, { "type": "null" }],
-        "default": "default", "description": "Size of the frame, as a job's" }))
+        "description": "Size of the frame, as a job's (default: the template's own)" }))
 }
 
 /// Reads a preview body; every problem names its field.
