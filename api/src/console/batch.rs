@@ -11,7 +11,8 @@ use serde_json::{json, Map, Value};
 use super::render_form::Fields;
 use super::templates::{template_form, Answer, SENT_ALREADY};
 use super::visitor::SignedIn;
-use super::{html, see_other};
+use super::{html, see_other, ConsoleError};
+use crate::auth::Caller;
 use crate::ids;
 use crate::services::jobs::batch::Sheet;
 use crate::services::jobs::{self, Created};
@@ -60,45 +61,60 @@ pub async fn batch(
     let id = ids::in_path::<TemplateId>(&id)?;
     let caller = visitor.caller();
     let field = |name: &str| form.get(name).unwrap_or_default().to_string();
-    let csv = form.0.iter().find(|(k, _)| k == "csv").map(|(_, v)| v.clone()).unwrap_or_default();
-    let mut batch = BatchForm { csv, quality: field("quality"), format: field("format"), ..BatchForm::default() };
-    batch.attempt = match form.get("attempt") {
-        Some(attempt) => attempt.to_string(),
-        None => reelfarm_domain::token::random_base62(24),
+    let mut sent = BatchForm {
+        csv: form.0.iter().find(|(k, _)| k == "csv").map(|(_, v)| v.clone()).unwrap_or_default(),
+        quality: field("quality"),
+        format: field("format"),
+        attempt: form.get("attempt").map_or_else(|| reelfarm_domain::token::random_base62(24), str::to_string),
+        ..BatchForm::default()
     };
     if form.get("step") == Some("send") {
-        let mut options = Map::new();
-        for name in ["quality", "format"] {
-            if let Some(given) = form.get(name) {
-                options.insert(name.into(), json!(given));
-            }
-        }
-        let respond = |job: &reelfarm_domain::job::JobRecord| job.id.to_string();
-        let key = Some(batch.attempt.as_str());
-        let request = Map::from_iter([("options".to_string(), Value::Object(options))]);
-        match jobs::create_from_csv(&state, &caller, &id, batch.csv.as_bytes(), request, key, respond).await {
-            Ok(Created::New(job) | Created::Replayed(job)) => return Ok(see_other(&format!("/console/jobs/{job}"))),
-            // The form never asks for a dry run.
-            Ok(Created::Quote(_)) => batch.problems.push("Nothing was sent; send the file again".into()),
-            Err(e) if e.status_code() == StatusCode::CONFLICT => batch.problems.push(SENT_ALREADY.into()),
-            Err(e) if !e.body().errors.is_empty() => {
-                batch.problems = e.body().errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect()
-            }
-            Err(e) if e.status_code().is_client_error() => batch.problems.push(e.body().message.clone()),
-            Err(e) => return Err(e.into()),
+        if let Some(job) = send(&state, &caller, &id, &mut sent).await? {
+            return Ok(see_other(&format!("/console/jobs/{job}")));
         }
     } else {
         let template = state.farm.template(&caller.user.id, &id).await?;
-        match Sheet::read(batch.csv.as_bytes(), &template.variables(state.backends.blobs())) {
+        match Sheet::read(sent.csv.as_bytes(), &template.variables(state.backends.blobs())) {
             Ok(sheet) => {
                 let (header, rows) = sheet.head(PREVIEW_ROWS);
-                batch.preview = Some(Preview { header, rows, total: sheet.len() });
+                sent.preview = Some(Preview { header, rows, total: sheet.len() });
             }
-            Err(errors) => batch.problems = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect(),
+            Err(errors) => sent.problems = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect(),
         }
     }
-    let status = if batch.problems.is_empty() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
+    let status = if sent.problems.is_empty() { StatusCode::OK } else { StatusCode::BAD_REQUEST };
     let mut page = template_form(&state, &visitor, &id, Fields(Vec::new()), Default::default()).await?;
-    page.batch = batch;
+    page.batch = sent;
     Ok(html(status, &page))
+}
+
+/// Sends `sent` as a job: its id, or `None` with the problems in `sent`.
+async fn send(
+    state: &AppState,
+    caller: &Caller,
+    id: &TemplateId,
+    sent: &mut BatchForm,
+) -> Result<Option<String>, ConsoleError> {
+    let mut options = Map::new();
+    for (name, given) in [("quality", &sent.quality), ("format", &sent.format)] {
+        if !given.is_empty() {
+            options.insert(name.into(), json!(given));
+        }
+    }
+    let request = Map::from_iter([("options".to_string(), Value::Object(options))]);
+    let respond = |job: &reelfarm_domain::job::JobRecord| job.id.to_string();
+    let key = Some(sent.attempt.as_str());
+    let problems = match jobs::create_from_csv(state, caller, id, sent.csv.as_bytes(), request, key, respond).await {
+        Ok(Created::New(job) | Created::Replayed(job)) => return Ok(Some(job)),
+        // The form never asks for a dry run.
+        Ok(Created::Quote(_)) => vec!["Nothing was sent; send the file again".into()],
+        Err(e) if e.status_code() == StatusCode::CONFLICT => vec![SENT_ALREADY.into()],
+        Err(e) if !e.body().errors.is_empty() => {
+            e.body().errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect()
+        }
+        Err(e) if e.status_code().is_client_error() => vec![e.body().message.clone()],
+        Err(e) => return Err(e.into()),
+    };
+    sent.problems = problems;
+    Ok(None)
 }
