@@ -1,0 +1,84 @@
+"""What one sample holds: for every process its memory, threads and open files from
+/proc, and its work and temporary files; the backends' figures from the deployment.
+
+The binary uses glibc's malloc, whose statistics (mallinfo2) only the process itself can
+read: from outside, RssAnon (anonymous resident memory: the heap arenas and thread stacks)
+is the nearest figure, and is recorded beside VmRSS."""
+
+import os
+import threading
+import time
+
+# Work directories by what made them (worker/src: `render-`, `convert-`, `template-`,
+# `preview-` prefixes under DATA_DIR/work).
+WORK_KINDS = ("render", "convert", "template", "preview")
+
+
+def process(p):
+    """/proc figures and files of one deployment process (None once it has exited)."""
+    pid = p.popen.pid
+    try:
+        status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    kib = lambda key: int(status[key].split()[0]) if key in status else None
+    sockets = 0
+    for fd in fds:
+        try:
+            sockets += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    work = dict.fromkeys(WORK_KINDS, 0)
+    work["other"] = 0
+    work_dir = os.path.join(p.data_dir, "work")
+    if os.path.isdir(work_dir):
+        for name in os.listdir(work_dir):
+            kind = name.split("-")[0]
+            work[kind if kind in WORK_KINDS else "other"] += 1
+    tmp_files = sum(len(dirs) + len(files) for _, dirs, files in os.walk(p.tmp_dir))
+    return {
+        "rss_kib": kib("VmRSS"),
+        "rss_anon_kib": kib("RssAnon"),
+        "rss_file_kib": kib("RssFile"),
+        "threads": int(status["Threads"]),
+        "fds": len(fds),
+        "sockets": sockets,
+        "work": work,
+        "tmp_files": tmp_files,
+    }
+
+
+class Sampler(threading.Thread):
+    """Samples the deployment every `interval` seconds until `stop()`; each sample is
+    tagged with the run's phase at the time."""
+
+    def __init__(self, deployment, interval, t0):
+        super().__init__(daemon=True)
+        self.deployment, self.interval, self.t0 = deployment, interval, t0
+        self.samples = []
+        self.phase = "calibrate"
+        self.errors = []
+        self._halt = threading.Event()
+
+    def run(self):
+        while not self._halt.is_set():
+            started = time.time()
+            self.take()
+            self._halt.wait(max(0.0, self.interval - (time.time() - started)))
+
+    def take(self):
+        sample = {"t": round(time.time() - self.t0, 1), "phase": self.phase, "processes": {}}
+        for p in self.deployment.processes:
+            sample["processes"][p.name] = process(p)
+        try:
+            sample["backends"] = self.deployment.probe()
+        except Exception as e:  # noqa: BLE001 — a probe that fails once is noted, not fatal
+            self.errors.append(f"t={sample['t']}: {e}")
+            sample["backends"] = None
+        self.samples.append(sample)
+        return sample
+
+    def stop(self):
+        self._halt.set()
+        self.join()

@@ -1,0 +1,148 @@
+"""One soak run of reelfarm in one mode (scripts/soak runs it per mode; docs/soak.md):
+a fresh deployment, a steady mixed load for `--duration`, a sample of every process and
+backend every `--interval` seconds, then the verdicts, `report.json` and `report.html`
+in `--out`. Exits 1 when a verdict fails, 2 when the run could not be made."""
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import deploy
+import load
+import report
+import sample
+import verdict
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def seconds(text):
+    found = re.fullmatch(r"(\d+)(s|m|h)?", text.strip())
+    if not found:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a duration (90s, 3m, 1h)")
+    return int(found.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[found.group(2)]
+
+
+def log(mode, text):
+    print(f"[soak {mode}] {text}", file=sys.stderr, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mode", choices=("embedded", "distributed"), required=True)
+    parser.add_argument("--duration", type=seconds, default=3600, help="how long the load runs (default 1h)")
+    parser.add_argument("--interval", type=float, default=10, help="seconds between samples (default 10)")
+    parser.add_argument("--out", required=True, help="directory of the reports and logs")
+    parser.add_argument("--binary", default=os.path.join(REPO, "target", "debug", "reelfarm"))
+    args = parser.parse_args()
+    os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
+    # Ctrl-C and SIGTERM unwind through the `finally` below, which removes everything.
+    signal.signal(signal.SIGTERM, _interrupt)
+
+    mode = args.mode
+    deployment = deploy.Deployment(mode, os.path.abspath(args.binary), os.path.join(args.out, "logs"))
+    sampler = side = loadtest = None
+    try:
+        deployment.start()
+        where = f"; database {deployment.database}, namespace {deployment.namespace}" if deployment.namespace else ""
+        log(mode, f"api at {deployment.base}; {len(deployment.processes)} processes{where}; logs in {args.out}/logs")
+        apis, templates = load.set_up(deployment, REPO)
+        media = load.make_media(deployment.root)
+
+        t0 = time.time()
+        sampler = sample.Sampler(deployment, args.interval, t0)
+        sampler.start()
+        throughput = load.calibrate(apis[load.ACCOUNTS[0]], templates)
+        rate = min(2.0, max(0.02, load.UTILISATION * throughput))
+        slots = deploy.SLOTS[mode] * len(deployment.workers())
+        log(mode, f"calibration: {throughput * 60:.1f} videos/min on {slots} slots; load test at {rate:.3f} jobs/s")
+
+        load_start = time.time() - t0
+        warmup = 600 if args.duration >= 1800 else args.duration / 3
+        plan = {"interval": args.interval, "duration": args.duration, "load_start": round(load_start, 1),
+                "warmup_end": round(load_start + warmup, 1), "load_end": round(load_start + args.duration, 1),
+                "rate": round(rate, 4), "calibration_videos_per_min": round(throughput * 60, 2),
+                "slots": deploy.SLOTS[mode], "preview_cache": deploy.PREVIEW_CACHE,
+                "binary": deployment.binary, "processes": [p.name for p in deployment.processes],
+                "namespace": deployment.namespace, "database": deployment.database}
+        sampler.phase = "warm-up"
+        loadtest = load.start_loadtest(deployment, apis, templates, rate, args.duration, args.out, deployment.binary)
+        side = load.SideLoop(apis, templates, media, every=min(20.0, max(5.0, args.duration / 12)))
+        side.start()
+        while time.time() - t0 < plan["load_end"]:
+            sampler.phase = "warm-up" if time.time() - t0 < plan["warmup_end"] else "load"
+            if loadtest.poll() is not None:
+                raise RuntimeError(f"the load test stopped early ({loadtest.returncode}); see {args.out}/loadtest.log")
+            time.sleep(1)
+
+        sampler.phase = "drain"
+        side.stop()
+        log(mode, "load stopped; waiting for its renders to end")
+        loadtest_exit = loadtest.wait(timeout=600)
+        side_outcome = side.outcome()
+        # A quiet spell: what is left after it stays.
+        quiet = max(3 * args.interval, 30)
+        sampler.phase = "idle"
+        time.sleep(quiet)
+        sampler.stop()
+        end = sampler.take()
+        plan["end"] = end["t"]
+
+        extra = {"loadtest_exit": loadtest_exit, "side_actions": side.done, "side_outcome": side_outcome,
+                 "side_failures": side.failures[:20], "probe_errors": sampler.errors[:20]}
+        if mode == "distributed":
+            extra["redis_keys_without_expiry"] = deployment.redis_keys_without_expiry()
+        deployment.stop()
+        extra["shutdown"] = {p.name: {"exit": p.exit_code, "work": _entries(os.path.join(p.data_dir, "work")),
+                                      "tmp": _entries(p.tmp_dir)} for p in deployment.processes}
+
+        verdicts = verdict.check(sampler.samples, plan, extra)
+        if loadtest_exit != 0 or side.failures:
+            verdicts.append({"resource": "load", "ok": False, "text":
+                             f"load test exit {loadtest_exit}; side actions failed: {side.failures[:3]}"})
+        else:
+            verdicts.append({"resource": "load", "ok": True, "text": f"load test exit 0; side actions {side.done}, "
+                                                                     f"ended {side_outcome}"})
+        report.write(args.out, mode, plan, sampler.samples, verdicts, extra)
+        if sampler.errors:
+            log(mode, f"{len(sampler.errors)} samples missed the backends, first: {sampler.errors[0]}")
+        for v in verdicts:
+            print(f"[soak {mode}] {'PASS' if v['ok'] else 'FAIL'}  {v['resource']:<12} {v['text']}", flush=True)
+        print(f"[soak {mode}] report: {os.path.join(args.out, 'report.html')}", flush=True)
+        return 0 if all(v["ok"] for v in verdicts) else 1
+    except KeyboardInterrupt:
+        log(mode, "interrupted; cleaning up")
+        return 130
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        log(mode, f"the run failed: {e}")
+        return 2
+    finally:
+        try:
+            if loadtest and loadtest.poll() is None:
+                loadtest.kill()
+                loadtest.wait()
+            for thread in (sampler, side):
+                if thread and thread.is_alive():
+                    thread.stop()
+        finally:
+            for problem in deployment.close():
+                log(mode, problem)
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt
+
+
+def _entries(directory):
+    try:
+        return len(os.listdir(directory))
+    except FileNotFoundError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

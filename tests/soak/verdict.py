@@ -1,0 +1,155 @@
+"""The verdicts of a soak run: one line per resource, each passing or failing by a bound
+stated in the line. `plan` holds the run's times (seconds from its start): `warmup_end`,
+`load_end`, `end`, and `interval`, `slots`.
+
+Warm-up ends 10 minutes into the load, or a third of the way for a run shorter than 30
+minutes; what happened before (start-up, calibration, warm-up) sets the level the rest of
+the run is held to."""
+
+import math
+import statistics
+
+RSS_GROWTH = 0.05
+# Runs shorter than this report memory without judging it.
+JUDGE_RSS_AFTER = 1800
+# fds and threads move with the work in flight (connections, blocking-pool threads that
+# end after 10 s idle): after warm-up they may exceed the warm-up's highest by this much.
+COUNT_TOLERANCE = (4, 0.10)  # at least 4, else 10 %
+# Tables whose rows stay with the work the load did (kept by design, pruned by the
+# hourly housekeeping or the draft expiry), and at most how many rows one render may add.
+KEPT_PER_RENDER = {
+    "jobs": 1, "renders": 1, "projects": 1, "render_parts": 8, "deliveries": 2, "delivery_attempts": 4,
+    "handled_messages": 12, "idempotency_keys": 1,
+}
+# Rows per upload.
+KEPT_PER_UPLOAD = {"assets": 1, "handled_messages": 4}
+# Blobs: renders keep their video and thumbnail; uploads their original and renditions;
+# drafts their video and thumbnail until they expire a day later.
+BLOBS_PER_RENDER, BLOBS_PER_UPLOAD = 3, 8
+
+
+def mib(kib):
+    return kib / 1024
+
+
+def _tolerance(level):
+    return max(COUNT_TOLERANCE[0], math.ceil(level * COUNT_TOLERANCE[1]))
+
+
+def check(samples, plan, extra):
+    """Verdict lines: dicts of resource, ok and text."""
+    warm = [s for s in samples if s["t"] < plan["warmup_end"]]
+    after = [s for s in samples if s["t"] >= plan["warmup_end"]]
+    loaded = [s for s in after if s["t"] <= plan["load_end"]]
+    end = samples[-1]
+    verdicts = []
+    add = lambda resource, ok, text: verdicts.append({"resource": resource, "ok": bool(ok), "text": text})
+    if len(loaded) < 4 or not warm:
+        add("run", False, f"too short: {len(loaded)} samples under load after warm-up (4 needed)")
+        return verdicts
+    names = list(end["processes"])
+
+    # Memory: the level just after warm-up against the level at the end of the load.
+    window = max(3 * plan["interval"], (plan["load_end"] - plan["warmup_end"]) / 10)
+    for name in names:
+        rss = lambda ss: [s["processes"][name]["rss_kib"] for s in ss if s["processes"].get(name)]
+        first = rss(s for s in loaded if s["t"] <= plan["warmup_end"] + window)
+        last = rss(s for s in loaded if s["t"] >= plan["load_end"] - window)
+        if not first or not last:
+            add("rss", False, f"{name}: no samples (the process exited?)")
+            continue
+        a, b = statistics.median(first), statistics.median(last)
+        growth = b / a - 1
+        idle = end["processes"].get(name)
+        # Caches fill for the first minutes: only an hour's run tells a leak from them.
+        judged = plan["duration"] >= JUDGE_RSS_AFTER
+        add("rss", growth <= RSS_GROWTH or not judged,
+            ("" if judged else "(not judged in a run under 30 min) ") +
+            f"{name}: {mib(a):.1f} → {mib(b):.1f} MiB after warm-up ({growth:+.1%}; limit +{RSS_GROWTH:.0%}), "
+            f"peak {mib(max(rss(samples))):.1f}, at the end {mib(idle['rss_kib']) if idle else float('nan'):.1f}")
+
+    # Open files and threads: never above the warm-up's highest, within a tolerance.
+    for key, resource in (("fds", "fds"), ("threads", "threads")):
+        for name in names:
+            values = lambda ss: [s["processes"][name][key] for s in ss if s["processes"].get(name)]
+            level, later = max(values(warm)), values(after)
+            tolerance = _tolerance(level)
+            add(resource, max(later) <= level + tolerance,
+                f"{name}: at most {level} during warm-up, {min(later)}–{max(later)} after "
+                f"(tolerance +{tolerance}), {later[-1]} at the end")
+
+    # Work and temporary files: none left once the renders ended, bar the preview cache.
+    left, busiest = [], 0
+    for name in names:
+        p = end["processes"].get(name)
+        if p is None:
+            left.append(f"{name} exited")
+            continue
+        work = p["work"]
+        stray = {k: v for k, v in work.items() if v and k != "preview"}
+        if stray:
+            left.append(f"{name} work {stray}")
+        if work["preview"] > plan["preview_cache"]:
+            left.append(f"{name} {work['preview']} preview sources (cache of {plan['preview_cache']})")
+        if p["tmp_files"]:
+            left.append(f"{name} {p['tmp_files']} in its TMPDIR")
+        busiest = max([busiest] + [s["processes"][name]["work"]["render"] + s["processes"][name]["work"]["convert"]
+                                   for s in samples if s["processes"].get(name)])
+    backends = end["backends"] or {}
+    if backends.get("blob_writes_in_progress"):
+        left.append(f"{backends['blob_writes_in_progress']} blob writes in progress")
+    add("work files", not left,
+        ("left at the end: " + "; ".join(left)) if left else
+        f"none left at the end (under load at most {busiest} render and conversion directories at once in a "
+        f"process of {plan['slots']} slot{'s' if plan['slots'] > 1 else ''})")
+
+    # Outbox and queues: empty once the load stopped, and empty again and again under it.
+    def drained(key, label):
+        values = [s["backends"][key] for s in after if s["backends"]]
+        if not values:
+            return
+        empty = sum(v == 0 for v in values) / len(values)
+        add(label, backends.get(key) == 0,
+            f"{backends.get(key)} at the end; empty in {empty:.0%} of the samples after warm-up, at most {max(values)}")
+    drained("outbox", "outbox")
+    if "queued" in backends:
+        drained("queued", "queues")
+    add("dead letters", backends.get("dead_letters") == 0, f"{backends.get('dead_letters')} at the end")
+
+    # Database: only the tables that keep the work done grow, by no more than it explains.
+    first = next((s["backends"] for s in after if s["backends"]), None)
+    if first and backends:
+        grown = {t: backends["rows"][t] - first["rows"].get(t, 0) for t in backends["rows"]}
+        renders, uploads = max(grown.get("renders", 0), 0), max(grown.get("assets", 0), 0)
+        problems = []
+        for table, added in sorted(grown.items()):
+            bound = KEPT_PER_RENDER.get(table, 0) * renders + KEPT_PER_UPLOAD.get(table, 0) * uploads
+            if added > bound:
+                problems.append(f"{table} +{added} (at most {bound})")
+        kept = ", ".join(f"{t} {n:+d}" for t, n in sorted(grown.items()) if n)
+        growth = (backends["db_bytes"] - first["db_bytes"]) / 1024
+        per = f", {growth / renders:.1f} KiB a render" if renders else ""
+        add("database", not problems,
+            (f"grew beyond the work done: {'; '.join(problems)}" if problems else
+             f"rows after warm-up: {kept or 'none'}; {growth:+.0f} KiB{per}; WAL {backends['wal_bytes'] / 2**20:.1f} MiB"
+             f"{' (the whole server)' if 'queued' in backends else ''}"))
+
+        blobs = backends["blobs"] - first["blobs"]
+        bound = BLOBS_PER_RENDER * renders + BLOBS_PER_UPLOAD * uploads
+        by_prefix = {k: v - first["blobs_by_prefix"].get(k, 0) for k, v in backends["blobs_by_prefix"].items()}
+        add("blobs", blobs <= bound,
+            f"+{blobs} after warm-up (at most {bound}: {BLOBS_PER_RENDER} a render, {BLOBS_PER_UPLOAD} an upload), "
+            f"by prefix {by_prefix}, {(backends['blob_bytes'] - first['blob_bytes']) / 2**20:+.1f} MiB")
+
+    if "redis_keys" in backends:
+        forever = extra.get("redis_keys_without_expiry", [])
+        add("redis", not forever,
+            f"{backends['redis_keys']} keys at the end {backends['redis_key_kinds']}, "
+            f"{len(forever)} without expiry{(' ' + ', '.join(forever[:5])) if forever else ''}; "
+            f"server memory {backends['redis_used_memory'] / 2**20:.1f} MiB")
+
+    # A clean stop: every process exits 0 on SIGTERM and leaves no work or temporary files.
+    stops = extra.get("shutdown", {})
+    bad = {k: v for k, v in stops.items() if v != {"exit": 0, "work": 0, "tmp": 0}}
+    add("shutdown", not bad, f"not clean: {bad}" if bad else "every process exited 0 and left no work or temp files")
+    return verdicts
