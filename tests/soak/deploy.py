@@ -10,6 +10,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import tempfile
@@ -36,9 +37,11 @@ def run(args, **kw):
 
 
 class Process:
-    def __init__(self, name, role, popen, data_dir, tmp_dir, log):
+    def __init__(self, name, role, popen, data_dir, tmp_dir, log, metrics=None):
         self.name, self.role, self.popen = name, role, popen
         self.data_dir, self.tmp_dir, self.log = data_dir, tmp_dir, log
+        # Where its Prometheus metrics are (the heap's figures among them).
+        self.metrics = metrics
         self.exit_code = None
 
 
@@ -88,6 +91,7 @@ class Deployment:
         else:
             self._spawn("api", "api")
         self.base = self._api_address(self.processes[0])
+        self.processes[0].metrics = f"{self.base}/metrics"
         deadline = time.time() + 120
         while not self._ready():
             if time.time() > deadline:
@@ -95,21 +99,26 @@ class Deployment:
             time.sleep(0.5)
         if self.mode == "distributed":
             for name, role in (("worker-1", "worker"), ("worker-2", "worker"), ("notifier", "notifier")):
-                self._spawn(name, role)
+                # Workers and the notifier serve their metrics on an operations port.
+                self._spawn(name, role, ops_port=_free_port())
 
-    def _spawn(self, name, role, data_dir=None):
+    def _spawn(self, name, role, data_dir=None, ops_port=None):
         data_dir = data_dir or os.path.join(self.root, name, "data")
         tmp_dir = os.path.join(self.root, name, "tmp")
         os.makedirs(data_dir, exist_ok=True)
         os.makedirs(tmp_dir, exist_ok=True)
         log = os.path.join(self.logs, f"{name}.log")
         env = dict(self.env, REELFARM_DATA_DIR=data_dir, TMPDIR=tmp_dir)
+        metrics = None
+        if ops_port:
+            env["REELFARM_OPS_LISTEN"] = f"127.0.0.1:{ops_port}"
+            metrics = f"http://127.0.0.1:{ops_port}/metrics"
         with open(log, "w") as out:
             # A session of its own: Ctrl-C reaches the driver, which stops it in order.
             popen = subprocess.Popen(
                 [self.binary, "serve", role], env=env, stdout=out, stderr=out, start_new_session=True
             )
-        self.processes.append(Process(name, role, popen, data_dir, tmp_dir, log))
+        self.processes.append(Process(name, role, popen, data_dir, tmp_dir, log, metrics))
 
     def _api_address(self, process):
         deadline = time.time() + 120
@@ -299,3 +308,10 @@ def _kinds(keys):
         kind = key.split(":")[0]
         kinds[kind] = kinds.get(kind, 0) + 1
     return kinds
+
+
+def _free_port():
+    """A port nothing listens on now (the system's pick)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

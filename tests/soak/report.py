@@ -36,6 +36,8 @@ def plots(samples):
     per_process = [
         ("Resident memory (VmRSS, MiB)", _process("rss_kib", 1 / 1024)),
         ("Anonymous resident memory (RssAnon: heap and stacks, MiB)", _process("rss_anon_kib", 1 / 1024)),
+        ("Heap in use (glibc mallinfo2, MiB)", _process("heap_in_use_kib", 1 / 1024)),
+        ("Heap free inside the allocator's arenas (MiB)", _process("heap_free_kib", 1 / 1024)),
         ("Open file descriptors", _process("fds")),
         ("Threads", _process("threads")),
         ("Work directories (renders, conversions, template media)",

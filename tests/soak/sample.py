@@ -2,12 +2,14 @@
 /proc, and its work and temporary files; the backends' figures from the deployment.
 
 The binary uses glibc's malloc, whose statistics (mallinfo2) only the process itself can
-read: from outside, RssAnon (anonymous resident memory: the heap arenas and thread stacks)
-is the nearest figure, and is recorded beside VmRSS."""
+read: it publishes them in its metrics (`reelfarm_heap_bytes`: in use, and free inside its
+arenas), read here beside VmRSS and RssAnon (the heap arenas and thread stacks)."""
 
 import os
+import re
 import threading
 import time
+import urllib.request
 
 # Work directories by what made them (worker/src: `render-`, `convert-`, `template-`,
 # `preview-` prefixes under DATA_DIR/work).
@@ -37,8 +39,11 @@ def process(p):
             kind = name.split("-")[0]
             work[kind if kind in WORK_KINDS else "other"] += 1
     tmp_files = sum(len(dirs) + len(files) for _, dirs, files in os.walk(p.tmp_dir))
+    heap = _heap(p.metrics)
     return {
         "rss_kib": kib("VmRSS"),
+        "heap_in_use_kib": heap.get("in_use"),
+        "heap_free_kib": heap.get("free"),
         "rss_anon_kib": kib("RssAnon"),
         "rss_file_kib": kib("RssFile"),
         "threads": int(status["Threads"]),
@@ -47,6 +52,19 @@ def process(p):
         "work": work,
         "tmp_files": tmp_files,
     }
+
+
+def _heap(metrics):
+    """The process's `reelfarm_heap_bytes` by state, in KiB ({} when it cannot be read)."""
+    if not metrics:
+        return {}
+    try:
+        with urllib.request.urlopen(metrics, timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    found = re.findall(r'^reelfarm_heap_bytes\{state="(\w+)"\} (\d+)', text, re.M)
+    return {state: int(value) // 1024 for state, value in found}
 
 
 class Sampler(threading.Thread):

@@ -151,7 +151,10 @@ impl Handler for ConvertHandler {
             return Outcome::Abort(format!("unexpected message {} on the convert queue", envelope.message.kind()));
         };
         let span = tracing::info_span!("convert", asset_id = %asset_id, attempt);
-        self.convert_message(asset_id, &envelope.id, attempt).instrument(span).await
+        let outcome = self.convert_message(asset_id, &envelope.id, attempt).instrument(span).await;
+        // What the decoded frames and renditions took, the allocator keeps free.
+        reelfarm_backends::allocator::give_back_free_memory();
+        outcome
     }
 }
 

@@ -3,6 +3,7 @@
 //! the outbox relay and the consumer runner on top of them; the trace that crosses the
 //! bus; metrics. The domain they store and carry is `reelfarm_domain`.
 
+pub mod allocator;
 pub mod backends;
 pub mod backoff;
 pub mod blob;

@@ -79,7 +79,28 @@ pub fn worker_in_rotation(id: &str, yes: bool) {
 }
 
 /// The text exposition of every registered metric.
+/// What the allocator holds (`allocator::heap`, read when the metrics are): bytes in use
+/// (arena and mmapped chunks) and bytes free inside its arenas (kept, not returned to the
+/// system). RSS that grows while the first stays level is fragmentation, not a leak.
+static HEAP: LazyLock<prometheus::IntGaugeVec> = LazyLock::new(|| {
+    let g = prometheus::IntGaugeVec::new(
+        Opts::new("reelfarm_heap_bytes", "The allocator's heap: bytes in use, and bytes free in its arenas"),
+        &["state"],
+    )
+    .expect("valid metric");
+    REGISTRY.register(Box::new(g.clone())).expect("metric registered once");
+    g
+});
+
+fn read_heap() {
+    if let Some((in_use, free)) = crate::allocator::heap() {
+        HEAP.with_label_values(&["in_use"]).set(in_use as i64);
+        HEAP.with_label_values(&["free"]).set(free as i64);
+    }
+}
+
 pub fn render() -> String {
+    read_heap();
     let mut buf = String::new();
     let encoder = prometheus::TextEncoder::new();
     // Encoding into a String cannot fail for well-formed metric families.

@@ -210,6 +210,13 @@ async fn operations_endpoints_answer(mode: Mode) {
     assert!(metrics.contains("reelfarm_http_requests_total"), "{metrics}");
     assert!(metrics.contains("route=\"/healthz\""), "{metrics}");
     assert!(metrics.contains("reelfarm_http_request_duration_seconds_bucket"), "{metrics}");
+    // The allocator's heap, read as the metrics are: a running service has some in use.
+    let heap = |state: &str| {
+        let line = format!("reelfarm_heap_bytes{{state=\"{state}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(line.as_str())).and_then(|v| v.parse::<u64>().ok())
+    };
+    assert!(heap("in_use").is_some_and(|b| b > 1 << 20), "{metrics}");
+    assert!(heap("free").is_some(), "{metrics}");
 
     let doc = json(app.client.get(app.url("/openapi.json")).send().await.unwrap(), 200).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));

@@ -121,6 +121,8 @@ impl RenderHandler {
                 None => None,
             };
             if step.is_some() {
+                // What the unit's frames and sources took, the allocator keeps free.
+                reelfarm_backends::allocator::give_back_free_memory();
                 // What waited for this unit (a join for its parts, a long unit for the
                 // slot) may be claimable now, here or on another worker.
                 self.wake_farm().await;
