@@ -73,10 +73,14 @@ def main():
         loadtest = load.start_loadtest(deployment, apis, templates, rate, args.duration, args.out, deployment.binary)
         side = load.SideLoop(apis, templates, media, every=min(20.0, max(5.0, args.duration / 12)))
         side.start()
+        shown = time.time()
         while time.time() - t0 < plan["load_end"]:
             sampler.phase = "warm-up" if time.time() - t0 < plan["warmup_end"] else "load"
             if loadtest.poll() is not None:
                 raise RuntimeError(f"the load test stopped early ({loadtest.returncode}); see {args.out}/loadtest.log")
+            if time.time() - shown >= 60 and sampler.samples:
+                shown = time.time()
+                log(mode, _progress(sampler.samples[-1], load_start, args.duration))
             time.sleep(1)
 
         sampler.phase = "drain"
@@ -131,6 +135,16 @@ def main():
         finally:
             for problem in deployment.close():
                 log(mode, problem)
+
+
+def _progress(sample, load_start, duration):
+    """A minute's line: how far the load is, and each process's memory, fds and threads."""
+    done = max(0.0, sample["t"] - load_start)
+    processes = ", ".join(
+        f"{name} {p['rss_kib'] // 1024} MiB {p['fds']} fds {p['threads']} threads"
+        for name, p in sample["processes"].items() if p
+    )
+    return f"{done / 60:.0f} of {duration / 60:.0f} min ({sample['phase']}): {processes}"
 
 
 def _interrupt(*_):
