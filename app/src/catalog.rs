@@ -2,41 +2,43 @@
 //! and version (a version's document never changes, so an entry never goes stale), and
 //! which user was recently found to see which template (job creation's hot path).
 
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lru::LruCache;
 use reelfarm_backends::store::{StoreError, TemplateStore};
+use reelfarm_backends::weighed::WeighedLru;
 use reelfarm_backends::Store;
 use reelfarm_domain::id::{TemplateId, UserId};
 use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::Template;
 
-/// Most parsed template documents kept in memory (the least recently used go first).
-const TEMPLATE_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(1024).unwrap();
+/// What a parsed document weighs per byte of its JSON, about (strings, vectors and enums
+/// of the parsed tree).
+const PARSED_PER_JSON_BYTE: usize = 3;
+/// What an entry weighs beside its JSON (keys, ids, the record's other fields).
+const ENTRY_BYTES: usize = 256;
 /// How long a template found visible to a user is taken as visible without asking the
 /// store again: a share removed takes effect within this.
 const VISIBILITY_TTL: Duration = Duration::from_secs(10);
-/// Most (user, template) visibility entries kept (the least recently used go first).
-const VISIBILITY_CACHE_SIZE: NonZeroUsize = NonZeroUsize::new(16 * 1024).unwrap();
 
 /// A template found visible to a user, and when.
 type Visible = (Instant, Arc<TemplateRecord>);
 
-/// Parsed template documents and recent visibility, shared by every request of a process.
+/// Parsed template documents and recent visibility, shared by every request of a process;
+/// each kept in half of the configured bytes (`template_cache`), the least recently used
+/// going first.
 pub struct Catalog {
     store: Store,
-    templates: Mutex<LruCache<(TemplateId, i64), Arc<Template>>>,
-    visible: Mutex<LruCache<(UserId, TemplateId), Visible>>,
+    templates: Mutex<WeighedLru<(TemplateId, i64), Arc<Template>>>,
+    visible: Mutex<WeighedLru<(UserId, TemplateId), Visible>>,
 }
 
 impl Catalog {
-    pub fn new(store: Store) -> Catalog {
+    pub fn new(store: Store, bytes: usize) -> Catalog {
         Catalog {
             store,
-            templates: Mutex::new(LruCache::new(TEMPLATE_CACHE_SIZE)),
-            visible: Mutex::new(LruCache::new(VISIBILITY_CACHE_SIZE)),
+            templates: Mutex::new(WeighedLru::named("template", bytes / 2)),
+            visible: Mutex::new(WeighedLru::named("visibility", bytes / 2)),
         }
     }
 
@@ -49,7 +51,8 @@ impl Catalog {
             }
         }
         let record = Arc::new(self.store.visible_template(id, user_id).await?);
-        self.visible.lock().expect("visibility cache lock").put(key, (Instant::now(), record.clone()));
+        let weight = record.json.len() + ENTRY_BYTES;
+        self.visible.lock().expect("visibility cache lock").put(key, (Instant::now(), record.clone()), weight);
         Ok(record)
     }
 
@@ -63,7 +66,8 @@ impl Catalog {
         let template: Template = serde_json::from_str(&record.json)
             .map_err(|e| StoreError::Corrupt(format!("template {} document: {e}", record.id)))?;
         let template = Arc::new(template);
-        self.templates.lock().expect("template cache lock").put(key, template.clone());
+        let weight = record.json.len() * PARSED_PER_JSON_BYTE + ENTRY_BYTES;
+        self.templates.lock().expect("template cache lock").put(key, template.clone(), weight);
         Ok(template)
     }
 
@@ -71,11 +75,6 @@ impl Catalog {
     /// process's next job of it reads the current version. (Other processes may use their
     /// entry for up to [`VISIBILITY_TTL`].)
     pub fn forget(&self, id: &TemplateId) {
-        let mut visible = self.visible.lock().expect("visibility cache lock");
-        let stale: Vec<(UserId, TemplateId)> =
-            visible.iter().filter(|((_, t), _)| t == id).map(|(k, _)| k.clone()).collect();
-        for key in stale {
-            visible.pop(&key);
-        }
+        self.visible.lock().expect("visibility cache lock").retain(|(_, t)| t != id);
     }
 }

@@ -26,7 +26,7 @@ impl Farm {
     pub fn new(backends: &Backends, config: &Config) -> Farm {
         Farm {
             backends: backends.clone(),
-            catalog: Catalog::new(backends.store().clone()),
+            catalog: Catalog::new(backends.store().clone(), config.caches.template_cache),
             voices: Voices {
                 polly: config.speech.polly_region.is_some(),
                 google: config.speech.google_tts_api_key.is_some(),

@@ -70,8 +70,9 @@ impl Service {
             Ok(())
         });
         let (store, blobs, token) = (backends.store().clone(), backends.blobs().clone(), shutdown.clone());
+        let retention = config.storage.kept_sound_retention;
         tasks.spawn("housekeeping", async move {
-            reelfarm_backends::housekeeping::run(store, blobs, token).await;
+            reelfarm_backends::housekeeping::run(store, blobs, retention, token).await;
             Ok(())
         });
 

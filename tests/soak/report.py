@@ -46,6 +46,12 @@ def plots(samples):
         ("Files in the process's TMPDIR", _process("tmp_files")),
     ]
     out = [(title, {n: [(s["t"], get(s, n)) for s in samples] for n in names}) for title, get in per_process]
+    caches = sorted({(n, c) for s in samples for n, p in s["processes"].items() if p for c in p.get("caches", {})})
+    if caches:
+        held = lambda s, n, c: ((s["processes"].get(n) or {}).get("caches", {}).get(c) or {}).get("held")
+        out.append(("Bytes each cache holds (MiB; bounds in the verdict)",
+                    {f"{n} {c}": [(s["t"], None if held(s, n, c) is None else held(s, n, c) / 2**20) for s in samples]
+                     for n, c in caches}))
 
     def backend(*keys, scale=1.0, rows=False):
         return {k: [(s["t"], _backend(s, k, scale, rows)) for s in samples] for k in keys}

@@ -39,11 +39,12 @@ def process(p):
             kind = name.split("-")[0]
             work[kind if kind in WORK_KINDS else "other"] += 1
     tmp_files = sum(len(dirs) + len(files) for _, dirs, files in os.walk(p.tmp_dir))
-    heap = _heap(p.metrics)
+    heap, caches = _metrics(p.metrics)
     return {
         "rss_kib": kib("VmRSS"),
         "heap_in_use_kib": heap.get("in_use"),
         "heap_free_kib": heap.get("free"),
+        "caches": caches,
         "rss_anon_kib": kib("RssAnon"),
         "rss_file_kib": kib("RssFile"),
         "threads": int(status["Threads"]),
@@ -54,17 +55,22 @@ def process(p):
     }
 
 
-def _heap(metrics):
-    """The process's `reelfarm_heap_bytes` by state, in KiB ({} when it cannot be read)."""
+def _metrics(metrics):
+    """The process's `reelfarm_heap_bytes` by state, in KiB, and its caches'
+    `reelfarm_cache_bytes` ({cache: {"held": bytes, "limit": bytes}}); empty when they
+    cannot be read."""
     if not metrics:
-        return {}
+        return {}, {}
     try:
         with urllib.request.urlopen(metrics, timeout=5) as r:
             text = r.read().decode()
     except OSError:
-        return {}
+        return {}, {}
     found = re.findall(r'^reelfarm_heap_bytes\{state="(\w+)"\} (\d+)', text, re.M)
-    return {state: int(value) // 1024 for state, value in found}
+    caches = {}
+    for cache, state, value in re.findall(r'^reelfarm_cache_bytes\{cache="(\w+)",state="(\w+)"\} (\d+)', text, re.M):
+        caches.setdefault(cache, {})[state] = int(value)
+    return {state: int(value) // 1024 for state, value in found}, caches
 
 
 class Sampler(threading.Thread):

@@ -86,6 +86,20 @@ def check(samples, plan, extra):
                 f"{name}: at most {level} during warm-up, {min(later)}–{max(later)} after (at most {2 * level}), "
                 f"{later[-1]} at the end (at most {level + tolerance})")
 
+    # Caches: every one within its configured bytes in every sample (each publishes both).
+    over, highest = [], {}
+    for s in samples:
+        for name, p in s["processes"].items():
+            for cache, b in (p or {}).get("caches", {}).items():
+                if b.get("held", 0) > b.get("limit", 0):
+                    over.append(f"{name} {cache} {b['held']} > {b['limit']} at {s['t']:.0f} s")
+                key = f"{name} {cache}"
+                highest[key] = max(highest.get(key, 0), b.get("held", 0)), b.get("limit", 0)
+    add("caches", highest and not over,
+        "over their bounds: " + "; ".join(over[:5]) if over else
+        "at most " + ", ".join(f"{k} {h / 2**20:.1f} of {lim / 2**20:.0f} MiB" for k, (h, lim) in sorted(highest.items()))
+        if highest else "no cache reported its bytes")
+
     # Work and temporary files: none left once the renders ended, bar the preview cache.
     left, busiest = [], 0
     for name in names:

@@ -136,7 +136,7 @@ impl RenderHandler {
             worker_id,
             secret: config.storage.secret_key.expose_secret().as_bytes().to_vec(),
             previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
-            kept: Arc::new(render::SnapshotCache::new(preview::STILL_CACHE_BYTES)),
+            kept: Arc::new(render::SnapshotCache::new(config.caches.still_cache, config.caches.video_cache)),
             shutdown,
             rotation,
             slots: config.worker.worker_slots,

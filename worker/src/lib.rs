@@ -47,6 +47,7 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     // One memory budget (`REELFARM_MEDIA_MEMORY`) for every conversion and render here.
     let limits = media::Limits::from_config(config);
     let media_memory_mib = limits.memory.total_mib();
+    render::size_caches(&config.caches);
     let convert = Arc::new(ConvertHandler::new(config, backends.clone(), limits.clone(), worker_id.clone())?);
     let rotation =
         Arc::new(rotation::Rotation::new(backends.store().clone(), worker_id.clone(), config.worker.worker_slots));

@@ -1,7 +1,8 @@
 //! reelfarm's backends: the configuration and the four ports (metadata store, blob store,
 //! bus, cache), each with an embedded and a distributed adapter selected by URL scheme;
 //! the outbox relay and the consumer runner on top of them; the trace that crosses the
-//! bus; metrics. The domain they store and carry is `reelfarm_domain`.
+//! bus; metrics; the byte-bounded map of the processes' caches. The domain they store and
+//! carry is `reelfarm_domain`.
 
 pub mod allocator;
 pub mod backends;
@@ -20,6 +21,7 @@ pub mod store;
 pub mod testing;
 pub mod trace;
 pub mod webhook_secret;
+pub mod weighed;
 
 pub use backends::Backends;
 pub use blob::Blobs;

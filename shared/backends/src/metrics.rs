@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 
 use reelfarm_domain::message::Queue;
 
@@ -59,18 +59,19 @@ pub fn bus_consumed(queue: Queue, settle: &str) {
     BUS_CONSUMED.with_label_values(&[queue.name(), settle]).inc();
 }
 
-static WORKER_IN_ROTATION: LazyLock<prometheus::IntGaugeVec> = LazyLock::new(|| {
-    let g = prometheus::IntGaugeVec::new(
-        Opts::new(
-            "reelfarm_worker_in_rotation",
-            "1 while the worker claims renders; 0 once it was taken out of rotation (its renders kept failing where \
-             other workers' succeeded, or an operator took it out)",
-        ),
-        &["worker"],
-    )
-    .expect("valid metric");
+fn gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
     REGISTRY.register(Box::new(g.clone())).expect("metric registered once");
     g
+}
+
+static WORKER_IN_ROTATION: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge(
+        "reelfarm_worker_in_rotation",
+        "1 while the worker claims renders; 0 once it was taken out of rotation (its renders kept failing where \
+         other workers' succeeded, or an operator took it out)",
+        &["worker"],
+    )
 });
 
 /// Whether worker `id` claims renders.
@@ -78,19 +79,26 @@ pub fn worker_in_rotation(id: &str, yes: bool) {
     WORKER_IN_ROTATION.with_label_values(&[id]).set(i64::from(yes));
 }
 
-/// The text exposition of every registered metric.
 /// What the allocator holds (`allocator::heap`, read when the metrics are): bytes in use
 /// (arena and mmapped chunks) and bytes free inside its arenas (kept, not returned to the
 /// system). RSS that grows while the first stays level is fragmentation, not a leak.
-static HEAP: LazyLock<prometheus::IntGaugeVec> = LazyLock::new(|| {
-    let g = prometheus::IntGaugeVec::new(
-        Opts::new("reelfarm_heap_bytes", "The allocator's heap: bytes in use, and bytes free in its arenas"),
-        &["state"],
-    )
-    .expect("valid metric");
-    REGISTRY.register(Box::new(g.clone())).expect("metric registered once");
-    g
+static HEAP: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge("reelfarm_heap_bytes", "The allocator's heap: bytes in use, and bytes free in its arenas", &["state"])
 });
+
+static CACHE: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    gauge(
+        "reelfarm_cache_bytes",
+        "Bytes each cache of the process holds (held) and may hold (limit)",
+        &["cache", "state"],
+    )
+});
+
+/// Cache `name` holds `held` of its `limit` bytes.
+pub fn cache_bytes(name: &str, held: usize, limit: usize) {
+    CACHE.with_label_values(&[name, "held"]).set(held as i64);
+    CACHE.with_label_values(&[name, "limit"]).set(limit as i64);
+}
 
 fn read_heap() {
     if let Some((in_use, free)) = crate::allocator::heap() {
@@ -99,6 +107,7 @@ fn read_heap() {
     }
 }
 
+/// The text exposition of every registered metric.
 pub fn render() -> String {
     read_heap();
     let mut buf = String::new();

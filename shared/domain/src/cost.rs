@@ -210,6 +210,12 @@ pub fn split_pays(cpu_seconds: f64, chunks: usize, spare_slots: i64, gain: f64) 
     cpu_seconds >= gain * split
 }
 
+/// Memory an open video decoder of `width`×`height` frames holds: its reference frames and
+/// frame threads' pictures.
+pub fn decoder_bytes(width: u32, height: u32) -> u64 {
+    yuv(f64::from(width) * f64::from(height), DECODER_FRAMES)
+}
+
 fn yuv(pixels: f64, frames: u64) -> u64 {
     (pixels * YUV420) as u64 * frames
 }

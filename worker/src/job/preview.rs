@@ -5,8 +5,8 @@
 //! for it stay in a directory of their own between calls (the [`PREVIEW_CACHE`] most
 //! recently used versions), so only a value that brings a new source fetches anything,
 //! and what was decoded stays in memory ([`render::SnapshotCache`]): a photo is decoded once
-//! (up to [`STILL_CACHE_BYTES`] of pictures), each source probed once, and the decoders of
-//! video layers stay open where their last frame was ([`render::KEPT_VIDEOS`] of them), so
+//! (up to `still_cache` bytes of pictures), each source probed once, and the decoders of
+//! video layers stay open where their last frame was (up to `video_cache` bytes), so
 //! scrubbing forward goes on decoding and the frame of an edit is not decoded again.
 //! Sound does not show: sound layers and the soundtrack are left out before anything is
 //! fetched, and speech is never synthesised for a preview.
@@ -32,8 +32,6 @@ use crate::render::{self, Quality, RenderError};
 
 /// Template versions whose fetched sources are kept.
 pub(super) const PREVIEW_CACHE: NonZeroUsize = NonZeroUsize::new(8).unwrap();
-/// Bytes of decoded pictures kept for the next frames (a 12 MP photo is 36 MB).
-pub(super) const STILL_CACHE_BYTES: usize = 256 * 1024 * 1024;
 /// Quality of the JPEG answered (the thumbnail's).
 const JPEG_QUALITY: u8 = 85;
 /// Wait before serving again after the bus refused.

@@ -64,6 +64,10 @@ mod sys {
         pub(super) fn lottie_animation_get_size(animation: *const Animation, width: *mut usize, height: *mut usize);
         pub(super) fn lottie_animation_get_totalframe(animation: *const Animation) -> usize;
         pub(super) fn lottie_animation_get_framerate(animation: *const Animation) -> f64;
+        /// `rlottie::configureModelCacheSize(size_t)`, a C++ function taking one integer
+        /// (no C wrapper exists; the Itanium C++ ABI passes it as C would).
+        #[link_name = "_ZN7rlottie23configureModelCacheSizeEm"]
+        pub(super) fn configure_model_cache_size(entries: usize);
         pub(super) fn lottie_animation_render(
             animation: *mut Animation,
             frame: usize,
@@ -118,7 +122,14 @@ impl Lottie {
         let mut text = String::with_capacity(bytes.len());
         type_first(&json, &mut text);
         let data = CString::new(text).map_err(|_| refused("a NUL character in a string".into()))?;
-        // rlottie keeps parsed animations by this key: the content's hash is one per content.
+        // rlottie would keep up to 10 parsed animations by their key, whatever they hold:
+        // one with embedded pictures holds them decoded (up to check::MAX_IMAGES_PIXELS,
+        // 256 MB), so its cache is off. A render parses each animation once; a preview
+        // frame parses again (milliseconds for a typical file).
+        static NO_MODEL_CACHE: std::sync::Once = std::sync::Once::new();
+        // SAFETY: a plain integer argument; rlottie guards its cache with a mutex.
+        NO_MODEL_CACHE.call_once(|| unsafe { sys::configure_model_cache_size(0) });
+        // The key would be the content's hash, one per content, were the cache on.
         let key = CString::new(hex::encode(Sha256::digest(data.as_bytes()))).expect("hex has no NUL");
         let nowhere = CString::default();
         // SAFETY: NUL-terminated strings that outlive the call; rlottie copies what it keeps.

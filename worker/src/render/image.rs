@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::DynamicImage;
+use reelfarm_backends::weighed::WeighedLru;
 use reelfarm_domain::template::Fit;
 
 use super::geom::RectF;
@@ -26,46 +27,32 @@ pub(crate) enum Still {
     Svg(Box<resvg::usvg::Tree>),
 }
 
-/// Decoded stills kept between snapshots (see [`super::snapshot_cache`]), by file, up to `limit`
-/// bytes of pixels, least recently used out.
+/// Decoded stills kept between snapshots (see [`super::snapshot_cache`]), by file, up to
+/// `limit` bytes of pixels, least recently used out.
 pub(crate) struct StillCache {
-    /// The stills and the bytes they hold.
-    kept: Mutex<(lru::LruCache<FileKey, Arc<Still>>, usize)>,
-    limit: usize,
+    kept: Mutex<WeighedLru<FileKey, Arc<Still>>>,
 }
 
 impl StillCache {
     pub fn new(limit: usize) -> StillCache {
-        StillCache { kept: Mutex::new((lru::LruCache::unbounded(), 0)), limit }
+        StillCache { kept: Mutex::new(WeighedLru::named("still", limit)) }
     }
 
     /// [`Still::open`] of `path`, decoded once while it stays in the cache.
     pub(crate) fn open(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
         let key = file_key(path)?;
-        if let Some(still) = self.kept.lock().expect("still cache lock").0.get(&key) {
+        if let Some(still) = self.kept.lock().expect("still cache lock").get(&key) {
             return Ok(Some(still.clone()));
         }
         let Some(still) = Still::open(path, limits)?.map(Arc::new) else { return Ok(None) };
-        let size = still.bytes();
-        if size <= self.limit {
-            let mut kept = self.kept.lock().expect("still cache lock");
-            let (stills, bytes) = &mut *kept;
-            if let Some(old) = stills.put(key, still.clone()) {
-                *bytes -= old.bytes();
-            }
-            *bytes += size;
-            while *bytes > self.limit {
-                let Some((_, gone)) = stills.pop_lru() else { break };
-                *bytes -= gone.bytes();
-            }
-        }
+        self.kept.lock().expect("still cache lock").put(key, still.clone(), still.bytes());
         Ok(Some(still))
     }
 
     /// Bytes of pixels kept.
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        self.kept.lock().expect("still cache lock").1
+        self.kept.lock().expect("still cache lock").bytes()
     }
 }
 
@@ -238,15 +225,18 @@ mod tests {
             image::RgbImage::from_pixel(w, 10, image::Rgb([shade, 0, 0])).save(&path).unwrap();
             path
         };
-        let (a, b) = (write("a.png", 100, 10), write("b.png", 100, 20));
+        let a = write("a.png", 40, 10);
+        let others: Vec<_> = (1..5).map(|i| write(&format!("{i}.png"), 40, 10 + i)).collect();
         let limits = Limits::default();
         let cache = StillCache::new(5_000);
         let first = cache.open(&a, &limits).unwrap().unwrap();
         assert!(Arc::ptr_eq(&first, &cache.open(&a, &limits).unwrap().unwrap()), "decoded once");
-        assert_eq!(cache.bytes(), 3_000);
-        // A second picture overflows the 5,000 bytes: the least recently used one goes.
-        cache.open(&b, &limits).unwrap().unwrap();
-        assert_eq!(cache.bytes(), 3_000);
+        assert_eq!(cache.bytes(), 1_200);
+        // The fifth picture overflows the 5,000 bytes: the least recently used one goes.
+        for path in &others {
+            cache.open(path, &limits).unwrap().unwrap();
+        }
+        assert_eq!(cache.bytes(), 4_800);
         assert!(!Arc::ptr_eq(&first, &cache.open(&a, &limits).unwrap().unwrap()), "decoded again");
         // A file written again is decoded again, even under the same name.
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -255,7 +245,7 @@ mod tests {
         assert_eq!(img.width(), 50);
         // A picture larger than the whole cache is not kept; other files are no stills.
         let small = StillCache::new(100);
-        assert!(small.open(&b, &limits).unwrap().is_some());
+        assert!(small.open(&a, &limits).unwrap().is_some());
         assert_eq!(small.bytes(), 0);
         std::fs::write(dir.path().join("c.txt"), "not a picture").unwrap();
         assert!(cache.open(&dir.path().join("c.txt"), &limits).unwrap().is_none());

@@ -72,7 +72,7 @@ use crate::media::Limits;
 pub use captions::SpeechCues;
 pub use error::RenderError;
 pub use snapshot::snapshot;
-pub use snapshot_cache::{SnapshotCache, KEPT_VIDEOS};
+pub use snapshot_cache::SnapshotCache;
 pub use source::{seen_sources, sources};
 
 /// Output size: the template's own, or the shorter side set to 480, 720 or 1080 pixels
@@ -162,6 +162,13 @@ pub struct RenderOutput {
     /// The captions of the video (output timeline, by start) when it has captions layers:
     /// what its WebVTT sidecar holds.
     pub captions: Option<Vec<reelfarm_domain::captions::Cue>>,
+}
+
+/// Sizes the renderer's process-wide caches (kept sounds, each thread's glyphs) as
+/// `caches` says; until then they hold the keys' defaults.
+pub fn size_caches(caches: &reelfarm_backends::config::Caches) {
+    sound_cache::set_limit(caches.sound_cache);
+    text::set_glyph_limit(caches.glyph_cache);
 }
 
 /// Forgets the sound kept from earlier renders of this process, so that the next render

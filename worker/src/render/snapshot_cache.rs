@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use reelfarm_backends::metrics;
+use reelfarm_domain::cost;
+
 use super::image::{Still, StillCache};
 use super::video::VideoReader;
 use crate::media::{self, Limits, MediaError, Probe};
@@ -24,9 +27,10 @@ pub(crate) type VideoKey = (FileKey, u64, bool);
 /// Probes kept (a few hundred bytes each).
 const PROBES: NonZeroUsize = NonZeroUsize::new(512).unwrap();
 
-/// Video readers kept: each holds a decoder with its reference frames (tens of MB at
-/// 1080p), enough for the video layers of a few templates being edited at once.
-pub const KEPT_VIDEOS: usize = 6;
+/// What a kept reader weighs: its decoder's frames, as a render's estimate counts them.
+fn weight(reader: &VideoReader) -> u64 {
+    cost::decoder_bytes(reader.width, reader.height)
+}
 
 pub(crate) fn file_key(path: &Path) -> std::io::Result<FileKey> {
     let meta = std::fs::metadata(path)?;
@@ -39,15 +43,18 @@ pub struct SnapshotCache {
     probes: Mutex<lru::LruCache<FileKey, Probe>>,
     /// Most recently kept first.
     videos: Mutex<VecDeque<VideoReader>>,
+    /// What the kept readers may weigh together ([`cost::decoder_bytes`] each).
+    video_bytes: u64,
 }
 
 impl SnapshotCache {
-    /// Keeps up to `still_bytes` of decoded pictures.
-    pub fn new(still_bytes: usize) -> SnapshotCache {
+    /// Keeps up to `still_bytes` of decoded pictures and `video_bytes` of video readers.
+    pub fn new(still_bytes: usize, video_bytes: usize) -> SnapshotCache {
         SnapshotCache {
             stills: StillCache::new(still_bytes),
             probes: Mutex::new(lru::LruCache::new(PROBES)),
             videos: Mutex::new(VecDeque::new()),
+            video_bytes: video_bytes as u64,
         }
     }
 
@@ -71,15 +78,33 @@ impl SnapshotCache {
     pub(crate) fn take_video(&self, key: &VideoKey) -> Option<VideoReader> {
         let mut videos = self.videos.lock().expect("video cache lock");
         let at = videos.iter().position(|r| &r.key == key)?;
-        videos.remove(at)
+        let taken = videos.remove(at);
+        self.publish(&videos);
+        taken
     }
 
-    /// Keeps `reader` for the next snapshot; the least recently kept one beyond
-    /// [`KEPT_VIDEOS`] is closed.
+    /// Keeps `reader` for the next snapshot; the least recently kept ones beyond the
+    /// readers' bytes are closed (`reader` too when it alone weighs more than a quarter).
     pub(crate) fn keep_video(&self, reader: VideoReader) {
+        if weight(&reader) > self.video_bytes / 4 {
+            return;
+        }
         let mut videos = self.videos.lock().expect("video cache lock");
         videos.push_front(reader);
-        videos.truncate(KEPT_VIDEOS);
+        let mut total = 0;
+        let kept = videos.iter().take_while(|r| {
+            total += weight(r);
+            total <= self.video_bytes
+        });
+        let kept = kept.count();
+        videos.truncate(kept);
+        self.publish(&videos);
+    }
+
+    /// `reelfarm_cache_bytes{cache="video"}`: what the kept readers weigh.
+    fn publish(&self, videos: &VecDeque<VideoReader>) {
+        let held = videos.iter().map(weight).sum::<u64>();
+        metrics::cache_bytes("video", held as usize, self.video_bytes as usize);
     }
 
     /// Video readers kept.

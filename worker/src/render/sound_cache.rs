@@ -13,7 +13,8 @@ use std::io::Read;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use ffmpeg_next::{packet, Packet};
-use lru::LruCache;
+use reelfarm_backends::config::Caches;
+use reelfarm_backends::weighed::WeighedLru;
 use reelfarm_domain::job::SoundLevel;
 use sha2::{Digest, Sha256};
 
@@ -28,9 +29,6 @@ const LEVEL_BYTES: usize = 16;
 /// Bytes of a stored packet's header: pts, dts, duration, flags, size.
 const PACKET_HEADER: usize = 8 * 3 + 4 + 4;
 
-/// What the kept packets may take in memory, together (about 50 minutes of sound at
-/// 160 kbit/s).
-const BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// Sources bigger than this together are not hashed (a long video's sound): reading them
 /// would cost more than encoding saves.
 const MAX_SOURCE_BYTES: u64 = 256 * 1024 * 1024;
@@ -106,12 +104,15 @@ fn stored_name(key: &Key) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-struct Cache {
-    entries: LruCache<Key, Arc<Kept>>,
-    bytes: usize,
-}
+/// The process's kept sounds, up to `sound_cache` bytes (the default, 64 MiB, is about 50
+/// minutes of sound at 160 kbit/s).
+static CACHE: LazyLock<Mutex<WeighedLru<Key, Arc<Kept>>>> =
+    LazyLock::new(|| Mutex::new(WeighedLru::named("sound", Caches::default().sound_cache)));
 
-static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache { entries: LruCache::unbounded(), bytes: 0 }));
+/// Keeps up to `bytes` of sound from now on, forgetting what was kept.
+pub(crate) fn set_limit(bytes: usize) {
+    *CACHE.lock().unwrap_or_else(|e| e.into_inner()) = WeighedLru::named("sound", bytes);
+}
 
 /// The mix's own version: a change to how sounds are mixed or kept (loops at the declared
 /// end, the sound level kept with the packets) makes the sounds kept before it miss.
@@ -168,7 +169,7 @@ pub(crate) fn key(tracks: &[TrackSpec], samples: u64, encoder: &str, loudness: O
 /// process too).
 pub(crate) fn get(key: &Key, store: Option<&dyn SoundStore>) -> Option<Arc<Kept>> {
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(kept) = cache.entries.get(key) {
+    if let Some(kept) = cache.get(key) {
         return Some(kept.clone());
     }
     drop(cache);
@@ -184,9 +185,7 @@ pub(crate) fn get(key: &Key, store: Option<&dyn SoundStore>) -> Option<Arc<Kept>
 
 /// Forgets every kept sound (benchmarks measuring a first render).
 pub(crate) fn clear() {
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.entries.clear();
-    cache.bytes = 0;
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
 /// Keeps `kept` under `key`, in the store when there is one and in the process.
@@ -197,23 +196,10 @@ pub(crate) fn put(key: Key, kept: Kept, store: Option<&dyn SoundStore>) {
     keep(key, Arc::new(kept));
 }
 
-/// Keeps `kept` in the process, dropping the least recently used entries beyond the budget.
+/// Keeps `kept` in the process, dropping the least recently used entries beyond the limit.
 fn keep(key: Key, kept: Arc<Kept>) {
-    if kept.bytes > BUDGET_BYTES / 4 {
-        return;
-    }
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let bytes = kept.bytes;
-    if let Some(old) = cache.entries.put(key, kept) {
-        cache.bytes -= old.bytes;
-    }
-    cache.bytes += bytes;
-    while cache.bytes > BUDGET_BYTES {
-        match cache.entries.pop_lru() {
-            Some((_, old)) => cache.bytes -= old.bytes,
-            None => break,
-        }
-    }
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).put(key, kept, bytes);
 }
 
 #[cfg(test)]

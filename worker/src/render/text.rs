@@ -15,6 +15,7 @@ pub use reelfarm_domain::template::{Align, VAlign};
 use reelfarm_domain::template::{Font, TextFit, TextLayer};
 
 mod fonts;
+pub(crate) use fonts::set_glyph_limit;
 mod layout;
 mod raster;
 #[cfg(test)]

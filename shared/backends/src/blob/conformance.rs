@@ -28,6 +28,7 @@ pub(crate) async fn suite(blobs: Blobs) {
     missing_blob_is_not_found(&blobs).await;
     delete_is_idempotent(&blobs).await;
     list_and_delete_prefix_take_only_the_prefix(&blobs).await;
+    delete_older_takes_what_was_written_before(&blobs).await;
     large_upload_streams_in_parts(&blobs).await;
     failed_upload_keeps_the_previous_blob(&blobs).await;
     presigned_get_serves_the_bytes(&blobs).await;
@@ -150,6 +151,23 @@ async fn list_and_delete_prefix_take_only_the_prefix(blobs: &Blobs) {
     assert_eq!(blobs.delete_prefix("suite/dir/").await.expect("second delete_prefix"), 0);
     assert_eq!(blobs.delete_prefix("suite/nothing/here/").await.expect("missing prefix"), 0);
     assert_eq!(blobs.list("suite/dir/").await.expect("list after delete"), Vec::<String>::new());
+}
+
+async fn delete_older_takes_what_was_written_before(blobs: &Blobs) {
+    let inside = ["suite/kept/a", "suite/kept/sub/b"];
+    for key in inside.iter().chain(&["suite/keptx/c"]) {
+        blobs.put(key, bytes(b"x"), "text/plain").await.expect("put");
+    }
+    let now = std::time::SystemTime::now();
+    let hour = Duration::from_secs(3600);
+    assert_eq!(blobs.delete_older("suite/kept/", now - hour).await.expect("delete_older, nothing old"), 0);
+    assert_eq!(blobs.list("suite/kept/").await.expect("list"), inside);
+    assert_eq!(blobs.delete_older("suite/kept/", now + hour).await.expect("delete_older"), 2);
+    for key in inside {
+        assert!(matches!(blobs.head(key).await, Err(BlobError::NotFound(_))), "{key} survived");
+    }
+    blobs.head("suite/keptx/c").await.expect("a neighbour of the prefix stays");
+    assert!(matches!(blobs.delete_older("suite", now).await, Err(BlobError::InvalidKey(_))), "a prefix ends with /");
 }
 
 async fn large_upload_streams_in_parts(blobs: &Blobs) {

@@ -16,7 +16,7 @@
 
 use std::io::SeekFrom;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,15 @@ impl FsBlobs {
 
     fn meta_path(&self, key: &str) -> PathBuf {
         self.root.join(format!("{key}{META_SUFFIX}"))
+    }
+
+    /// The keys of blob files under the root.
+    fn keys(&self, files: &[PathBuf]) -> Vec<String> {
+        files
+            .iter()
+            .filter_map(|f| f.strip_prefix(&self.root).ok())
+            .map(|relative| relative.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"))
+            .collect()
     }
 
     fn temp_path(&self, what: &str) -> PathBuf {
@@ -172,16 +181,28 @@ impl BlobBackend for FsBlobs {
             .map_err(|e| BlobError::Backend(format!("delete_prefix task: {e}")))?
     }
 
+    async fn delete_older(&self, prefix: &str, before: SystemTime) -> Result<u64, BlobError> {
+        let dir = self.path(prefix.trim_end_matches('/'));
+        let files = tokio::task::spawn_blocking(move || {
+            let files = blob_files(&dir)?;
+            // A file gone meanwhile (deleted by another process) is not counted.
+            let old = |f: &PathBuf| std::fs::metadata(f).and_then(|m| m.modified()).is_ok_and(|t| t < before);
+            Ok::<_, BlobError>(files.into_iter().filter(old).collect::<Vec<_>>())
+        })
+        .await
+        .map_err(|e| BlobError::Backend(format!("delete_older task: {e}")))??;
+        for key in self.keys(&files) {
+            self.delete(&key).await?;
+        }
+        Ok(files.len() as u64)
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
-        let (root, dir) = (self.root.clone(), self.path(prefix.trim_end_matches('/')));
+        let dir = self.path(prefix.trim_end_matches('/'));
         let files = tokio::task::spawn_blocking(move || blob_files(&dir))
             .await
             .map_err(|e| BlobError::Backend(format!("list task: {e}")))??;
-        let mut keys: Vec<String> = files
-            .iter()
-            .filter_map(|f| f.strip_prefix(&root).ok())
-            .map(|relative| relative.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"))
-            .collect();
+        let mut keys = self.keys(&files);
         keys.sort();
         Ok(keys)
     }

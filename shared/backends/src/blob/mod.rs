@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use tokio::io::AsyncRead;
@@ -78,6 +78,9 @@ pub trait BlobBackend: Send + Sync {
     async fn delete(&self, key: &str) -> Result<(), BlobError>;
     /// Removes every blob whose key starts with `prefix` (which ends with `/`); returns how many.
     async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError>;
+    /// Removes every blob under `prefix` (which ends with `/`) last written before
+    /// `before`; returns how many.
+    async fn delete_older(&self, prefix: &str, before: SystemTime) -> Result<u64, BlobError>;
     /// The keys of every blob whose key starts with `prefix` (which ends with `/`), sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError>;
     /// A time-limited address the client can GET directly, when the backend has such a
@@ -174,6 +177,12 @@ impl Blobs {
     pub async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError> {
         check_prefix(prefix)?;
         self.backend.delete_prefix(prefix).await
+    }
+
+    #[tracing::instrument(name = "blobs::delete_older", level = "debug", skip_all)]
+    pub async fn delete_older(&self, prefix: &str, before: SystemTime) -> Result<u64, BlobError> {
+        check_prefix(prefix)?;
+        self.backend.delete_older(prefix, before).await
     }
 
     #[tracing::instrument(name = "blobs::list", level = "debug", skip_all)]

@@ -6,7 +6,7 @@
 //! one being read), so every request body is a plain buffer that can be signed and
 //! retried; bodies under one part are a single PutObject.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use aws_sdk_s3::config::{
@@ -15,7 +15,8 @@ use aws_sdk_s3::config::{
 use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream as S3Body;
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, Delete, ObjectIdentifier};
+use aws_sdk_s3::primitives::DateTime;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, Delete, Object, ObjectIdentifier};
 use aws_sdk_s3::Client;
 use aws_smithy_http_client::tls;
 use bytes::{Bytes, BytesMut};
@@ -159,8 +160,13 @@ impl S3Blobs {
 
     /// The full keys under `prefix` (a key prefix of ours), in S3's order (sorted).
     async fn list_full(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        Ok(self.list_objects(prefix).await?.into_iter().filter_map(|o| o.key).collect())
+    }
+
+    /// The objects under `prefix` (a key prefix of ours), in S3's order (sorted).
+    async fn list_objects(&self, prefix: &str) -> Result<Vec<Object>, BlobError> {
         let prefix = self.full_key(prefix);
-        let mut keys = Vec::new();
+        let mut objects = Vec::new();
         let mut token = None;
         loop {
             let page = self
@@ -173,10 +179,10 @@ impl S3Blobs {
                 .send()
                 .await
                 .map_err(|e| backend("ListObjectsV2", e))?;
-            keys.extend(page.contents.unwrap_or_default().into_iter().filter_map(|o| o.key));
+            objects.extend(page.contents.unwrap_or_default());
             match page.next_continuation_token {
                 Some(next) if page.is_truncated == Some(true) => token = Some(next),
-                _ => return Ok(keys),
+                _ => return Ok(objects),
             }
         }
     }
@@ -310,6 +316,19 @@ impl BlobBackend for S3Blobs {
     async fn delete_prefix(&self, prefix: &str) -> Result<u64, BlobError> {
         let mut deleted = 0;
         for batch in self.list_full(prefix).await?.chunks(DELETE_BATCH as usize) {
+            deleted += self.delete_batch(batch.to_vec()).await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn delete_older(&self, prefix: &str, before: SystemTime) -> Result<u64, BlobError> {
+        let before = DateTime::from(before);
+        let old: Vec<String> = (self.list_objects(prefix).await?.into_iter())
+            .filter(|o| o.last_modified.is_some_and(|t| t < before))
+            .filter_map(|o| o.key)
+            .collect();
+        let mut deleted = 0;
+        for batch in old.chunks(DELETE_BATCH as usize) {
             deleted += self.delete_batch(batch.to_vec()).await?;
         }
         Ok(deleted)

@@ -75,6 +75,7 @@ keys! {
     blob_url: "file://DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R";
     redis_url: "redis://… (unset: in-memory cache)";
     secret_key: "key of upload signatures and linked-account encryption (unset: generated into the data dir)";
+    kept_sound_retention = "30d": "kept sound mixes and synthesised speech are deleted from the blob store this long after they were made (0: kept for ever)";
 
     [bus]
     bus_url = "local": "local or amqp://…";
@@ -116,6 +117,13 @@ keys! {
     polly_secret_access_key: "secret key of Amazon Polly (unset: AWS_SECRET_ACCESS_KEY)";
     google_tts_url = "https://texttospeech.googleapis.com": "base of the Google Cloud Text-to-Speech API";
     google_tts_api_key: "API key of Google Cloud Text-to-Speech (unset: Google TTS disabled)";
+
+    [caches]
+    template_cache = "64MiB": "parsed template documents and recent visibility checks an api process keeps (half each), weighed by their JSON";
+    still_cache = "256MiB": "decoded pictures a worker keeps between preview frames";
+    video_cache = "512MiB": "video decoders a worker keeps open between preview frames, weighed by their frames";
+    sound_cache = "64MiB": "encoded sound mixes a worker keeps for the next render of the same sound";
+    glyph_cache = "16MiB": "rasterised glyphs each thread that draws text keeps";
 
     [ops]
     ops_listen: "address of /healthz, /readyz and /metrics of every role (unset: the api serves them on its own port)";

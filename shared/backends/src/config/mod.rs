@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 mod api;
+mod caches;
 mod keys;
 mod notifier;
 mod ops;
@@ -19,6 +20,7 @@ mod tests;
 mod worker;
 
 pub use api::{Api, Bootstrap};
+pub use caches::Caches;
 pub use keys::{key, Key, ENV_PREFIX, KEYS};
 pub use notifier::{Notifier, Speech};
 pub use ops::Ops;
@@ -40,6 +42,7 @@ pub struct Config {
     pub render: reelfarm_domain::cost::Limits,
     pub notifier: Notifier,
     pub speech: Speech,
+    pub caches: Caches,
     pub ops: Ops,
 }
 
@@ -125,6 +128,7 @@ impl Config {
             worker,
             notifier: Notifier::read(raw)?,
             speech: Speech::read(raw)?,
+            caches: Caches::read(raw)?,
             ops: Ops::read(raw)?,
         })
     }

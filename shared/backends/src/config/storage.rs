@@ -25,6 +25,9 @@ pub struct Storage {
     /// Key of upload signatures and of the linked accounts' encryption (changing it means
     /// re-linking the accounts).
     pub secret_key: SecretString,
+    /// How long kept sound mixes and synthesised speech stay in the blob store after they
+    /// were made; `None`: for ever.
+    pub kept_sound_retention: Option<Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -96,7 +99,9 @@ impl Storage {
                 }),
                 None => SecretString::from(load_or_create_secret(&data_dir)?),
             };
-        Ok(Storage { data_dir, database_url, blob, redis_url, secret_key })
+        let kept_sound_retention = parse(raw, key::kept_sound_retention, parse_duration)?;
+        let kept_sound_retention = (!kept_sound_retention.is_zero()).then_some(kept_sound_retention);
+        Ok(Storage { data_dir, database_url, blob, redis_url, secret_key, kept_sound_retention })
     }
 }
 

@@ -204,3 +204,18 @@ fn media_memory_defaults_to_half_the_cgroup_limit_else_half_the_ram_and_zero_dis
     let err = Config::from_sources(None, env(&[("REELFARM_MEDIA_MEMORY", "lots")])).unwrap_err();
     assert!(err.to_string().contains("REELFARM_MEDIA_MEMORY"), "{err}");
 }
+
+#[test]
+fn caches_are_sizes_and_kept_sounds_have_a_retention() {
+    let c = Config::from_sources(None, env(&[])).unwrap();
+    assert_eq!(c.caches, Caches::default());
+    assert_eq!((c.caches.template_cache, c.caches.still_cache), (64 << 20, 256 << 20));
+    assert_eq!(c.storage.kept_sound_retention, Some(Duration::from_secs(30 * 86_400)));
+    let env2 =
+        env(&[("REELFARM_VIDEO_CACHE", "1GiB"), ("REELFARM_SOUND_CACHE", "0"), ("REELFARM_KEPT_SOUND_RETENTION", "0")]);
+    let c = Config::from_sources(None, env2).unwrap();
+    assert_eq!((c.caches.video_cache, c.caches.sound_cache), (1 << 30, 0));
+    assert_eq!(c.storage.kept_sound_retention, None, "0 keeps them for ever");
+    let err = Config::from_sources(None, env(&[("REELFARM_GLYPH_CACHE", "lots")])).unwrap_err();
+    assert_eq!(err.source_name, "REELFARM_GLYPH_CACHE");
+}

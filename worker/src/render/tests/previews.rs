@@ -35,7 +35,7 @@ fn same_frames(name: &str, template: &Template, dir: &std::path::Path, at: impl 
     let plan = Plan::new(template, Quality::P480);
     let frames = decode_frames(&mp4);
     assert_eq!(frames.len() as u64, plan.frames);
-    let kept = SnapshotCache::new(64 << 20);
+    let kept = SnapshotCache::new(64 << 20, 64 << 20);
     let compare = |n: u64, kept: Option<&SnapshotCache>| {
         let rendered = RgbImage::from_raw(plan.width, plan.height, frames[n as usize].to_rgb()).expect("size");
         let preview = snapshot(template, &resolve, kept, Quality::P480, plan.time(n), &crate::media::Limits::default())

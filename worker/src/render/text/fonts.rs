@@ -5,10 +5,12 @@
 //! and `SwashCache` (rasterised glyphs), so threads never wait on each other.
 
 use std::cell::RefCell;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use cosmic_text::fontdb::{Database, Source};
 use cosmic_text::{FontSystem, SwashCache};
+use reelfarm_backends::config::Caches;
 
 macro_rules! faces {
     ($($file:literal),* $(,)?) => {
@@ -33,8 +35,17 @@ const FACES: &[&[u8]] = faces!(
     "LiberationMono-BoldItalic.ttf",
 );
 
-/// Rasterised glyphs kept per thread before the cache is emptied (a few MB at most).
-const GLYPH_CACHE_LIMIT: usize = 8192;
+/// Bytes of rasterised glyphs each thread keeps before its cache is emptied
+/// (`glyph_cache`).
+static GLYPH_CACHE_BYTES: LazyLock<AtomicUsize> = LazyLock::new(|| AtomicUsize::new(Caches::default().glyph_cache));
+
+/// What a kept glyph weighs beside its pixels (key, placement, the map's slot).
+const GLYPH_ENTRY_BYTES: usize = 96;
+
+/// Has each thread keep up to `bytes` of rasterised glyphs.
+pub(crate) fn set_glyph_limit(bytes: usize) {
+    GLYPH_CACHE_BYTES.store(bytes, Ordering::Relaxed);
+}
 
 pub(super) fn database() -> &'static Database {
     static DATABASE: OnceLock<Database> = OnceLock::new();
@@ -56,22 +67,38 @@ pub(super) fn has_family(family: &str) -> bool {
     database().faces().any(|face| face.families.iter().any(|(name, _)| name == family))
 }
 
+/// A thread's font system and glyph cache, and the glyphs' bytes when it held `counted`.
+struct Fonts {
+    system: FontSystem,
+    glyphs: SwashCache,
+    counted: usize,
+    bytes: usize,
+}
+
 thread_local! {
-    static FONTS: RefCell<Option<(FontSystem, SwashCache)>> = const { RefCell::new(None) };
+    static FONTS: RefCell<Option<Fonts>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` with this thread's font system and glyph cache.
 pub(super) fn with_fonts<R>(f: impl FnOnce(&mut FontSystem, &mut SwashCache) -> R) -> R {
     FONTS.with(|cell| {
         let mut slot = cell.borrow_mut();
-        let (font_system, cache) = slot.get_or_insert_with(|| {
-            let font_system = FontSystem::new_with_locale_and_db("en-US".to_owned(), database().clone());
-            (font_system, SwashCache::new())
+        let fonts = slot.get_or_insert_with(|| Fonts {
+            system: FontSystem::new_with_locale_and_db("en-US".to_owned(), database().clone()),
+            glyphs: SwashCache::new(),
+            counted: 0,
+            bytes: 0,
         });
-        if cache.image_cache.len() > GLYPH_CACHE_LIMIT {
-            cache.image_cache.clear();
+        // Counted again only when glyphs were added since (text seen before adds none).
+        if fonts.glyphs.image_cache.len() != fonts.counted {
+            fonts.counted = fonts.glyphs.image_cache.len();
+            fonts.bytes = fonts.glyphs.image_cache.values().flatten().map(|g| g.data.len() + GLYPH_ENTRY_BYTES).sum();
+            if fonts.bytes > GLYPH_CACHE_BYTES.load(Ordering::Relaxed) {
+                fonts.glyphs.image_cache.clear();
+                (fonts.counted, fonts.bytes) = (0, 0);
+            }
         }
-        f(font_system, cache)
+        f(&mut fonts.system, &mut fonts.glyphs)
     })
 }
 
