@@ -94,7 +94,7 @@ def check(samples, plan, extra):
                 if b.get("held", 0) > b.get("limit", 0):
                     over.append(f"{name} {cache} {b['held']} > {b['limit']} at {s['t']:.0f} s")
                 key = f"{name} {cache}"
-                highest[key] = max(highest.get(key, 0), b.get("held", 0)), b.get("limit", 0)
+                highest[key] = max(highest.get(key, (0, 0))[0], b.get("held", 0)), b.get("limit", 0)
     add("caches", highest and not over,
         "over their bounds: " + "; ".join(over[:5]) if over else
         "at most " + ", ".join(f"{k} {h / 2**20:.1f} of {lim / 2**20:.0f} MiB" for k, (h, lim) in sorted(highest.items()))
