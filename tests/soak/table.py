@@ -1,0 +1,92 @@
+"""The figures docs/performance.md gives of a soak run, from its report.json: per process
+and per backend at the load's start, after warm-up (10 minutes) and at the end of the
+load and of the run, and each resource's growth an hour after warm-up.
+
+    python3 tests/soak/table.py target/soak/embedded/report.json [target/soak/distributed/report.json]
+"""
+
+import json
+import sys
+
+
+def at(samples, t):
+    """The last sample taken at or before `t` (the first if none)."""
+    before = [s for s in samples if s["t"] <= t]
+    return before[-1] if before else samples[0]
+
+
+def mib(n):
+    return f"{n / 2**20:.1f}"
+
+
+def process_cell(p):
+    if not p:
+        return "—"
+    heap = p.get("heap_in_use_kib")
+    heap = f" (heap {heap / 1024:.0f})" if heap is not None else ""
+    return f"{p['rss_kib'] / 1024:.0f}{heap} MiB, {p['fds']} fds, {p['threads']} thr"
+
+
+def backend_rows(b):
+    rows = b["rows"]
+    cells = {
+        "database (MiB)": mib(b["db_bytes"]),
+        "WAL (MiB)": mib(b["wal_bytes"]),
+        "renders, jobs (rows)": f"{rows.get('renders', 0)}, {rows.get('jobs', 0)}",
+        "handled messages, idempotency keys (rows)": f"{rows.get('handled_messages', 0)}, {rows.get('idempotency_keys', 0)}",
+        "outbox, dead letters": f"{b['outbox']}, {b['dead_letters']}",
+        "blobs (count, MiB)": f"{b['blobs']}, {mib(b['blob_bytes'])}",
+    }
+    if "queued" in b:
+        cells["queued messages"] = str(b["queued"])
+    if "redis_keys" in b:
+        cells["Redis keys, server memory (MiB)"] = f"{b['redis_keys']}, {mib(b['redis_used_memory'])}"
+    return cells
+
+
+def table(report):
+    plan, samples = report["plan"], report["samples"]
+    times = [("load starts", plan["load_start"]), ("after warm-up", plan["warmup_end"]),
+             ("load ends", plan["load_end"]), ("end", plan["end"])]
+    picked = [at(samples, t) for _, t in times]
+    head = f"| {report['mode']} | " + " | ".join(f"{name} ({s['t'] / 60:.0f} min)" for (name, _), s in zip(times, picked))
+    lines = [head + " |", "|---" * (len(times) + 1) + "|"]
+    for name in samples[-1]["processes"]:
+        lines.append(f"| {name} | " + " | ".join(process_cell(s["processes"].get(name)) for s in picked) + " |")
+    with_backends = [s if s["backends"] else next(x for x in reversed(samples) if x["backends"]) for s in picked]
+    cells = [backend_rows(s["backends"]) for s in with_backends]
+    for key in cells[-1]:
+        lines.append(f"| {key} | " + " | ".join(c.get(key, "—") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def per_hour(report):
+    """Growth an hour of load after warm-up, from the after-warm-up and load-end samples."""
+    plan, samples = report["plan"], report["samples"]
+    a = next(s for s in samples if s["t"] >= plan["warmup_end"] and s["backends"])
+    b = next(s for s in reversed(samples) if s["t"] <= plan["load_end"] and s["backends"])
+    hours = (b["t"] - a["t"]) / 3600
+    grow = lambda f: (f(b["backends"]) - f(a["backends"])) / hours
+    renders = grow(lambda x: x["rows"].get("renders", 0))
+    prefixes = sorted(set(a["backends"]["blobs_by_prefix"]) | set(b["backends"]["blobs_by_prefix"]))
+    blobs = ", ".join(f"{p} {grow(lambda x: x['blobs_by_prefix'].get(p, 0)):+.0f}" for p in prefixes)
+    return (f"{report['mode']}: an hour of load after warm-up adds {renders:.0f} renders, "
+            f"{grow(lambda x: x['db_bytes']) / 2**20:+.1f} MiB of database "
+            f"({grow(lambda x: x['db_bytes']) / max(renders, 1) / 1024:.1f} KiB a render), "
+            f"{grow(lambda x: x['blob_bytes']) / 2**20:+.1f} MiB of blobs "
+            f"({grow(lambda x: x['blob_bytes']) / max(renders, 1) / 2**10:.0f} KiB a render; blobs by prefix {blobs})")
+
+
+def main():
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            report = json.load(f)
+        print(table(report), end="\n\n")
+        print(per_hour(report), end="\n\n")
+        for v in report["verdicts"]:
+            print(f"- {'PASS' if v['ok'] else 'FAIL'} {v['resource']}: {v['text']}")
+        print()
+
+
+if __name__ == "__main__":
+    main()
