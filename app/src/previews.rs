@@ -87,6 +87,10 @@ impl Farm {
             Some(PreviewAnswer::Refused(message)) => {
                 Err(AppError::Invalid(vec![FieldError::new("values", ErrorKey::Unrenderable, message)]))
             }
+            Some(PreviewAnswer::Busy(message)) => {
+                tracing::warn!(%message, "a preview frame was not drawn in time");
+                Err(AppError::Unavailable)
+            }
             Some(PreviewAnswer::Failed(message)) => Err(AppError::Failed(format!("preview failed: {message}"))),
             None => Err(AppError::Failed("undecodable preview answer".into())),
         }

@@ -52,6 +52,9 @@ pub enum PreviewAnswer {
     /// The template cannot be drawn with these values (media that does not decode, a
     /// source that cannot be fetched); the message says why, for the user.
     Refused(String),
+    /// It was not drawn within the preview's time limit (a busy worker); worth asking
+    /// again. The message is for the logs.
+    Busy(String),
     /// It failed on our side; the message is for the logs.
     Failed(String),
 }
@@ -61,6 +64,7 @@ impl PreviewAnswer {
         let (tag, payload) = match self {
             PreviewAnswer::Frame(jpeg) => (b'F', jpeg.as_slice()),
             PreviewAnswer::Refused(message) => (b'R', message.as_bytes()),
+            PreviewAnswer::Busy(message) => (b'B', message.as_bytes()),
             PreviewAnswer::Failed(message) => (b'X', message.as_bytes()),
         };
         [&[tag][..], payload].concat()
@@ -73,6 +77,7 @@ impl PreviewAnswer {
         match tag {
             b'F' => Some(PreviewAnswer::Frame(payload.to_vec())),
             b'R' => Some(PreviewAnswer::Refused(text())),
+            b'B' => Some(PreviewAnswer::Busy(text())),
             b'X' => Some(PreviewAnswer::Failed(text())),
             _ => None,
         }
@@ -97,6 +102,7 @@ mod tests {
         for answer in [
             PreviewAnswer::Frame(vec![0xff, 0xd8, 0]),
             PreviewAnswer::Refused("no".into()),
+            PreviewAnswer::Busy("slow".into()),
             PreviewAnswer::Failed("oops".into()),
         ] {
             assert_eq!(PreviewAnswer::from_bytes(&answer.to_bytes()), Some(answer));

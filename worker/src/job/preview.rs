@@ -81,13 +81,18 @@ impl RenderHandler {
             Err(e) => return PreviewAnswer::Failed(format!("undecodable preview call: {e}")),
         };
         match self.draw(&call).await {
-            Ok(jpeg) => PreviewAnswer::Frame(jpeg),
+            Ok(Ok(jpeg)) => PreviewAnswer::Frame(jpeg),
+            Ok(Err(e @ RenderError::TimedOut { .. })) => PreviewAnswer::Busy(e.to_string()),
+            Ok(Err(e)) if e.is_bad_input() => PreviewAnswer::Refused(e.to_string()),
+            Ok(Err(e)) => PreviewAnswer::Failed(e.to_string()),
             Err(Failure::Permanent(e) | Failure::Remote(e)) => PreviewAnswer::Refused(e),
             Err(Failure::Transient(e)) => PreviewAnswer::Failed(e),
         }
     }
 
-    async fn draw(&self, call: &PreviewCall) -> Result<Vec<u8>, Failure> {
+    /// The frame of `call`, or why drawing it failed; `Err` when it could not be drawn at
+    /// all (the template, its values or its sources).
+    async fn draw(&self, call: &PreviewCall) -> Result<Result<Vec<u8>, RenderError>, Failure> {
         let record = match self.backends.store().template_at(&call.template_id, Some(call.version)).await {
             Err(StoreError::NotFound(_)) => return Err(Failure::Permanent("the template or version is gone".into())),
             found => found?,
@@ -122,7 +127,7 @@ impl RenderHandler {
         drop(fetched);
 
         let (quality, at, kept, limits) = (call.quality, call.at, self.kept.clone(), self.media_limits.clone());
-        let drawn = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
             let frame = render::snapshot(&applied, &resolve, Some(&kept), quality, at, &limits)?;
             let mut jpeg = Vec::new();
@@ -132,11 +137,6 @@ impl RenderHandler {
             Ok::<_, RenderError>(jpeg)
         })
         .await
-        .map_err(|e| Failure::Transient(format!("preview task: {e}")))?;
-        match drawn {
-            Ok(jpeg) => Ok(jpeg),
-            Err(e) if e.is_bad_input() => Err(Failure::Permanent(e.to_string())),
-            Err(e) => Err(Failure::Transient(e.to_string())),
-        }
+        .map_err(|e| Failure::Transient(format!("preview task: {e}")))
     }
 }

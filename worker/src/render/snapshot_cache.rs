@@ -92,12 +92,14 @@ impl SnapshotCache {
         let mut videos = self.videos.lock().expect("video cache lock");
         videos.push_front(reader);
         let mut total = 0;
-        let kept = videos.iter().take_while(|r| {
-            total += weight(r);
-            total <= self.video_bytes
-        });
-        let kept = kept.count();
-        videos.truncate(kept);
+        let fit = videos
+            .iter()
+            .take_while(|r| {
+                total += weight(r);
+                total <= self.video_bytes
+            })
+            .count();
+        videos.truncate(fit);
         self.publish(&videos);
     }
 

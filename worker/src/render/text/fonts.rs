@@ -67,12 +67,12 @@ pub(super) fn has_family(family: &str) -> bool {
     database().faces().any(|face| face.families.iter().any(|(name, _)| name == family))
 }
 
-/// A thread's font system and glyph cache, and the glyphs' bytes when it held `counted`.
+/// A thread's font system and glyph cache, and how many glyphs the cache held when its
+/// bytes were last counted.
 struct Fonts {
     system: FontSystem,
     glyphs: SwashCache,
     counted: usize,
-    bytes: usize,
 }
 
 thread_local! {
@@ -87,16 +87,15 @@ pub(super) fn with_fonts<R>(f: impl FnOnce(&mut FontSystem, &mut SwashCache) -> 
             system: FontSystem::new_with_locale_and_db("en-US".to_owned(), database().clone()),
             glyphs: SwashCache::new(),
             counted: 0,
-            bytes: 0,
         });
         // Counted again only when glyphs were added since (text seen before adds none).
         if fonts.glyphs.image_cache.len() != fonts.counted {
-            fonts.counted = fonts.glyphs.image_cache.len();
-            fonts.bytes = fonts.glyphs.image_cache.values().flatten().map(|g| g.data.len() + GLYPH_ENTRY_BYTES).sum();
-            if fonts.bytes > GLYPH_CACHE_BYTES.load(Ordering::Relaxed) {
-                fonts.glyphs.image_cache.clear();
-                (fonts.counted, fonts.bytes) = (0, 0);
+            let glyphs = &mut fonts.glyphs.image_cache;
+            let bytes: usize = glyphs.values().flatten().map(|g| g.data.len() + GLYPH_ENTRY_BYTES).sum();
+            if bytes > GLYPH_CACHE_BYTES.load(Ordering::Relaxed) {
+                glyphs.clear();
             }
+            fonts.counted = glyphs.len();
         }
         f(&mut fonts.system, &mut fonts.glyphs)
     })
