@@ -32,6 +32,9 @@ use crate::render::{self, Quality, RenderError};
 
 /// Template versions whose fetched sources are kept.
 pub(super) const PREVIEW_CACHE: NonZeroUsize = NonZeroUsize::new(8).unwrap();
+/// Sources kept for one template version: past this, the oldest a frame does not use
+/// are deleted (each value tried in an editing session would otherwise stay on disk).
+const KEPT_SOURCES: usize = 16;
 /// Quality of the JPEG answered (the thumbnail's).
 const JPEG_QUALITY: u8 = 85;
 /// Wait before serving again after the bus refused.
@@ -121,8 +124,9 @@ impl RenderHandler {
         // A file the work directory's sweep took is fetched again.
         let ready: Vec<(Source, PathBuf)> = fetched.files.iter().filter(|(_, p)| p.exists()).cloned().collect();
         let dir = fetched.dir.as_ref().expect("made above").path().to_path_buf();
-        fetched.files =
-            self.fetch_sources(&applied, render::sources(&applied), &record, call.quality, &dir, ready).await?;
+        let wanted = render::sources(&applied);
+        fetched.files = self.fetch_sources(&applied, wanted.clone(), &record, call.quality, &dir, ready).await?;
+        forget_oldest(&mut fetched.files, &wanted);
         let files = fetched.files.clone();
         drop(fetched);
 
@@ -138,5 +142,46 @@ impl RenderHandler {
         })
         .await
         .map_err(|e| Failure::Transient(format!("preview task: {e}")))
+    }
+}
+
+/// Deletes the files of the oldest sources not in `wanted` while more than
+/// [`KEPT_SOURCES`] are kept (`files` in the order they were fetched).
+fn forget_oldest(files: &mut Vec<(Source, PathBuf)>, wanted: &[Source]) {
+    let mut excess = files.len().saturating_sub(KEPT_SOURCES);
+    files.retain(|(source, path)| {
+        if excess == 0 || wanted.contains(source) {
+            return true;
+        }
+        excess -= 1;
+        let _ = std::fs::remove_file(path);
+        false
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_the_bound_the_oldest_sources_not_drawn_are_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = |n: usize| Source::Url { url: format!("http://127.0.0.1:9/{n}.png") };
+        let mut files: Vec<(Source, PathBuf)> = (0..KEPT_SOURCES + 3)
+            .map(|n| {
+                let path = dir.path().join(format!("source-{n}"));
+                std::fs::write(&path, b"picture").unwrap();
+                (url(n), path)
+            })
+            .collect();
+        // The frame draws the oldest source and the newest.
+        let wanted = [url(0), url(KEPT_SOURCES + 2)];
+        forget_oldest(&mut files, &wanted);
+        let kept: Vec<Source> = files.iter().map(|(s, _)| s.clone()).collect();
+        let expected: Vec<Source> = [0].into_iter().chain(4..KEPT_SOURCES + 3).map(url).collect();
+        assert_eq!(kept, expected);
+        let on_disk = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(on_disk, KEPT_SOURCES);
+        assert!(!dir.path().join("source-1").exists() && dir.path().join("source-0").exists());
     }
 }

@@ -139,19 +139,18 @@ pub(crate) fn convert(job: &Job, probed: AvProbe) -> Result<Converted, MediaErro
         aac.push(pcm, &mut |p| m4a_out.write(m4a_stream, p))?;
         mp3.push(pcm, &mut |p| mp3_out.write(mp3_stream, p))
     };
-    let mut packet = Packet::empty();
     let mut damaged = 0u32;
     loop {
         job.deadline.check()?;
-        match packet.read(&mut input) {
-            Ok(()) => {}
+        let packet = match av::read_packet(&mut input) {
+            Ok(packet) => packet,
             Err(ffmpeg::Error::Eof) => break,
             Err(ffmpeg::Error::InvalidData) if damaged < 1000 => {
                 damaged += 1;
                 continue;
             }
             Err(e) => return Err(av::input_error(job.deadline, "reading the audio")(e)),
-        }
+        };
         if packet.stream() != index {
             continue;
         }

@@ -1,5 +1,7 @@
 //! Limits on what the engine accepts, and the deadline that enforces the time limit.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use super::budget::MemoryBudget;
@@ -126,10 +128,34 @@ impl Deadline {
     pub(crate) fn error(&self) -> MediaError {
         MediaError::TimedOut { limit: self.limit.as_secs_f64() }
     }
+}
 
-    /// A libav interrupt callback: makes blocking demuxer calls give up after the deadline.
-    pub(crate) fn interrupt(&self) -> impl FnMut() -> bool + Send + 'static {
-        let end = self.end;
-        move || Instant::now() >= end
+/// The deadline an opened input's libav interrupt callback checks (blocking demuxer calls
+/// give up once it passes). It moves with the work: an input kept between calls (a
+/// preview's video reader) answers to the deadline of the call it serves, not of the
+/// call that opened it, which had long passed.
+#[derive(Debug, Clone)]
+pub(crate) struct Interrupt(Arc<AtomicU64>);
+
+impl Interrupt {
+    pub(crate) fn new(deadline: &Deadline) -> Self {
+        Interrupt(Arc::new(AtomicU64::new(nanos(deadline.end))))
     }
+
+    /// From now on the callback answers to `deadline`.
+    pub(crate) fn set(&self, deadline: &Deadline) {
+        self.0.store(nanos(deadline.end), Ordering::Relaxed);
+    }
+
+    /// The callback libav calls: `true` once the deadline has passed.
+    pub(crate) fn callback(&self) -> impl FnMut() -> bool + Send + 'static {
+        let end = self.0.clone();
+        move || nanos(Instant::now()) >= end.load(Ordering::Relaxed)
+    }
+}
+
+/// Nanoseconds from the first call in this process to `at` (an `Instant` as a number).
+fn nanos(at: Instant) -> u64 {
+    static ORIGIN: LazyLock<Instant> = LazyLock::new(Instant::now);
+    u64::try_from(at.saturating_duration_since(*ORIGIN).as_nanos()).unwrap_or(u64::MAX)
 }

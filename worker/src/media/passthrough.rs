@@ -356,11 +356,10 @@ pub fn same_video_packets(a: &Path, b: &Path) -> Result<bool, MediaError> {
     };
     let [first, second] = &mut inputs;
     let next = |input: &mut Input, index: usize| -> Result<Option<Packet>, MediaError> {
-        let mut packet = Packet::empty();
         loop {
-            match packet.read(input) {
-                Ok(()) if packet.stream() == index => return Ok(Some(packet)),
-                Ok(()) => {}
+            match av::read_packet(input) {
+                Ok(packet) if packet.stream() == index => return Ok(Some(packet)),
+                Ok(_) => {}
                 Err(ffmpeg::Error::Eof) => return Ok(None),
                 Err(e) => return Err(av::input_error(&deadline, "reading")(e)),
             }

@@ -87,33 +87,25 @@ fn run(job: &Job, probed: AvProbe, allow_copy: bool) -> Result<Converted, Failur
         time_base,
         duration: probe.duration,
     };
-    let mut packet = Packet::empty();
     let mut damaged = 0u32;
     loop {
         job.deadline.check()?;
-        match packet.read(&mut input) {
-            Ok(()) => {}
+        let packet = match av::read_packet(&mut input) {
+            Ok(packet) => packet,
             Err(ffmpeg::Error::Eof) => break,
             Err(ffmpeg::Error::InvalidData) if damaged < 1000 => {
                 damaged += 1;
                 continue;
             }
             Err(e) => return Err(av::input_error(job.deadline, "reading the video")(e).into()),
-        }
+        };
         if packet.stream() == vs.index {
             if let Some(copy) = state.copy.as_mut() {
                 copy.push(&packet)?;
             }
             // A damaged packet is skipped, as players do; a file with no decodable
             // picture at all fails below.
-            let mode = std::env::var("PT_MODE").unwrap_or_default();
-            let late = state.copy.is_some()
-                && state.outs.is_empty()
-                && state.played().unwrap_or(0.0) >= probe.duration.unwrap_or(10.0) * 0.1;
-            if late && mode == "key" {
-                unsafe { (*video_decoder.as_mut_ptr()).skip_frame = ffmpeg::ffi::AVDiscard::AVDISCARD_NONKEY };
-            }
-            if (!late || mode != "stop") && video_decoder.send_packet(&packet).is_ok() {
+            if video_decoder.send_packet(&packet).is_ok() {
                 state.drain(&mut video_decoder, job)?;
             }
         } else if let Some(s) = sound.as_mut().filter(|s| s.index == packet.stream()) {

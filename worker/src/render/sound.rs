@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ffmpeg::{decoder, ffi, frame, Packet, Rational};
+use ffmpeg::{decoder, ffi, frame, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::plan::SAMPLE_RATE;
@@ -220,7 +220,6 @@ impl SoundReader {
     /// Decodes the next packet's samples into the buffer (dropping those before the trim
     /// point); `false` at the end of the source.
     fn decode_more(&mut self, deadline: &Deadline) -> Result<bool, MediaError> {
-        let mut packet = Packet::empty();
         let mut damaged = 0;
         loop {
             deadline.check()?;
@@ -231,8 +230,8 @@ impl SoundReader {
                 let got = self.keep(pcm);
                 return Ok(got);
             }
-            match packet.read(&mut self.source.input) {
-                Ok(()) if packet.stream() == self.source.index => {
+            match av::read_packet(&mut self.source.input) {
+                Ok(packet) if packet.stream() == self.source.index => {
                     if self.source.decoder.send_packet(&packet).is_err() {
                         continue; // damaged packet: skipped, as players do
                     }
@@ -242,7 +241,7 @@ impl SoundReader {
                         return Ok(true);
                     }
                 }
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(ffmpeg::Error::Eof) => {
                     let _ = self.source.decoder.send_eof();
                     self.input_done = true;

@@ -8,14 +8,14 @@ use std::path::Path;
 
 use ffmpeg::format::Pixel;
 use ffmpeg::software::scaling;
-use ffmpeg::{decoder, ffi, frame, Packet, Rational};
+use ffmpeg::{decoder, ffi, frame, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::picture::{half, Picture};
 use super::resample::chroma_alpha;
 use super::snapshot_cache::{file_key, VideoKey};
 use crate::media::audio::MAX_DECODE_ERRORS;
-use crate::media::limits::Deadline;
+use crate::media::limits::{Deadline, Interrupt};
 use crate::media::{av, decoders};
 use crate::media::{Limits, MediaError};
 
@@ -29,6 +29,8 @@ pub(crate) struct VideoReader {
     /// The file, trim and looping it was opened for (how a kept reader is found again).
     pub(crate) key: VideoKey,
     input: ffmpeg::format::context::Input,
+    /// The deadline libav's reads of `input` give up at: the current call's.
+    interrupt: Interrupt,
     index: usize,
     time_base: Rational,
     /// Stream start in seconds (timestamps are relative to it).
@@ -71,7 +73,8 @@ impl VideoReader {
         limits: &Limits,
     ) -> Result<VideoReader, MediaError> {
         let key = (file_key(path)?, trim.to_bits(), looping);
-        let input = av::open_input_within(path, deadline, limits.max_video_pixels)?;
+        let interrupt = Interrupt::new(deadline);
+        let input = av::open_input_interrupted(path, deadline, limits.max_video_pixels, &interrupt)?;
         let stream = input
             .streams()
             .best(ffmpeg::media::Type::Video)
@@ -105,6 +108,7 @@ impl VideoReader {
         Ok(VideoReader {
             key,
             input,
+            interrupt,
             index,
             time_base,
             origin,
@@ -143,6 +147,7 @@ impl VideoReader {
     /// Any `tau` may be asked (a reader kept between snapshots is); a render asks for
     /// times that only grow.
     pub(crate) fn frame_at(&mut self, tau: f64, deadline: &Deadline) -> Result<(&frame::Video, u64), MediaError> {
+        self.interrupt.set(deadline);
         self.reposition(tau);
         if self.decoder.is_none() {
             // The first frame asked for need not be the layer's first (a snapshot asks for
@@ -263,7 +268,7 @@ impl VideoReader {
         if at > 0.0 || played {
             let sought = self.seek(at, deadline)?;
             if !sought && played {
-                self.input = av::open_input_within(&self.key.0 .0, deadline, self.max_pixels)?;
+                self.input = av::open_input_interrupted(&self.key.0 .0, deadline, self.max_pixels, &self.interrupt)?;
             }
         }
         Ok(())
@@ -301,7 +306,6 @@ impl VideoReader {
         };
         let mut errors = 0;
         let mut damaged = 0;
-        let mut packet = Packet::empty();
         loop {
             deadline.check()?;
             match decoder.receive_frame(&mut self.pending) {
@@ -323,12 +327,12 @@ impl VideoReader {
             if self.input_done {
                 return Ok(None);
             }
-            match packet.read(&mut self.input) {
-                Ok(()) if packet.stream() == self.index => {
+            match av::read_packet(&mut self.input) {
+                Ok(packet) if packet.stream() == self.index => {
                     // A damaged packet is skipped, as players do.
                     let _ = decoder.send_packet(&packet);
                 }
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(ffmpeg::Error::Eof) => {
                     let _ = decoder.send_eof();
                     self.input_done = true;

@@ -7,7 +7,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use ffmpeg::Packet;
 use ffmpeg_next as ffmpeg;
 
 use crate::media::audio::SoundDecoder;
@@ -45,14 +44,13 @@ pub(crate) fn decode(path: &Path, deadline: &Deadline) -> Result<Vec<f32>, Media
         let frames = pcm.first().map_or(0, Vec::len);
         mono.extend((0..frames).map(|i| pcm.iter().map(|c| c[i]).sum::<f32>() / channels));
     };
-    let mut packet = Packet::empty();
     loop {
         deadline.check()?;
-        match packet.read(&mut input) {
-            Ok(()) => {}
+        let packet = match av::read_packet(&mut input) {
+            Ok(packet) => packet,
             Err(ffmpeg::Error::Eof) => break,
             Err(e) => return Err(av::input_error(deadline, "reading the speech")(e)),
-        }
+        };
         if packet.stream() == index {
             append(decoder.decode(Some(&packet))?);
         }

@@ -1,6 +1,7 @@
 use reelfarm_domain::template::values::apply_values;
 
 use super::*;
+use crate::render::video::VideoReader;
 
 #[test]
 fn a_corrupt_source_fails_with_a_readable_error_naming_the_layer() {
@@ -70,6 +71,52 @@ fn a_render_estimated_above_the_memory_budget_is_refused_and_one_within_it_relea
     let roomy = Limits { memory: MemoryBudget::new(Some(256 << 20)), ..Limits::default() };
     s.render_within(&film, Quality::Default, roomy.clone()).expect("within the budget");
     assert_eq!(roomy.memory.free_mib(), Some(256), "released when the render ended");
+}
+
+/// libav 5 does not always release what a packet held when it is read into again: every
+/// render of a video layer kept part of its packets (the soak's workers grew ~30 MiB an
+/// hour).
+#[test]
+fn reading_a_video_again_and_again_keeps_none_of_its_packets() {
+    let s = Scratch::new();
+    // Lossless, so that the packets are large (some 180 KB in all).
+    let lossless = ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0"];
+    let path = s.ffmpeg(&[&["-f", "lavfi", "-i", "testsrc2=s=320x240:r=10:d=2"][..], &lossless].concat(), "clip.mp4");
+    let size = std::fs::metadata(&path).expect("size").len();
+    let play = || {
+        let deadline = Deadline::after(std::time::Duration::from_secs(60));
+        let mut reader = VideoReader::open(&path, 0.0, false, &deadline, &Limits::default()).expect("open");
+        for n in 0..20 {
+            reader.frame_at(f64::from(n) / 10.0, &deadline).expect("frame");
+        }
+    };
+    let in_use = || reelfarm_backends::allocator::heap().expect("glibc's counters").0;
+    // Settled after a few plays (libav's and the allocator's first allocations), then
+    // level: each play used to keep ~14 KB of this video's packets.
+    (0..5).for_each(|_| play());
+    let before = in_use();
+    (0..20).for_each(|_| play());
+    let grown = in_use().saturating_sub(before);
+    assert!(grown < size / 2, "the heap in use grew by {grown} bytes over 20 plays of a {size}-byte video");
+}
+
+/// A reader kept between preview frames reads on long after the call that opened it:
+/// its reads answer to the deadline of the frame asked for, not of the call that opened
+/// it (those of an editing session's later frames failed as "took longer than the limit").
+#[test]
+fn a_kept_video_reader_reads_within_each_call_s_own_deadline() {
+    let s = Scratch::new();
+    let path =
+        s.ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=320x240:r=10:d=2", "-c:v", "libx264", "-qp", "0"], "clip.mp4");
+    let opening = Deadline::after(std::time::Duration::from_millis(300));
+    let mut reader = VideoReader::open(&path, 0.0, false, &opening, &Limits::default()).expect("open");
+    reader.frame_at(0.0, &opening).expect("the first frame");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(opening.expired());
+    // The rest of the file is read from disk now, past the first call's deadline.
+    let later = Deadline::after(std::time::Duration::from_secs(60));
+    let (_, serial) = reader.frame_at(1.9, &later).expect("a frame of a later call");
+    assert!(serial > 1, "{serial}");
 }
 
 #[test]
