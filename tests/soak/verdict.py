@@ -7,7 +7,6 @@ minutes; what happened before (start-up, calibration, warm-up) sets the level th
 the run is held to."""
 
 import math
-import statistics
 
 RSS_GROWTH = 0.05
 # Runs shorter than this report memory without judging it.
@@ -49,7 +48,9 @@ def check(samples, plan, extra):
         return verdicts
     names = list(end["processes"])
 
-    # Memory: the level just after warm-up against the level at the end of the load.
+    # Memory: the floor just after warm-up against the floor at the end of the load. A
+    # worker's RSS swings with its renders (their frames in flight), so a median moves with
+    # how busy a window happened to be; what is kept shows in what stays between renders.
     window = max(3 * plan["interval"], (plan["load_end"] - plan["warmup_end"]) / 10)
     for name in names:
         rss = lambda ss: [s["processes"][name]["rss_kib"] for s in ss if s["processes"].get(name)]
@@ -58,7 +59,7 @@ def check(samples, plan, extra):
         if not first or not last:
             add("rss", False, f"{name}: no samples (the process exited?)")
             continue
-        a, b = statistics.median(first), statistics.median(last)
+        a, b = _floor(first), _floor(last)
         growth = b / a - 1
         idle = end["processes"].get(name)
         # Caches fill for the first minutes: only an hour's run tells a leak from them.
@@ -67,11 +68,11 @@ def check(samples, plan, extra):
         heap = lambda ss: [s["processes"][name].get("heap_in_use_kib") for s in ss if s["processes"].get(name)]
         heap_first = [h for h in heap(s for s in loaded if s["t"] <= plan["warmup_end"] + window) if h is not None]
         heap_last = [h for h in heap(s for s in loaded if s["t"] >= plan["load_end"] - window) if h is not None]
-        in_use = (f"; heap in use {mib(statistics.median(heap_first)):.1f} → {mib(statistics.median(heap_last)):.1f}"
+        in_use = (f"; heap in use {mib(_floor(heap_first)):.1f} → {mib(_floor(heap_last)):.1f}"
                   if heap_first and heap_last else "")
         add("rss", growth <= RSS_GROWTH or not judged,
             ("" if judged else "(not judged in a run under 30 min) ") +
-            f"{name}: {mib(a):.1f} → {mib(b):.1f} MiB after warm-up ({growth:+.1%}; limit +{RSS_GROWTH:.0%}), "
+            f"{name}: floor {mib(a):.1f} → {mib(b):.1f} MiB after warm-up ({growth:+.1%}; limit +{RSS_GROWTH:.0%}), "
             f"peak {mib(max(rss(samples))):.1f}, at the end {mib(idle['rss_kib']) if idle else float('nan'):.1f}"
             + in_use)
 
@@ -175,3 +176,10 @@ def check(samples, plan, extra):
     bad = {k: v for k, v in stops.items() if v != {"exit": 0, "work": 0, "tmp": 0}}
     add("shutdown", not bad, f"not clean: {bad}" if bad else "every process exited 0 and left no work or temp files")
     return verdicts
+
+
+def _floor(values):
+    """The 10th percentile of `values` (the lowest of fewer than ten): a process's level
+    between its units of work."""
+    values = sorted(values)
+    return values[(len(values) - 1) // 10]
