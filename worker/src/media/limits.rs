@@ -138,6 +138,7 @@ impl Deadline {
 pub(crate) struct Interrupt(Arc<AtomicU64>);
 
 impl Interrupt {
+    /// The interrupt of an input opened for a call with `deadline`.
     pub(crate) fn new(deadline: &Deadline) -> Self {
         Interrupt(Arc::new(AtomicU64::new(nanos(deadline.end))))
     }
