@@ -3,7 +3,8 @@
 //!
 //! An editing session asks for many frames of one template version: the sources fetched
 //! for it stay in a directory of their own between calls (the [`PREVIEW_CACHE`] most
-//! recently used versions), so only a value that brings a new source fetches anything,
+//! recently used versions, [`KEPT_SOURCES`] sources each), so only a value that brings a
+//! new source fetches anything,
 //! and what was decoded stays in memory ([`render::SnapshotCache`]): a photo is decoded once
 //! (up to `still_cache` bytes of pictures), each source probed once, and the decoders of
 //! video layers stay open where their last frame was (up to `video_cache` bytes), so
