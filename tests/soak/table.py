@@ -1,12 +1,16 @@
 """The figures docs/performance.md gives of a soak run, from its report.json: per process
 and per backend at the load's start, after warm-up (10 minutes) and at the end of the
-load and of the run, and each resource's growth an hour after warm-up.
+load and of the run, each resource's growth an hour after warm-up, each process's lowest
+heap in use and anonymous memory in every 5 minutes of load, and the verdicts as this checkout's verdict.py
+judges the samples (the load test's own verdict as the run recorded it).
 
     python3 tests/soak/table.py target/soak/embedded/report.json [target/soak/distributed/report.json]
 """
 
 import json
 import sys
+
+import verdict
 
 
 def at(samples, t):
@@ -77,13 +81,34 @@ def per_hour(report):
             f"({grow(lambda x: x['blob_bytes']) / max(renders, 1) / 2**10:.0f} KiB a render; blobs by prefix {blobs})")
 
 
+def floors(report):
+    """Per process, the lowest heap in use and anonymous memory (MiB) in each 5 minutes of
+    load: what a worker keeps between renders, which a leak raises."""
+    plan, samples = report["plan"], report["samples"]
+    lines = []
+    for name in samples[-1]["processes"]:
+        for key, what in (("heap_in_use_kib", "heap in use"), ("rss_anon_kib", "RssAnon")):
+            lowest, t = [], plan["load_start"]
+            while t < plan["load_end"]:
+                values = [s["processes"][name].get(key) for s in samples
+                          if t <= s["t"] < t + 300 and s["processes"].get(name)]
+                values = [v for v in values if v is not None]
+                if values:
+                    lowest.append(f"{min(values) / 1024:.0f}")
+                t += 300
+            lines.append(f"{report['mode']} {name}: lowest {what} per 5 min of load {', '.join(lowest)} MiB")
+    return "\n".join(lines)
+
+
 def main():
     for path in sys.argv[1:]:
         with open(path) as f:
             report = json.load(f)
         print(table(report), end="\n\n")
         print(per_hour(report), end="\n\n")
-        for v in report["verdicts"]:
+        print(floors(report), end="\n\n")
+        judged = verdict.check(report["samples"], report["plan"], report["extra"])
+        for v in judged + [v for v in report["verdicts"] if v["resource"] == "load"]:
             print(f"- {'PASS' if v['ok'] else 'FAIL'} {v['resource']}: {v['text']}")
         print()
 
