@@ -45,7 +45,18 @@ const RESERVE_PAUSE: Duration = Duration::from_secs(1);
 #[derive(Default)]
 pub(super) struct Fetched {
     dir: Option<tempfile::TempDir>,
-    files: Vec<(Source, PathBuf)>,
+    files: Vec<(Source, Arc<KeptFile>)>,
+}
+
+/// A fetched source's file, deleted when its last holder lets go of it: a frame being
+/// drawn keeps the files it reads even when a later call of the same session forgets them.
+#[derive(Debug)]
+struct KeptFile(PathBuf);
+
+impl Drop for KeptFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// By template version and quality (the rendition of an asset depends on the output size).
@@ -123,17 +134,21 @@ impl RenderHandler {
             fetched.files.clear();
         }
         // A file the work directory's sweep took is fetched again.
-        let ready: Vec<(Source, PathBuf)> = fetched.files.iter().filter(|(_, p)| p.exists()).cloned().collect();
+        let ready = fetched.files.iter().filter(|(_, f)| f.0.exists()).map(|(s, f)| (s.clone(), f.0.clone())).collect();
         let dir = fetched.dir.as_ref().expect("made above").path().to_path_buf();
         let wanted = render::sources(&applied);
-        fetched.files = self.fetch_sources(&applied, wanted.clone(), &record, call.quality, &dir, ready).await?;
+        let paths = self.fetch_sources(&applied, wanted.clone(), &record, call.quality, &dir, ready).await?;
+        fetched.files = kept(paths, std::mem::take(&mut fetched.files));
         forget_oldest(&mut fetched.files, &wanted);
         let files = fetched.files.clone();
         drop(fetched);
 
         let (quality, at, kept, limits) = (call.quality, call.at, self.kept.clone(), self.media_limits.clone());
         tokio::task::spawn_blocking(move || {
-            let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
+            // Held until the frame is drawn: the session's directory, should the version
+            // leave the cache meanwhile, and the files, should another call forget them.
+            let _session = entry;
+            let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, file)| file.0.clone());
             let frame = render::snapshot(&applied, &resolve, Some(&kept), quality, at, &limits)?;
             let mut jpeg = Vec::new();
             JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
@@ -146,16 +161,30 @@ impl RenderHandler {
     }
 }
 
-/// Deletes the files of the oldest sources not in `wanted` while more than
-/// [`KEPT_SOURCES`] are kept (`files` in the order they were fetched).
-fn forget_oldest(files: &mut Vec<(Source, PathBuf)>, wanted: &[Source]) {
+/// The files `fetched` (in that order), each under the holder it had in `before` if it had
+/// one; what is left of `before` is let go.
+fn kept(fetched: Vec<(Source, PathBuf)>, mut before: Vec<(Source, Arc<KeptFile>)>) -> Vec<(Source, Arc<KeptFile>)> {
+    let mut files = Vec::with_capacity(fetched.len());
+    for (source, path) in fetched {
+        let file = match before.iter().position(|(_, f)| f.0 == path) {
+            Some(i) => before.swap_remove(i).1,
+            None => Arc::new(KeptFile(path)),
+        };
+        files.push((source, file));
+    }
+    files
+}
+
+/// Lets go of the files of the oldest sources not in `wanted` while more than
+/// [`KEPT_SOURCES`] are kept (`files` in the order they were fetched); each is deleted once
+/// no frame being drawn holds it.
+fn forget_oldest(files: &mut Vec<(Source, Arc<KeptFile>)>, wanted: &[Source]) {
     let mut excess = files.len().saturating_sub(KEPT_SOURCES);
-    files.retain(|(source, path)| {
+    files.retain(|(source, _)| {
         if excess == 0 || wanted.contains(source) {
             return true;
         }
         excess -= 1;
-        let _ = std::fs::remove_file(path);
         false
     });
 }
@@ -165,24 +194,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn past_the_bound_the_oldest_sources_not_drawn_are_deleted() {
+    fn past_the_bound_the_oldest_sources_not_drawn_are_deleted_once_no_frame_holds_them() {
         let dir = tempfile::tempdir().unwrap();
         let url = |n: usize| Source::Url { url: format!("http://127.0.0.1:9/{n}.png") };
-        let mut files: Vec<(Source, PathBuf)> = (0..KEPT_SOURCES + 3)
+        let paths: Vec<(Source, PathBuf)> = (0..KEPT_SOURCES + 3)
             .map(|n| {
                 let path = dir.path().join(format!("source-{n}"));
                 std::fs::write(&path, b"picture").unwrap();
                 (url(n), path)
             })
             .collect();
-        // The frame draws the oldest source and the newest.
+        let mut files = kept(paths.clone(), Vec::new());
+        // A frame of another call is still being drawn from source 2.
+        let drawing = files[2].clone();
+        // This call fetched nothing new, and draws the oldest source and the newest.
+        files = kept(paths, files);
         let wanted = [url(0), url(KEPT_SOURCES + 2)];
         forget_oldest(&mut files, &wanted);
         let kept: Vec<Source> = files.iter().map(|(s, _)| s.clone()).collect();
         let expected: Vec<Source> = [0].into_iter().chain(4..KEPT_SOURCES + 3).map(url).collect();
         assert_eq!(kept, expected);
-        let on_disk = std::fs::read_dir(dir.path()).unwrap().count();
-        assert_eq!(on_disk, KEPT_SOURCES);
-        assert!(!dir.path().join("source-1").exists() && dir.path().join("source-0").exists());
+        let on_disk = || std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(on_disk(), KEPT_SOURCES + 1);
+        assert!(!dir.path().join("source-1").exists() && dir.path().join("source-2").exists());
+        drop(drawing);
+        assert_eq!(on_disk(), KEPT_SOURCES);
+        assert!(!dir.path().join("source-2").exists() && dir.path().join("source-0").exists());
     }
 }
