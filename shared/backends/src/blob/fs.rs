@@ -7,9 +7,11 @@
 //!
 //! `~` never appears in a valid key, so neither sidecars nor the temp directory can clash
 //! with a blob. A write goes to a temp file that is synced, then renamed over the key, so
-//! a crash never leaves a half-written blob under a real key (at worst an orphan temp file
-//! in `~tmp/`). The sidecar is renamed into place just after the blob; a crash between
-//! the two renames leaves the new bytes with the previous content type.
+//! a crash never leaves a half-written blob under a real key. A write that fails or is
+//! dropped half-way (a cancelled render's upload, a client gone mid-upload) removes its
+//! temp files; a crash leaves them, and they are removed when the store is next opened a
+//! day later or more. The sidecar is renamed into place just after the blob; a crash
+//! between the two renames leaves the new bytes with the previous content type.
 //!
 //! Unlike S3, a directory cannot hold both a blob `a` and a blob `a/b`: the second write
 //! fails with an I/O error, so key schemes must not nest a key under another key.
@@ -27,6 +29,9 @@ use super::{BlobBackend, BlobError, BlobMeta, BlobRead, ByteRange, ByteStream};
 const META_SUFFIX: &str = "~meta";
 const TMP_DIR: &str = "~tmp";
 const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+/// Age past which a temp file is a crashed process's, not a write in progress: no write
+/// takes this long (uploads and renders have time limits of hours at most).
+const ORPHAN_AGE: Duration = Duration::from_secs(24 * 3600);
 /// Copy buffer of writes: large enough that a big upload is not thousands of tiny writes.
 const COPY_BUFFER: usize = 256 * 1024;
 
@@ -42,7 +47,14 @@ struct Sidecar {
 impl FsBlobs {
     /// Opens (creating it when missing) the directory `dir` as a blob store.
     pub(crate) async fn new(dir: &Path) -> Result<FsBlobs, BlobError> {
-        tokio::fs::create_dir_all(dir.join(TMP_DIR)).await?;
+        let tmp = dir.join(TMP_DIR);
+        tokio::fs::create_dir_all(&tmp).await?;
+        let removed = tokio::task::spawn_blocking(move || remove_older(&tmp, SystemTime::now() - ORPHAN_AGE))
+            .await
+            .map_err(|e| BlobError::Backend(format!("temp sweep task: {e}")))?;
+        if removed > 0 {
+            tracing::info!(removed, "temp files of writes cut short by a crash removed from the blob store");
+        }
         Ok(FsBlobs { root: dir.to_path_buf() })
     }
 
@@ -121,17 +133,11 @@ impl FsBlobs {
 #[async_trait]
 impl BlobBackend for FsBlobs {
     async fn put(&self, key: &str, body: ByteStream, content_type: &str) -> Result<u64, BlobError> {
-        let blob_tmp = self.temp_path("blob");
-        let meta_tmp = self.temp_path("meta");
-        let result = match self.write_temp(&blob_tmp, &meta_tmp, body, content_type).await {
-            Ok(size) => self.publish(key, &blob_tmp, &meta_tmp).await.map(|()| size),
-            Err(e) => Err(e),
-        };
-        if result.is_err() {
-            let _ = tokio::fs::remove_file(&blob_tmp).await;
-            let _ = tokio::fs::remove_file(&meta_tmp).await;
-        }
-        result
+        let temp = TempFiles([self.temp_path("blob"), self.temp_path("meta")]);
+        let [blob_tmp, meta_tmp] = &temp.0;
+        let size = self.write_temp(blob_tmp, meta_tmp, body, content_type).await?;
+        self.publish(key, blob_tmp, meta_tmp).await?;
+        Ok(size)
     }
 
     async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError> {
@@ -212,11 +218,29 @@ impl BlobBackend for FsBlobs {
     }
 
     async fn ready(&self) -> Result<(), BlobError> {
-        let probe = self.temp_path("ready");
-        tokio::fs::write(&probe, b"ok").await?;
-        tokio::fs::remove_file(&probe).await?;
+        let probe = TempFiles([self.temp_path("ready")]);
+        tokio::fs::write(&probe.0[0], b"ok").await?;
         Ok(())
     }
+}
+
+/// The temp files of a write, removed when it ends however it ends: failed, dropped
+/// half-way, or published (then they were renamed away and there is nothing to remove).
+struct TempFiles<const N: usize>([PathBuf; N]);
+
+impl<const N: usize> Drop for TempFiles<N> {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Removes the files directly in `dir` last modified before `before`; how many.
+fn remove_older(dir: &Path, before: SystemTime) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let old = |e: &std::fs::DirEntry| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < before);
+    entries.flatten().filter(old).filter(|e| std::fs::remove_file(e.path()).is_ok()).count()
 }
 
 fn not_found_or(key: &str, e: std::io::Error) -> BlobError {
@@ -262,4 +286,47 @@ fn blob_files(dir: &Path) -> Result<Vec<PathBuf>, BlobError> {
         }
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use tokio::io::AsyncWriteExt;
+
+    use super::{remove_older, FsBlobs, TMP_DIR};
+    use crate::blob::{BlobBackend, BlobError};
+
+    fn temp_files(blobs: &FsBlobs) -> usize {
+        std::fs::read_dir(blobs.root.join(TMP_DIR)).expect("temp dir").count()
+    }
+
+    #[tokio::test]
+    async fn a_write_dropped_half_way_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let blobs = FsBlobs::new(dir.path()).await.expect("fs blobs");
+        // A body whose end never comes, as from a client that stopped sending.
+        let (mut sender, body) = tokio::io::duplex(64);
+        sender.write_all(b"the first bytes").await.expect("write");
+        let mut put = Box::pin(blobs.put("dropped/blob", Box::pin(body), "text/plain"));
+        while temp_files(&blobs) == 0 {
+            // Polled until the write is under way (its temp file made); the body never ends.
+            assert!(tokio::time::timeout(Duration::from_millis(10), &mut put).await.is_err());
+        }
+        drop(put);
+        assert_eq!(temp_files(&blobs), 0);
+        assert!(matches!(blobs.head("dropped/blob").await, Err(BlobError::NotFound(_))));
+    }
+
+    #[test]
+    fn only_temp_files_older_than_the_bound_are_removed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["old", "new"] {
+            std::fs::write(dir.path().join(name), b"x").expect("write");
+        }
+        let day_ago = SystemTime::now() - Duration::from_secs(24 * 3600 + 60);
+        std::fs::File::options().write(true).open(dir.path().join("old")).unwrap().set_modified(day_ago).unwrap();
+        assert_eq!(remove_older(dir.path(), SystemTime::now() - super::ORPHAN_AGE), 1);
+        assert!(!dir.path().join("old").exists() && dir.path().join("new").exists());
+    }
 }
