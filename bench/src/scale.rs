@@ -7,6 +7,8 @@
 //! minute and the speed-up over the first slot count, with the machine's cores: a slot
 //! count above them shows what over-subscription costs.
 
+use std::io::IsTerminal;
+
 use anyhow::{bail, Context};
 use reelfarm_backends::store::{JobCreation, JobStore, TemplateStore, UserStore};
 use reelfarm_backends::{Blobs, Config, Store};
@@ -84,8 +86,16 @@ async fn measure(
             }
         }
         let mut ended = started;
-        for id in &ids {
+        // Where a person watches: how far the batch is, on one line of the terminal.
+        let watched = std::io::stderr().is_terminal();
+        for (done, id) in (1..).zip(&ids) {
             ended = ended.max(super::wait_success(store, id).await?.1);
+            if watched {
+                eprint!("\r{slots:>6} slots: {done} of {} renders finished", ids.len());
+            }
+        }
+        if watched {
+            eprint!("\r\x1b[K");
         }
         Ok((ended - started) as f64 / 1000.0)
     }
