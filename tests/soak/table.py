@@ -1,8 +1,8 @@
 """The figures docs/performance.md gives of a soak run, from its report.json: per process
 and per backend at the load's start, after warm-up (10 minutes) and at the end of the
 load and of the run, each resource's growth an hour after warm-up, each process's lowest
-heap in use and anonymous memory in every 5 minutes of load, and the verdicts as this checkout's verdict.py
-judges the samples (the load test's own verdict as the run recorded it).
+heap in use and anonymous memory in every 5 minutes of load, and the verdicts as this
+checkout's verdict.py judges the samples (the load test's own as the run recorded it).
 
     python3 tests/soak/table.py target/soak/embedded/report.json [target/soak/distributed/report.json]
 """

@@ -138,7 +138,7 @@ impl RenderHandler {
         let dir = fetched.dir.as_ref().expect("made above").path().to_path_buf();
         let wanted = render::sources(&applied);
         let paths = self.fetch_sources(&applied, wanted.clone(), &record, call.quality, &dir, ready).await?;
-        fetched.files = kept(paths, std::mem::take(&mut fetched.files));
+        fetched.files = held(paths, std::mem::take(&mut fetched.files));
         forget_oldest(&mut fetched.files, &wanted);
         let files = fetched.files.clone();
         drop(fetched);
@@ -163,7 +163,7 @@ impl RenderHandler {
 
 /// The files `fetched` (in that order), each under the holder it had in `before` if it had
 /// one; what is left of `before` is let go.
-fn kept(fetched: Vec<(Source, PathBuf)>, mut before: Vec<(Source, Arc<KeptFile>)>) -> Vec<(Source, Arc<KeptFile>)> {
+fn held(fetched: Vec<(Source, PathBuf)>, mut before: Vec<(Source, Arc<KeptFile>)>) -> Vec<(Source, Arc<KeptFile>)> {
     let mut files = Vec::with_capacity(fetched.len());
     for (source, path) in fetched {
         let file = match before.iter().position(|(_, f)| f.0 == path) {
@@ -204,11 +204,11 @@ mod tests {
                 (url(n), path)
             })
             .collect();
-        let mut files = kept(paths.clone(), Vec::new());
+        let mut files = held(paths.clone(), Vec::new());
         // A frame of another call is still being drawn from source 2.
         let drawing = files[2].clone();
         // This call fetched nothing new, and draws the oldest source and the newest.
-        files = kept(paths, files);
+        files = held(paths, files);
         let wanted = [url(0), url(KEPT_SOURCES + 2)];
         forget_oldest(&mut files, &wanted);
         let kept: Vec<Source> = files.iter().map(|(s, _)| s.clone()).collect();
