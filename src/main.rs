@@ -9,7 +9,7 @@ use reelfarm_server::{admin, render, serve};
 mod cli;
 
 fn main() -> std::process::ExitCode {
-    return_big_buffers_to_the_os();
+    reelfarm_backends::allocator::configure();
     let cli = cli::Cli::parse();
     match cli.command {
         // These work on files or a remote deployment alone: no configuration, no data
@@ -86,18 +86,5 @@ fn exit_code(result: anyhow::Result<()>) -> std::process::ExitCode {
             eprintln!("reelfarm: {e:#}");
             std::process::ExitCode::FAILURE
         }
-    }
-}
-
-/// glibc raises its mmap threshold each time a big block is freed, after which the
-/// 8 MiB upload parts come from its heap arenas and stay resident there, fragmented: a
-/// 4 GiB upload then grew the api by 40 MiB. A fixed threshold serves every block of 1 MiB
-/// or more by `mmap` and unmaps it when freed, so streaming holds constant memory.
-fn return_big_buffers_to_the_os() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; it is called before any thread
-    // is started.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }

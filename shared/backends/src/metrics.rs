@@ -110,6 +110,7 @@ fn read_heap() {
 /// The text exposition of every registered metric.
 pub fn render() -> String {
     read_heap();
+    crate::store::publish_sqlite_memory();
     let mut buf = String::new();
     let encoder = prometheus::TextEncoder::new();
     // Encoding into a String cannot fail for well-formed metric families.

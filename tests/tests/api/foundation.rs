@@ -211,12 +211,18 @@ async fn operations_endpoints_answer(mode: Mode) {
     assert!(metrics.contains("route=\"/healthz\""), "{metrics}");
     assert!(metrics.contains("reelfarm_http_request_duration_seconds_bucket"), "{metrics}");
     // The allocator's heap, read as the metrics are: a running service has some in use.
-    let heap = |state: &str| {
-        let line = format!("reelfarm_heap_bytes{{state=\"{state}\"}} ");
-        metrics.lines().find_map(|l| l.strip_prefix(line.as_str())).and_then(|v| v.parse::<u64>().ok())
-    };
-    assert!(heap("in_use").is_some_and(|b| b > 1 << 20), "{metrics}");
-    assert!(heap("free").is_some(), "{metrics}");
+    let value =
+        |series: &str| metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse::<u64>().ok());
+    assert!(value(r#"reelfarm_heap_bytes{state="in_use"}"#).is_some_and(|b| b > 1 << 20), "{metrics}");
+    assert!(value(r#"reelfarm_heap_bytes{state="free"}"#).is_some(), "{metrics}");
+    // SQLite's memory against its limit, where the process has a SQLite database.
+    let sqlite_held = value(r#"reelfarm_cache_bytes{cache="sqlite",state="held"}"#);
+    if mode == Mode::Embedded {
+        assert_eq!(value(r#"reelfarm_cache_bytes{cache="sqlite",state="limit"}"#), Some(16 << 20), "{metrics}");
+        assert!(sqlite_held.is_some_and(|b| b > 0 && b < 16 << 20), "{metrics}");
+    } else {
+        assert_eq!(sqlite_held, None, "{metrics}");
+    }
 
     let doc = json(app.client.get(app.url("/openapi.json")).send().await.unwrap(), 200).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));

@@ -53,6 +53,7 @@ pub use reelfarm_domain::template::stored::{
     blob_prefix as template_blob_prefix, NewTemplate, ShareTarget, StudioSession, TemplateContent, TemplateRecord,
     TemplateVersion,
 };
+pub(crate) use sqlite::publish_memory as publish_sqlite_memory;
 pub use studio::{STUDIO_HISTORY, STUDIO_RETENTION_MS};
 pub use traits::{
     AccountStore, AssetStore, CreditStore, DeliveryStore, HousekeepingStore, IntegrationStore, JobStore, LibraryStore,
