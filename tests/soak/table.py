@@ -82,21 +82,23 @@ def per_hour(report):
 
 
 def floors(report):
-    """Per process, the lowest heap in use and anonymous memory (MiB) in each 5 minutes of
-    load: what a worker keeps between renders, which a leak raises."""
+    """Per process, the lowest heap in use and anonymous memory (MiB) and thread count in
+    each 5 minutes of load: what a worker keeps between renders, which a leak raises, and
+    how many renders' threads were always in flight, which raises it too."""
     plan, samples = report["plan"], report["samples"]
     lines = []
     for name in samples[-1]["processes"]:
-        for key, what in (("heap_in_use_kib", "heap in use"), ("rss_anon_kib", "RssAnon")):
+        for key, what, scale, unit in (("heap_in_use_kib", "heap in use", 1024, " MiB"),
+                                       ("rss_anon_kib", "RssAnon", 1024, " MiB"), ("threads", "threads", 1, "")):
             lowest, t = [], plan["load_start"]
             while t < plan["load_end"]:
                 values = [s["processes"][name].get(key) for s in samples
                           if t <= s["t"] < t + 300 and s["processes"].get(name)]
                 values = [v for v in values if v is not None]
                 if values:
-                    lowest.append(f"{min(values) / 1024:.0f}")
+                    lowest.append(f"{min(values) / scale:.0f}")
                 t += 300
-            lines.append(f"{report['mode']} {name}: lowest {what} per 5 min of load {', '.join(lowest)} MiB")
+            lines.append(f"{report['mode']} {name}: lowest {what} per 5 min of load {', '.join(lowest)}{unit}")
     return "\n".join(lines)
 
 
