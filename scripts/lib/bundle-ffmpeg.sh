@@ -1,0 +1,96 @@
+# Sourced by scripts/package: ffmpeg's libraries built for the bundle alone.
+#
+# Debian's ffmpeg is built with every codec, format, filter and device it knows, and its
+# libraries pull in 160 others (ICU, codec2, x265, librsvg, LAPACK, flite's voices…):
+# most of the bundle's weight, for nothing reelfarm runs. This builds the same ffmpeg
+# (Debian's source package of the installed version, its patches applied) with only what
+# reelfarm opens: the decoders of `worker/src/media/decoders.rs`, the demuxers of
+# `ALLOWED_DEMUXERS`, the encoders and muxers of the renders and conversions, and the
+# filters of the GIF path. Same version, same sonames and symbol versions, so the release
+# binary, compiled against Debian's headers, runs on these libraries unchanged.
+#
+# The build is kept in target/bundle-ffmpeg/<version>/ and made again only when the
+# installed version changes.
+
+# What the build needs beyond the packages of scripts/setup: the assembler of ffmpeg's
+# SIMD code and the headers of the external libraries it links.
+bundle_ffmpeg_packages=(dpkg-dev nasm zlib1g-dev libx264-dev libvpx-dev libopus-dev libmp3lame-dev libdav1d-dev)
+
+# The components, by configure's names.
+bundle_ffmpeg_decoders=(
+  h264 hevc vp8 vp9 libdav1d libvpx_vp8 libvpx_vp9 mpeg4 mpeg1video mpeg2video
+  msmpeg4v1 msmpeg4v2 msmpeg4v3 wmv1 wmv2 wmv3 vc1 flv h263 h263p mjpeg prores dnxhd
+  theora png
+  aac aac_fixed aac_latm mp1 mp1float mp2 mp2float mp3 mp3float flac vorbis opus wmav1
+  wmav2 wmapro wmalossless alac ac3 ac3_fixed eac3
+  pcm_s8 pcm_u8 pcm_s16le pcm_s16be pcm_s24le pcm_s24be pcm_s32le pcm_s32be pcm_f32le
+  pcm_f32be pcm_f64le pcm_f64be pcm_alaw pcm_mulaw
+)
+bundle_ffmpeg_encoders=(libx264 libvpx_vp9 prores_ks aac libopus libmp3lame gif)
+bundle_ffmpeg_demuxers=(mov matroska flv asf mpegps mpegts avi mp3 wav flac ogg aiff aac m4v)
+bundle_ffmpeg_muxers=(mp4 ipod mov webm matroska gif mp3)
+bundle_ffmpeg_parsers=(
+  h264 hevc vp8 vp9 av1 mpeg4video mpegvideo vc1 h263 mjpeg png dnxhd aac aac_latm
+  mpegaudio flac vorbis opus ac3
+)
+bundle_ffmpeg_bsfs=(
+  aac_adtstoasc h264_mp4toannexb hevc_mp4toannexb vp9_superframe vp9_superframe_split
+  extract_extradata av1_frame_split null
+)
+bundle_ffmpeg_filters=(
+  buffer buffersink abuffer abuffersink palettegen paletteuse format aformat scale
+  aresample null anull split
+)
+
+# Prints the directory holding the built libraries (lib/), building them first when
+# needed. Logs go to stderr.
+bundle_ffmpeg() {
+  local version root src build prefix join
+  version=$(dpkg-query -W -f '${source:Version}' libavcodec-dev)
+  root="$PWD/target/bundle-ffmpeg/${version//[:~+]/_}"
+  prefix="$root/prefix"
+  if [[ -f "$prefix/.complete" ]]; then
+    printf '%s\n' "$prefix/lib"
+    return
+  fi
+  log "building ffmpeg $version for the bundle in $root (a few minutes)"
+  install_missing_packages "${bundle_ffmpeg_packages[@]}"
+  rm -rf "$root"
+  mkdir -p "$root"
+  # Debian's source package of the installed version: its sources and patches, checked
+  # against the archive's signatures by apt.
+  if ! apt-get source --print-uris ffmpeg="$version" >/dev/null 2>&1; then
+    log "adding Debian's source archive to apt (deb-src of the configured suites)"
+    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+      >/etc/apt/sources.list.d/reelfarm-debian-src.sources
+    apt-get update -qq
+  fi
+  (cd "$root" && apt-get source -qq -o APT::Sandbox::User=root --only-source ffmpeg="$version" >/dev/null)
+  src=$(find "$root" -mindepth 1 -maxdepth 1 -type d -name 'ffmpeg-*' | head -n 1)
+  [[ -d "$src" ]] || { log "no ffmpeg source unpacked in $root"; return 1; }
+  join() { local IFS=,; printf '%s' "$*"; }
+  build="$root/build"
+  mkdir -p "$build"
+  (
+    cd "$build"
+    "$src/configure" --prefix="$prefix" --enable-shared --disable-static --enable-pic \
+      --disable-programs --disable-doc --disable-avdevice --disable-postproc \
+      --disable-network --disable-autodetect --disable-everything --disable-debug \
+      --enable-gpl --enable-zlib --enable-libx264 --enable-libvpx --enable-libopus \
+      --enable-libmp3lame --enable-libdav1d \
+      --enable-protocol=file \
+      --enable-decoder="$(join "${bundle_ffmpeg_decoders[@]}")" \
+      --enable-encoder="$(join "${bundle_ffmpeg_encoders[@]}")" \
+      --enable-demuxer="$(join "${bundle_ffmpeg_demuxers[@]}")" \
+      --enable-muxer="$(join "${bundle_ffmpeg_muxers[@]}")" \
+      --enable-parser="$(join "${bundle_ffmpeg_parsers[@]}")" \
+      --enable-bsf="$(join "${bundle_ffmpeg_bsfs[@]}")" \
+      --enable-filter="$(join "${bundle_ffmpeg_filters[@]}")" \
+      --extra-version="reelfarm-bundle" >"$root/configure.log" 2>&1 ||
+      { tail -n 20 "$root/configure.log" >&2; exit 1; }
+    make -j"$(nproc)" >"$root/make.log" 2>&1 || { tail -n 30 "$root/make.log" >&2; exit 1; }
+    make install >>"$root/make.log" 2>&1
+  )
+  touch "$prefix/.complete"
+  printf '%s\n' "$prefix/lib"
+}
