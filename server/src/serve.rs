@@ -69,6 +69,11 @@ impl Service {
             relay.run(token).await;
             Ok(())
         });
+        let token = shutdown.clone();
+        tasks.spawn("allocator", async move {
+            reelfarm_backends::allocator::give_back_periodically(token).await;
+            Ok(())
+        });
         let (store, blobs, token) = (backends.store().clone(), backends.blobs().clone(), shutdown.clone());
         let retention = config.storage.kept_sound_retention;
         tasks.spawn("housekeeping", async move {

@@ -89,11 +89,12 @@ def calibrate(api, templates):
     return len(ids) / (time.time() - started)
 
 
-def start_loadtest(deployment, apis, templates, rate, duration_s, out, binary):
+def start_loadtest(deployment, apis, templates, rate, duration_s, out, binary, label="loadtest"):
     """`reelfarm loadtest` as a child process: a scenario of the two accounts, the three
     templates and both qualities at `rate` jobs per second (every 12 jobs the whole mix:
-    each account each template at each quality)."""
-    lines = [f'url = "{deployment.base}"', f"rate = {rate:.4f}", f'duration = "{duration_s}s"',
+    each account each template at each quality). Its report goes to `out/label/`, its
+    scenario and log beside it."""
+    lines = [f'url = "{deployment.base}"', f"rate = {rate:.4f}", f'duration = "{round(duration_s)}s"',
              f"qualities = {json.dumps(QUALITIES)}"]
     for name, values in TEMPLATES.items():
         inline = ", ".join(f'"{k}" = {json.dumps(v)}' for k, v in values.items())
@@ -102,12 +103,12 @@ def start_loadtest(deployment, apis, templates, rate, duration_s, out, binary):
     for name, api in apis.items():
         lines += ["", "[[accounts]]", f'name = "{name}"', f'token_env = "SOAK_TOKEN_{name.upper()}"']
         env[f"SOAK_TOKEN_{name.upper()}"] = api.token
-    scenario = os.path.join(out, "scenario.toml")
+    scenario = os.path.join(out, f"{label}.toml")
     with open(scenario, "w") as f:
         f.write("\n".join(lines) + "\n")
-    log = open(os.path.join(out, "loadtest.log"), "w")
+    log = open(os.path.join(out, f"{label}.log"), "w")
     return subprocess.Popen(
-        [binary, "loadtest", "--scenario", scenario, "--drain-timeout", "5m", "-o", os.path.join(out, "loadtest")],
+        [binary, "loadtest", "--scenario", scenario, "--drain-timeout", "5m", "-o", os.path.join(out, label)],
         env=env, stdout=log, stderr=log, start_new_session=True,
     )
 
@@ -115,7 +116,8 @@ def start_loadtest(deployment, apis, templates, rate, duration_s, out, binary):
 class SideLoop(threading.Thread):
     """Every `every` seconds, the next of: an image upload, a preview frame, a draft, a
     video upload, a job in another format (the last image as cover art), a job cancelled
-    at once; by each account in turn. Counts what it did and the jobs it started."""
+    at once; by each account in turn. Counts what it did and the jobs it started; does
+    nothing between `pause()` and `resume()`."""
 
     ACTIONS = ("upload_image", "preview", "draft", "upload_video", "other_format", "cancel")
     FORMATS = ("webm", "gif", "jpg", "png")
@@ -129,24 +131,42 @@ class SideLoop(threading.Thread):
         self.assets = []  # (api, asset id) to wait for
         self.cover = None
         self._halt = threading.Event()
+        self._going = threading.Event()
+        self._going.set()
+        self._acting = threading.Lock()
 
     def run(self):
-        n = 0
-        while not self._halt.wait(self.every if n else 0):
-            # Each account in turn, a round of every action at a time.
-            action = self.ACTIONS[n % len(self.ACTIONS)]
-            api = self.apis[(n // len(self.ACTIONS)) % len(self.apis)]
-            try:
-                getattr(self, action)(api, n)
-                self.done[action] += 1
-            except (OSError, urllib.error.HTTPError, KeyError, ValueError) as e:
-                detail = e.read()[:300].decode(errors="replace") if isinstance(e, urllib.error.HTTPError) else ""
-                self.failures.append(f"{action}: {e} {detail}".strip())
-            n += 1
+        n, wait = 0, 0
+        while not self._halt.wait(wait):
+            wait = self.every
+            with self._acting:
+                if self._going.is_set():
+                    self._act(n)
+                    n += 1
+
+    def _act(self, n):
+        # Each account in turn, a round of every action at a time.
+        action = self.ACTIONS[n % len(self.ACTIONS)]
+        api = self.apis[(n // len(self.ACTIONS)) % len(self.apis)]
+        try:
+            getattr(self, action)(api, n)
+            self.done[action] += 1
+        except (OSError, urllib.error.HTTPError, KeyError, ValueError) as e:
+            detail = e.read()[:300].decode(errors="replace") if isinstance(e, urllib.error.HTTPError) else ""
+            self.failures.append(f"{action}: {e} {detail}".strip())
 
     def stop(self):
         self._halt.set()
         self.join()
+
+    def pause(self):
+        """No action starts until `resume()`; returns once the one under way has ended."""
+        self._going.clear()
+        with self._acting:
+            pass
+
+    def resume(self):
+        self._going.set()
 
     def _upload(self, api, path, content_type):
         created = api.call("POST", "/api2/v1/objects", f"filename={os.path.basename(path)}".encode(),

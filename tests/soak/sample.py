@@ -16,8 +16,9 @@ import urllib.request
 WORK_KINDS = ("render", "convert", "template", "preview")
 
 
-def process(p):
-    """/proc figures and files of one deployment process (None once it has exited)."""
+def process(p, at_rest=False):
+    """/proc figures and files of one deployment process (None once it has exited); at
+    rest also where its anonymous memory lies (`anon_kib`, see `anonymous`)."""
     pid = p.popen.pid
     try:
         status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
@@ -40,7 +41,7 @@ def process(p):
             work[kind if kind in WORK_KINDS else "other"] += 1
     tmp_files = sum(len(dirs) + len(files) for _, dirs, files in os.walk(p.tmp_dir))
     heap, caches = _metrics(p.metrics)
-    return {
+    figures = {
         "rss_kib": kib("VmRSS"),
         "heap_in_use_kib": heap.get("in_use"),
         "heap_free_kib": heap.get("free"),
@@ -53,6 +54,44 @@ def process(p):
         "work": work,
         "tmp_files": tmp_files,
     }
+    if at_rest:
+        figures["anon_kib"] = anonymous(pid)
+    return figures
+
+
+# glibc's heaps other than the main one: mappings of up to this size at addresses aligned
+# to it (HEAP_MAX_SIZE on 64-bit), their unused end mapped PROT_NONE.
+ARENA_HEAP = 64 << 20
+
+
+def anonymous(pid):
+    """The process's resident anonymous memory by where it lies (KiB), from its smaps:
+    `heap` (glibc's main heap and its other arenas' heaps), `stacks` (threads' stacks: a
+    mapping right above its guard page), `other` (libraries' written pages, mmapped
+    blocks and anything else); {} once it has exited."""
+    found = {"heap": 0, "stacks": 0, "other": 0}
+    previous = current = None
+    try:
+        lines = open(f"/proc/{pid}/smaps").read().splitlines()
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    for line in lines:
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            previous, current = current, {"low": low, "high": high, "perm": fields[1],
+                                          "name": fields[5] if len(fields) > 5 else ""}
+            current["guarded"] = bool(previous and previous["high"] == low and previous["perm"].startswith("---"))
+        elif fields and fields[0] == "Anonymous:" and current:
+            kib = int(fields[1])
+            if current["name"] == "[heap]" or (not current["name"] and current["low"] % ARENA_HEAP == 0
+                                              and current["high"] - current["low"] <= ARENA_HEAP):
+                found["heap"] += kib
+            elif not current["name"] and current["guarded"] or current["name"] == "[stack]":
+                found["stacks"] += kib
+            else:
+                found["other"] += kib
+    return found
 
 
 def _metrics(metrics):
@@ -94,7 +133,7 @@ class Sampler(threading.Thread):
     def take(self):
         sample = {"t": round(time.time() - self.t0, 1), "phase": self.phase, "processes": {}}
         for p in self.deployment.processes:
-            sample["processes"][p.name] = process(p)
+            sample["processes"][p.name] = process(p, at_rest=self.phase in ("quiet", "idle"))
         try:
             sample["backends"] = self.deployment.probe()
         except Exception as e:  # noqa: BLE001 — a probe that fails once is noted, not fatal

@@ -63,33 +63,51 @@ def main():
 
         load_start = time.time() - t0
         warmup = 600 if args.duration >= 1800 else args.duration / 3
+        # A run that judges memory pauses its load once warm-up ends, until no work is in
+        # flight and a quiet spell has passed: the memory a process keeps between its
+        # units of work is then compared at two quiet moments, not at two loaded ones
+        # whose levels depend on how many renders happened to overlap.
+        pause = args.duration >= verdict.JUDGE_RSS_AFTER
+        quiet = max(3 * args.interval, 30)
         plan = {"interval": args.interval, "duration": args.duration, "load_start": round(load_start, 1),
                 "warmup_end": round(load_start + warmup, 1), "load_end": round(load_start + args.duration, 1),
                 "rate": round(rate, 4), "calibration_videos_per_min": round(throughput * 60, 2),
                 "slots": deploy.SLOTS[mode], "preview_cache": deploy.PREVIEW_CACHE,
                 "binary": deployment.binary, "processes": [p.name for p in deployment.processes],
                 "namespace": deployment.namespace, "database": deployment.database}
-        sampler.phase = "warm-up"
-        loadtest = load.start_loadtest(deployment, apis, templates, rate, args.duration, args.out, deployment.binary)
         side = load.SideLoop(apis, templates, media, every=min(20.0, max(5.0, args.duration / 12)))
         side.start()
-        shown = time.time()
-        while time.time() - t0 < plan["load_end"]:
-            sampler.phase = "warm-up" if time.time() - t0 < plan["warmup_end"] else "load"
-            if loadtest.poll() is not None:
-                raise RuntimeError(f"the load test stopped early ({loadtest.returncode}); see {args.out}/loadtest.log")
-            if time.time() - shown >= 60 and sampler.samples:
-                shown = time.time()
-                log(mode, _progress(sampler.samples[-1], load_start, args.duration))
-            time.sleep(1)
+        exits = []
+        if pause:
+            sampler.phase = "warm-up"
+            loadtest = load.start_loadtest(deployment, apis, templates, rate, warmup, args.out, deployment.binary,
+                                           "loadtest-warmup")
+            _keep_loading(loadtest, sampler, t0, plan["warmup_end"], plan, args)
+            side.pause()
+            sampler.phase = "drain"
+            log(mode, "warm-up over; pausing the load until nothing is in flight")
+            exits.append(loadtest.wait(timeout=600))
+            side.outcome()
+            sampler.phase = "quiet"
+            time.sleep(quiet)
+            resumed = time.time() - t0
+            plan["pause"] = [plan["warmup_end"], round(resumed, 1)]
+            plan["load_end"] = round(resumed + args.duration - warmup, 1)
+            side.resume()
+            loadtest = load.start_loadtest(deployment, apis, templates, rate, args.duration - warmup, args.out,
+                                           deployment.binary)
+        else:
+            loadtest = load.start_loadtest(deployment, apis, templates, rate, args.duration, args.out,
+                                           deployment.binary)
+        _keep_loading(loadtest, sampler, t0, plan["load_end"], plan, args)
 
         sampler.phase = "drain"
         side.stop()
         log(mode, "load stopped; waiting for its renders to end")
-        loadtest_exit = loadtest.wait(timeout=600)
+        exits.append(loadtest.wait(timeout=600))
+        loadtest_exit = max(exits, key=abs)
         side_outcome = side.outcome()
         # A quiet spell: what is left after it stays.
-        quiet = max(3 * args.interval, 30)
         sampler.phase = "idle"
         time.sleep(quiet)
         sampler.stop()
@@ -135,6 +153,21 @@ def main():
         finally:
             for problem in deployment.close():
                 log(mode, problem)
+
+
+def _keep_loading(loadtest, sampler, t0, until, plan, args):
+    """Samples go on while the load test runs until `until` (seconds from `t0`); a line a
+    minute says how far it is. The phase turns from warm-up to load at the plan's
+    `warmup_end`."""
+    shown = time.time()
+    while time.time() - t0 < until:
+        sampler.phase = "warm-up" if time.time() - t0 < plan["warmup_end"] else "load"
+        if loadtest.poll() is not None:
+            raise RuntimeError(f"the load test stopped early ({loadtest.returncode}); see the loadtest logs in {args.out}")
+        if time.time() - shown >= 60 and sampler.samples:
+            shown = time.time()
+            log(args.mode, _progress(sampler.samples[-1], plan["load_start"], args.duration))
+        time.sleep(1)
 
 
 def _progress(sample, load_start, duration):

@@ -1,6 +1,6 @@
 """The figures docs/performance.md gives of a soak run, from its report.json: per process
-and per backend at the load's start, after warm-up (10 minutes) and at the end of the
-load and of the run, each resource's growth an hour after warm-up, each process's lowest
+and per backend at the load's start, after warm-up (10 minutes), at rest after it (in a
+run that pauses there) and at the end of the load and of the run, each resource's growth an hour after warm-up, each process's lowest
 heap in use and anonymous memory in every 5 minutes of load, and the verdicts as this
 checkout's verdict.py judges the samples (the load test's own as the run recorded it).
 
@@ -52,6 +52,9 @@ def table(report):
     plan, samples = report["plan"], report["samples"]
     times = [("load starts", plan["load_start"]), ("after warm-up", plan["warmup_end"]),
              ("load ends", plan["load_end"]), ("end", plan["end"])]
+    if "pause" in plan:
+        # The quiet spell after warm-up, where the `rss` verdict takes its first level.
+        times.insert(2, ("at rest after warm-up", plan["pause"][1]))
     picked = [at(samples, t) for _, t in times]
     head = f"| {report['mode']} | " + " | ".join(f"{name} ({s['t'] / 60:.0f} min)" for (name, _), s in zip(times, picked))
     lines = [head + " |", "|---" * (len(times) + 1) + "|"]

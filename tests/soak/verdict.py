@@ -1,6 +1,7 @@
 """The verdicts of a soak run: one line per resource, each passing or failing by a bound
 stated in the line. `plan` holds the run's times (seconds from its start): `warmup_end`,
-`load_end`, `end`, and `interval`, `slots`.
+`load_end`, `end`, and `interval`, `slots`; in a run that judges memory also `pause`,
+the quiet spell after warm-up (its start and end).
 
 Warm-up ends 10 minutes into the load, or a third of the way for a run shorter than 30
 minutes; what happened before (start-up, calibration, warm-up) sets the level the rest of
@@ -39,7 +40,8 @@ def check(samples, plan, extra):
     """Verdict lines: dicts of resource, ok and text."""
     warm = [s for s in samples if s["t"] < plan["warmup_end"]]
     after = [s for s in samples if s["t"] >= plan["warmup_end"]]
-    loaded = [s for s in after if s["t"] <= plan["load_end"]]
+    # Under load: the pause after warm-up (see `rss` below) left out.
+    loaded = [s for s in after if s["t"] <= plan["load_end"] and s["phase"] not in ("drain", "quiet")]
     end = samples[-1]
     verdicts = []
     add = lambda resource, ok, text: verdicts.append({"resource": resource, "ok": bool(ok), "text": text})
@@ -48,33 +50,53 @@ def check(samples, plan, extra):
         return verdicts
     names = list(end["processes"])
 
-    # Memory: the floor just after warm-up against the floor at the end of the load. A
-    # worker's RSS swings with its renders (their frames in flight), so a median moves with
-    # how busy a window happened to be; what is kept shows in what stays between renders.
-    window = max(3 * plan["interval"], (plan["load_end"] - plan["warmup_end"]) / 10)
+    # Memory. A worker's RSS swings with its renders (their frames in flight), and how
+    # many overlap depends on everything else the machine does; what is kept shows when
+    # nothing is in flight. A run that judges memory pauses its load after warm-up
+    # (plan["pause"]): the level at the end of that quiet spell is held against the level
+    # after the last one, at the end. Under load, the floors (10th percentiles) of the
+    # first and last tenth after warm-up are given beside it.
+    pause = plan.get("pause")
+    resumed = pause[1] if pause else plan["warmup_end"]
+    window = max(3 * plan["interval"], (plan["load_end"] - resumed) / 10)
+    quiet = [s for s in samples if pause and pause[0] <= s["t"] <= pause[1] and s["phase"] == "quiet"]
+    idle = [s for s in samples if s["phase"] == "idle"]
     for name in names:
-        rss = lambda ss: [s["processes"][name]["rss_kib"] for s in ss if s["processes"].get(name)]
-        first = rss(s for s in loaded if s["t"] <= plan["warmup_end"] + window)
-        last = rss(s for s in loaded if s["t"] >= plan["load_end"] - window)
-        if not first or not last:
+        of = lambda key, ss: [s["processes"][name].get(key) for s in ss if s["processes"].get(name)]
+        rss = lambda ss: of("rss_kib", ss)
+        loaded_first = rss(s for s in loaded if s["t"] <= resumed + window)
+        loaded_last = rss(s for s in loaded if s["t"] >= plan["load_end"] - window)
+        if not loaded_first or not loaded_last:
             add("rss", False, f"{name}: no samples (the process exited?)")
             continue
-        a, b = _floor(first), _floor(last)
-        growth = b / a - 1
-        idle = end["processes"].get(name)
+        at_end = end["processes"].get(name)
         # Caches fill for the first minutes: only an hour's run tells a leak from them.
         judged = plan["duration"] >= JUDGE_RSS_AFTER
+        if quiet and idle:
+            # The last sample of each quiet spell: the longest settled.
+            a, b = rss(quiet)[-1], rss(idle)[-1]
+            heap_a, heap_b = of("heap_in_use_kib", quiet)[-1], of("heap_in_use_kib", idle)[-1]
+            measured = "at rest"
+            # Where the anonymous memory lies at each (sample.anonymous).
+            parts = of("anon_kib", quiet)[-1] or {}, of("anon_kib", idle)[-1] or {}
+            where = "; anonymous " + ", ".join(f"{k} {mib(parts[0][k]):.1f} → {mib(parts[1][k]):.1f}"
+                                               for k in parts[0] if k in parts[1])
+        else:
+            a, b = _floor(loaded_first), _floor(loaded_last)
+            heap_a, heap_b = (_floor([h for h in of("heap_in_use_kib", ss) if h is not None] or [None])
+                              for ss in ([s for s in loaded if s["t"] <= resumed + window],
+                                         [s for s in loaded if s["t"] >= plan["load_end"] - window]))
+            measured, where = "floor under load", ""
+        growth = b / a - 1
         # The heap in use against RSS tells a leak (both grow) from fragmentation (RSS alone).
-        heap = lambda ss: [s["processes"][name].get("heap_in_use_kib") for s in ss if s["processes"].get(name)]
-        heap_first = [h for h in heap(s for s in loaded if s["t"] <= plan["warmup_end"] + window) if h is not None]
-        heap_last = [h for h in heap(s for s in loaded if s["t"] >= plan["load_end"] - window) if h is not None]
-        in_use = (f"; heap in use {mib(_floor(heap_first)):.1f} → {mib(_floor(heap_last)):.1f}"
-                  if heap_first and heap_last else "")
+        in_use = f"; heap in use {mib(heap_a):.1f} → {mib(heap_b):.1f}" if heap_a and heap_b else ""
+        under_load = (f"; under load floor {mib(_floor(loaded_first)):.1f} → {mib(_floor(loaded_last)):.1f}"
+                      if measured == "at rest" else "")
         add("rss", growth <= RSS_GROWTH or not judged,
             ("" if judged else "(not judged in a run under 30 min) ") +
-            f"{name}: floor {mib(a):.1f} → {mib(b):.1f} MiB after warm-up ({growth:+.1%}; limit +{RSS_GROWTH:.0%}), "
-            f"peak {mib(max(rss(samples))):.1f}, at the end {mib(idle['rss_kib']) if idle else float('nan'):.1f}"
-            + in_use)
+            f"{name}: {measured} {mib(a):.1f} → {mib(b):.1f} MiB after warm-up ({growth:+.1%}; "
+            f"limit +{RSS_GROWTH:.0%}){in_use}{where}{under_load}, peak {mib(max(rss(samples))):.1f}, "
+            f"at the end {mib(at_end['rss_kib']) if at_end else float('nan'):.1f}")
 
     # Open files and threads: back within the warm-up's highest (and a tolerance) once the
     # work ended, and never twice it under load (what a leak of one per render reaches).
