@@ -9,8 +9,8 @@
 # filters of the GIF path. Same version, same sonames and symbol versions, so the release
 # binary, compiled against Debian's headers, runs on these libraries unchanged.
 #
-# The build is kept in target/bundle-ffmpeg/<version>/ and made again only when the
-# installed version changes.
+# The build is kept in target/bundle-ffmpeg/<version>-<hash of the configuration>/ and
+# made again only when the installed version or the lists below change.
 
 # What the build needs beyond the packages of scripts/setup: the assembler of ffmpeg's
 # SIMD code and the headers of the external libraries it links.
@@ -42,55 +42,75 @@ bundle_ffmpeg_filters=(
   aresample null anull split
 )
 
+# A list's words joined by commas, as configure takes them.
+bundle_ffmpeg_list() {
+  local IFS=,
+  printf '%s' "$*"
+}
+
 # Prints the directory holding the built libraries (lib/), building them first when
-# needed. Logs go to stderr.
+# needed. Logs go to stderr; fails (status 1) unless the build is complete.
 bundle_ffmpeg() {
-  local version root src build prefix join
-  version=$(dpkg-query -W -f '${source:Version}' libavcodec-dev)
-  root="$PWD/target/bundle-ffmpeg/${version//[:~+]/_}"
+  local version key root src build prefix
+  version=$(dpkg-query -W -f '${source:Version}' libavcodec-dev 2>/dev/null) || true
+  [[ -n "$version" ]] || { log "libavcodec-dev is not installed: no ffmpeg version to build"; return 1; }
+  # Debian's hardening flags (stack protector, fortify, RELRO), as its own build has them:
+  # these libraries parse untrusted uploads.
+  local configure=(--enable-shared --disable-static --enable-pic --toolchain=hardened
+    --disable-programs --disable-doc --disable-avdevice --disable-postproc
+    --disable-network --disable-autodetect --disable-everything --disable-debug
+    --enable-pthreads --enable-gpl --enable-zlib --enable-libx264 --enable-libvpx
+    --enable-libopus --enable-libmp3lame --enable-libdav1d
+    --enable-protocol=file
+    --enable-decoder="$(bundle_ffmpeg_list "${bundle_ffmpeg_decoders[@]}")"
+    --enable-encoder="$(bundle_ffmpeg_list "${bundle_ffmpeg_encoders[@]}")"
+    --enable-demuxer="$(bundle_ffmpeg_list "${bundle_ffmpeg_demuxers[@]}")"
+    --enable-muxer="$(bundle_ffmpeg_list "${bundle_ffmpeg_muxers[@]}")"
+    --enable-parser="$(bundle_ffmpeg_list "${bundle_ffmpeg_parsers[@]}")"
+    --enable-bsf="$(bundle_ffmpeg_list "${bundle_ffmpeg_bsfs[@]}")"
+    --enable-filter="$(bundle_ffmpeg_list "${bundle_ffmpeg_filters[@]}")"
+    --extra-version=reelfarm-bundle)
+  # One build per version and configuration: a component added to a list builds anew.
+  key=$(printf '%s\n' "$version" "${configure[@]}" | sha256sum | cut -c1-12)
+  root="$PWD/target/bundle-ffmpeg/${version//[:~+]/_}-$key"
   prefix="$root/prefix"
   if [[ -f "$prefix/.complete" ]]; then
     printf '%s\n' "$prefix/lib"
     return
   fi
   log "building ffmpeg $version for the bundle in $root (a few minutes)"
-  install_missing_packages "${bundle_ffmpeg_packages[@]}"
-  rm -rf "$root"
-  mkdir -p "$root"
+  install_missing_packages "${bundle_ffmpeg_packages[@]}" >&2 || return 1
+  # One build is kept: this one replaces any other version's or configuration's.
+  rm -rf "$PWD/target/bundle-ffmpeg"
+  mkdir -p "$root" || return 1
   # Debian's source package of the installed version: its sources and patches, checked
   # against the archive's signatures by apt.
   if ! apt-get source --print-uris ffmpeg="$version" >/dev/null 2>&1; then
+    [[ -f /etc/apt/sources.list.d/debian.sources ]] ||
+      { log "no /etc/apt/sources.list.d/debian.sources to add Debian's source archive from"; return 1; }
     log "adding Debian's source archive to apt (deb-src of the configured suites)"
     sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
-      >/etc/apt/sources.list.d/reelfarm-debian-src.sources
-    apt-get update -qq
+      >/etc/apt/sources.list.d/reelfarm-debian-src.sources || return 1
+    apt-get update -qq >&2 || return 1
   fi
-  (cd "$root" && apt-get source -qq -o APT::Sandbox::User=root --only-source ffmpeg="$version" >/dev/null)
+  (cd "$root" && apt-get source -qq -o APT::Sandbox::User=root --only-source ffmpeg="$version" >/dev/null) ||
+    { log "ffmpeg $version's source package could not be fetched (use --ffmpeg system)"; return 1; }
   src=$(find "$root" -mindepth 1 -maxdepth 1 -type d -name 'ffmpeg-*' | head -n 1)
   [[ -d "$src" ]] || { log "no ffmpeg source unpacked in $root"; return 1; }
-  join() { local IFS=,; printf '%s' "$*"; }
   build="$root/build"
-  mkdir -p "$build"
+  mkdir -p "$build" || return 1
   (
-    cd "$build"
-    "$src/configure" --prefix="$prefix" --enable-shared --disable-static --enable-pic \
-      --disable-programs --disable-doc --disable-avdevice --disable-postproc \
-      --disable-network --disable-autodetect --disable-everything --disable-debug \
-      --enable-gpl --enable-zlib --enable-libx264 --enable-libvpx --enable-libopus \
-      --enable-libmp3lame --enable-libdav1d \
-      --enable-protocol=file \
-      --enable-decoder="$(join "${bundle_ffmpeg_decoders[@]}")" \
-      --enable-encoder="$(join "${bundle_ffmpeg_encoders[@]}")" \
-      --enable-demuxer="$(join "${bundle_ffmpeg_demuxers[@]}")" \
-      --enable-muxer="$(join "${bundle_ffmpeg_muxers[@]}")" \
-      --enable-parser="$(join "${bundle_ffmpeg_parsers[@]}")" \
-      --enable-bsf="$(join "${bundle_ffmpeg_bsfs[@]}")" \
-      --enable-filter="$(join "${bundle_ffmpeg_filters[@]}")" \
-      --extra-version="reelfarm-bundle" >"$root/configure.log" 2>&1 ||
+    cd "$build" || exit 1
+    "$src/configure" --prefix="$prefix" "${configure[@]}" >"$root/configure.log" 2>&1 ||
       { tail -n 20 "$root/configure.log" >&2; exit 1; }
+    grep -q '^#define HAVE_THREADS 1' config.h || { log "configure left ffmpeg without threads"; exit 1; }
     make -j"$(nproc)" >"$root/make.log" 2>&1 || { tail -n 30 "$root/make.log" >&2; exit 1; }
-    make install >>"$root/make.log" 2>&1
-  )
-  touch "$prefix/.complete"
+    make install >>"$root/make.log" 2>&1 || { tail -n 30 "$root/make.log" >&2; exit 1; }
+  ) || return 1
+  compgen -G "$prefix/lib/libavcodec.so.*" >/dev/null || { log "the build installed no libavcodec"; return 1; }
+  # What a user of the bundle needs to rebuild these libraries (GPL: the source is Debian's).
+  printf 'ffmpeg %s (Debian source package), configured with:\n%s\n' "$version" "${configure[*]}" \
+    >"$prefix/CONFIGURATION" || return 1
+  touch "$prefix/.complete" || return 1
   printf '%s\n' "$prefix/lib"
 }

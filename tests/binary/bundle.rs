@@ -1,6 +1,6 @@
-//! The release bundle (`scripts/package`) as a machine without the -dev packages runs it:
-//! it renders the quote card with the system's libraries hidden, and `serve all` maps no
-//! shared library from outside the bundle.
+//! The release bundle (`scripts/package`, with ffmpeg built for it) as a machine without
+//! the -dev packages runs it: it renders the quote card with the system's libraries
+//! hidden, and `serve all` maps no shared library from outside the bundle.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,10 +32,15 @@ fn the_bundle_renders_and_serves_with_its_own_libraries_only() {
         .map(|e| e.unwrap().path())
         .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("ld-linux"))
         .expect("the loader is bundled");
+    let bundled = |lib: &str| {
+        std::fs::read_dir(&libs).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().starts_with(lib))
+    };
     for lib in ["libavcodec.so", "libavformat.so", "libheif.so", "librlottie.so", "libc.so.6"] {
-        let bundled =
-            std::fs::read_dir(&libs).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().starts_with(lib));
-        assert!(bundled, "{lib} is bundled");
+        assert!(bundled(lib), "{lib} is bundled");
+    }
+    // ffmpeg built for the bundle: none of what only Debian's full build links.
+    for lib in ["libcodec2.so", "libicudata.so", "librsvg-2.so", "libplacebo.so", "libflite.so"] {
+        assert!(!bundled(lib), "{lib} came with Debian's ffmpeg build, not the bundle's");
     }
 
     // The quote card, with the system's library directory emptied: only the bundle's

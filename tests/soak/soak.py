@@ -83,11 +83,12 @@ def main():
             loadtest = load.start_loadtest(deployment, apis, templates, rate, warmup, args.out, deployment.binary,
                                            "loadtest-warmup")
             _keep_loading(loadtest, sampler, t0, plan["warmup_end"], plan, args)
-            side.pause()
             sampler.phase = "drain"
             log(mode, "warm-up over; pausing the load until nothing is in flight")
+            side.pause()
             exits.append(loadtest.wait(timeout=600))
             side.outcome()
+            _wait_until_idle(sampler)
             sampler.phase = "quiet"
             time.sleep(quiet)
             resumed = time.time() - t0
@@ -168,6 +169,21 @@ def _keep_loading(loadtest, sampler, t0, until, plan, args):
             shown = time.time()
             log(args.mode, _progress(sampler.samples[-1], plan["load_start"], args.duration))
         time.sleep(1)
+
+
+def _wait_until_idle(sampler, within=300):
+    """Waits (at most `within` seconds) until a sample shows no render or conversion
+    under way in any process and an empty outbox and queues."""
+    deadline = time.time() + within
+    while time.time() < deadline:
+        time.sleep(sampler.interval)
+        latest = sampler.samples[-1]
+        busy = [name for name, p in latest["processes"].items()
+                if p and (p["work"]["render"] or p["work"]["convert"])]
+        backends = latest["backends"] or {}
+        if not busy and not backends.get("outbox") and not backends.get("queued"):
+            return
+    raise RuntimeError(f"work still in flight {within} s after the warm-up's load stopped")
 
 
 def _progress(sample, load_start, duration):

@@ -68,9 +68,11 @@ def table(report):
 
 
 def per_hour(report):
-    """Growth an hour of load after warm-up, from the after-warm-up and load-end samples."""
+    """Growth an hour of load after warm-up (and its pause), from the samples where the
+    load resumed and where it ended."""
     plan, samples = report["plan"], report["samples"]
-    a = next(s for s in samples if s["t"] >= plan["warmup_end"] and s["backends"])
+    resumed = plan["pause"][1] if "pause" in plan else plan["warmup_end"]
+    a = next(s for s in samples if s["t"] >= resumed and s["backends"])
     b = next(s for s in reversed(samples) if s["t"] <= plan["load_end"] and s["backends"])
     hours = (b["t"] - a["t"]) / 3600
     grow = lambda f: (f(b["backends"]) - f(a["backends"])) / hours

@@ -72,7 +72,10 @@ def check(samples, plan, extra):
         at_end = end["processes"].get(name)
         # Caches fill for the first minutes: only an hour's run tells a leak from them.
         judged = plan["duration"] >= JUDGE_RSS_AFTER
-        if quiet and idle:
+        if pause and not (rss(quiet) and rss(idle)):
+            add("rss", False, f"{name}: no samples at rest (the process exited?)")
+            continue
+        if pause:
             # The last sample of each quiet spell: the longest settled.
             a, b = rss(quiet)[-1], rss(idle)[-1]
             heap_a, heap_b = of("heap_in_use_kib", quiet)[-1], of("heap_in_use_kib", idle)[-1]

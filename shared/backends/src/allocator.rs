@@ -21,13 +21,12 @@ use tokio_util::sync::CancellationToken;
 ///   memory, which grew a worker by 5 MiB an hour in the soak; two held it flat
 ///   (docs/performance.md). An operator's `MALLOC_ARENA_MAX`, which glibc reads itself,
 ///   is left in force.
-/// - Transparent huge pages are off for the process. x264 asks for them
-///   (`MADV_HUGEPAGE`) on every frame buffer of 6 MiB or more it takes from the heap; the
-///   heap's range keeps that mark after x264 frees the buffer, and the kernel's
-///   khugepaged then fills those ranges back into whole 2 MiB pages wherever one small
-///   page of them is still resident: the memory `give_back_free_memory` returned came
-///   back while the process sat idle (+14 MiB in 30 s at rest in the soak), and a 1080p
-///   render peaked 13 MiB higher for the same speed (docs/performance.md).
+/// - Transparent huge pages are off for the process. x264 marks its large buffers for them
+///   (`MADV_HUGEPAGE`, 27 times in a 720p render), and with huge pages on, the kernel's
+///   khugepaged filled ranges of glibc's heap back into whole 2 MiB pages while the
+///   process sat idle: the memory `give_back_free_memory` had returned came back (+14 MiB
+///   in 30 s at rest in the soak, level with them off), and a 1080p render peaked 13 MiB
+///   higher for the same speed (docs/performance.md).
 pub fn configure() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator parameters, and PR_SET_THP_DISABLE one flag
@@ -60,7 +59,8 @@ pub fn heap() -> Option<(u64, u64)> {
 
 /// Returns the free memory of every arena to the system (`malloc_trim`: the top of each
 /// heap released, the free pages inside them advised away). Milliseconds at most; called
-/// when a render, a part or a conversion ends, not on every allocation.
+/// when a render, a part or a conversion ends and every few seconds
+/// ([`give_back_periodically`]), not on every allocation.
 pub fn give_back_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases memory the allocator holds free.
@@ -84,8 +84,20 @@ pub async fn give_back_periodically(stop: CancellationToken) {
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = every.tick() => give_back_free_memory(),
+            _ = every.tick() => {}
             () = stop.cancelled() => return,
         }
+        // It holds each arena's lock while it walks it: not on a runtime thread.
+        let _ = tokio::task::spawn_blocking(give_back_free_memory).await;
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    #[test]
+    fn configure_turns_transparent_huge_pages_off() {
+        super::configure();
+        // SAFETY: PR_GET_THP_DISABLE only reads the process's flag.
+        assert_eq!(unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) }, 1);
     }
 }

@@ -309,7 +309,7 @@ impl Drop for Suite {
     /// Leaves the shared services running, also when a phase failed midway.
     fn drop(&mut self) {
         self.callbacks.hold.store(false, Ordering::SeqCst);
-        let _ = std::process::Command::new("rabbitmqctl").arg("start_app").output();
+        let _ = strikes::start_rabbitmq();
         let _ = self.services.postgres("start").output();
     }
 }

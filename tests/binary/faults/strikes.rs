@@ -68,8 +68,12 @@ impl Suite {
         let stopped = Instant::now();
         self.create_jobs(tenant, jobs - jobs / 2);
         std::thread::sleep(Duration::from_secs(5).saturating_sub(stopped.elapsed()));
-        run("rabbitmqctl", &["start_app"]);
-        format!("{} jobs created while the broker was down", jobs - jobs / 2)
+        let restarted = match start_rabbitmq() {
+            Ok(true) => "",
+            Ok(false) => " (its app did not start within 90 s: the node was restarted)",
+            Err(e) => panic!("{e}"),
+        };
+        format!("{} jobs created while the broker was down{restarted}", jobs - jobs / 2)
     }
 
     pub(super) fn restart_postgres(&mut self, tenant: &mut Tenant, jobs: usize) -> String {
@@ -187,6 +191,53 @@ impl Services {
         let mut command = std::process::Command::new(&self.postgres[0]);
         command.args(&self.postgres[1..]).arg(action);
         command
+    }
+}
+
+/// Starts the broker's app again after `stop_app`: `Ok(false)` when that failed or hung
+/// and the whole node had to be killed and started. A RabbitMQ node that had run for hours
+/// once stayed "booting" for over 12 minutes after `start_app` (and `rabbitmqctl stop` hung
+/// too): the suite then stalled CI instead of going on with a fresh node.
+pub(super) fn start_rabbitmq() -> Result<bool, String> {
+    const BOOT: Duration = Duration::from_secs(90);
+    if run_within("rabbitmqctl", &["start_app"], BOOT) {
+        return Ok(true);
+    }
+    // The node's Erlang VM runs as the broker's user; rabbitmqctl's own runs as ours.
+    let _ = std::process::Command::new("pkill").args(["-KILL", "-u", "rabbitmq", "beam.smp"]).status();
+    std::thread::sleep(Duration::from_secs(1));
+    if run_within("rabbitmq-server", &["-detached"], BOOT)
+        && run_within("rabbitmqctl", &["await_startup", "--timeout", "120"], BOOT + BOOT)
+    {
+        return Ok(false);
+    }
+    Err("RabbitMQ's app did not start and its node did not boot again after it was killed".into())
+}
+
+/// Runs a command to its end or for `limit` at most (then kills it): whether it ended
+/// with success within the limit (`false` also when it cannot be started).
+fn run_within(program: &str, args: &[&str], limit: Duration) -> bool {
+    let Ok(mut child) = std::process::Command::new(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) => {}
+            Err(_) => return false,
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

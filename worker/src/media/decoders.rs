@@ -82,24 +82,22 @@ pub(crate) fn allowed(id: Id) -> bool {
 /// of libav's `codec_whitelist` option.
 pub(crate) fn whitelist() -> &'static str {
     static NAMES: OnceLock<String> = OnceLock::new();
-    NAMES.get_or_init(|| {
-        let mut names = Vec::new();
-        let mut opaque = std::ptr::null_mut();
-        loop {
-            // SAFETY: av_codec_iterate walks libav's static codec table with `opaque`.
-            let codec = unsafe { ffi::av_codec_iterate(&mut opaque) };
-            if codec.is_null() {
-                break;
-            }
-            // SAFETY: non-null entries of the table are static codecs with a static name.
-            let (id, is_decoder, name) =
-                unsafe { ((*codec).id, ffi::av_codec_is_decoder(codec) != 0, CStr::from_ptr((*codec).name)) };
-            if is_decoder && allowed(Id::from(id)) {
-                names.push(name.to_string_lossy().into_owned());
-            }
-        }
-        names.join(",")
+    NAMES.get_or_init(|| allowed_decoders().map(|(_, name)| name).collect::<Vec<_>>().join(","))
+}
+
+/// Every decoder this libav has for an allowed codec: its codec and its name.
+pub(crate) fn allowed_decoders() -> impl Iterator<Item = (Id, String)> {
+    let mut opaque = std::ptr::null_mut();
+    std::iter::from_fn(move || {
+        // SAFETY: av_codec_iterate walks libav's static codec table with `opaque`.
+        let codec = unsafe { ffi::av_codec_iterate(&mut opaque) };
+        // SAFETY: non-null entries of the table are static codecs with a static name.
+        (!codec.is_null()).then(|| unsafe {
+            (Id::from((*codec).id), ffi::av_codec_is_decoder(codec) != 0, CStr::from_ptr((*codec).name))
+        })
     })
+    .filter(|(id, is_decoder, _)| *is_decoder && allowed(*id))
+    .map(|(id, _, name)| (id, name.to_string_lossy().into_owned()))
 }
 
 /// A decoder context for `stream`, refused unless its codec is allowed. `what` names the

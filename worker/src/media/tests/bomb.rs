@@ -198,3 +198,22 @@ fn streams_without_an_allowed_decoder_beside_the_picture_do_not_stop_a_conversio
     let converted = s.convert(&input);
     assert_eq!(converted.kind, crate::media::MediaKind::Video);
 }
+
+/// The release bundle builds ffmpeg with only the decoders listed in
+/// `scripts/lib/bundle-ffmpeg.sh`: each codec on the allow-list has one of them (the names
+/// configure takes are libav's with `_` for `-`).
+#[test]
+fn the_bundles_ffmpeg_has_a_decoder_for_every_allowed_codec() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lib/bundle-ffmpeg.sh");
+    let text = std::fs::read_to_string(script).expect("the bundle's ffmpeg script");
+    let list = text.split("bundle_ffmpeg_decoders=(").nth(1).and_then(|rest| rest.split(')').next()).expect("list");
+    let bundled: Vec<&str> = list.split_whitespace().collect();
+    let mut by_codec = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for (id, name) in decoders::allowed_decoders() {
+        by_codec.entry(format!("{id:?}")).or_default().push(name.replace('-', "_"));
+    }
+    assert_eq!(by_codec.len(), decoders::ALLOWED.len(), "every allowed codec has a decoder here");
+    let missing: Vec<_> =
+        by_codec.iter().filter(|(_, names)| !names.iter().any(|n| bundled.contains(&n.as_str()))).collect();
+    assert!(missing.is_empty(), "allowed codecs the bundle's ffmpeg cannot decode: {missing:?}");
+}
