@@ -88,7 +88,7 @@ def per_hour(report):
 
 def floors(report):
     """Per process, the lowest heap in use and anonymous memory (MiB) and thread count in
-    each 5 minutes of load: what a worker keeps between renders, which a leak raises, and
+    each 5 minutes of load (the pause after warm-up and the end left out): what a worker keeps between renders, which a leak raises, and
     how many renders' threads were always in flight, which raises it too."""
     plan, samples = report["plan"], report["samples"]
     lines = []
@@ -98,7 +98,8 @@ def floors(report):
             lowest, t = [], plan["load_start"]
             while t < plan["load_end"]:
                 values = [s["processes"][name].get(key) for s in samples
-                          if t <= s["t"] < t + 300 and s["processes"].get(name)]
+                          if t <= s["t"] < t + 300 and s["processes"].get(name)
+                          and s["phase"] in ("warm-up", "load")]
                 values = [v for v in values if v is not None]
                 if values:
                     lowest.append(f"{min(values) / scale:.0f}")
