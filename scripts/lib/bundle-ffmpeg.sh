@@ -16,7 +16,9 @@
 # SIMD code and the headers of the external libraries it links.
 bundle_ffmpeg_packages=(dpkg-dev nasm zlib1g-dev libx264-dev libvpx-dev libopus-dev libmp3lame-dev libdav1d-dev)
 
-# The components, by configure's names.
+# The components, by configure's names: besides what the code opens by name, the parsers
+# and bitstream filters its demuxers and muxers call on, and the filters a graph inserts
+# or may (format conversion, audio) — kept rather than risk a graph that cannot be built.
 bundle_ffmpeg_decoders=(
   h264 hevc vp8 vp9 libdav1d libvpx_vp8 libvpx_vp9 mpeg4 mpeg1video mpeg2video
   msmpeg4v1 msmpeg4v2 msmpeg4v3 wmv1 wmv2 wmv3 vc1 flv h263 h263p mjpeg prores dnxhd

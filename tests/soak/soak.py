@@ -78,10 +78,9 @@ def main():
         side = load.SideLoop(apis, templates, media, every=min(20.0, max(5.0, args.duration / 12)))
         side.start()
         exits = []
+        loadtest = load.start_loadtest(deployment, apis, templates, rate, warmup if pause else args.duration,
+                                       args.out, deployment.binary, "loadtest-warmup" if pause else "loadtest")
         if pause:
-            sampler.phase = "warm-up"
-            loadtest = load.start_loadtest(deployment, apis, templates, rate, warmup, args.out, deployment.binary,
-                                           "loadtest-warmup")
             _keep_loading(loadtest, sampler, t0, plan["warmup_end"], plan, args)
             sampler.phase = "drain"
             log(mode, "warm-up over; pausing the load until nothing is in flight")
@@ -96,9 +95,6 @@ def main():
             plan["load_end"] = round(resumed + args.duration - warmup, 1)
             side.resume()
             loadtest = load.start_loadtest(deployment, apis, templates, rate, args.duration - warmup, args.out,
-                                           deployment.binary)
-        else:
-            loadtest = load.start_loadtest(deployment, apis, templates, rate, args.duration, args.out,
                                            deployment.binary)
         _keep_loading(loadtest, sampler, t0, plan["load_end"], plan, args)
 
@@ -164,7 +160,8 @@ def _keep_loading(loadtest, sampler, t0, until, plan, args):
     while time.time() - t0 < until:
         sampler.phase = "warm-up" if time.time() - t0 < plan["warmup_end"] else "load"
         if loadtest.poll() is not None:
-            raise RuntimeError(f"the load test stopped early ({loadtest.returncode}); see the loadtest logs in {args.out}")
+            raise RuntimeError(f"the load test stopped early ({loadtest.returncode}); "
+                               f"see the loadtest logs in {args.out}")
         if time.time() - shown >= 60 and sampler.samples:
             shown = time.time()
             log(args.mode, _progress(sampler.samples[-1], plan["load_start"], args.duration))
@@ -178,8 +175,7 @@ def _wait_until_idle(sampler, within=300):
     while time.time() < deadline:
         time.sleep(sampler.interval)
         latest = sampler.samples[-1]
-        busy = [name for name, p in latest["processes"].items()
-                if p and (p["work"]["render"] or p["work"]["convert"])]
+        busy = any(p and (p["work"]["render"] or p["work"]["convert"]) for p in latest["processes"].values())
         backends = latest["backends"] or {}
         if not busy and not backends.get("outbox") and not backends.get("queued"):
             return

@@ -1,8 +1,9 @@
 """The figures docs/performance.md gives of a soak run, from its report.json: per process
 and per backend at the load's start, after warm-up (10 minutes), at rest after it (in a
-run that pauses there) and at the end of the load and of the run, each resource's growth an hour after warm-up, each process's lowest
-heap in use and anonymous memory in every 5 minutes of load, and the verdicts as this
-checkout's verdict.py judges the samples (the load test's own as the run recorded it).
+run that pauses there) and at the end of the load and of the run, each resource's growth
+an hour after warm-up, each process's lowest heap in use and anonymous memory in every 5
+minutes of load, and the verdicts as this checkout's verdict.py judges the samples (the
+load test's own as the run recorded it).
 
     python3 tests/soak/table.py target/soak/embedded/report.json [target/soak/distributed/report.json]
 """
@@ -88,8 +89,9 @@ def per_hour(report):
 
 def floors(report):
     """Per process, the lowest heap in use and anonymous memory (MiB) and thread count in
-    each 5 minutes of load (the pause after warm-up and the end left out): what a worker keeps between renders, which a leak raises, and
-    how many renders' threads were always in flight, which raises it too."""
+    each 5 minutes of load (the pause after warm-up and the end left out): what a worker
+    keeps between renders, which a leak raises, and how many renders' threads were always
+    in flight, which raises it too."""
     plan, samples = report["plan"], report["samples"]
     lines = []
     for name in samples[-1]["processes"]:

@@ -74,10 +74,9 @@ const GIVE_BACK_EVERY: Duration = Duration::from_secs(10);
 
 /// Gives back what the allocator keeps free every [`GIVE_BACK_EVERY`] until `stop`. A
 /// render, a part or a conversion does so when it ends; what ends without a unit (an api
-/// request that streamed a file, a preview frame, a delivery, a unit that ended while
-/// another one still held its frames) left its memory free but resident until the next
-/// unit ended: an embedded process that had rendered its last video kept 40 MiB more
-/// than after warm-up, at rest. A give-back with nothing to return costs one walk of
+/// request that streamed a file, a preview frame, a delivery) left its memory free but
+/// resident until the next unit ended: an embedded process that had rendered its last
+/// video kept 40 MiB more than after warm-up, at rest. A give-back with nothing to return costs one walk of
 /// the free lists.
 pub async fn give_back_periodically(stop: CancellationToken) {
     let mut every = tokio::time::interval(GIVE_BACK_EVERY);
