@@ -15,54 +15,75 @@ use super::picture::{half, Picture, Yuv};
 /// Blends `src` onto `dst` with its top-left corner at (`x`, `y`) (made even), scaled by
 /// `opacity` (0..=1) and limited to `clip` (canvas pixels).
 pub(crate) fn blit(dst: &mut Picture, src: &Picture, x: i64, y: i64, opacity: f64, clip: IRect) {
-    let op = (opacity.clamp(0.0, 1.0) * 256.0).round() as u32;
-    if op == 0 {
-        return;
-    }
-    let (x, y) = (x & !1, y & !1);
-    let area = IRect { x0: x, y0: y, x1: x + i64::from(src.width), y1: y + i64::from(src.height) }
-        .intersect(&IRect::of_size(dst.width, dst.height))
-        .intersect(&clip.even_origin());
-    if area.is_empty() {
-        return;
-    }
-    // Luma.
-    let (sx0, sy0) = ((area.x0 - x) as usize, (area.y0 - y) as usize);
-    let (w, h) = (area.width() as usize, area.height() as usize);
-    let luma = Region { sx: sx0, sy: sy0, dx: area.x0 as usize, dy: area.y0 as usize, w, h };
-    let alpha = src.has_alpha().then_some(src.a.as_slice());
+    let Some((op, luma)) = placement(dst, (src.width, src.height), x, y, opacity, clip) else { return };
     if dst.has_alpha() {
         return blit_over(dst, src, op, &luma);
     }
+    let alpha = src.has_alpha().then_some(src.a.as_slice());
     blend_plane(&mut dst.y, dst.width as usize, &src.y, src.width as usize, alpha, op, &luma);
-    // Chroma: the area's origin is even, its end rounds up.
-    let (cdx1, cdy1) = (half(area.x1 as u32) as usize, half(area.y1 as u32) as usize);
-    let (cdx0, cdy0) = (area.x0 as usize / 2, area.y0 as usize / 2);
-    let (csx0, csy0) = (sx0 / 2, sy0 / 2);
-    let cw = (cdx1 - cdx0).min(src.chroma_width() as usize - csx0);
-    let ch = (cdy1 - cdy0).min(src.chroma_height() as usize - csy0);
-    let chroma = Region { sx: csx0, sy: csy0, dx: cdx0, dy: cdy0, w: cw, h: ch };
+    let chroma = chroma_of(&luma, dst, (src.chroma_width(), src.chroma_height()));
     let calpha = src.has_alpha().then_some(src.ca.as_slice());
     let (dcw, scw) = (dst.chroma_width() as usize, src.chroma_width() as usize);
     blend_plane(&mut dst.u, dcw, &src.u, scw, calpha, op, &chroma);
     blend_plane(&mut dst.v, dcw, &src.v, scw, calpha, op, &chroma);
 }
 
+/// An opaque YUV 4:2:0 picture in planes that are not ours (a decoded frame): each plane
+/// with the distance between its rows.
+pub(crate) struct Planes<'a> {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) y: (&'a [u8], usize),
+    pub(crate) u: (&'a [u8], usize),
+    pub(crate) v: (&'a [u8], usize),
+}
+
+/// [`blit`] of [`Planes`] onto an opaque canvas (`false`, drawing nothing, on one with
+/// alpha).
+pub(crate) fn blit_planes(dst: &mut Picture, src: &Planes, x: i64, y: i64, opacity: f64, clip: IRect) -> bool {
+    if dst.has_alpha() {
+        return false;
+    }
+    let Some((op, luma)) = placement(dst, (src.width, src.height), x, y, opacity, clip) else { return true };
+    blend_plane(&mut dst.y, dst.width as usize, src.y.0, src.y.1, None, op, &luma);
+    let chroma = chroma_of(&luma, dst, (half(src.width), half(src.height)));
+    let dcw = dst.chroma_width() as usize;
+    blend_plane(&mut dst.u, dcw, src.u.0, src.u.1, None, op, &chroma);
+    blend_plane(&mut dst.v, dcw, src.v.0, src.v.1, None, op, &chroma);
+    true
+}
+
+/// The opacity weight (1..=256) and the luma region of a `size` picture placed at (`x`,
+/// `y`) (made even) on `dst` within `clip`; `None` when nothing shows.
+fn placement(dst: &Picture, size: (u32, u32), x: i64, y: i64, opacity: f64, clip: IRect) -> Option<(u32, Region)> {
+    let op = (opacity.clamp(0.0, 1.0) * 256.0).round() as u32;
+    let (x, y) = (x & !1, y & !1);
+    let area = IRect { x0: x, y0: y, x1: x + i64::from(size.0), y1: y + i64::from(size.1) }
+        .intersect(&IRect::of_size(dst.width, dst.height))
+        .intersect(&clip.even_origin());
+    if op == 0 || area.is_empty() {
+        return None;
+    }
+    let (sx, sy) = ((area.x0 - x) as usize, (area.y0 - y) as usize);
+    let (w, h) = (area.width() as usize, area.height() as usize);
+    Some((op, Region { sx, sy, dx: area.x0 as usize, dy: area.y0 as usize, w, h }))
+}
+
 /// The chroma region of a luma region whose origin is even (its end rounds up), limited
-/// to the source's chroma planes.
-fn chroma_of(luma: &Region, dst: &Picture, src: &Picture) -> Region {
+/// to the source's chroma planes (`chroma` wide and high).
+fn chroma_of(luma: &Region, dst: &Picture, chroma: (u32, u32)) -> Region {
     let (cdx0, cdy0) = (luma.dx / 2, luma.dy / 2);
     let cdx1 = (luma.dx + luma.w).div_ceil(2).min(dst.chroma_width() as usize);
     let cdy1 = (luma.dy + luma.h).div_ceil(2).min(dst.chroma_height() as usize);
     let (csx0, csy0) = (luma.sx / 2, luma.sy / 2);
-    let w = (cdx1 - cdx0).min(src.chroma_width() as usize - csx0);
-    let h = (cdy1 - cdy0).min(src.chroma_height() as usize - csy0);
+    let w = (cdx1 - cdx0).min(chroma.0 as usize - csx0);
+    let h = (cdy1 - cdy0).min(chroma.1 as usize - csy0);
     Region { sx: csx0, sy: csy0, dx: cdx0, dy: cdy0, w, h }
 }
 
 /// [`blit`] onto a canvas with alpha: every plane "over" it, then its alpha planes.
 fn blit_over(dst: &mut Picture, src: &Picture, op: u32, luma: &Region) {
-    let chroma = chroma_of(luma, dst, src);
+    let chroma = chroma_of(luma, dst, (src.chroma_width(), src.chroma_height()));
     let (alpha, calpha) = (src.has_alpha().then_some(src.a.as_slice()), src.has_alpha().then_some(src.ca.as_slice()));
     let (w, sw) = (dst.width as usize, src.width as usize);
     over_plane(&mut dst.y, &dst.a, w, &src.y, sw, alpha, op, luma);
@@ -351,6 +372,27 @@ mod tests {
         let mut canvas = flat(16);
         blit(&mut canvas, &layer, 0, 0, 1.0, IRect { x0: 0, y0: 0, x1: 2, y1: 4 });
         assert_eq!((canvas.at(1, 0).y, canvas.at(2, 0).y), (235, 16));
+    }
+
+    #[test]
+    fn planes_with_padded_rows_blend_as_the_picture_they_hold() {
+        let mut layer = Picture::default();
+        layer.reset(6, 4, false);
+        for (k, s) in layer.y.iter_mut().chain(&mut layer.u).chain(&mut layer.v).enumerate() {
+            *s = (k * 37 % 256) as u8;
+        }
+        let padded = |plane: &[u8], w: usize, stride: usize| -> Vec<u8> {
+            plane.chunks(w).flat_map(|row| row.iter().copied().chain(std::iter::repeat_n(7, stride - w))).collect()
+        };
+        let (y, u, v) = (padded(&layer.y, 6, 10), padded(&layer.u, 3, 5), padded(&layer.v, 3, 5));
+        let planes = Planes { width: 6, height: 4, y: (&y, 10), u: (&u, 5), v: (&v, 5) };
+        for opacity in [1.0, 0.4] {
+            let (mut want, mut got) = (flat(16), flat(16));
+            blit(&mut want, &layer, 4, 2, opacity, IRect::of_size(8, 4));
+            assert!(blit_planes(&mut got, &planes, 4, 2, opacity, IRect::of_size(8, 4)));
+            assert!(want == got, "opacity {opacity}");
+        }
+        assert!(!blit_planes(&mut clear_canvas(16, 0), &planes, 0, 0, 1.0, IRect::of_size(8, 4)), "alpha canvas");
     }
 
     #[test]

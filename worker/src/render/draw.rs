@@ -1,13 +1,16 @@
 //! Drawing a prepared layer on a frame. The cheap cases come first: a fixed picture (or
 //! its pre-rotated copy) is blended at its place plus the slide offset (even pixels) with
-//! the animated opacity, and a video frame already scaled to its landing size likewise.
+//! the animated opacity, and a video frame at its landing size likewise (a 4:2:0 one straight
+//! from the decoder's planes).
 //! Scale animations and Ken Burns windows resample per frame (separable bilinear);
 //! only a rotation combined with them needs the general warp.
 
+use ffmpeg_next::format::Pixel;
+use ffmpeg_next::frame;
 use reelfarm_domain::template::Rect;
 
 use super::anim::{self, Motion};
-use super::composite::blit;
+use super::composite::{blit, blit_planes, Planes};
 use super::geom::{round_even, Affine, IRect, RectF};
 use super::layer::{Body, VideoBody, Visual};
 use super::picture::Picture;
@@ -166,10 +169,6 @@ fn draw_video(
         // Scale the whole frame so the shown part lands at its size, clip to the box.
         let (kx, ky) = (f.dst.w / f.src.w.max(1e-9), f.dst.h / f.src.h.max(1e-9));
         let (sw, sh) = ((f64::from(w) * kx).round() as u32, (f64::from(h) * ky).round() as u32);
-        if changed {
-            video.scaler.scale(frame, sw, sh, alpha, &mut video.pic)?;
-            video.serial = serial;
-        }
         let (dx, dy) = (round_even(mover.m.dx), round_even(mover.m.dy));
         let moved = IRect {
             x0: mover.bx + dx,
@@ -179,7 +178,17 @@ fn draw_video(
         };
         let x = mover.bx + dx + round_even(f.dst.x - f.src.x * kx);
         let y = mover.by + dy + round_even(f.dst.y - f.src.y * ky);
-        blit(canvas, &video.pic, x, y, opacity, mover.clip.intersect(&moved));
+        let clip = mover.clip.intersect(&moved);
+        // A 4:2:0 frame at its landing size is blended from the decoder's planes.
+        let landed = (frame.format(), frame.width(), frame.height()) == (Pixel::YUV420P, sw, sh);
+        if landed && blit_planes(canvas, &planes(frame), x, y, opacity, clip) {
+            return Ok(());
+        }
+        if changed {
+            video.scaler.scale(frame, sw, sh, alpha, &mut video.pic)?;
+            video.serial = serial;
+        }
+        blit(canvas, &video.pic, x, y, opacity, clip);
         return Ok(());
     }
     if changed {
@@ -195,6 +204,12 @@ fn draw_video(
         blit(canvas, &scratch.pic, scratch.x, scratch.y, opacity, mover.clip);
     }
     Ok(())
+}
+
+/// The planes of a decoded 4:2:0 frame.
+fn planes(frame: &frame::Video) -> Planes<'_> {
+    let plane = |i| (frame.data(i), frame.stride(i));
+    Planes { width: frame.width(), height: frame.height(), y: plane(0), u: plane(1), v: plane(2) }
 }
 
 /// Stored pixels → upright pixels for a source a player turns by `rotation` degrees

@@ -3,7 +3,8 @@
 //! VP9 (yuv420p, yuva420p when transparent) and Opus in WebM, or ProRes 4444
 //! (yuv444p10le, yuva444p10le when transparent) and AAC in a QuickTime MOV — on a
 //! thread of its own, fed through a bounded channel so compositing the next frames
-//! overlaps the encoder's work; canvases come back through a second channel to be reused.
+//! overlaps the encoder's work; each canvas is lent to the encoder as its frame's planes
+//! (no copy) and comes back through a second channel to be reused.
 //! The sound is either encoded from the mixed samples or, when an earlier render made the
 //! same, written from the packets kept then ([`super::sound_cache`]). Plus the JPEG
 //! thumbnail.
@@ -108,8 +109,8 @@ struct Encoding {
     audio: Option<(AudioEncoder, usize)>,
     muxer: Muxer,
     video_index: usize,
-    /// The canvas's planes (yuv420p, yuva420p with alpha).
-    frame: frame::Video,
+    /// The canvases' pixel format (yuv420p, yuva420p with alpha).
+    canvas: Pixel,
     /// For an encoder of another pixel format (ProRes): the conversion and its frame.
     convert: Option<(Converter, frame::Video)>,
     next_pts: i64,
@@ -175,7 +176,7 @@ impl Encoder {
             audio,
             muxer,
             video_index,
-            frame: frame::Video::new(canvas, out.width, out.height),
+            canvas,
             convert,
             next_pts: 0,
             fps: out.fps,
@@ -234,8 +235,7 @@ impl Encoding {
         for item in work {
             match item {
                 Work::Video(canvas) => {
-                    self.encode_video(&canvas)?;
-                    let _ = recycle.send(canvas);
+                    self.encode_video(canvas, &recycle)?;
                     // Kept sound up to the end of this frame.
                     let until = self.next_pts * i64::from(SAMPLE_RATE) / i64::from(self.fps.max(1));
                     self.write_kept(Some(until))?;
@@ -264,26 +264,22 @@ impl Encoding {
         write_kept(&mut self.muxer, *index, kept, &mut self.kept_next, until)
     }
 
-    fn encode_video(&mut self, canvas: &Picture) -> Result<(), MediaError> {
-        // SAFETY: the encoder may still reference the previous buffer; this copies it away
-        // first.
-        if unsafe { ffi::av_frame_make_writable(self.frame.as_mut_ptr()) } < 0 {
-            return Err(MediaError::Internal("cannot allocate a video frame".into()));
-        }
-        fill_frame(&mut self.frame, canvas)?;
+    /// Sends `canvas` to the encoder. Its planes are the frame's own (lent, not copied):
+    /// it comes back through `recycle` once the encoder lets go of them.
+    fn encode_video(&mut self, canvas: Picture, recycle: &mpsc::Sender<Picture>) -> Result<(), MediaError> {
+        let mut lent = lend(canvas, self.canvas, recycle)?;
         let frame = match &mut self.convert {
             Some((scaler, converted)) => {
-                // SAFETY: as above.
+                // SAFETY: the encoder may still reference the previous buffer; this copies
+                // it away first.
                 if unsafe { ffi::av_frame_make_writable(converted.as_mut_ptr()) } < 0 {
                     return Err(MediaError::Internal("cannot allocate a video frame".into()));
                 }
-                scaler
-                    .0
-                    .run(&self.frame, converted)
-                    .map_err(|e| MediaError::Internal(format!("converting a frame: {e}")))?;
+                scaler.0.run(&lent, converted).map_err(|e| MediaError::Internal(format!("converting a frame: {e}")))?;
+                drop(lent);
                 &mut *converted
             }
-            None => &mut self.frame,
+            None => &mut lent,
         };
         frame.set_pts(Some(self.next_pts));
         self.next_pts += 1;
@@ -340,6 +336,57 @@ pub(crate) fn fill_frame(frame: &mut frame::Video, canvas: &Picture) -> Result<(
         }
     }
     Ok(())
+}
+
+/// A canvas lent to libav: what a frame's buffer owns, and where it goes back.
+struct Lent {
+    canvas: Picture,
+    back: mpsc::Sender<Picture>,
+}
+
+/// A frame of `pixel` format (yuv420p, or yuva420p taking the canvas's alpha) whose
+/// planes are `canvas`'s own. Its one buffer owns the canvas; when libav frees it (the
+/// last reference dropped, by the encoder or this thread) the canvas is sent to `back`.
+fn lend(canvas: Picture, pixel: Pixel, back: &mpsc::Sender<Picture>) -> Result<frame::Video, MediaError> {
+    if pixel == Pixel::YUVA420P && !canvas.has_alpha() {
+        return Err(MediaError::Internal("a transparent output needs canvases with alpha".into()));
+    }
+    let (w, h) = (canvas.width, canvas.height);
+    let (luma, chroma) = (w as i32, half(w) as i32);
+    let mut lent = Box::new(Lent { canvas, back: back.clone() });
+    let c = &mut lent.canvas;
+    let planes =
+        [(c.y.as_mut_ptr(), luma), (c.u.as_mut_ptr(), chroma), (c.v.as_mut_ptr(), chroma), (c.a.as_mut_ptr(), luma)];
+    let (first, size) = (c.y.as_mut_ptr(), c.y.len());
+    let mut frame = frame::Video::empty();
+    let opaque = Box::into_raw(lent);
+    // SAFETY: the buffer takes ownership of the boxed canvas (freed by `give_back`, once);
+    // the planes' pointers stay valid while it lives, since the canvas's vectors are not
+    // touched until it comes back. The frame is empty: its fields are ours to set.
+    unsafe {
+        let buffer = ffi::av_buffer_create(first, size, Some(give_back), opaque.cast(), 0);
+        if buffer.is_null() {
+            drop(Box::from_raw(opaque));
+            return Err(MediaError::Internal("cannot allocate a video frame".into()));
+        }
+        let raw = frame.as_mut_ptr();
+        (*raw).buf[0] = buffer;
+        (*raw).format = ffi::AVPixelFormat::from(pixel) as i32;
+        (*raw).width = w as i32;
+        (*raw).height = h as i32;
+        for (i, (data, stride)) in planes.into_iter().enumerate().take(if pixel == Pixel::YUVA420P { 4 } else { 3 }) {
+            (*raw).data[i] = data;
+            (*raw).linesize[i] = stride;
+        }
+    }
+    Ok(frame)
+}
+
+/// libav's free callback of a lent canvas's buffer: sends the canvas back.
+unsafe extern "C" fn give_back(opaque: *mut std::ffi::c_void, _data: *mut u8) {
+    // SAFETY: `opaque` is the box `lend` gave up, passed to this callback once.
+    let lent = unsafe { Box::from_raw(opaque.cast::<Lent>()) };
+    let _ = lent.back.send(lent.canvas);
 }
 
 /// Writes the packets of `kept` from `next` on that start before sample `until` (all with

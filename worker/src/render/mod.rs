@@ -30,6 +30,7 @@ pub mod text;
 
 mod anim;
 mod audio;
+mod bilinear;
 mod captions;
 mod composite;
 mod draw;

@@ -56,7 +56,15 @@ pub(crate) fn rgb_to_yuv(r: u8, g: u8, b: u8) -> (u8, u8, u8) {
     let y = 16.0 + (219.0 / 255.0) * (0.2126 * r + 0.7152 * g + 0.0722 * b);
     let u = 128.0 + (224.0 / 255.0) * (-0.114_572 * r - 0.385_428 * g + 0.5 * b);
     let v = 128.0 + (224.0 / 255.0) * (0.5 * r - 0.454_153 * g - 0.045_847 * b);
-    (clamp_u8(y), clamp_u8(u), clamp_u8(v))
+    (round_up_from_16(y), round_up_from_16(u), round_up_from_16(v))
+}
+
+/// [`clamp_u8`] of a value of at least 16 (what limited-range Y, U and V are): `x + 0.5`
+/// truncated, the same byte for every such `x` (the sum is exact in `f32`, or rounds
+/// within the same integer), without a call to `roundf` in the conversion's loop.
+#[inline(always)]
+fn round_up_from_16(x: f32) -> u8 {
+    (x + 0.5) as u8
 }
 
 /// BT.709 limited-range YUV back to sRGB (thumbnails, tests).
@@ -168,15 +176,43 @@ impl Picture {
         let mut pic = Picture::default();
         pic.try_reset(width, height, !opaque)?;
         let (cw, ch) = (half(width) as usize, half(height) as usize);
+        if opaque {
+            // U and V at full size, then each 2×2 block's rounded mean: what the weighted
+            // mean below gives when every alpha is 255 (a block cut by the edge counts
+            // its samples twice, as their plain mean).
+            let (mut u, mut v) = (Vec::new(), Vec::new());
+            for plane in [&mut u, &mut v] {
+                plane.try_reserve_exact(w * h).map_err(|_| out_of_memory(width, height))?;
+            }
+            for p in rgba.chunks_exact(channels.max(3)).take(w * h) {
+                let (y, pu, pv) = rgb_to_yuv(p[0], p[1], p[2]);
+                pic.y[u.len()] = y;
+                u.push(pu);
+                v.push(pv);
+            }
+            if u.len() < w * h {
+                return Ok(pic);
+            }
+            for cy in 0..ch {
+                let (r0, r1) = (2 * cy * w, (2 * cy + 1).min(h - 1) * w);
+                for cx in 0..cw {
+                    let (c0, c1) = (2 * cx, (2 * cx + 1).min(w - 1));
+                    let mean = |p: &[u8]| {
+                        let sum = [r0 + c0, r0 + c1, r1 + c0, r1 + c1].map(|i| u32::from(p[i])).iter().sum::<u32>();
+                        ((sum + 2) >> 2) as u8
+                    };
+                    (pic.u[cy * cw + cx], pic.v[cy * cw + cx]) = (mean(&u), mean(&v));
+                }
+            }
+            return Ok(pic);
+        }
         let mut yuv = Vec::new();
         yuv.try_reserve_exact(w * h).map_err(|_| out_of_memory(width, height))?;
         yuv.resize(w * h, (0u8, 0u8, 0u8));
         for (i, p) in rgba.chunks_exact(channels.max(3)).take(w * h).enumerate() {
             yuv[i] = rgb_to_yuv(p[0], p[1], p[2]);
             pic.y[i] = yuv[i].0;
-            if !opaque {
-                pic.a[i] = p[3];
-            }
+            pic.a[i] = p[3];
         }
         for cy in 0..ch {
             for cx in 0..cw {
@@ -188,7 +224,7 @@ impl Picture {
                         continue;
                     }
                     let i = y * w + x;
-                    let alpha = if opaque { 255 } else { u32::from(pic.a[i]) };
+                    let alpha = u32::from(pic.a[i]);
                     su += u32::from(yuv[i].1) * alpha;
                     sv += u32::from(yuv[i].2) * alpha;
                     sa += alpha;
@@ -203,14 +239,10 @@ impl Picture {
                     pic.u[c] = u as u8;
                     pic.v[c] = v as u8;
                 }
-                if !opaque {
-                    pic.ca[c] = ((sa + n / 2) / n.max(1)) as u8;
-                }
+                pic.ca[c] = ((sa + n / 2) / n.max(1)) as u8;
             }
         }
-        if !opaque {
-            pic.bleed_edges();
-        }
+        pic.bleed_edges();
         Ok(pic)
     }
 
@@ -387,6 +419,36 @@ mod tests {
         }
         assert_eq!(rgb_to_yuv(255, 255, 255), (235, 128, 128));
         assert_eq!(rgb_to_yuv(0, 0, 0), (16, 128, 128));
+    }
+
+    #[test]
+    fn an_opaque_picture_has_each_blocks_rounded_mean_and_the_rounding_of_the_formula() {
+        let (w, h) = (7usize, 5usize);
+        let rgb: Vec<u8> = (0..w * h * 3).map(|k| (k * 7919 % 256) as u8).collect();
+        let with_alpha: Vec<u8> = rgb.chunks(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+        let pic = Picture::from_rgb(w as u32, h as u32, &rgb, 3).unwrap();
+        assert!(pic == Picture::from_rgba(w as u32, h as u32, &with_alpha).unwrap() && !pic.has_alpha());
+        let exact = |p: &[u8]| {
+            let (r, g, b) = (f32::from(p[0]), f32::from(p[1]), f32::from(p[2]));
+            let y = 16.0 + (219.0 / 255.0) * (0.2126 * r + 0.7152 * g + 0.0722 * b);
+            let u = 128.0 + (224.0 / 255.0) * (-0.114_572 * r - 0.385_428 * g + 0.5 * b);
+            let v = 128.0 + (224.0 / 255.0) * (0.5 * r - 0.454_153 * g - 0.045_847 * b);
+            [y, u, v].map(|c| c.round().clamp(0.0, 255.0) as u32)
+        };
+        let full: Vec<[u32; 3]> = rgb.chunks(3).map(exact).collect();
+        assert!(full.iter().zip(&pic.y).all(|(c, y)| c[0] == u32::from(*y)));
+        for (cy, cx) in (0..h.div_ceil(2)).flat_map(|cy| (0..w.div_ceil(2)).map(move |cx| (cy, cx))) {
+            let block: Vec<&[u32; 3]> = [(0, 0), (1, 0), (0, 1), (1, 1)]
+                .iter()
+                .filter(|(dx, dy)| 2 * cx + dx < w && 2 * cy + dy < h)
+                .map(|(dx, dy)| &full[(2 * cy + dy) * w + 2 * cx + dx])
+                .collect();
+            let n = block.len() as u32;
+            // The alpha-weighted mean with every alpha 255.
+            let mean = |k: usize| (block.iter().map(|c| c[k] * 255).sum::<u32>() + 255 * n / 2) / (255 * n);
+            let c = cy * w.div_ceil(2) + cx;
+            assert_eq!((u32::from(pic.u[c]), u32::from(pic.v[c])), (mean(1), mean(2)), "block ({cx}, {cy})");
+        }
     }
 
     #[test]

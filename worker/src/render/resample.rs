@@ -3,6 +3,7 @@
 //! the general affine case (rotation) with a per-pixel inverse map. Both write a picture
 //! with its even canvas origin; partly covered edge pixels get fractional alpha.
 
+use super::bilinear::{bilinear, Taps};
 use super::geom::{Affine, IRect, RectF};
 use super::picture::{half, Picture};
 
@@ -12,55 +13,6 @@ pub(crate) struct Placed {
     pub(crate) pic: Picture,
     pub(crate) x: i64,
     pub(crate) y: i64,
-}
-
-/// Bilinear taps along one axis: source indices, the weight of the second one (0..=256)
-/// and the coverage of each output pixel (0..=256).
-#[derive(Default)]
-struct Taps {
-    i0: Vec<usize>,
-    i1: Vec<usize>,
-    frac: Vec<u32>,
-    cov: Vec<u32>,
-}
-
-impl Taps {
-    /// `count` outputs whose centres (in canvas luma pixels) are `centre(i)`; `to_src`
-    /// maps a centre to the plane's sample coordinate (sample centres at integers).
-    fn new(count: usize, size: usize, centre: impl Fn(usize) -> f64, to_src: impl Fn(f64) -> f64) -> Taps {
-        let mut t = Taps::default();
-        let last = size.saturating_sub(1) as f64;
-        for i in 0..count {
-            let u = to_src(centre(i)).clamp(0.0, last);
-            let base = u.floor();
-            let mut frac = ((u - base) * 256.0).round() as u32;
-            let mut i0 = base as usize;
-            if frac >= 256 {
-                frac = 0;
-                i0 = (i0 + 1).min(size.saturating_sub(1));
-            }
-            t.i0.push(i0);
-            t.i1.push((i0 + 1).min(size.saturating_sub(1)));
-            t.frac.push(frac);
-        }
-        t
-    }
-
-    /// Coverage of output pixels [start + i, start + i + 1) by [lo, hi).
-    fn with_coverage(mut self, start: i64, lo: f64, hi: f64) -> Taps {
-        self.cov = (0..self.i0.len())
-            .map(|i| {
-                let p = (start + i as i64) as f64;
-                let inside = ((p + 1.0).min(hi) - p.max(lo)).clamp(0.0, 1.0);
-                (inside * 256.0).round() as u32
-            })
-            .collect();
-        self
-    }
-
-    fn full(&self) -> bool {
-        self.cov.iter().all(|c| *c == 256)
-    }
 }
 
 /// Maps `src_rect` of `src` (luma pixels) onto `dst` (canvas pixels), clipped to `clip`,
@@ -110,31 +62,6 @@ pub(crate) fn resample(src: &Picture, src_rect: RectF, dst: RectF, clip: IRect, 
         chroma_alpha(&mut out.pic);
     }
     true
-}
-
-/// Separable bilinear sampling of a plane `stride` wide into a packed `out`. Each output
-/// row first blends its two source rows over the columns it reads (contiguous, one
-/// weight: the compiler vectorises it), then weighs two of those per output sample. The
-/// same integers as weighting each row's pair first: `(256 − fx)·(top₀·(256 − fy) +
-/// bottom₀·fy) + fx·(top₁·(256 − fy) + bottom₁·fy)`, every product exact in 16 bits (at
-/// most 255 · 256).
-fn bilinear(src: &[u8], stride: usize, xt: &Taps, yt: &Taps, out: &mut [u8]) {
-    let w = xt.i0.len();
-    let (Some(&lo), Some(&hi)) = (xt.i0.iter().min(), xt.i1.iter().max()) else { return };
-    let mut rows = vec![0u16; hi + 1 - lo];
-    for (j, row_out) in out.chunks_exact_mut(w.max(1)).enumerate().take(yt.i0.len()) {
-        let (r0, r1, fy) = (yt.i0[j] * stride, yt.i1[j] * stride, yt.frac[j] as u16);
-        let (Some(top), Some(bottom)) = (src.get(r0 + lo..=r0 + hi), src.get(r1 + lo..=r1 + hi)) else {
-            continue;
-        };
-        for ((v, t), b) in rows.iter_mut().zip(top).zip(bottom) {
-            *v = u16::from(*t) * (256 - fy) + u16::from(*b) * fy;
-        }
-        for (((o, x0), x1), fx) in row_out.iter_mut().zip(&xt.i0).zip(&xt.i1).zip(&xt.frac) {
-            let (v0, v1) = (u32::from(rows[x0 - lo]), u32::from(rows[x1 - lo]));
-            *o = ((v0 * (256 - fx) + v1 * fx + 32768) >> 16) as u8;
-        }
-    }
 }
 
 /// Sets the chroma alpha plane to the mean of each 2×2 block of the luma alpha.
@@ -263,26 +190,6 @@ mod tests {
         assert_eq!(out.pic.at(0, 3).a, 0);
         assert_eq!(out.pic.at(1, 3).a, 128);
         assert_eq!(out.pic.at(2, 3).a, 255);
-    }
-
-    #[test]
-    fn rows_blended_first_give_the_samples_of_the_plain_bilinear_formula() {
-        // A plane of varied samples, a window shrunk in x and grown in y at odd offsets.
-        let (sw, sh) = (37, 23);
-        let src: Vec<u8> = (0..sw * sh).map(|k| ((k * 7919) % 251) as u8).collect();
-        let xt = Taps::new(29, sw, |i| i as f64 * 1.27 + 0.4, |c| c);
-        let yt = Taps::new(31, sh, |j| j as f64 * 0.71 + 0.2, |c| c);
-        let mut out = vec![0; 29 * 31];
-        bilinear(&src, sw, &xt, &yt, &mut out);
-        for j in 0..31 {
-            for i in 0..29 {
-                let at = |x: usize, y: usize| u32::from(src[y * sw + x]);
-                let (fx, fy) = (xt.frac[i], yt.frac[j]);
-                let row = |y| at(xt.i0[i], y) * (256 - fx) + at(xt.i1[i], y) * fx;
-                let want = (row(yt.i0[j]) * (256 - fy) + row(yt.i1[j]) * fy + 32768) >> 16;
-                assert_eq!(u32::from(out[j * 29 + i]), want, "sample ({i}, {j})");
-            }
-        }
     }
 
     #[test]
