@@ -106,7 +106,16 @@ bundle_ffmpeg() {
     "$src/configure" --prefix="$prefix" "${configure[@]}" >"$root/configure.log" 2>&1 ||
       { tail -n 20 "$root/configure.log" >&2; exit 1; }
     grep -q '^#define HAVE_THREADS 1' config.h || { log "configure left ffmpeg without threads"; exit 1; }
-    make -j"$(nproc)" >"$root/make.log" 2>&1 || { tail -n 30 "$root/make.log" >&2; exit 1; }
+    # Minutes of compiling: say how far it got every 30 s (its own output goes to the log).
+    log "compiling ffmpeg on $(nproc) cores (log: $root/make.log)"
+    make -j"$(nproc)" >"$root/make.log" 2>&1 &
+    maker=$!
+    ticks=0
+    while kill -0 "$maker" 2>/dev/null; do
+      sleep 1
+      if ((++ticks % 30 == 0)); then log "… $(grep -c '^CC' "$root/make.log") files compiled"; fi
+    done
+    wait "$maker" || { tail -n 30 "$root/make.log" >&2; exit 1; }
     make install >>"$root/make.log" 2>&1 || { tail -n 30 "$root/make.log" >&2; exit 1; }
   ) || return 1
   compgen -G "$prefix/lib/libavcodec.so.*" >/dev/null || { log "the build installed no libavcodec"; return 1; }

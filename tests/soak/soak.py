@@ -164,7 +164,7 @@ def _keep_loading(loadtest, sampler, t0, until, plan, args):
                                f"see the loadtest logs in {args.out}")
         if time.time() - shown >= 60 and sampler.samples:
             shown = time.time()
-            log(args.mode, _progress(sampler.samples[-1], plan["load_start"], args.duration))
+            log(args.mode, _progress(sampler.samples[-1], plan, args.duration))
         time.sleep(1)
 
 
@@ -182,9 +182,13 @@ def _wait_until_idle(sampler, within=300):
     raise RuntimeError(f"work still in flight {within} s after the warm-up's load stopped")
 
 
-def _progress(sample, load_start, duration):
-    """A minute's line: how far the load is, and each process's memory, fds and threads."""
-    done = max(0.0, sample["t"] - load_start)
+def _progress(sample, plan, duration):
+    """A minute's line: how far the load is (the pause after warm-up not counted), and each
+    process's memory, fds and threads."""
+    paused = 0.0
+    if "pause" in plan and sample["t"] > plan["pause"][1]:
+        paused = plan["pause"][1] - plan["pause"][0]
+    done = max(0.0, sample["t"] - plan["load_start"] - paused)
     processes = ", ".join(
         f"{name} {p['rss_kib'] // 1024} MiB {p['fds']} fds {p['threads']} threads"
         for name, p in sample["processes"].items() if p
