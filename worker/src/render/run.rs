@@ -24,7 +24,7 @@ use super::video::VideoReader;
 use super::{Progress, Quality, RenderError, RenderOutput, RenderSettings, SpeechCues};
 use crate::media::budget::estimate;
 use crate::media::limits::Deadline;
-use crate::media::{self, Limits, MediaKind};
+use crate::media::{Limits, MediaKind};
 
 /// What of a render to make.
 pub(super) enum Piece {
@@ -47,7 +47,7 @@ pub(super) fn render(
 ) -> Result<RenderOutput, RenderError> {
     let deadline = Deadline::after(settings.time_limit);
     let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
-    let resolver = Resolver { resolve, kept: None };
+    let resolver = Resolver::new(resolve, None);
     let voices = voices(template, &settings.speech);
     let (template, captions) = captions::resolve(template, &resolver, &settings.speech)?;
     let template = template.as_ref();
@@ -67,7 +67,7 @@ pub(super) fn render(
     // Held until the render ends (released on drop, panic included).
     let _memory = limits.memory.reserve(reservation(template, settings.quality, output.format, &videos), &deadline)?;
     let (mut mixer, sound, sound_key) = if heard {
-        let specs = track_specs(template, &plan, &resolver, &voices)?;
+        let specs = track_specs(template, &plan, &resolver, &voices, &limits)?;
         let sound_key = sound_cache::key(
             &specs,
             plan.samples,
@@ -396,6 +396,7 @@ pub(super) fn track_specs<'a>(
     plan: &Plan,
     resolver: &Resolver,
     voices: &[String],
+    limits: &Limits,
 ) -> Result<Vec<TrackSpec<'a>>, RenderError> {
     let mut specs = Vec::new();
     for (i, clip) in template.clips.iter().enumerate() {
@@ -424,7 +425,8 @@ pub(super) fn track_specs<'a>(
                 }),
                 Content::Video(v) if !v.mute && v.volume > 0.0 => {
                     let path = resolver.path(&layer.id, &v.source)?;
-                    if is_still(&path) {
+                    // A silent video, or a still shown by a video layer: nothing to hear.
+                    if !resolver.probe(&path, limits).map_err(RenderError::source(&layer.id))?.has_audio {
                         continue;
                     }
                     let clip_end = plan.clips[i].start + clip.duration;
@@ -500,9 +502,4 @@ pub(super) fn open_tracks(
         tracks.extend(Track::open(spec, deadline, limits)?);
     }
     Ok(tracks)
-}
-
-/// Whether a video layer's source is a still picture (shown as an image, silent).
-fn is_still(path: &Path) -> bool {
-    !matches!(media::sniff::sniff(path), Ok(media::sniff::Sniffed::Other) | Err(_))
 }

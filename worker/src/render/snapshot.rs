@@ -35,7 +35,7 @@ pub fn snapshot(
     at: f64,
     limits: &Limits,
 ) -> Result<RgbImage, RenderError> {
-    let resolver = Resolver { resolve, kept };
+    let resolver = Resolver::new(resolve, kept);
     let limits = Limits { time_limit: TIME_LIMIT.min(limits.time_limit), ..limits.clone() };
     let draw = || frame_at(template, &resolver, quality, at, &limits);
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(draw)) {

@@ -4,8 +4,9 @@
 //! then opened through the media engine (`av::open_input`'s protocol and demuxer
 //! allow-lists for audio and video), never by libav following a URL.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use reelfarm_domain::template::{Content, Source, Template};
 
@@ -60,11 +61,19 @@ pub(crate) fn describe(source: &Source) -> String {
 /// The caller's resolver, with errors naming the layer.
 pub(crate) struct Resolver<'a> {
     pub(crate) resolve: &'a dyn Fn(&Source) -> Option<PathBuf>,
-    /// What earlier snapshots (previews) kept; renders open each source once.
+    /// What earlier snapshots (previews) kept.
     pub(crate) kept: Option<&'a SnapshotCache>,
+    /// Without `kept`: the probes of this render, by path (a source is probed before any
+    /// work, and what that told, such as a video having no sound, is not learnt again by
+    /// opening the file).
+    probed: Mutex<HashMap<PathBuf, Probe>>,
 }
 
-impl Resolver<'_> {
+impl<'a> Resolver<'a> {
+    pub(crate) fn new(resolve: &'a dyn Fn(&Source) -> Option<PathBuf>, kept: Option<&'a SnapshotCache>) -> Self {
+        Resolver { resolve, kept, probed: Mutex::new(HashMap::new()) }
+    }
+
     /// The still picture at `path` (`None` for video or sound), from the cache when there is one.
     pub(crate) fn still(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
         match self.kept {
@@ -75,10 +84,15 @@ impl Resolver<'_> {
 
     /// What the media engine makes of `path`, from the cache when there is one.
     pub(crate) fn probe(&self, path: &Path, limits: &Limits) -> Result<Probe, MediaError> {
-        match self.kept {
-            Some(kept) => kept.probe(path, limits),
-            None => crate::media::probe(path, limits),
+        if let Some(kept) = self.kept {
+            return kept.probe(path, limits);
         }
+        if let Some(probe) = self.probed.lock().expect("probe memo lock").get(path) {
+            return Ok(probe.clone());
+        }
+        let probe = crate::media::probe(path, limits)?;
+        self.probed.lock().expect("probe memo lock").insert(path.to_path_buf(), probe.clone());
+        Ok(probe)
     }
 
     /// A reader of the video at `path`, a kept one when there is one (it may show any

@@ -73,9 +73,9 @@ pub fn render_sound(
     guarded(out, || {
         let deadline = Deadline::after(settings.time_limit);
         let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
-        let resolver = Resolver { resolve, kept: None };
+        let resolver = Resolver::new(resolve, None);
         let (plan, _) = checked_plan(template, settings.quality, &resolver, &limits)?;
-        let specs = track_specs(template, &plan, &resolver, &voices(template, &settings.speech))?;
+        let specs = track_specs(template, &plan, &resolver, &voices(template, &settings.speech), &limits)?;
         let key =
             sound_cache::key(&specs, plan.samples, SOUND_ENCODING, settings.output.loudness.or(template.loudness));
         let stores = settings.sounds.as_deref();
