@@ -181,33 +181,49 @@ fn open_locked(
 /// POSIX ENOMEM, for an allocation libav could not make.
 const ENOMEM: i32 = 12;
 
-/// Runs libav's format probe over the first MiB of the file, without opening anything
-/// else: the demuxer libav would pick and its score.
+/// Runs libav's format probe over the start of the file, without opening anything else:
+/// the demuxer libav would pick and its score. As `avformat_open_input` itself does, the
+/// probe looks at 2 KiB, then twice as much each time up to 1 MiB, and stops at the first
+/// size some demuxer is sure of (above `AVPROBE_SCORE_RETRY`): every demuxer's probe
+/// scans all it is given (MP3's byte by byte), and 1 MiB at once took tens of
+/// milliseconds per file. What no demuxer is sure of is judged on all of the first MiB.
 fn guess_demuxer(path: &Path) -> Result<Option<(String, i32)>, MediaError> {
-    const PROBE_BYTES: u64 = 1 << 20;
-    let mut buf = Vec::new();
-    File::open(path)?.take(PROBE_BYTES).read_to_end(&mut buf)?;
-    if buf.is_empty() {
+    const FIRST_BYTES: usize = 2048;
+    const PROBE_BYTES: usize = 1 << 20;
+    let mut start = Vec::new();
+    File::open(path)?.take(PROBE_BYTES as u64).read_to_end(&mut start)?;
+    if start.is_empty() {
         return Err(MediaError::Corrupt("the file is empty".into()));
     }
-    let len = buf.len();
-    buf.resize(len + ffi::AVPROBE_PADDING_SIZE as usize, 0);
     let filename = CString::new("").map_err(|e| MediaError::Internal(e.to_string()))?;
-    let probe = ffi::AVProbeData {
-        filename: filename.as_ptr(),
-        buf: buf.as_mut_ptr(),
-        buf_size: i32::try_from(len).unwrap_or(i32::MAX),
-        mime_type: std::ptr::null(),
-    };
-    let mut score = 0;
-    // SAFETY: `probe` points at a live, zero-padded buffer of `buf_size` (+ padding) bytes.
-    let format = unsafe { ffi::av_probe_input_format3(&probe, 1, &mut score) };
-    if format.is_null() {
-        return Ok(None);
+    let mut buf = Vec::with_capacity(start.len() + ffi::AVPROBE_PADDING_SIZE as usize);
+    let mut size = FIRST_BYTES;
+    loop {
+        let len = size.min(start.len());
+        buf.clear();
+        buf.extend_from_slice(&start[..len]);
+        buf.resize(len + ffi::AVPROBE_PADDING_SIZE as usize, 0);
+        let probe = ffi::AVProbeData {
+            filename: filename.as_ptr(),
+            buf: buf.as_mut_ptr(),
+            buf_size: i32::try_from(len).unwrap_or(i32::MAX),
+            mime_type: std::ptr::null(),
+        };
+        let mut score = 0;
+        // SAFETY: `probe` points at a live, zero-padded buffer of `buf_size` (+ padding) bytes.
+        let format = unsafe { ffi::av_probe_input_format3(&probe, 1, &mut score) };
+        // AVPROBE_SCORE_RETRY, a macro the bindings lack.
+        let sure = score > ffi::AVPROBE_SCORE_MAX / 4;
+        if sure || len == start.len() {
+            if format.is_null() {
+                return Ok(None);
+            }
+            // SAFETY: a non-null AVInputFormat has a static, NUL-terminated name.
+            let name = unsafe { CStr::from_ptr((*format).name) }.to_string_lossy().into_owned();
+            return Ok(Some((name, score)));
+        }
+        size *= 2;
     }
-    // SAFETY: a non-null AVInputFormat has a static, NUL-terminated name.
-    let name = unsafe { CStr::from_ptr((*format).name) }.to_string_lossy().into_owned();
-    Ok(Some((name, score)))
 }
 
 /// The next packet of `input`, in a packet of its own. libav 5's `av_read_frame` does not

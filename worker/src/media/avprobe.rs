@@ -5,7 +5,7 @@ use std::path::Path;
 use ffmpeg::media::Type;
 use ffmpeg_next as ffmpeg;
 
-use super::limits::Deadline;
+use super::limits::{Deadline, Interrupt};
 use super::{av, decoders, Limits, MediaError, MediaKind, Probe};
 
 /// A probed, still open, video or audio input.
@@ -38,7 +38,18 @@ pub(crate) struct VideoStream {
 
 /// Opens and probes `path`, refusing it when it is too large or too long.
 pub(crate) fn probe(path: &Path, limits: &Limits, deadline: &Deadline) -> Result<AvProbe, MediaError> {
-    let input = av::open_input_within(path, deadline, limits.max_video_pixels)?;
+    probe_interrupted(path, limits, deadline, &Interrupt::new(deadline))
+}
+
+/// [`probe`], the input's reads answering to `interrupt` (which the caller may move on to
+/// the deadline of a later call).
+pub(crate) fn probe_interrupted(
+    path: &Path,
+    limits: &Limits,
+    deadline: &Deadline,
+    interrupt: &Interrupt,
+) -> Result<AvProbe, MediaError> {
+    let input = av::open_input_interrupted(path, deadline, limits.max_video_pixels, interrupt)?;
     let demuxer = input.format().name().to_owned();
     let video_index = super::av::pick_video(&input);
     let mut audio_index = input.streams().best(Type::Audio).map(|s| s.index());

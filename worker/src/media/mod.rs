@@ -202,13 +202,32 @@ pub struct Converted {
 /// Probes `path`: kind, format, size, duration, alpha. Refuses what [`convert`] would
 /// refuse for its size or duration.
 pub fn probe(path: &Path, limits: &Limits) -> Result<Probe, MediaError> {
+    probe_opening(path, limits).map(|(probe, _)| probe)
+}
+
+/// A video input [`probe_opening`] left open, at its start, and the interrupt its reads
+/// answer to.
+pub(crate) struct Opened {
+    pub(crate) input: ffmpeg_next::format::context::Input,
+    pub(crate) interrupt: limits::Interrupt,
+}
+
+/// [`probe`], and for a video the input the probe opened: a reader of the video goes on
+/// with it instead of opening and probing the file again (`avformat_find_stream_info`
+/// decodes the first frames).
+pub(crate) fn probe_opening(path: &Path, limits: &Limits) -> Result<(Probe, Option<Opened>), MediaError> {
     let deadline = Deadline::after(limits.time_limit);
     guarded(|| match sniff::sniff(path)? {
-        Sniffed::Svg => svg::probe(path),
-        Sniffed::Lottie => lottie::probe(path),
-        Sniffed::Heif => heif::probe(path, limits),
-        Sniffed::Other => avprobe::probe(path, limits, &deadline).map(|p| p.probe),
-        still_format => raster::probe(path, still_format, limits),
+        Sniffed::Svg => svg::probe(path).map(|p| (p, None)),
+        Sniffed::Lottie => lottie::probe(path).map(|p| (p, None)),
+        Sniffed::Heif => heif::probe(path, limits).map(|p| (p, None)),
+        Sniffed::Other => {
+            let interrupt = limits::Interrupt::new(&deadline);
+            let probed = avprobe::probe_interrupted(path, limits, &deadline, &interrupt)?;
+            let opened = (probed.probe.kind == MediaKind::Video).then(|| Opened { input: probed.input, interrupt });
+            Ok((probed.probe, opened))
+        }
+        still_format => raster::probe(path, still_format, limits).map(|p| (p, None)),
     })
 }
 

@@ -53,6 +53,15 @@ pub(crate) fn blit_planes(dst: &mut Picture, src: &Planes, x: i64, y: i64, opaci
     true
 }
 
+/// Whether [`blit`] (or [`blit_planes`]) of an opaque picture of `size` at (`x`, `y`)
+/// with `opacity` within `clip` replaces every pixel of the opaque `dst`: what the canvas
+/// held before does not show.
+pub(crate) fn covers(dst: &Picture, size: (u32, u32), x: i64, y: i64, opacity: f64, clip: IRect) -> bool {
+    let whole = (0, 0, dst.width as usize, dst.height as usize);
+    !dst.has_alpha()
+        && placement(dst, size, x, y, opacity, clip).is_some_and(|(op, r)| op == 256 && (r.dx, r.dy, r.w, r.h) == whole)
+}
+
 /// The opacity weight (1..=256) and the luma region of a `size` picture placed at (`x`,
 /// `y`) (made even) on `dst` within `clip`; `None` when nothing shows.
 fn placement(dst: &Picture, size: (u32, u32), x: i64, y: i64, opacity: f64, clip: IRect) -> Option<(u32, Region)> {
@@ -342,6 +351,20 @@ mod tests {
 
     fn flat(y: u8) -> Picture {
         Picture::filled(8, 4, Yuv { y, u: 128, v: 128, a: 255 })
+    }
+
+    #[test]
+    fn a_picture_covers_an_opaque_canvas_only_whole_and_at_full_opacity() {
+        let canvas = flat(16);
+        let all = IRect::of_size(8, 4);
+        assert!(covers(&canvas, (8, 4), 0, 0, 1.0, all));
+        assert!(covers(&canvas, (12, 6), -2, -2, 1.0, all));
+        assert!(!covers(&canvas, (8, 4), 2, 0, 1.0, all), "moved off an edge");
+        assert!(!covers(&canvas, (8, 4), 0, 0, 0.99, all), "translucent");
+        assert!(!covers(&canvas, (8, 4), 0, 0, 1.0, IRect { x0: 0, y0: 0, x1: 6, y1: 4 }), "clipped");
+        let mut clear = flat(16);
+        clear.reset(8, 4, true);
+        assert!(!covers(&clear, (8, 4), 0, 0, 1.0, all), "a canvas with alpha");
     }
 
     #[test]

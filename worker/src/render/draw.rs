@@ -10,24 +10,31 @@ use ffmpeg_next::frame;
 use reelfarm_domain::template::Rect;
 
 use super::anim::{self, Motion};
-use super::composite::{blit, blit_planes, Planes};
+use super::composite::{blit, blit_planes, covers, Planes};
 use super::geom::{round_even, Affine, IRect, RectF};
 use super::layer::{Body, VideoBody, Visual};
-use super::picture::Picture;
+use super::picture::{Picture, Yuv};
 use super::plan::Plan;
 use super::resample::{resample, warp, Placed};
 use super::RenderError;
 use crate::media::limits::Deadline;
 
 impl Visual {
-    /// Draws the layer as it is at frame `n` onto `canvas`.
+    /// Draws the layer as it is at frame `n` onto `canvas`; over `background` first when
+    /// it is the first layer drawn (the canvas holds an earlier frame), unless the layer
+    /// covers every pixel (a video or Ken Burns picture over all of it, opaque): then the
+    /// fill would not show.
     pub(crate) fn draw(
         &mut self,
         canvas: &mut Picture,
         n: u64,
         plan: &Plan,
         deadline: &Deadline,
+        mut background: Option<Yuv>,
     ) -> Result<(), RenderError> {
+        if !matches!(self.body, Body::Video(_) | Body::KenBurns { .. }) {
+            fill(canvas, background.take());
+        }
         let tau = plan.time(n) - self.span.start;
         let m = anim::motion(&self.animations, tau, self.span.duration(), f64::from(self.bw), f64::from(self.bh));
         let opacity = self.opacity * m.opacity;
@@ -62,12 +69,23 @@ impl Visual {
                 let w = m.window.unwrap_or(full);
                 let (pw, ph) = (f64::from(pic.width), f64::from(pic.height));
                 let window = RectF::new(w.x * pw, w.y * ph, w.width * pw, w.height * ph);
-                if mover.place(pic, window, None, *land, &mut self.scratch) {
-                    blit(canvas, &self.scratch.pic, self.scratch.x, self.scratch.y, opacity, clip);
+                if !mover.place(pic, window, None, *land, &mut self.scratch) {
+                    fill(canvas, background);
+                    return Ok(());
+                }
+                let placed = &mut self.scratch;
+                let size = (placed.pic.width, placed.pic.height);
+                if !placed.pic.has_alpha() && covers(canvas, size, placed.x, placed.y, opacity, clip) {
+                    // The picture resampled is the frame: no copy (the canvas's planes are
+                    // the next frame's scratch).
+                    std::mem::swap(canvas, &mut placed.pic);
+                } else {
+                    fill(canvas, background);
+                    blit(canvas, &placed.pic, placed.x, placed.y, opacity, clip);
                 }
             }
             Body::Video(video) => {
-                draw_video(video, canvas, tau, opacity, &mover, &mut self.scratch, deadline)
+                draw_video(video, canvas, tau, opacity, &mover, &mut self.scratch, deadline, background)
                     .map_err(RenderError::source(&self.id))?;
             }
         }
@@ -158,6 +176,7 @@ fn draw_video(
     mover: &Mover,
     scratch: &mut Placed,
     deadline: &Deadline,
+    background: Option<Yuv>,
 ) -> Result<(), crate::media::MediaError> {
     let (w, h, rotation) = (video.reader.width, video.reader.height, video.reader.rotation);
     let (frame, serial) = video.reader.frame_at(tau, deadline)?;
@@ -181,6 +200,9 @@ fn draw_video(
         let clip = mover.clip.intersect(&moved);
         // A 4:2:0 frame at its landing size is blended from the decoder's planes.
         let landed = (frame.format(), frame.width(), frame.height()) == (Pixel::YUV420P, sw, sh);
+        if !(landed && covers(canvas, (sw, sh), x, y, opacity, clip)) {
+            fill(canvas, background);
+        }
         if landed && blit_planes(canvas, &planes(frame), x, y, opacity, clip) {
             return Ok(());
         }
@@ -191,6 +213,7 @@ fn draw_video(
         blit(canvas, &video.pic, x, y, opacity, clip);
         return Ok(());
     }
+    fill(canvas, background);
     if changed {
         video.scaler.scale(frame, w, h, alpha, &mut video.pic)?;
         video.serial = serial;
@@ -204,6 +227,13 @@ fn draw_video(
         blit(canvas, &scratch.pic, scratch.x, scratch.y, opacity, mover.clip);
     }
     Ok(())
+}
+
+/// Fills `canvas` with `background`, if any.
+fn fill(canvas: &mut Picture, background: Option<Yuv>) {
+    if let Some(color) = background {
+        canvas.fill(color);
+    }
 }
 
 /// The planes of a decoded 4:2:0 frame.

@@ -177,32 +177,9 @@ impl Picture {
         pic.try_reset(width, height, !opaque)?;
         let (cw, ch) = (half(width) as usize, half(height) as usize);
         if opaque {
-            // U and V at full size, then each 2×2 block's rounded mean: what the weighted
-            // mean below gives when every alpha is 255 (a block cut by the edge counts
-            // its samples twice, as their plain mean).
-            let (mut u, mut v) = (Vec::new(), Vec::new());
-            for plane in [&mut u, &mut v] {
-                plane.try_reserve_exact(w * h).map_err(|_| out_of_memory(width, height))?;
-            }
-            for p in rgba.chunks_exact(channels.max(3)).take(w * h) {
-                let (y, pu, pv) = rgb_to_yuv(p[0], p[1], p[2]);
-                pic.y[u.len()] = y;
-                u.push(pu);
-                v.push(pv);
-            }
-            if u.len() < w * h {
-                return Ok(pic);
-            }
-            for cy in 0..ch {
-                let (r0, r1) = (2 * cy * w, (2 * cy + 1).min(h - 1) * w);
-                for cx in 0..cw {
-                    let (c0, c1) = (2 * cx, (2 * cx + 1).min(w - 1));
-                    let mean = |p: &[u8]| {
-                        let sum = [r0 + c0, r0 + c1, r1 + c0, r1 + c1].map(|i| u32::from(p[i])).iter().sum::<u32>();
-                        ((sum + 2) >> 2) as u8
-                    };
-                    (pic.u[cy * cw + cx], pic.v[cy * cw + cx]) = (mean(&u), mean(&v));
-                }
+            match channels {
+                3 => pic.convert_opaque::<3>(rgba),
+                _ => pic.convert_opaque::<4>(rgba),
             }
             return Ok(pic);
         }
@@ -244,6 +221,39 @@ impl Picture {
         }
         pic.bleed_edges();
         Ok(pic)
+    }
+
+    /// The opaque case of [`Picture::from_rgb`] for pixels of `C` bytes, two rows at a
+    /// time: Y of each pixel, U and V of each pixel into a row buffer, then each 2×2
+    /// block's rounded mean of those (a block cut by the edge counts its samples twice,
+    /// as their plain mean): what the alpha-weighted mean gives when every alpha is 255.
+    fn convert_opaque<const C: usize>(&mut self, pixels: &[u8]) {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let cw = self.chroma_width() as usize;
+        if pixels.len() < w * h * C {
+            return;
+        }
+        let mut rows = [[vec![0u8; w], vec![0u8; w]], [vec![0u8; w], vec![0u8; w]]];
+        for cy in 0..self.chroma_height() as usize {
+            for (k, [u, v]) in rows.iter_mut().enumerate() {
+                let row = (2 * cy + k).min(h - 1);
+                let luma = &mut self.y[row * w..(row + 1) * w];
+                let src = pixels[row * w * C..(row + 1) * w * C].chunks_exact(C);
+                for (((p, y), u), v) in src.zip(luma).zip(u.iter_mut()).zip(v.iter_mut()) {
+                    (*y, *u, *v) = rgb_to_yuv(p[0], p[1], p[2]);
+                }
+            }
+            let [[u0, v0], [u1, v1]] = &rows;
+            let block = |p0: &[u8], p1: &[u8], cx: usize| {
+                let (c0, c1) = (2 * cx, (2 * cx + 1).min(w - 1));
+                let sum = u32::from(p0[c0]) + u32::from(p0[c1]) + u32::from(p1[c0]) + u32::from(p1[c1]);
+                ((sum + 2) >> 2) as u8
+            };
+            let (us, vs) = (&mut self.u[cy * cw..(cy + 1) * cw], &mut self.v[cy * cw..(cy + 1) * cw]);
+            for (cx, (u, v)) in us.iter_mut().zip(vs.iter_mut()).enumerate() {
+                (*u, *v) = (block(u0, u1, cx), block(v0, v1, cx));
+            }
+        }
     }
 
     /// Converts the `w`×`h` region at (`x`, `y`) of premultiplied ARGB words

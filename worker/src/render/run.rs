@@ -98,6 +98,7 @@ pub(super) fn render(
     // fails the render before any encoding. Video decoders start at the first frame they
     // show.
     frames.prepare(|i| plan.clips[i].first < end && plan.clips[i].end > first)?;
+    resolver.close_unread();
     stopped(settings)?;
     let encoding = (settings.crf, settings.preset, settings.threads);
     let subtitles = captions.as_deref().filter(|_| heard && output.subtitles && output.format.can_have_subtitles());
@@ -135,6 +136,10 @@ pub(super) fn render(
         sound_level = mixer.level()?;
     }
     drop(frames);
+    // Written while the encoder drains its last frames, when a core is free.
+    if let Some(thumb) = thumb {
+        write_thumbnail(&thumb, out_jpg)?;
+    }
     // What is left after the last frame (a GIF's second pass) still stops in time.
     let go_on = |written: u64| {
         deadline.check()?;
@@ -145,9 +150,6 @@ pub(super) fn render(
     // Only a finished render's sound is kept: one cut short has part of it.
     if let (Some(key), Some(packets)) = (sound_key, sink.finish(&go_on)?) {
         sound_cache::put(key, Kept::new(packets, sound_level), settings.sounds.as_deref());
-    }
-    if let Some(thumb) = thumb {
-        write_thumbnail(&thumb, out_jpg)?;
     }
     let (frames, fps) = match output.format {
         f if f.is_still() => (0, plan.fps),
@@ -335,11 +337,15 @@ impl<'a> Frames<'a> {
     }
 
     fn draw_clip(&mut self, i: usize, n: u64, canvas: &mut Picture) -> Result<(), RenderError> {
-        canvas.fill(self.background);
+        // The first layer drawn fills the background under it (unless it covers it).
+        let mut background = Some(self.background);
         if let Some(layers) = self.clips[i].as_mut() {
             for layer in layers.iter_mut().filter(|l| l.span.contains(n)) {
-                layer.draw(canvas, n, self.plan, self.deadline)?;
+                layer.draw(canvas, n, self.plan, self.deadline, background.take())?;
             }
+        }
+        if let Some(color) = background {
+            canvas.fill(color);
         }
         Ok(())
     }

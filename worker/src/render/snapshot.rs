@@ -70,6 +70,7 @@ fn frame_at(
     let mut frames = Frames::new(template, &plan, resolver, &deadline, limits);
     frames.release = resolver.kept.is_none();
     frames.prepare(|i| shown.contains(&i))?;
+    resolver.close_unread();
     let mut canvas = Picture::default();
     canvas.try_reset(plan.width, plan.height, false)?;
     frames.compose(n, &mut canvas)?;

@@ -16,7 +16,7 @@ use super::video::VideoReader;
 use super::RenderError;
 use crate::media::limits::Deadline;
 use crate::media::Probe;
-use crate::media::{Limits, MediaError};
+use crate::media::{Limits, MediaError, Opened};
 
 /// Every distinct source the template uses (layers clip by clip, then the soundtrack), in
 /// order of first use.
@@ -67,11 +67,14 @@ pub(crate) struct Resolver<'a> {
     /// work, and what that told, such as a video having no sound, is not learnt again by
     /// opening the file).
     probed: Mutex<HashMap<PathBuf, Probe>>,
+    /// The inputs those probes opened of videos, until a reader of the video takes its
+    /// path's (or [`Resolver::close_unread`] closes them).
+    opened: Mutex<HashMap<PathBuf, Opened>>,
 }
 
 impl<'a> Resolver<'a> {
     pub(crate) fn new(resolve: &'a dyn Fn(&Source) -> Option<PathBuf>, kept: Option<&'a SnapshotCache>) -> Self {
-        Resolver { resolve, kept, probed: Mutex::new(HashMap::new()) }
+        Resolver { resolve, kept, probed: Mutex::new(HashMap::new()), opened: Mutex::new(HashMap::new()) }
     }
 
     /// The still picture at `path` (`None` for video or sound), from the cache when there is one.
@@ -90,9 +93,17 @@ impl<'a> Resolver<'a> {
         if let Some(probe) = self.probed.lock().expect("probe memo lock").get(path) {
             return Ok(probe.clone());
         }
-        let probe = crate::media::probe(path, limits)?;
+        let (probe, opened) = crate::media::probe_opening(path, limits)?;
         self.probed.lock().expect("probe memo lock").insert(path.to_path_buf(), probe.clone());
+        if let Some(opened) = opened {
+            self.opened.lock().expect("opened inputs lock").insert(path.to_path_buf(), opened);
+        }
         Ok(probe)
+    }
+
+    /// Closes the inputs probed that no reader took (once the layers are prepared).
+    pub(crate) fn close_unread(&self) {
+        self.opened.lock().expect("opened inputs lock").clear();
     }
 
     /// A reader of the video at `path`, a kept one when there is one (it may show any
@@ -111,7 +122,10 @@ impl<'a> Resolver<'a> {
                 return Ok(reader);
             }
         }
-        VideoReader::open(path, trim, looping, deadline, limits)
+        match self.opened.lock().expect("opened inputs lock").remove(path) {
+            Some(opened) => VideoReader::opened(path, trim, looping, opened, limits),
+            None => VideoReader::open(path, trim, looping, deadline, limits),
+        }
     }
 
     /// The local file of `source`, used by layer `layer`.

@@ -75,6 +75,8 @@ pub fn render_sound(
         let limits = Limits { time_limit: settings.time_limit, ..settings.limits.clone() };
         let resolver = Resolver::new(resolve, None);
         let (plan, _) = checked_plan(template, settings.quality, &resolver, &limits)?;
+        // No picture is read here.
+        resolver.close_unread();
         let specs = track_specs(template, &plan, &resolver, &voices(template, &settings.speech), &limits)?;
         let key =
             sound_cache::key(&specs, plan.samples, SOUND_ENCODING, settings.output.loudness.or(template.loudness));

@@ -17,7 +17,7 @@ use super::snapshot_cache::{file_key, VideoKey};
 use crate::media::audio::MAX_DECODE_ERRORS;
 use crate::media::limits::{Deadline, Interrupt};
 use crate::media::{av, decoders};
-use crate::media::{Limits, MediaError};
+use crate::media::{Limits, MediaError, Opened};
 
 /// Seconds ahead of the frame shown past which a kept reader asked for a later frame
 /// looks for a keyframe to seek to instead of decoding its way there (a render's frames
@@ -72,9 +72,20 @@ impl VideoReader {
         deadline: &Deadline,
         limits: &Limits,
     ) -> Result<VideoReader, MediaError> {
-        let key = (file_key(path)?, trim.to_bits(), looping);
         let interrupt = Interrupt::new(deadline);
         let input = av::open_input_interrupted(path, deadline, limits.max_video_pixels, &interrupt)?;
+        VideoReader::opened(path, trim, looping, Opened { input, interrupt }, limits)
+    }
+
+    /// A reader of `path` going on with `opened`, an input of it at its start.
+    pub(crate) fn opened(
+        path: &Path,
+        trim: f64,
+        looping: bool,
+        Opened { input, interrupt }: Opened,
+        limits: &Limits,
+    ) -> Result<VideoReader, MediaError> {
+        let key = (file_key(path)?, trim.to_bits(), looping);
         let stream = input
             .streams()
             .best(ffmpeg::media::Type::Video)
