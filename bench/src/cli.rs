@@ -89,7 +89,8 @@ pub enum Bench {
         /// Output size: `1080p`, `720p`, `480p`, `both` (1080p and 720p) or `all`.
         #[arg(long, default_value = "both")]
         quality: String,
-        /// Runs of each side; the best is reported.
+        /// Rounds, each a render of ours then the CLI's; the round of the median ratio is
+        /// reported.
         #[arg(long, default_value_t = 1)]
         rounds: u32,
         /// Writes the inputs (`reference.json` and its media) and the outputs into this

@@ -7,8 +7,9 @@
 //! photo with a slow Ken Burns zoom and a caption; an audio bed with a 1 s fade-out;
 //! libx264 veryfast CRF 23, AAC, faststart.
 //! Bars: our wall time ≤ 0.75× the CLI's at 1080p and ≤ 0.70× at 720p; our peak RSS ≤ 354 MiB at 1080p.
-//! Our time is measured in process on a first render (the sound kept by earlier rounds is
-//! forgotten each round); a repeat render, whose sound is written from the kept packets
+//! Each round renders ours, then the CLI's, and the round of the median ratio is reported
+//! (so that the machine's drift weighs on both sides). Our time is measured in process on a
+//! first render (the sound kept by earlier rounds is forgotten each round); a repeat render, whose sound is written from the kept packets
 //! as a worker's later renders of the template are, is shown beside it. Both peak RSS
 //! values come from a child process each (`reelfarm render` on the same template JSON,
 //! and `ffmpeg`), read from `/proc`.
@@ -318,7 +319,10 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
     println!("render bench: generating inputs in {}", dir.display());
     inputs(dir)?;
     let template = Template::from_json(TEMPLATE.as_bytes()).map_err(|e| anyhow!("reference template: {e}"))?;
-    println!("best of {} round(s) per side; 10 s reference composition, libx264 veryfast CRF 23", rounds.max(1));
+    println!(
+        "median of {} round(s), each ours then the CLI's (repeat: best of them); 10 s reference composition, libx264 veryfast CRF 23",
+        rounds.max(1)
+    );
     println!(
         "{:<7} {:>12} {:>8} {:>7} {:>12} {:>14} {:>14} {:>10}",
         "case", "reelfarm s", "CLI s", "ratio", "time bar", "reelfarm RSS", "CLI RSS", "repeat s"
@@ -329,13 +333,18 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
     normalised.loudness = Some(-14.0);
     for &height in heights {
         let quality: Quality = format!("{height}p").parse()?;
-        let (ours_time, ours_rss) = {
-            let t = best(rounds, || ours(dir, &template, quality, true), |d| d.as_nanos())?;
-            (t, ours_child(dir, height)?)
-        };
+        // Rounds of a first render of ours, then the CLI's, one after the other, so that the
+        // machine's drift weighs on both: the round of the median ratio is reported.
+        let mut pairs = Vec::new();
+        for _ in 0..rounds.max(1) {
+            let ours_time = ours(dir, &template, quality, true)?;
+            let (cli_time, cli_rss) = cli(dir, height)?;
+            pairs.push((ours_time.as_secs_f64() / cli_time.as_secs_f64(), ours_time, cli_time, cli_rss));
+        }
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ratio, ours_time, cli_time, cli_rss) = pairs[pairs.len() / 2];
+        let ours_rss = ours_child(dir, height)?;
         let repeat = best(rounds, || ours(dir, &template, quality, false), |d| d.as_nanos())?;
-        let (cli_time, cli_rss) = best(rounds, || cli(dir, height), |(d, _)| d.as_nanos())?;
-        let ratio = ours_time.as_secs_f64() / cli_time.as_secs_f64();
         // The bars are at 1080p and 720p; 480p is shown for information.
         let bar = match height {
             1080 => Some(RATIO_BAR_1080),

@@ -206,6 +206,19 @@ fn draw_video(
         if landed && blit_planes(canvas, &planes(frame), x, y, opacity, clip) {
             return Ok(());
         }
+        // A frame scaled to exactly the canvas, opaque and over all of it, is scaled
+        // into the canvas itself: no copy.
+        let whole = !alpha
+            && (sw, sh, x, y) == (canvas.width, canvas.height, 0, 0)
+            && covers(canvas, (sw, sh), 0, 0, opacity, clip);
+        if whole && !video.repeats {
+            if video.scaled_in_canvas != serial {
+                video.scaler.scale(frame, sw, sh, false, canvas)?;
+                video.scaled_in_canvas = serial;
+                return Ok(());
+            }
+            video.repeats = true;
+        }
         if changed {
             video.scaler.scale(frame, sw, sh, alpha, &mut video.pic)?;
             video.serial = serial;

@@ -2,10 +2,10 @@
 //! picture rendered once (text, shape, fitted image; rotated once when the rotation never
 //! changes), a Ken Burns source, or a video decoder.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use reelfarm_domain::template::rich::RichText;
-use reelfarm_domain::template::{Animation, Content, Layer, ShapeKind, ShapeLayer, TextLayer};
+use reelfarm_domain::template::{Animation, Content, Fit, Layer, Rect, ShapeKind, ShapeLayer, TextLayer};
 
 use super::anim;
 use super::captions::CaptionsBody;
@@ -16,7 +16,7 @@ use super::moving::MovingBody;
 use super::picture::Picture;
 use super::plan::{LayerSpan, Plan};
 use super::resample::{warp, Placed};
-use super::source::Resolver;
+use super::source::{Resolver, Stills};
 use super::text::{render_text, TextStyle};
 use super::video::{FrameScaler, VideoReader};
 use super::RenderError;
@@ -80,6 +80,12 @@ pub(crate) struct VideoBody {
     /// displayed size otherwise.
     pub(crate) pic: Picture,
     pub(crate) serial: Option<u64>,
+    /// The serial of the frame last scaled straight into a canvas (which the encoder
+    /// took), when frames covering the canvas are scaled there instead of into `pic`.
+    pub(crate) scaled_in_canvas: Option<u64>,
+    /// Whether a frame showed twice, scaled into a canvas before: frames are scaled into
+    /// `pic` from then on, so that a repeat is a copy and not a second scaling.
+    pub(crate) repeats: bool,
     /// Shown part of the upright source and where it lands in the box.
     pub(crate) fitting: Fitting,
     /// Drawn by scaling frames straight to the box (no rotation, scale or Ken Burns).
@@ -107,16 +113,9 @@ impl Visual {
     }
 }
 
-/// Prepares the visual layer `layer` of clip `clip`; `None` for sound layers and layers
-/// that show on no frame.
-pub(crate) fn prepare(
-    plan: &Plan,
-    clip: usize,
-    layer: &Layer,
-    resolver: &Resolver,
-    deadline: &Deadline,
-    limits: &Limits,
-) -> Result<Option<Visual>, RenderError> {
+/// The layer `layer` of clip `clip` placed in output pixels, its body not made yet;
+/// `None` for sound layers and layers that show on no frame.
+fn placed(plan: &Plan, clip: usize, layer: &Layer) -> Result<Option<Visual>, RenderError> {
     let Some(frame) = layer.content.frame() else {
         return Ok(None);
     };
@@ -134,7 +133,7 @@ pub(crate) fn prepare(
         ));
     }
     let (bw, bh) = (bw as u32, bh as u32);
-    let mut visual = Visual {
+    Ok(Some(Visual {
         id: id.to_owned(),
         span,
         animations: layer.animations.clone(),
@@ -146,33 +145,103 @@ pub(crate) fn prepare(
         bh,
         body: Body::Done,
         scratch: Placed::default(),
+    }))
+}
+
+/// The picture an image layer shows, made from its file alone: decoded, fitted and
+/// converted, which is most of the work of preparing a render and needs nothing else of
+/// it (so [`super::run::Frames`] has it done on a second thread).
+pub(crate) struct ImageWork {
+    id: String,
+    path: PathBuf,
+    fit: Fit,
+    size: (u32, u32),
+    ken_burns: Option<(Rect, Rect)>,
+}
+
+/// What an [`ImageWork`] makes: the bodies of image layers, which can cross threads.
+pub(crate) enum Pictured {
+    Fixed(Picture, i64, i64),
+    KenBurns(Picture, RectF),
+    Moving(Box<MovingBody>),
+}
+
+impl ImageWork {
+    /// The work of the image layer `layer` of clip `clip`; `None` for other layers and
+    /// for one that [`prepare`] fails before it comes to its picture.
+    pub(crate) fn of(plan: &Plan, clip: usize, layer: &Layer, resolver: &Resolver) -> Option<ImageWork> {
+        let Content::Image(image) = &layer.content else { return None };
+        let visual = placed(plan, clip, layer).ok()??;
+        Some(ImageWork {
+            id: layer.id.clone(),
+            path: resolver.path(&layer.id, &image.source).ok()?,
+            fit: image.fit,
+            size: (visual.bw, visual.bh),
+            ken_burns: anim::ken_burns(&layer.animations),
+        })
+    }
+
+    /// Makes the picture: an animated one's frames, or the still's (at a Ken Burns pan's
+    /// resolution under one).
+    pub(crate) fn run(&self, stills: Stills, limits: &Limits, deadline: &Deadline) -> Result<Pictured, RenderError> {
+        let id = self.id.as_str();
+        // An animated picture loops, as on a web page.
+        let played = (0.0, true);
+        if let Some(body) =
+            moving(id, &self.path, self.fit, self.size, played, self.ken_burns.is_some(), limits, deadline)?
+        {
+            return Ok(Pictured::Moving(body));
+        }
+        let still = stills.still(&self.path, limits).map_err(RenderError::source(id))?.ok_or_else(|| {
+            let error = MediaError::Unsupported("not an image".into());
+            RenderError::Source { layer: id.to_owned(), error }
+        })?;
+        still_body(id, &still, self.fit, self.size, self.ken_burns)
+    }
+}
+
+impl From<Pictured> for Body {
+    fn from(pictured: Pictured) -> Body {
+        match pictured {
+            Pictured::Fixed(pic, x, y) => Body::Fixed { pic, x, y, turned: None },
+            Pictured::KenBurns(pic, land) => Body::KenBurns { pic, land },
+            Pictured::Moving(moving) => Body::Moving(moving),
+        }
+    }
+}
+
+/// Prepares the visual layer `layer` of clip `clip`; `None` for sound layers and layers
+/// that show on no frame. An image layer's picture comes from `images`, given its work.
+pub(crate) fn prepare(
+    plan: &Plan,
+    clip: usize,
+    layer: &Layer,
+    resolver: &Resolver,
+    deadline: &Deadline,
+    limits: &Limits,
+    images: &mut dyn FnMut(ImageWork) -> Result<Pictured, RenderError>,
+) -> Result<Option<Visual>, RenderError> {
+    let Some(mut visual) = placed(plan, clip, layer)? else {
+        return Ok(None);
     };
+    let (id, bw, bh, span) = (layer.id.as_str(), visual.bw, visual.bh, visual.span);
     let ken_burns = anim::ken_burns(&layer.animations);
     visual.body = match &layer.content {
         Content::Text(text) => fixed(text_picture(id, text, bw, bh, plan.scale)?),
         Content::Shape(shape) => fixed((shape_picture(id, shape, bw, bh, plan.scale)?, 0, 0)),
         Content::Image(image) => {
             let path = resolver.path(id, &image.source)?;
-            // An animated picture loops, as on a web page.
-            match moving(id, &path, image.fit, (bw, bh), (0.0, true), ken_burns.is_some(), limits, deadline)? {
-                Some(body) => body,
-                None => {
-                    let still = resolver.still(&path, limits).map_err(RenderError::source(id))?.ok_or_else(|| {
-                        let error = MediaError::Unsupported("not an image".into());
-                        RenderError::Source { layer: id.to_owned(), error }
-                    })?;
-                    still_body(id, &still, image.fit, bw, bh, ken_burns)?
-                }
-            }
+            let work = ImageWork { id: id.to_owned(), path, fit: image.fit, size: (bw, bh), ken_burns };
+            images(work)?.into()
         }
         Content::Video(video) => {
             let path = resolver.path(id, &video.source)?;
             let played = (video.trim_start, video.loop_);
             if let Some(body) = moving(id, &path, video.fit, (bw, bh), played, ken_burns.is_some(), limits, deadline)? {
-                body
+                Body::Moving(body)
             } else if let Some(still) = resolver.still(&path, limits).map_err(RenderError::source(id))? {
                 // A still given to a video layer shows as an image.
-                still_body(id, &still, video.fit, bw, bh, ken_burns)?
+                still_body(id, &still, video.fit, (bw, bh), ken_burns)?.into()
             } else {
                 video_body(
                     id,
@@ -218,18 +287,20 @@ fn fixed((pic, x, y): (Picture, i64, i64)) -> Body {
 fn still_body(
     id: &str,
     still: &Still,
-    fit: reelfarm_domain::template::Fit,
-    bw: u32,
-    bh: u32,
-    ken_burns: Option<(reelfarm_domain::template::Rect, reelfarm_domain::template::Rect)>,
-) -> Result<Body, RenderError> {
+    fit: Fit,
+    (bw, bh): (u32, u32),
+    ken_burns: Option<(Rect, Rect)>,
+) -> Result<Pictured, RenderError> {
     match ken_burns {
         Some((from, to)) => {
             let min = (from.width.min(to.width), from.height.min(to.height));
             let (pic, f) = ken_burns_source(still, fit, bw, bh, min).map_err(RenderError::source(id))?;
-            Ok(Body::KenBurns { pic, land: f.dst })
+            Ok(Pictured::KenBurns(pic, f.dst))
         }
-        None => Ok(fixed(fitted(still, fit, bw, bh).map_err(RenderError::source(id))?)),
+        None => {
+            let (pic, x, y) = fitted(still, fit, bw, bh).map_err(RenderError::source(id))?;
+            Ok(Pictured::Fixed(pic, x, y))
+        }
     }
 }
 
@@ -239,18 +310,18 @@ fn still_body(
 fn moving(
     id: &str,
     path: &Path,
-    fit: reelfarm_domain::template::Fit,
+    fit: Fit,
     size: (u32, u32),
     played: (f64, bool),
     ken_burns: bool,
     limits: &Limits,
     deadline: &Deadline,
-) -> Result<Option<Body>, RenderError> {
+) -> Result<Option<Box<MovingBody>>, RenderError> {
     if ken_burns {
         return Ok(None);
     }
     let body = MovingBody::open(path, fit, size, played, limits, deadline).map_err(RenderError::source(id))?;
-    Ok(body.map(|b| Body::Moving(Box::new(b))))
+    Ok(body.map(Box::new))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -258,7 +329,7 @@ fn video_body(
     id: &str,
     resolver: &Resolver,
     path: &Path,
-    fit: reelfarm_domain::template::Fit,
+    fit: Fit,
     trim: f64,
     looping: bool,
     visual: &Visual,
@@ -275,6 +346,8 @@ fn video_body(
         scaler: FrameScaler::default(),
         pic: Picture::default(),
         serial: None,
+        scaled_in_canvas: None,
+        repeats: false,
         fitting,
         direct,
     })))

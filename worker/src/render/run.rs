@@ -5,6 +5,8 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 
 use reelfarm_domain::output::{Format, Output};
 use reelfarm_domain::template::{Content, Source, Template};
@@ -13,7 +15,7 @@ use super::audio::{Mixer, Track, TrackSpec};
 use super::captions;
 use super::composite::{needs, transition, Needs};
 use super::encode::{sound_encoding, write_thumbnail, Sound};
-use super::layer::{prepare, Body, Visual};
+use super::layer::{prepare, Body, ImageWork, Pictured, Visual};
 use super::master::master_for;
 use super::picture::{Picture, Yuv};
 use super::plan::{Plan, Shot};
@@ -310,8 +312,45 @@ impl<'a> Frames<'a> {
     }
 
     /// Prepares the layers of the clips `wanted` accepts (by index); the others draw as
-    /// the background alone.
+    /// the background alone. The image layers' pictures are made on a second thread,
+    /// in the layers' order, while this one prepares the other layers (texts, videos);
+    /// an error is still the first layer's in the template's order.
     pub(super) fn prepare(&mut self, wanted: impl Fn(usize) -> bool) -> Result<(), RenderError> {
+        let works: Vec<ImageWork> = (self.template.clips.iter().enumerate())
+            .filter(|(i, _)| wanted(*i))
+            .flat_map(|(i, clip)| clip.layers.iter().map(move |layer| (i, layer)))
+            .filter_map(|(i, layer)| ImageWork::of(self.plan, i, layer, self.resolver))
+            .collect();
+        let (stills, limits, deadline) = (self.resolver.stills(), self.limits, self.deadline);
+        if works.is_empty() {
+            return self.prepare_layers(&wanted, &mut |work| work.run(stills, limits, deadline));
+        }
+        let stop = &AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let (made, pictures) = mpsc::channel();
+            let maker = std::thread::Builder::new().name("render-pictures".into()).spawn_scoped(scope, move || {
+                for work in works {
+                    if stop.load(Ordering::Relaxed) || made.send(work.run(stills, limits, deadline)).is_err() {
+                        break;
+                    }
+                }
+            });
+            if maker.is_err() {
+                return self.prepare_layers(&wanted, &mut |work| work.run(stills, limits, deadline));
+            }
+            let result = self.prepare_layers(&wanted, &mut |_| {
+                pictures.recv().unwrap_or_else(|_| Err(RenderError::Internal("the picture thread stopped".into())))
+            });
+            stop.store(true, Ordering::Relaxed);
+            result
+        })
+    }
+
+    fn prepare_layers(
+        &mut self,
+        wanted: &impl Fn(usize) -> bool,
+        images: &mut dyn FnMut(ImageWork) -> Result<Pictured, RenderError>,
+    ) -> Result<(), RenderError> {
         for (i, clip) in self.template.clips.iter().enumerate() {
             if !wanted(i) {
                 self.clips.push(None);
@@ -319,7 +358,7 @@ impl<'a> Frames<'a> {
             }
             let mut layers = Vec::new();
             for layer in &clip.layers {
-                if let Some(v) = prepare(self.plan, i, layer, self.resolver, self.deadline, self.limits)? {
+                if let Some(v) = prepare(self.plan, i, layer, self.resolver, self.deadline, self.limits, images)? {
                     layers.push(v);
                 }
             }

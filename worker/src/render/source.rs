@@ -79,10 +79,12 @@ impl<'a> Resolver<'a> {
 
     /// The still picture at `path` (`None` for video or sound), from the cache when there is one.
     pub(crate) fn still(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
-        match self.kept {
-            Some(kept) => kept.still(path, limits),
-            None => Ok(Still::open(path, limits)?.map(Arc::new)),
-        }
+        self.stills().still(path, limits)
+    }
+
+    /// Where stills come from, for another thread.
+    pub(crate) fn stills(&self) -> Stills<'a> {
+        Stills { kept: self.kept }
     }
 
     /// What the media engine makes of `path`, from the cache when there is one.
@@ -132,5 +134,22 @@ impl<'a> Resolver<'a> {
     pub(crate) fn path(&self, layer: &str, source: &Source) -> Result<PathBuf, RenderError> {
         (self.resolve)(source)
             .ok_or_else(|| RenderError::MissingSource { layer: layer.to_owned(), what: describe(source) })
+    }
+}
+
+/// Where a render's still pictures come from: decoded from their files, or from what
+/// earlier snapshots kept. Unlike the [`Resolver`], it can be shared with another thread.
+#[derive(Clone, Copy)]
+pub(crate) struct Stills<'a> {
+    kept: Option<&'a SnapshotCache>,
+}
+
+impl Stills<'_> {
+    /// The still picture at `path` (`None` for video or sound).
+    pub(crate) fn still(&self, path: &Path, limits: &Limits) -> Result<Option<Arc<Still>>, MediaError> {
+        match self.kept {
+            Some(kept) => kept.still(path, limits),
+            None => Ok(Still::open(path, limits)?.map(Arc::new)),
+        }
     }
 }

@@ -389,7 +389,7 @@ impl FrameScaler {
         out.try_reset(w, h, alpha)?;
         // swscale's SIMD may write a little past a row's end: give the planes slack.
         for plane in [&mut out.y, &mut out.u, &mut out.v, &mut out.a] {
-            plane.reserve(64);
+            plane.reserve_exact(64);
         }
         let (cw, luma) = (half(w) as i32, w as i32);
         let mut planes: [*mut u8; 4] =

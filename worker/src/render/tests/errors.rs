@@ -142,6 +142,24 @@ fn a_missing_file_and_a_picture_that_is_not_an_image_name_their_layer() {
 }
 
 #[test]
+fn the_first_layer_that_fails_in_the_template_s_order_is_named() {
+    // Pictures are made on a second thread while the other layers are prepared: an
+    // error is still the first failing layer's.
+    let s = Scratch::new();
+    s.ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=256x256", "-frames:v", "1"], "whole.png");
+    let bytes = std::fs::read(s.path("whole.png")).expect("read");
+    std::fs::write(s.path("cut.png"), &bytes[..bytes.len() / 2]).expect("write");
+    std::fs::write(s.path("anim.json"), b"{ not lottie }").expect("write");
+    let image = json!({ "id": "photo", "kind": "image", "source": { "file": "cut.png" }, "x": 0, "y": 0, "width": 32, "height": 32 });
+    let lottie = json!({ "id": "anim", "kind": "lottie", "source": { "file": "anim.json" }, "x": 0, "y": 0, "width": 32, "height": 32 });
+    for (layers, named) in [(vec![image.clone(), lottie.clone()], "photo"), (vec![lottie, image], "anim")] {
+        let err = s.render(template(64, 64, vec![clip("c", 1.0, layers)]), Quality::Default).err().expect("refused");
+        assert!(err.to_string().starts_with(&format!("layer \"{named}\"")), "{err}");
+        assert!(err.is_bad_input(), "{err}");
+    }
+}
+
+#[test]
 fn an_unresolved_source_is_reported_as_not_fetched() {
     let s = Scratch::new();
     let image = json!({ "id": "photo", "kind": "image", "source": { "url": "https://example.com/p.png" }, "x": 0, "y": 0, "width": 10, "height": 10 });

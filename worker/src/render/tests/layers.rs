@@ -198,6 +198,23 @@ fn video_trim_start_picks_the_matching_source_frames_and_loop_starts_over() {
 }
 
 #[test]
+fn a_video_scaled_to_cover_the_canvas_shows_every_frame_and_holds_the_last() {
+    // Scaled 64 → 32 over the whole canvas, the frames are scaled into the canvases
+    // themselves; the held last frame repeats, which is drawn from the layer's own copy.
+    let s = Scratch::new();
+    counting_video(&s);
+    let held = json!({ "id": "v", "kind": "video", "source": { "file": "count.mp4" }, "x": 0, "y": 0, "width": 32, "height": 32, "trim_start": 2.5 });
+    let frames =
+        s.render(template(32, 32, vec![clip("c", 1.0, vec![held])]), Quality::Default).expect("render").frames();
+    assert_eq!(frames.len(), 10);
+    for (n, frame) in frames.iter().enumerate() {
+        let expected = 16 + 6 * (25 + n.min(4) as i32);
+        let shown = i32::from(frame.at(16, 16).y);
+        assert!((shown - expected).abs() <= 3, "output frame {n}: luma {shown}, expected {expected}");
+    }
+}
+
+#[test]
 fn svg_pictures_are_rasterised_at_their_box_size() {
     let s = Scratch::new();
     let svg = r##"<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="10" height="10" fill="#ff0000"/><rect x="10" width="10" height="10" fill="#0000ff"/></svg>"##;
