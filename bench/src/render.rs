@@ -8,9 +8,10 @@
 //! libx264 veryfast CRF 23, AAC, faststart.
 //! Bars: our wall time ≤ 0.75× the CLI's at 1080p and ≤ 0.70× at 720p; our peak RSS ≤ 354 MiB at 1080p.
 //! Each round renders ours, then the CLI's, and the round of the median ratio is reported
-//! (so that the machine's drift weighs on both sides). Our time is measured in process on a
-//! first render (the sound kept by earlier rounds is forgotten each round); a repeat render, whose sound is written from the kept packets
-//! as a worker's later renders of the template are, is shown beside it. Both peak RSS
+//! (so that the machine's drift weighs on both sides). Our time is measured in process on
+//! a first render (the sound kept by earlier rounds is forgotten each round); a repeat
+//! render, whose sound is written from the kept packets as a worker's later renders of the
+//! template are, is shown beside it. Both peak RSS
 //! values come from a child process each (`reelfarm render` on the same template JSON,
 //! and `ffmpeg`), read from `/proc`.
 

@@ -328,16 +328,16 @@ impl<'a> Frames<'a> {
         let stop = &AtomicBool::new(false);
         std::thread::scope(|scope| {
             let (made, pictures) = mpsc::channel();
-            let maker = std::thread::Builder::new().name("render-pictures".into()).spawn_scoped(scope, move || {
-                for work in works {
-                    if stop.load(Ordering::Relaxed) || made.send(work.run(stills, limits, deadline)).is_err() {
-                        break;
+            std::thread::Builder::new()
+                .name("render-pictures".into())
+                .spawn_scoped(scope, move || {
+                    for work in works {
+                        if stop.load(Ordering::Relaxed) || made.send(work.run(stills, limits, deadline)).is_err() {
+                            break;
+                        }
                     }
-                }
-            });
-            if maker.is_err() {
-                return self.prepare_layers(&wanted, &mut |work| work.run(stills, limits, deadline));
-            }
+                })
+                .map_err(RenderError::Io)?;
             let result = self.prepare_layers(&wanted, &mut |_| {
                 pictures.recv().unwrap_or_else(|_| Err(RenderError::Internal("the picture thread stopped".into())))
             });
