@@ -48,6 +48,10 @@ pub enum Command {
     /// Applies the metadata store's migrations and exits (every role also migrates on
     /// start; run this before a rollout so that a failing migration stops it early).
     Migrate,
+    /// Runs one piece of media work in a sandbox, as a worker's child: a plan on standard
+    /// input, the answer on standard output (docs/security.md).
+    #[command(hide = true)]
+    Sandbox,
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ fn main() -> std::process::ExitCode {
         // directory.
         cli::Command::Render(args) => standalone(render::run(args)),
         cli::Command::Loadtest(args) => standalone(loadtest::run(args)),
+        // Before any thread or runtime: the child confines itself first.
+        cli::Command::Sandbox => reelfarm_server::sandbox::child::main(),
         command => with_config(command, cli.config.as_deref()),
     }
 }
@@ -62,7 +64,9 @@ fn with_config(command: cli::Command, config_file: Option<&std::path::Path>) -> 
             cli::Command::Admin(command) => admin::run(command, config).await,
             cli::Command::Migrate => migrate(&config).await,
             cli::Command::Bench(bench) => bench::run(bench, &config).await,
-            cli::Command::Render(_) | cli::Command::Loadtest(_) => unreachable!("run without a configuration"),
+            cli::Command::Render(_) | cli::Command::Loadtest(_) | cli::Command::Sandbox => {
+                unreachable!("run without a configuration")
+            }
         }
     });
     drop(runtime);

@@ -25,6 +25,20 @@ pub struct ErrorBody {
 
 pub use reelfarm_app::FieldError;
 
+/// Most field errors one answer lists.
+pub const MAX_LISTED_ERRORS: usize = 100;
+
+/// Longest field path or message of a field error, in characters.
+pub const MAX_ERROR_TEXT: usize = 500;
+
+/// Cuts `text` to [`MAX_ERROR_TEXT`] characters, ending it with `…` when it was longer.
+fn cut(text: &mut String) {
+    if let Some((end, _)) = text.char_indices().nth(MAX_ERROR_TEXT) {
+        text.truncate(end);
+        text.push('…');
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ApiError {
     status: StatusCode,
@@ -42,9 +56,21 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, ErrorKey::InvalidRequest, message)
     }
 
-    /// 400: well-formed, but fields are invalid; `errors` names each.
-    pub fn validation(errors: Vec<FieldError>) -> ApiError {
-        let message = reelfarm_app::error::Fields(&errors).to_string();
+    /// 400: well-formed, but fields are invalid; `errors` names each, up to
+    /// [`MAX_LISTED_ERRORS`] (the message says how many more there were), each field and
+    /// message cut at [`MAX_ERROR_TEXT`] characters: an answer never grows with the size
+    /// of what was sent.
+    pub fn validation(mut errors: Vec<FieldError>) -> ApiError {
+        let more = errors.len().saturating_sub(MAX_LISTED_ERRORS);
+        errors.truncate(MAX_LISTED_ERRORS);
+        for error in &mut errors {
+            cut(&mut error.field);
+            cut(&mut error.message);
+        }
+        let mut message = reelfarm_app::error::Fields(&errors).to_string();
+        if more > 0 {
+            message.push_str(&format!(" and {more} more"));
+        }
         let mut e = ApiError::new(StatusCode::BAD_REQUEST, ErrorKey::ValidationFailed, message);
         e.body.errors = errors;
         e
@@ -249,6 +275,20 @@ mod tests {
         assert_eq!(body["errors"][0]["field"], "name");
         assert_eq!(body["errors"][1]["key"], "error.invalid");
         assert_eq!(body["message"], "Invalid fields: name, limit");
+    }
+
+    #[actix_web::test]
+    async fn validation_answers_stay_small_whatever_was_sent() {
+        let long = "x".repeat(100_000);
+        let errors = (0..10_000).map(|i| FieldError::new(format!("values[{i}].{long}"), ErrorKey::Invalid, &long));
+        let body = body_of(&ApiError::validation(errors.collect())).await;
+        let listed = body["errors"].as_array().unwrap();
+        assert_eq!(listed.len(), MAX_LISTED_ERRORS);
+        assert_eq!(listed[0]["field"].as_str().unwrap().chars().count(), MAX_ERROR_TEXT + 1);
+        assert!(listed[0]["message"].as_str().unwrap().ends_with("xx…"));
+        let message = body["message"].as_str().unwrap();
+        assert!(message.ends_with(" and 9900 more"), "{}", &message[message.len() - 40..]);
+        assert!(body.to_string().len() < 200_000, "{} bytes", body.to_string().len());
     }
 
     #[actix_web::test]

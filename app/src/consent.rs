@@ -135,7 +135,9 @@ pub async fn finish(
     let (client_id, client_secret) = config.api.google_client.as_ref().ok_or_else(not_configured)?;
     let cache = backends.cache();
     let key = flow_key(callback.state);
-    let stored = cache.get(&key).await.map_err(cache_unavailable)?;
+    // Used once, whatever follows: taken in one step, so two redirects at once cannot
+    // both find it.
+    let stored = cache.take(&key).await.map_err(cache_unavailable)?;
     let flow: Option<Flow> = stored.and_then(|b| serde_json::from_slice(&b).ok());
     let Some(flow) = flow.filter(|f| f.user_id == user.as_str() && f.session_id == session_id) else {
         return Err(AppError::Forbidden(
@@ -143,8 +145,6 @@ pub async fn finish(
                 .into(),
         ));
     };
-    // Used once, whatever follows.
-    cache.delete(&key).await.map_err(cache_unavailable)?;
     let provider = Provider::parse(&flow.provider).ok_or(AppError::NotFound("provider"))?;
     if let Some(error) = callback.error {
         let why = if error == "access_denied" { "you did not allow access".to_string() } else { error.to_string() };

@@ -76,9 +76,15 @@ bundle_ffmpeg() {
   key=$(printf '%s\n' "$version" "${configure[@]}" | sha256sum | cut -c1-12)
   root="$PWD/target/bundle-ffmpeg/${version//[:~+]/_}-$key"
   prefix="$root/prefix"
+  # A finished build is reused only while its files are what it made: `.complete` holds
+  # the hash of every file and the target of every link under the prefix (libraries,
+  # CONFIGURATION), made when the build ended and compared again each time.
   if [[ -f "$prefix/.complete" ]]; then
-    printf '%s\n' "$prefix/lib"
-    return
+    if [[ "$(bundle_ffmpeg_manifest "$prefix")" == "$(cat "$prefix/.complete")" ]]; then
+      printf '%s\n' "$prefix/lib"
+      return
+    fi
+    log "the ffmpeg build in $root is not what it made (its manifest differs): building it again"
   fi
   log "building ffmpeg $version for the bundle in $root (a few minutes)"
   install_missing_packages "${bundle_ffmpeg_packages[@]}" >&2 || return 1
@@ -122,6 +128,18 @@ bundle_ffmpeg() {
   # What a user of the bundle needs to rebuild these libraries (GPL: the source is Debian's).
   printf 'ffmpeg %s (Debian source package), configured with:\n%s\n' "$version" "${configure[*]}" \
     >"$prefix/CONFIGURATION" || return 1
-  touch "$prefix/.complete" || return 1
+  bundle_ffmpeg_manifest "$prefix" >"$prefix/.complete.new" && mv "$prefix/.complete.new" "$prefix/.complete" ||
+    return 1
   printf '%s\n' "$prefix/lib"
+}
+
+# The SHA-256 of every file and the target of every link under the build's prefix but
+# its manifest, sorted: what `.complete` records.
+bundle_ffmpeg_manifest() {
+  (
+    cd "$1" || exit 1
+    find . -path ./.complete -prune -o -path ./.complete.new -prune -o -type f -print0 | sort -z |
+      xargs -0 -r sha256sum
+    find . -type l -printf '%p -> %l\n' | sort
+  )
 }

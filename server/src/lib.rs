@@ -8,6 +8,8 @@ pub mod bootstrap;
 pub mod cli;
 pub mod previews;
 pub mod render;
+/// `reelfarm sandbox`: the child that runs media work on users' bytes.
+pub use reelfarm_worker::sandbox;
 pub mod serve;
 pub mod sources;
 pub mod telemetry;

@@ -78,6 +78,15 @@ impl Drop for NamespaceGuard {
     }
 }
 
+/// The `reelfarm` binary of this build (`target/<profile>/reelfarm`, beside the `deps/`
+/// directory this test binary is in), which `cargo nextest run --workspace` builds.
+pub fn reelfarm_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let binary = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps").join("reelfarm");
+    assert!(binary.exists(), "{} is missing: build it first (cargo build --bin reelfarm)", binary.display());
+    binary
+}
+
 /// The `REELFARM_*` settings of a fresh isolated deployment in `mode`.
 pub async fn test_env(mode: Mode, data_dir: &std::path::Path, port: u16) -> Vec<(String, String)> {
     let mut env = vec![
@@ -88,6 +97,8 @@ pub async fn test_env(mode: Mode, data_dir: &std::path::Path, port: u16) -> Vec<
         ("REELFARM_RETRY_DELAY".to_string(), "50ms".to_string()),
         // No owner, token file or example templates: each test makes what it needs.
         ("REELFARM_BOOTSTRAP".to_string(), "off".to_string()),
+        // The service runs in this test process; its sandboxed children are the binary's.
+        ("REELFARM_SANDBOX_PROGRAM".to_string(), reelfarm_binary().display().to_string()),
     ];
     if mode == Mode::Distributed {
         let namespace = format!("t{}", uuid::Uuid::new_v4().simple());

@@ -16,11 +16,14 @@ use reelfarm_domain::message::{Envelope, Message};
 use tracing::Instrument;
 
 use crate::failure::Failure;
-use crate::media::{self, Limits, MediaError, MediaKind, Role};
+use crate::media::{Limits, MediaError};
+use crate::sandbox::{Files, Sandbox};
 
 pub struct ConvertHandler {
     backends: Backends,
     limits: Limits,
+    /// Where the conversions run: a child process each, never this one.
+    sandbox: Sandbox,
     work_dir: PathBuf,
     delivery_limit: u32,
     /// This worker's name in diagnostics: host, process and a random suffix.
@@ -37,7 +40,8 @@ impl ConvertHandler {
         worker_id: String,
     ) -> anyhow::Result<ConvertHandler> {
         let work_dir = crate::work_dir(config)?;
-        Ok(ConvertHandler { backends, limits, work_dir, delivery_limit: config.bus.delivery_limit, worker_id })
+        let sandbox = Sandbox::new(config.worker.sandbox_program.clone(), limits.memory.clone())?;
+        Ok(ConvertHandler { backends, limits, sandbox, work_dir, delivery_limit: config.bus.delivery_limit, worker_id })
     }
 
     async fn convert(&self, asset_id: &AssetId, message_id: &str) -> Result<(), Failure> {
@@ -57,21 +61,12 @@ impl ConvertHandler {
         tokio::fs::create_dir(&out).await?;
         self.backends.blobs().get_to_file(&original_key, &input).await?;
 
-        let limits = self.limits.clone();
-        let (input_path, out_dir) = (input.clone(), out.clone());
-        let span = tracing::Span::current();
-        let converted = tokio::task::spawn_blocking(move || {
-            let _entered = span.enter();
-            media::convert(&input_path, &out_dir, &limits, &|_| {})
-        })
-        .await
-        .map_err(|e| Failure::Transient(format!("conversion task: {e}")))?
-        .map_err(|e| match e {
+        let converted = self.sandbox.convert(&input, &out, &self.limits).await.map_err(|e| match e {
             MediaError::Io(e) => Failure::Transient(format!("work files: {e}")),
             e => Failure::Permanent(e.to_string()),
         })?;
 
-        let conversion = self.store_renditions(&asset, &original_key, converted).await?;
+        let conversion = self.store_renditions(&asset, (&original_key, &input), &out, converted).await?;
         if !store.finish_conversion(&asset.id, message_id, &conversion).await? {
             match store.asset(&asset.id).await {
                 // Deleted while we converted: nothing refers to the new files.
@@ -89,51 +84,46 @@ impl ConvertHandler {
     async fn store_renditions(
         &self,
         asset: &Asset,
-        original_key: &str,
-        converted: media::Converted,
+        (original_key, original_file): (&str, &std::path::Path),
+        out_dir: &std::path::Path,
+        converted: Files,
     ) -> Result<Conversion, Failure> {
         let mut renditions = Vec::with_capacity(converted.renditions.len());
         let mut thumb_key = None;
         for r in &converted.renditions {
-            let (key, role) = match r.role {
-                Role::Original => (original_key.to_string(), "original"),
-                role => {
-                    let name = r.file.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-                    let key = format!("{}/{name}", asset.blob_prefix);
-                    self.backends.blobs().put_file(&key, &r.file, r.content_type).await?;
-                    let role = match role {
-                        Role::Image { .. } => "image",
-                        Role::Video { .. } | Role::VideoAlpha { .. } => "video",
-                        Role::Audio { .. } => "audio",
-                        _ => "thumb",
-                    };
-                    (key, role)
-                }
+            let original = r.role == "original";
+            let (key, file) = if original {
+                (original_key.to_string(), original_file.to_path_buf())
+            } else {
+                // The sandbox checked the name: a regular file in the output directory.
+                let file = out_dir.join(&r.name);
+                let key = format!("{}/{}", asset.blob_prefix, r.name);
+                self.backends.blobs().put_file(&key, &file, &r.content_type).await?;
+                (key, file)
             };
-            if role == "thumb" {
+            if r.role == "thumb" {
                 thumb_key = Some(key.clone());
             }
-            let original = role == "original";
             renditions.push(Rendition {
                 key,
-                role: role.into(),
-                content_type: r.content_type.into(),
+                role: r.role.clone(),
+                content_type: r.content_type.clone(),
                 format: r.format.clone(),
                 width: if original { converted.width } else { r.width },
                 height: if original { converted.height } else { r.height },
                 codec: r.codec.clone(),
                 bitrate: r.bitrate,
                 duration: if original { converted.duration } else { r.duration },
-                size: r.size,
+                size: tokio::fs::metadata(&file).await?.len(),
             });
         }
         Ok(Conversion {
-            kind: match converted.kind {
-                MediaKind::Image => AssetKind::Sprite,
-                MediaKind::Svg => AssetKind::Svg,
-                MediaKind::Video => AssetKind::Video,
-                MediaKind::Audio => AssetKind::Sound,
-                MediaKind::Lottie => AssetKind::Lottie,
+            kind: match converted.asset_type.as_str() {
+                "sprite" => AssetKind::Sprite,
+                "svg" => AssetKind::Svg,
+                "video" => AssetKind::Video,
+                "audio" => AssetKind::Sound,
+                _ => AssetKind::Lottie,
             },
             duration_ms: converted.duration.map(|s| (s * 1000.0).round() as i64),
             alpha: converted.alpha,

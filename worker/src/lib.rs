@@ -17,6 +17,7 @@ mod job;
 pub mod media;
 pub mod render;
 mod rotation;
+pub mod sandbox;
 mod tts;
 
 pub use convert::ConvertHandler;

@@ -3,7 +3,7 @@
 //! new users, credits, memberships and one-time sign-in links.
 
 use actix_web::http::StatusCode;
-use actix_web::{get, post, web, HttpResponse};
+use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use askama::Template;
 use reelfarm_backends::store::{Account, GroupSummary};
 use reelfarm_domain::error_key::ErrorKey;
@@ -11,7 +11,7 @@ use reelfarm_domain::id::{GroupId, UserId};
 use serde::Deserialize;
 
 use super::pages::CsrfForm;
-use super::visitor::SignedIn;
+use super::visitor::{Operator, SignedIn};
 use super::{html, see_other, Chrome, ConsoleError};
 use crate::error::ApiError;
 use crate::ids;
@@ -93,7 +93,7 @@ pub struct PageNumber {
 }
 
 #[get("/admin")]
-pub async fn admin(state: web::Data<AppState>, visitor: SignedIn, query: web::Query<PageNumber>) -> Answer {
+pub async fn admin(state: web::Data<AppState>, visitor: Operator, query: web::Query<PageNumber>) -> Answer {
     admin_page(&state, &visitor, Outcome { page: query.page, ..Outcome::default() }).await
 }
 
@@ -109,7 +109,13 @@ pub struct NewUserForm {
 
 /// Creates a user and shows a one-time sign-in link for them.
 #[post("/admin/users")]
-pub async fn create_user(state: web::Data<AppState>, visitor: SignedIn, form: web::Form<NewUserForm>) -> Answer {
+pub async fn create_user(
+    state: web::Data<AppState>,
+    visitor: Operator,
+    req: HttpRequest,
+    body: web::Payload,
+) -> Answer {
+    let form: NewUserForm = crate::form::read(&req, body).await?;
     visitor.check_csrf(&form.csrf)?;
     let new = NewAccount {
         name: &form.name,
@@ -121,7 +127,6 @@ pub async fn create_user(state: web::Data<AppState>, visitor: SignedIn, form: we
     let outcome = match accounts::create(&state, &visitor.caller(), &new).await {
         Ok((user, token)) => Outcome { link: Some((user.name, token)), ..Outcome::default() },
         Err(e) => {
-            let form = form.into_inner();
             let draft = Draft {
                 name: form.name,
                 email: form.email,
@@ -145,10 +150,12 @@ pub struct CreditsForm {
 #[post("/admin/credits/{id}")]
 pub async fn set_credits(
     state: web::Data<AppState>,
-    visitor: SignedIn,
+    visitor: Operator,
     id: web::Path<String>,
-    form: web::Form<CreditsForm>,
+    req: HttpRequest,
+    body: web::Payload,
 ) -> Answer {
+    let form: CreditsForm = crate::form::read(&req, body).await?;
     visitor.check_csrf(&form.csrf)?;
     match accounts::set_credits(&state, &visitor.caller(), &id, &form.credits).await {
         Ok(()) => Ok(see_other("/console/admin")),
@@ -165,10 +172,12 @@ pub struct JoinForm {
 #[post("/admin/users/{id}/groups")]
 pub async fn join_group(
     state: web::Data<AppState>,
-    visitor: SignedIn,
+    visitor: Operator,
     id: web::Path<String>,
-    form: web::Form<JoinForm>,
+    req: HttpRequest,
+    body: web::Payload,
 ) -> Answer {
+    let form: JoinForm = crate::form::read(&req, body).await?;
     visitor.check_csrf(&form.csrf)?;
     let user = ids::in_path::<UserId>(&id)?;
     match accounts::join(&state, &visitor.caller(), &user, &form.group).await {
@@ -180,10 +189,12 @@ pub async fn join_group(
 #[post("/admin/users/{id}/groups/{group}/leave")]
 pub async fn leave_group(
     state: web::Data<AppState>,
-    visitor: SignedIn,
+    visitor: Operator,
     path: web::Path<(String, String)>,
-    form: web::Form<CsrfForm>,
+    req: HttpRequest,
+    body: web::Payload,
 ) -> Answer {
+    let form: CsrfForm = crate::form::read(&req, body).await?;
     visitor.check_csrf(&form.csrf)?;
     let user = ids::in_path::<UserId>(&path.0)?;
     let group = ids::in_path::<GroupId>(&path.1)?;
@@ -195,10 +206,12 @@ pub async fn leave_group(
 #[post("/admin/users/{id}/link")]
 pub async fn sign_in_link(
     state: web::Data<AppState>,
-    visitor: SignedIn,
+    visitor: Operator,
     id: web::Path<String>,
-    form: web::Form<CsrfForm>,
+    req: HttpRequest,
+    body: web::Payload,
 ) -> Answer {
+    let form: CsrfForm = crate::form::read(&req, body).await?;
     visitor.check_csrf(&form.csrf)?;
     let user = ids::in_path::<UserId>(&id)?;
     let (name, token) = accounts::sign_in_link(&state, &visitor.caller(), &user).await?;

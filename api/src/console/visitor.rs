@@ -122,6 +122,35 @@ impl FromRequest for SignedIn {
     }
 }
 
+/// A signed-in operator. Anyone else finds nothing there (404), before anything of the
+/// request's body is read: admin handlers take the body as a payload and read their form
+/// after this.
+pub struct Operator(pub SignedIn);
+
+impl std::ops::Deref for Operator {
+    type Target = SignedIn;
+
+    fn deref(&self) -> &SignedIn {
+        &self.0
+    }
+}
+
+impl FromRequest for Operator {
+    type Error = ConsoleError;
+    type Future = Pin<Box<dyn Future<Output = Result<Operator, ConsoleError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let visitor = find(req).await?;
+            if !visitor.session.user.operator {
+                return Err(ApiError::not_found("Page").into());
+            }
+            Ok(Operator(visitor))
+        })
+    }
+}
+
 /// Where a sign-in may lead: a console page of ours, nothing else (no open redirect).
 pub fn safe_next(next: &str) -> &str {
     let ours = next.starts_with("/console") && !next.starts_with("//") && !next.contains('\\');

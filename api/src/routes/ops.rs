@@ -7,6 +7,8 @@ use utoipa::ToSchema;
 
 use reelfarm_backends::Backends;
 
+use crate::error::ApiError;
+
 /// Readiness of each backend.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Readiness {
@@ -41,9 +43,12 @@ pub async fn readyz(backends: web::Data<Backends>) -> HttpResponse {
     }
 }
 
-/// Prometheus text exposition of every metric of the process.
+/// Prometheus text exposition of every metric of the process. Reading the allocator's
+/// counters walks its arenas under their locks: on a blocking thread, never one that
+/// answers requests.
 #[utoipa::path(tag = "operations", responses((status = 200, content_type = "text/plain", body = String)))]
 #[get("/metrics")]
-pub async fn metrics() -> HttpResponse {
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(reelfarm_backends::metrics::render())
+pub async fn metrics() -> Result<HttpResponse, ApiError> {
+    let text = web::block(reelfarm_backends::metrics::render).await.map_err(|e| ApiError::internal(&e))?;
+    Ok(HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(text))
 }

@@ -52,7 +52,13 @@ pub async fn create_from_csv(
     respond: impl FnOnce(&JobRecord) -> String,
 ) -> Result<Created> {
     let template = state.farm.template(&caller.user.id, template_id).await?;
-    let sheet = batch::Sheet::read(csv, &template.variables(state.backends.blobs())).map_err(ApiError::validation)?;
+    let variables = template.variables(state.backends.blobs());
+    // A file of megabytes takes a while to read: off the threads that answer requests.
+    let csv = csv.to_vec();
+    let sheet = tokio::task::spawn_blocking(move || batch::Sheet::read(&csv, &variables))
+        .await
+        .map_err(|e| ApiError::internal(&e))?
+        .map_err(ApiError::validation)?;
     request.insert("template_id".into(), json!(template_id.as_str()));
     request.insert("values".into(), json!(sheet.values()));
     let body = Value::Object(request);

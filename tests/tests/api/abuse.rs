@@ -15,6 +15,8 @@ both_modes!(
     hostile_templates_are_refused_when_saved_and_the_farm_renders_on,
     credits_follow_length_and_size_and_a_dry_run_creates_nothing,
     free_work_has_a_budget_and_decoder_bombs_fail_alone,
+    a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox,
+    spreadsheets_of_a_million_columns_are_refused_while_others_are_answered,
 );
 
 const IMAGE: &str = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
@@ -240,4 +242,84 @@ async fn sign_in_flood_is_turned_away_before_hashing(app: &TestApp) {
     assert!(statuses.contains(&StatusCode::UNAUTHORIZED), "some were checked");
     let page = client.get(format!("{}/console/sign-in", app.address)).send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
+}
+
+/// The peak resident memory of this process (where the whole service runs), in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap()
+}
+
+/// Another account's request is answered within a second, however busy the farm is.
+async fn answers_at_once(app: &TestApp, token: &str) {
+    let asked = std::time::Instant::now();
+    json(app.get("/generator/v1/templates", token).await, 200).await;
+    assert!(asked.elapsed() < std::time::Duration::from_secs(1), "answered after {:?}", asked.elapsed());
+}
+
+/// 10,000 rectangles, each copied 1,000 times by a repeater: every shape stays under the
+/// per-shape caps, and rlottie builds ten million shapes (2.9 GiB in the process that
+/// converted it, before the sandbox). It fails in its child, saying why, while another
+/// account is answered and renders, and the service's own memory does not grow.
+async fn a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("mallory").await;
+    let (neighbour, short) = bystander(&app, "neighbour").await;
+    let rectangle = json!({ "ty": "rc", "d": 1, "s": { "a": 0, "k": [2, 2] }, "p": { "a": 0, "k": [50, 50] }, "r": { "a": 0, "k": 0 } });
+    let mut shapes = vec![rectangle; 10_000];
+    shapes.push(json!({ "ty": "rp", "c": { "a": 0, "k": 1000 }, "o": { "a": 0, "k": 0 }, "m": 1,
+                        "tr": { "ty": "tr", "p": { "a": 0, "k": [0.01, 0] } } }));
+    shapes.push(json!({ "ty": "fl", "c": { "a": 0, "k": [1, 0, 0, 1] }, "o": { "a": 0, "k": 100 }, "r": 1 }));
+    let mut hostile = media::lottie_solid("#ffffff");
+    hostile["layers"] = json!([{ "ty": 4, "ind": 1, "ip": 0, "op": 10, "st": 0, "ks": hostile["layers"][0]["ks"],
+                                 "shapes": [{ "ty": "gr", "it": shapes }] }]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hostile.json");
+    std::fs::write(&file, hostile.to_string()).unwrap();
+    assert!(std::fs::metadata(&file).unwrap().len() < 1 << 20, "under a MiB");
+
+    let before = peak_rss_kib();
+    let record = app.upload(&token, None, &file, "application/json").await;
+    let id = record["id"].as_str().unwrap();
+    answers_at_once(&app, &neighbour).await;
+    renders(&app, &neighbour, &short).await;
+    let asset = app.wait_for_asset(&token, id).await;
+    assert_eq!(asset["status"], "failed", "{asset}");
+    let said = asset["error"].as_str().unwrap();
+    assert!(said.starts_with("the Lottie animation needs more memory than the "), "{said}");
+    assert!(said.ends_with(" MiB reserved for it"), "{said}");
+    answers_at_once(&app, &neighbour).await;
+    let grew_mib = peak_rss_kib().saturating_sub(before) / 1024;
+    assert!(grew_mib < 1024, "the service grew by {grew_mib} MiB");
+    app.stop().await;
+}
+
+/// Four requests whose CSV file is a header of two million commas: each is refused at
+/// once naming the header, and another account is answered meanwhile.
+async fn spreadsheets_of_a_million_columns_are_refused_while_others_are_answered(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("mallory").await;
+    let (neighbour, _) = bystander(&app, "neighbour").await;
+    let made = json(save(&app, &token, &document(1.0, 64, 1, 64)).await, 200).await;
+    let path = format!("/generator/v1/templates/{}/jobs", made["id"].as_str().unwrap());
+    let commas = format!("{}\nx\n", ",".repeat(2_000_000));
+    let floods = (0..4).map(|_| async {
+        let res = app
+            .client
+            .post(app.url(&path))
+            .bearer_auth(&token)
+            .header("content-type", "text/csv")
+            .body(commas.clone())
+            .send()
+            .await
+            .unwrap();
+        error(res, 400, "error.validation_failed").await
+    });
+    let (refused, ()) = tokio::join!(futures::future::join_all(floods), answers_at_once(&app, &neighbour));
+    for body in refused {
+        assert_eq!(body["errors"][0]["field"], "header", "{body}");
+        assert!(body["errors"][0]["message"].as_str().unwrap().starts_with("has 2000001 columns;"), "{body}");
+        assert!(body.to_string().len() < 1000, "{body}");
+    }
+    app.stop().await;
 }

@@ -19,7 +19,7 @@ use super::MediaError;
 const MIB: u64 = 1 << 20;
 
 /// A job's estimate is larger than the whole budget: it could never run here.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error(
     "needs about {needed_mib} MiB of memory to decode; this worker allows {allowed_mib} MiB (REELFARM_MEDIA_MEMORY)"
 )]
@@ -31,9 +31,17 @@ pub struct TooMuchMemory {
 }
 
 /// Memory the media work of this process may hold at once, shared by every job (cheap to
-/// clone). The default is unlimited: no reservation ever waits or fails.
+/// clone). The default is unlimited: no reservation ever waits or fails. In a sandbox
+/// (see `crate::sandbox`) the budget is the worker's: each reservation is asked of it.
 #[derive(Clone, Default)]
-pub struct MemoryBudget(Option<Arc<Shared>>);
+pub struct MemoryBudget(Option<Arc<Shared>>, Option<Arc<dyn Delegate>>);
+
+/// Where a sandboxed child asks for its memory: the worker that started it reserves it
+/// in its own budget, and the child's address space is then capped by the kernel.
+pub(crate) trait Delegate: Send + Sync {
+    /// Reserves `bytes` for `what` ("the video"), waiting until `deadline`.
+    fn reserve(&self, what: &'static str, bytes: u64, deadline: &Deadline) -> Result<(), MediaError>;
+}
 
 struct Shared {
     /// The whole budget in MiB.
@@ -50,10 +58,16 @@ impl MemoryBudget {
         match bytes {
             Some(bytes) if bytes > 0 => {
                 let total = bytes / MIB;
-                MemoryBudget(Some(Arc::new(Shared { total, free: Mutex::new(total), room: Condvar::new() })))
+                let shared = Shared { total, free: Mutex::new(total), room: Condvar::new() };
+                MemoryBudget(Some(Arc::new(shared)), None)
             }
-            _ => MemoryBudget(None),
+            _ => MemoryBudget(None, None),
         }
+    }
+
+    /// A budget whose reservations are asked of `delegate` (a sandboxed child's).
+    pub(crate) fn delegated(delegate: Arc<dyn Delegate>) -> MemoryBudget {
+        MemoryBudget(None, Some(delegate))
     }
 
     /// The whole budget in MiB; `None` when unlimited.
@@ -70,6 +84,21 @@ impl MemoryBudget {
     /// Refused at once when `bytes` exceed the whole budget; `TimedOut` when no room
     /// was made before the deadline. Blocking: call it off the async runtime.
     pub(crate) fn reserve(&self, bytes: u64, deadline: &Deadline) -> Result<Reservation, MediaError> {
+        self.reserve_for("the work", bytes, deadline)
+    }
+
+    /// [`MemoryBudget::reserve`] for `what` ("the Lottie animation"), the name a sandbox
+    /// gives when the work needs more than it reserved.
+    pub(crate) fn reserve_for(
+        &self,
+        what: &'static str,
+        bytes: u64,
+        deadline: &Deadline,
+    ) -> Result<Reservation, MediaError> {
+        if let Some(delegate) = &self.1 {
+            delegate.reserve(what, bytes, deadline)?;
+            return Ok(Reservation { shared: None, mib: 0 });
+        }
         let Some(shared) = &self.0 else {
             return Ok(Reservation { shared: None, mib: 0 });
         };
@@ -113,9 +142,10 @@ impl std::fmt::Debug for MemoryBudget {
 /// Two budgets are equal when both are unlimited or they are the same budget.
 impl PartialEq for MemoryBudget {
     fn eq(&self, other: &Self) -> bool {
-        match (&self.0, &other.0) {
-            (None, None) => true,
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        match (&self.0, &other.0, &self.1, &other.1) {
+            (None, None, None, None) => true,
+            (Some(a), Some(b), None, None) => Arc::ptr_eq(a, b),
+            (None, None, Some(a), Some(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }

@@ -49,6 +49,20 @@ pub enum MediaError {
     /// Reading the input or writing an output failed (disk full, missing file, …).
     #[error("could not read or write a file: {0}")]
     Io(#[from] std::io::Error),
+    /// Work in a sandbox went past the memory reserved for it (the kernel's limit).
+    #[error("{what} needs more memory than the {mib} MiB reserved for it")]
+    OutOfMemory {
+        /// What was being decoded: "the Lottie animation", "the video", …
+        what: String,
+        /// The reservation, in MiB.
+        mib: u64,
+    },
+    /// A sandboxed child ended without an answer: a decoder crashed on the input.
+    #[error("the converter crashed on this file ({0})")]
+    Crashed(String),
+    /// A failure a sandboxed child reported, in its words.
+    #[error("{0}")]
+    Reported(String),
     /// A failure of the engine itself (an encoder refusing its settings, a crash caught
     /// at the panic boundary). Not the uploader's fault.
     #[error("internal conversion error: {0}")]
@@ -61,11 +75,15 @@ impl MediaError {
         match self {
             MediaError::Unsupported(_) => "media.unsupported",
             MediaError::Corrupt(_) => "media.corrupt",
-            MediaError::TooLarge { .. } | MediaError::FrameTooLarge { .. } | MediaError::Memory(_) => "media.too_large",
+            MediaError::TooLarge { .. }
+            | MediaError::FrameTooLarge { .. }
+            | MediaError::Memory(_)
+            | MediaError::OutOfMemory { .. } => "media.too_large",
             MediaError::TooLong { .. } => "media.too_long",
             MediaError::TimedOut { .. } => "media.timed_out",
             MediaError::Io(_) => "media.io",
-            MediaError::Internal(_) => "media.internal",
+            MediaError::Internal(_) | MediaError::Crashed(_) => "media.internal",
+            MediaError::Reported(_) => "media.failed",
         }
     }
 

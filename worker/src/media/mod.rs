@@ -242,12 +242,13 @@ pub fn convert(input: &Path, out_dir: &Path, limits: &Limits, progress: &dyn Fn(
     // before decoding; the reservation is released when the branch ends, panic included.
     let converted = guarded(|| match sniff::sniff(input)? {
         Sniffed::Svg => {
-            let _memory = limits.memory.reserve(budget::estimate::svg(), &deadline)?;
+            let _memory = limits.memory.reserve_for("the SVG picture", budget::estimate::svg(), &deadline)?;
             svg::convert(&job)
         }
         Sniffed::Lottie => {
             let size = std::fs::metadata(input)?.len();
-            let _memory = limits.memory.reserve(budget::estimate::lottie(size), &deadline)?;
+            let _memory =
+                limits.memory.reserve_for("the Lottie animation", budget::estimate::lottie(size), &deadline)?;
             lottie::convert(&job)
         }
         Sniffed::Other => {
@@ -259,7 +260,7 @@ pub fn convert(input: &Path, out_dir: &Path, limits: &Limits, progress: &dyn Fn(
                     let p = &probed.probe;
                     let (w, h) = (p.width.unwrap_or(0), p.height.unwrap_or(0));
                     let estimate = budget::estimate::video_here(w, h, p.has_alpha);
-                    let _memory = limits.memory.reserve(estimate, &deadline)?;
+                    let _memory = limits.memory.reserve_for("the video", estimate, &deadline)?;
                     video::convert(&job, probed)
                 }
             }
@@ -267,7 +268,7 @@ pub fn convert(input: &Path, out_dir: &Path, limits: &Limits, progress: &dyn Fn(
         still_format => {
             let probed = raster::probe(input, still_format, limits)?;
             let (w, h) = (probed.width.unwrap_or(0), probed.height.unwrap_or(0));
-            let _memory = limits.memory.reserve(budget::estimate::image(w, h), &deadline)?;
+            let _memory = limits.memory.reserve_for("the image", budget::estimate::image(w, h), &deadline)?;
             raster::convert(&job, still_format)
         }
     })?;

@@ -7,6 +7,13 @@
 //! Problems name what they are about as a job's would, with the column as given:
 //! `values[ROW].COLUMN` (`ROW` counts the rows after the header from 0, as `values`
 //! does), `header` for the header row, `values` for the file as a whole.
+//!
+//! Reading is linear in the file: the header may have one column per variable, the
+//! `external_id` and `title` columns and [`MAX_EMPTY_COLUMNS`] columns without a name
+//! (and is refused beyond that before any row is read), and a column named twice is found
+//! through a map.
+
+use std::collections::HashMap;
 
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::template::{variable_by_key, TemplateVariable};
@@ -14,6 +21,9 @@ use serde_json::{json, Map, Value};
 
 use super::request::MAX_VALUES;
 use crate::error::FieldError;
+
+/// Columns without a name a header row may have (a spreadsheet's trailing separators).
+pub const MAX_EMPTY_COLUMNS: usize = 32;
 
 /// A CSV file read against a template's variables.
 #[derive(Debug)]
@@ -70,6 +80,15 @@ impl Sheet {
                 )])
             }
         };
+        let most = variables.len() + 2 + MAX_EMPTY_COLUMNS;
+        if header.len() > most {
+            let message = format!(
+                "has {} columns; this template's files have at most {most}: one per variable, external_id, title and \
+                 {MAX_EMPTY_COLUMNS} without a name",
+                header.len()
+            );
+            return Err(vec![FieldError::new("header", ErrorKey::Invalid, message)]);
+        }
         let mut errors = Vec::new();
         let columns = columns(header.iter().collect(), variables, &mut errors);
         let mut rows = Vec::new();
@@ -216,6 +235,8 @@ fn delimiter(text: &str) -> u8 {
 /// The header row's columns, each named once.
 fn columns(header: Vec<&str>, variables: &[TemplateVariable], errors: &mut Vec<FieldError>) -> Vec<Column> {
     let mut columns: Vec<Column> = Vec::with_capacity(header.len());
+    // What each named column fills (a variable's id, or the column itself), and where.
+    let mut named: HashMap<String, usize> = HashMap::new();
     for (i, name) in header.iter().map(|n| n.trim()).enumerate() {
         let column = match name.to_ascii_lowercase().as_str() {
             "" => Column::Empty,
@@ -229,10 +250,17 @@ fn columns(header: Vec<&str>, variables: &[TemplateVariable], errors: &mut Vec<F
                 }
             },
         };
-        let twice = columns.iter().position(|c| match (c, &column) {
-            (Column::Variable { id: a, .. }, Column::Variable { id: b, .. }) => a == b,
-            (Column::Empty, _) => false,
-            (a, b) => a == b,
+        let fills = match &column {
+            Column::Variable { id, .. } => Some(id.clone()),
+            Column::ExternalId | Column::Title => Some(column.header()),
+            Column::Empty => None,
+        };
+        let twice = fills.and_then(|fills| match named.entry(fills) {
+            std::collections::hash_map::Entry::Occupied(first) => Some(*first.get()),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(i);
+                None
+            }
         });
         if let Some(first) = twice {
             let message = format!("columns {} and {} fill the same {name:?}", first + 1, i + 1);
@@ -308,6 +336,29 @@ mod tests {
         assert_eq!(bad[0].message, "is not UTF-8 text (row 3); save the sheet as CSV UTF-8");
         let many = format!("Quote\n{}", "x\n".repeat(MAX_VALUES + 1));
         assert!(read(&many).unwrap_err()[0].contains("a job makes at most"));
+        let twice = read("external_id,Quote,External_ID\nx,y,z\n").unwrap_err();
+        assert_eq!(twice, ["header: columns 1 and 3 fill the same \"External_ID\""]);
+    }
+
+    #[test]
+    fn a_header_of_a_million_columns_is_refused_at_once() {
+        let commas = ",".repeat(2_000_000);
+        let errors = read(&format!("{commas}\nx\n")).unwrap_err();
+        assert_eq!(
+            errors,
+            ["header: has 2000001 columns; this template's files have at most 36: one per variable, \
+                            external_id, title and 32 without a name"]
+        );
+        let trailing = format!("Quote{}\nx{}\n", ",".repeat(MAX_EMPTY_COLUMNS), ",".repeat(MAX_EMPTY_COLUMNS));
+        assert_eq!(read(&trailing).unwrap().len(), 1, "trailing separators are spreadsheets' habit");
+    }
+
+    #[test]
+    fn an_unknown_column_is_named_briefly() {
+        let long = "y".repeat(100_000);
+        let errors = read(&format!("{long}\nx\n")).unwrap_err();
+        assert!(errors[0].len() < 400, "{} bytes", errors[0].len());
+        assert!(errors[0].contains("is no variable of this template (its variables: Quote, Author)"), "{}", errors[0]);
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub(crate) async fn suite(cache: Cache) {
     values_expire_after_their_ttl(&cache).await;
     set_if_absent_sets_only_while_absent(&cache).await;
     delete_removes_the_key(&cache).await;
+    take_gives_the_value_once(&cache).await;
     progress_of_several_renders_in_one_call(&cache).await;
     namespaces_do_not_see_each_other(&cache).await;
     throttle_allows_the_burst_then_limits_until_retry_after(&cache).await;
@@ -102,6 +103,18 @@ async fn delete_removes_the_key(cache: &Cache) {
     assert_eq!(cache.get("doomed").await.expect("get"), None);
     cache.delete("doomed").await.expect("deleting a missing key is fine");
     assert!(cache.set_if_absent("doomed", b"again", LONG_TTL).await.expect("absent after delete"));
+}
+
+async fn take_gives_the_value_once(cache: &Cache) {
+    cache.set("once", b"state", LONG_TTL).await.expect("set");
+    let takes = futures::future::join_all((0..8).map(|_| cache.take("once"))).await;
+    let taken: Vec<_> = takes.into_iter().map(|t| t.expect("take")).flatten().collect();
+    assert_eq!(taken, [b"state".to_vec()], "one of eight takes at once gets the value");
+    assert_eq!(cache.get("once").await.expect("get"), None);
+    assert_eq!(cache.take("missing").await.expect("take of a missing key"), None);
+    cache.set("once", b"short", SHORT_TTL).await.expect("set");
+    sleep(PAST_SHORT_TTL).await;
+    assert_eq!(cache.take("once").await.expect("take"), None, "an expired value is not taken");
 }
 
 async fn namespaces_do_not_see_each_other(cache: &Cache) {

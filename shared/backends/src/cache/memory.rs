@@ -105,6 +105,13 @@ impl CacheBackend for MemoryCache {
         Ok(())
     }
 
+    async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, CacheError> {
+        let now = Instant::now();
+        let mut state = self.lock(now);
+        let live = state.live(key, now).is_some();
+        Ok(state.values.remove(key).filter(|_| live).map(|entry| entry.value))
+    }
+
     /// GCRA: each allowed request pushes the key's theoretical arrival time (TAT) one
     /// emission interval (`1/rate`) further; a request is refused while the TAT would end
     /// more than `burst` intervals ahead of now. A `rate` of 0 is treated as 1.

@@ -37,6 +37,9 @@ pub trait CacheBackend: Send + Sync {
     /// Sets the key only when absent; returns whether it was set.
     async fn set_if_absent(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, CacheError>;
     async fn delete(&self, key: &str) -> Result<(), CacheError>;
+    /// Removes the key and returns its value, in one step: of two takes at once, one
+    /// gets the value.
+    async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, CacheError>;
     /// Generic cell rate algorithm: one request per `interval` on average, up to `burst`
     /// at once. Atomic across replicas.
     async fn throttle(&self, key: &str, interval: Duration, burst: u32) -> Result<RateDecision, CacheError>;
@@ -107,6 +110,12 @@ impl Cache {
     #[tracing::instrument(name = "cache::delete", level = "debug", skip_all)]
     pub async fn delete(&self, key: &str) -> Result<(), CacheError> {
         bounded(self.backend.delete(&self.key(key))).await
+    }
+
+    /// Removes `key` and returns the value it had, atomically (a value used once).
+    #[tracing::instrument(name = "cache::take", level = "debug", skip_all)]
+    pub async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, CacheError> {
+        bounded(self.backend.take(&self.key(key))).await
     }
 
     /// Counts one request against `key`'s limit (`rate` per second, `burst` at once).

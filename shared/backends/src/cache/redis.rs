@@ -157,6 +157,11 @@ impl CacheBackend for RedisCache {
         redis::cmd("DEL").arg(key).query_async::<()>(&mut conn).await.map_err(|e| backend("DEL", e))
     }
 
+    async fn take(&self, key: &str) -> Result<Option<Vec<u8>>, CacheError> {
+        let mut conn = self.conn().await?;
+        redis::cmd("GETDEL").arg(key).query_async(&mut conn).await.map_err(|e| backend("GETDEL", e))
+    }
+
     /// Intervals under a microsecond count as one (the script counts in whole
     /// microseconds).
     async fn throttle(&self, key: &str, interval: Duration, burst: u32) -> Result<RateDecision, CacheError> {

@@ -95,6 +95,7 @@ keys! {
     max_video_pixels = "33177600": "largest video frame (width × height) a conversion or render accepts";
     max_animation_pixels = "2000000000": "most pixels of all frames of an animated GIF or WebP together (frames × width × height)";
     max_media_duration = "3h": "longest video or audio a conversion accepts";
+    sandbox_program: "the program that runs media work on users' bytes in a sandbox, started with the argument `sandbox` (unset: this binary)";
 
     [render]
     max_video_duration = "1h": "longest video a template may make, refused when it is saved, imported or rendered";

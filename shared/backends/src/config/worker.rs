@@ -6,8 +6,8 @@ use reelfarm_domain::cost::Limits;
 
 use super::keys::key;
 use super::sources::{
-    at_least_one, default_media_memory, duration_from, parse, parse_bytes, parse_duration, parse_int, parse_or,
-    size_limit, Raw,
+    at_least_one, default_media_memory, duration_from, optional, parse, parse_bytes, parse_duration, parse_int,
+    parse_or, size_limit, Raw,
 };
 use super::ConfigError;
 
@@ -38,6 +38,8 @@ pub struct Worker {
     pub max_animation_pixels: u64,
     /// Longest video or audio a conversion accepts.
     pub max_media_duration: Duration,
+    /// The program sandboxed media work runs in (`None`: this binary).
+    pub sandbox_program: Option<std::path::PathBuf>,
 }
 
 impl Worker {
@@ -58,6 +60,7 @@ impl Worker {
             max_video_pixels: parse(raw, key::max_video_pixels, at_least_one::<u64>)?,
             max_animation_pixels: parse(raw, key::max_animation_pixels, at_least_one::<u64>)?,
             max_media_duration: parse(raw, key::max_media_duration, parse_duration)?,
+            sandbox_program: optional(raw, key::sandbox_program, |s| Ok(std::path::PathBuf::from(s)))?,
         })
     }
 }

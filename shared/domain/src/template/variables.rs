@@ -53,13 +53,32 @@ pub fn variable_by_key<'a>(variables: &'a [TemplateVariable], key: &str) -> Resu
         return Ok(variable);
     }
     let mut named = variables.iter().filter(|v| v.name.trim().to_lowercase() == key.to_lowercase());
+    let key_shown = shown(key);
     match (named.next(), named.next()) {
         (Some(variable), None) => Ok(variable),
-        (Some(_), Some(_)) => Err(format!("{key:?} names several variables of this template; use a variable id")),
+        (Some(_), Some(_)) => Err(format!("{key_shown:?} names several variables of this template; use a variable id")),
         (None, _) => {
-            let names: Vec<&str> = variables.iter().map(|v| v.name.as_str()).collect();
-            Err(format!("{key:?} is no variable of this template (its variables: {})", names.join(", ")))
+            let mut names: Vec<String> =
+                variables.iter().take(LISTED_NAMES).map(|v| shown(&v.name).into_owned()).collect();
+            if variables.len() > LISTED_NAMES {
+                names.push(format!("and {} more", variables.len() - LISTED_NAMES));
+            }
+            Err(format!("{key_shown:?} is no variable of this template (its variables: {})", names.join(", ")))
         }
+    }
+}
+
+/// Variable names an unknown key's error lists.
+const LISTED_NAMES: usize = 20;
+
+/// Longest key or name an error repeats, in characters.
+const SHOWN_CHARS: usize = 64;
+
+/// `text`, cut at [`SHOWN_CHARS`] characters (ending with `…`) when longer.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+        None => text.into(),
     }
 }
 

@@ -127,6 +127,11 @@ fn variable_ids_are_unique_and_variables_named() {
         "clips[0].layers[1].variable.name",
         &["layer \"photo\": the variable needs a name"],
     );
+    assert_one_error(
+        |v| layer(v, 0, 1)["variable"]["name"] = json!("n".repeat(101)),
+        "clips[0].layers[1].variable.name",
+        &["layer \"photo\": a variable's name has at most 100 characters"],
+    );
     let e = malformed(|v| layer(v, 0, 1)["variable"]["id"] = json!("photo-1"));
     assert_eq!(e.path, "clips[0].layers[1].variable.id");
 }

@@ -7,6 +7,10 @@ use super::super::layer::{
 };
 use super::super::types::{Animation, Clip, Rect, Source};
 use super::super::variables::check_text;
+
+/// Longest name of a variable, in characters: it labels a form field and names a
+/// spreadsheet's column.
+pub const MAX_VARIABLE_NAME: usize = 100;
 use super::{clip_label, is_positive, Check};
 use crate::captions::{Cue, MAX_CUES, MAX_CUE_CHARS};
 
@@ -76,6 +80,9 @@ impl Check {
         if let Some(variable) = &layer.variable {
             if variable.name.trim().is_empty() {
                 self.error(format!("{path}.variable.name"), format!("{who}: the variable needs a name"));
+            } else if variable.name.chars().count() > MAX_VARIABLE_NAME {
+                let message = format!("{who}: a variable's name has at most {MAX_VARIABLE_NAME} characters");
+                self.error(format!("{path}.variable.name"), message);
             }
             if !variable.weight.is_finite() {
                 self.error(format!("{path}.variable.weight"), format!("{who}: the variable's weight must be a number"));
