@@ -228,7 +228,7 @@ pub(super) async fn post_sign_in(
 }
 
 /// Signs in; the session cookie's value.
-async fn session(app: &TestApp, client: &reqwest::Client, email: &str) -> String {
+pub(super) async fn session(app: &TestApp, client: &reqwest::Client, email: &str) -> String {
     let form = sign_in_form(app, client).await;
     let res = post_sign_in(app, client, &form, email, PASSWORD, "").await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);

@@ -1,14 +1,51 @@
 //! The console's admin area and first sign-in in a real browser: an operator makes a user,
 //! sets credits and memberships and hands out a one-time sign-in link; the user signs in
-//! with it, sets a password, and signs in with that.
+//! with it, sets a password, and signs in with that. Anyone else finds nothing there, before
+//! their form is read.
 
 use reelfarm_tests::browser::Browser;
 use reelfarm_tests::{both_modes, Mode, TestApp};
 
-use super::console::{console_user, keep_screenshot, sign_in, PASSWORD};
+use super::console::{console_user, keep_screenshot, plain_client, session, sign_in, PASSWORD};
 use reelfarm_backends::store::{AccountStore, UserStore};
 
-both_modes!(an_operator_makes_a_user_who_signs_in_with_a_link_and_sets_a_password);
+both_modes!(
+    an_operator_makes_a_user_who_signs_in_with_a_link_and_sets_a_password,
+    the_admin_area_answers_others_404_before_reading_their_form,
+);
+
+/// A signed-in user who is no operator gets 404 from every admin form, whatever its body
+/// (not a form, no CSRF token): the body is never read. An operator sending the same is
+/// told the form is malformed: the same route reads it for them.
+async fn the_admin_area_answers_others_404_before_reading_their_form(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let store = app.service.backends.store();
+    let (_, nosy) = console_user(&app, "nosy").await;
+    let (otto, operator) = console_user(&app, "otto").await;
+    store.set_operator(&otto.id, true).await.unwrap();
+    let client = plain_client();
+    let (nosy, operator) = (session(&app, &client, &nosy).await, session(&app, &client, &operator).await);
+    let user = otto.id.to_string();
+    let post = |path: String, session: &str| {
+        client
+            .post(format!("{}{path}", app.address))
+            .header("cookie", format!("reelfarm_session={session}"))
+            .header("content-type", "application/json")
+            .body(r#"{"not": "a form"}"#)
+            .send()
+    };
+    for path in [
+        "/console/admin/users".to_string(),
+        format!("/console/admin/credits/{user}"),
+        format!("/console/admin/users/{user}/groups"),
+        format!("/console/admin/users/{user}/groups/g/leave"),
+        format!("/console/admin/users/{user}/link"),
+    ] {
+        assert_eq!(post(path.clone(), &nosy).await.unwrap().status(), 404, "{path}");
+        assert_eq!(post(path.clone(), &operator).await.unwrap().status(), 400, "{path}");
+    }
+    app.stop().await;
+}
 
 async fn an_operator_makes_a_user_who_signs_in_with_a_link_and_sets_a_password(mode: Mode) {
     let app = TestApp::spawn(mode).await;

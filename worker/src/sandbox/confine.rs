@@ -42,7 +42,7 @@ pub(crate) struct Confined {
 pub(crate) fn apply(plan: &Plan) -> Result<Confined, String> {
     let mapped = mapped_bytes().map_err(|e| format!("reading /proc/self/status: {e}"))?;
     let hard = plan.most_memory.map_or(libc::RLIM_INFINITY, |most| mapped + most + headroom());
-    set_limit(libc::RLIMIT_AS, mapped + plan.probe_memory + headroom(), hard)?;
+    set_limit(libc::RLIMIT_AS, (mapped + plan.probe_memory + headroom()).min(hard), hard)?;
     set_limit(libc::RLIMIT_CPU, plan.cpu_seconds.max(1), plan.cpu_seconds.max(1) + 5)?;
     set_limit(libc::RLIMIT_CORE, 0, 0)?;
     // SAFETY: prctl with PR_SET_NO_NEW_PRIVS only sets a flag of this process.
