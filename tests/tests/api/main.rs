@@ -18,6 +18,7 @@ mod email_abuse;
 mod farm;
 mod formats;
 mod foundation;
+mod fuzz;
 mod integrations;
 mod jobs;
 mod mcp;
