@@ -159,7 +159,29 @@ pub fn run(seconds: u32, rounds: u32) -> anyhow::Result<()> {
     })?;
     let ours_jpeg = best(&|| ours(&jpeg, scratch).map(|(t, _)| t))?;
     report("jpeg 24 MP → 1920/1280/640/320 + thumb", ours_jpeg, cli_jpeg, "ffmpeg CLI (one run, split)", Some(1.0));
+
+    // What the sandbox adds: the same conversions in a child of this binary, as a worker
+    // runs them, against the engine in this process (measured just above).
+    let small = scratch.join("in-small.png");
+    ffmpeg(&["-f", "lavfi", "-i", "testsrc2=s=640x480", "-frames:v", "1", path(&small)?])?;
+    let ours_small = best(&|| ours(&small, scratch).map(|(t, _)| t))?;
+    for (name, input, in_process) in
+        [("png 640×480 (start-up dominated)", &small, ours_small), ("jpeg 24 MP", &jpeg, ours_jpeg)]
+    {
+        let in_sandbox = best(&|| sandboxed(input, scratch))?;
+        report(&format!("{name} in its sandbox"), in_sandbox, in_process, "in process", None);
+    }
     Ok(())
+}
+
+/// The conversion of `input` in a sandboxed child (`reelfarm sandbox`), as a worker runs
+/// it: the time until its answer was checked.
+fn sandboxed(input: &Path, scratch: &Path) -> anyhow::Result<Duration> {
+    let out = tempfile::tempdir_in(scratch)?;
+    let sandbox = reelfarm_worker::sandbox::Sandbox::new(None, media::MemoryBudget::default())?;
+    let start = Instant::now();
+    tokio::runtime::Handle::current().block_on(sandbox.convert(input, out.path(), &Limits::default()))?;
+    Ok(start.elapsed())
 }
 
 fn path(p: &Path) -> anyhow::Result<&str> {
