@@ -69,28 +69,27 @@ impl Sandbox {
         let mut child_run = ChildRun { budget: &self.budget, deadline, stdin, reserved: None };
         let answered =
             tokio::time::timeout(plan.limits.time_limit + GRACE, child_run.talk(BufReader::new(stdout))).await;
+        // A child that answered goes by itself; one that did not by the deadline, or
+        // lingers after its answer, is killed.
         let status = match answered {
             Ok(_) => tokio::time::timeout(GRACE, child.wait()).await.ok().transpose()?,
             Err(_) => None,
         };
-        let status = match status {
-            Some(status) => status,
-            None => {
-                child.kill().await?;
-                return Err(deadline.error());
-            }
-        };
-        let stderr = stderr.await.unwrap_or_default();
-        match answered {
-            Ok(Ok(Some(Message::Converted(files)))) => Ok(files),
-            Ok(Ok(Some(Message::Failed { retryable: true, message }))) => {
-                Err(MediaError::Io(std::io::Error::other(message)))
-            }
-            Ok(Ok(Some(Message::Failed { message, .. }))) => Err(MediaError::Reported(message)),
-            Ok(Err(e)) => Err(e),
+        if status.is_none() {
+            child.kill().await?;
+        }
+        let Ok(answer) = answered else { return Err(deadline.error()) };
+        match answer? {
+            Some(Message::Converted(files)) => Ok(files),
+            Some(Message::Failed { retryable: true, message }) => Err(MediaError::Io(std::io::Error::other(message))),
+            Some(Message::Failed { message, .. }) => Err(MediaError::Reported(message)),
             _ => {
+                let stderr = stderr.await.unwrap_or_default();
                 let reserved = child_run.reserved.as_ref().map(|(_, what, bytes)| (what.as_str(), *bytes));
-                Err(ended(status, &stderr, reserved, &plan.limits))
+                Err(match status {
+                    Some(status) => ended(status, &stderr, reserved, &plan.limits),
+                    None => MediaError::Crashed("it stopped answering".into()),
+                })
             }
         }
     }
@@ -199,7 +198,7 @@ fn signal_name(signal: i32) -> String {
 
 /// Checks a child's answer: its files are regular files in `out_dir` (never a link or a
 /// path elsewhere), with known roles and content types, and exactly one original first.
-fn check(files: &Files, out_dir: &Path) -> Result<(), MediaError> {
+pub(super) fn check(files: &Files, out_dir: &Path) -> Result<(), MediaError> {
     let bad = |what: String| MediaError::Internal(format!("the sandbox answered {what}"));
     if !ASSET_TYPES.contains(&files.asset_type.as_str()) {
         return Err(bad(format!("the asset type {:?}", files.asset_type)));

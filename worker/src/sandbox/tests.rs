@@ -101,3 +101,58 @@ fn a_confined_child_has_no_network_no_programs_and_only_its_files() {
     assert_eq!(lines, expected, "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(!scratch.path().join("planted").exists());
 }
+
+/// A conversion's answer as a well-behaved child gives it: the original, a JPEG
+/// rendition and a thumbnail written to `out`.
+fn answer(out: &Path) -> super::Files {
+    std::fs::write(out.join("1280.jpg"), b"jpeg").unwrap();
+    std::fs::write(out.join("thumb.jpg"), b"jpeg").unwrap();
+    let file = |name: &str, role: &str| super::FileOut {
+        name: name.into(),
+        role: role.into(),
+        content_type: "image/jpeg".into(),
+        format: "jpeg".into(),
+        width: Some(1280),
+        height: Some(720),
+        codec: None,
+        bitrate: None,
+        duration: None,
+    };
+    super::Files {
+        asset_type: "sprite".into(),
+        alpha: false,
+        duration: None,
+        width: Some(1920),
+        height: Some(1080),
+        renditions: vec![file("", "original"), file("1280.jpg", "image"), file("thumb.jpg", "thumb")],
+    }
+}
+
+#[test]
+fn what_a_child_answers_is_checked_before_the_worker_uploads_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(scratch.path().join("secret"), b"another tenant's").unwrap();
+    std::os::unix::fs::symlink(scratch.path().join("secret"), out.join("link.jpg")).unwrap();
+    let good = answer(&out);
+    super::parent::check(&good, &out).expect("a well-behaved answer");
+
+    let refused = |change: &dyn Fn(&mut super::Files)| {
+        let mut bad = good.clone();
+        change(&mut bad);
+        super::parent::check(&bad, &out).expect_err("refused").to_string()
+    };
+    for name in ["../secret", "/etc/passwd", "link.jpg", "missing.jpg", "", "."] {
+        let said = refused(&|f| f.renditions[1].name = name.into());
+        assert!(said.contains("the sandbox answered the file"), "{name:?}: {said}");
+    }
+    assert!(refused(&|f| f.renditions[1].content_type = "text/html".into()).contains("the content type \"text/html\""));
+    assert!(refused(&|f| f.renditions[1].role = "script".into()).contains("the role \"script\""));
+    assert!(refused(&|f| f.renditions.swap(0, 1)).contains("the role"));
+    assert!(refused(&|f| {
+        f.renditions.pop();
+    })
+    .contains("no original or no thumbnail"));
+    assert!(refused(&|f| f.asset_type = "html".into()).contains("the asset type"));
+}
