@@ -26,7 +26,7 @@ fn accepted() -> BTreeSet<String> {
     let mut names = keys();
     names.insert(format!("{ENV_PREFIX}CONFIG"));
     // Read by tools and tests, not by the service (docs name them).
-    for tool in ["BUNDLE_FFMPEG", "LOADTEST_TOKEN", "UPDATE_SNAPSHOTS", "WRITE_SCHEMA"] {
+    for tool in ["BUNDLE_FFMPEG", "FUZZ_CASES", "FUZZ_SEED", "LOADTEST_TOKEN", "UPDATE_SNAPSHOTS", "WRITE_SCHEMA"] {
         names.insert(format!("{ENV_PREFIX}{tool}"));
     }
     names
