@@ -3,8 +3,8 @@
 //!
 //! - Address space (`RLIMIT_AS`): what the child had mapped when it started plus
 //!   [`Plan::probe_memory`] until it has reserved memory for decoding, then what it had
-//!   mapped then plus the reservation and [`headroom`], soft and hard, for good. The hard
-//!   limit from the start is the worker's whole budget plus the headroom. (cgroup v2's
+//!   mapped then plus [`mappable`] of the reservation, soft and hard, for good. The hard
+//!   limit from the start is [`mappable`] of the worker's whole budget. (cgroup v2's
 //!   `memory.max` would count resident memory instead of mappings; this machine class
 //!   has cgroup v1, so the address space it is — see docs/security.md.)
 //! - CPU time (`RLIMIT_CPU`): the plan's seconds, then `SIGXCPU`; five more, `SIGKILL`.
@@ -28,7 +28,16 @@ const MIB: u64 = 1 << 20;
 /// per core), glibc's second arena (64 MiB) and the libraries' own buffers.
 pub(crate) fn headroom() -> u64 {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    256 * MIB + 8 * MIB * (6 * cores + 8)
+    512 * MIB + 8 * MIB * (6 * cores + 8)
+}
+
+/// The address space a reservation of `bytes` may map: twice the bytes, and the
+/// [`headroom`]. Decoders and encoders map more than they touch (x264's frame pools,
+/// libav's frame threads): measured on this machine class, a conversion's peak mapping
+/// above what it had mapped when it reserved was up to 1.76 times its reservation plus
+/// 416 MiB (a 720p video; docs/security.md).
+pub(crate) fn mappable(bytes: u64) -> u64 {
+    bytes.saturating_mul(2).saturating_add(headroom())
 }
 
 /// How the child was confined, for its log line.
@@ -41,7 +50,7 @@ pub(crate) struct Confined {
 /// Confines the calling process as `plan` says; call it before any thread starts.
 pub(crate) fn apply(plan: &Plan) -> Result<Confined, String> {
     let mapped = mapped_bytes().map_err(|e| format!("reading /proc/self/status: {e}"))?;
-    let hard = plan.most_memory.map_or(libc::RLIM_INFINITY, |most| mapped + most + headroom());
+    let hard = plan.most_memory.map_or(libc::RLIM_INFINITY, |most| mapped.saturating_add(mappable(most)));
     set_limit(libc::RLIMIT_AS, (mapped + plan.probe_memory + headroom()).min(hard), hard)?;
     set_limit(libc::RLIMIT_CPU, plan.cpu_seconds.max(1), plan.cpu_seconds.max(1) + 5)?;
     set_limit(libc::RLIMIT_CORE, 0, 0)?;
@@ -54,12 +63,13 @@ pub(crate) fn apply(plan: &Plan) -> Result<Confined, String> {
     Ok(Confined { landlock })
 }
 
-/// Lowers the address-space limit, soft and hard, to what is mapped now plus `bytes` and
-/// [`headroom`] (never above the hard limit set before). Returns the new limit.
+/// Lowers the address-space limit, soft and hard, to what is mapped now plus what
+/// [`mappable`] gives `bytes` (never above the hard limit set before). Returns the new
+/// limit.
 pub(crate) fn cap_memory(bytes: u64) -> Result<u64, String> {
     let mapped = mapped_bytes().map_err(|e| format!("reading /proc/self/status: {e}"))?;
     let (_, hard) = get_limit(libc::RLIMIT_AS)?;
-    let cap = (mapped + bytes + headroom()).min(hard);
+    let cap = mapped.saturating_add(mappable(bytes)).min(hard);
     set_limit(libc::RLIMIT_AS, cap, cap)?;
     Ok(cap)
 }

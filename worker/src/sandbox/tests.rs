@@ -49,7 +49,7 @@ fn confined_checks(scratch: &Path) {
     report("no-write-beside", std::fs::write(scratch.join("planted"), b"x").is_err());
     let big: Result<Vec<u8>, _> = {
         let mut v = Vec::new();
-        v.try_reserve_exact(confine::headroom() as usize + (1 << 30)).map(|()| v)
+        v.try_reserve_exact(confine::mappable(128 << 20) as usize + (1 << 30)).map(|()| v)
     };
     report("address-space", big.is_err());
     let small: Result<Vec<u8>, _> = {
@@ -60,7 +60,7 @@ fn confined_checks(scratch: &Path) {
     confine::cap_memory(8 << 20).expect("cap");
     let after: Result<Vec<u8>, _> = {
         let mut v = Vec::new();
-        v.try_reserve_exact(confine::headroom() as usize + (64 << 20)).map(|()| v)
+        v.try_reserve_exact(confine::mappable(8 << 20) as usize + (64 << 20)).map(|()| v)
     };
     report("capped-after-reserving", after.is_err());
 }
