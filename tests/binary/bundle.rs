@@ -98,3 +98,46 @@ fn the_bundle_renders_and_serves_with_its_own_libraries_only() {
         .collect();
     assert!(outside.is_empty(), "mapped from outside the bundle: {outside:?}");
 }
+
+/// The manifest `scripts/lib/bundle-ffmpeg.sh` keeps of a finished ffmpeg build, for the
+/// build's prefix `dir`.
+fn manifest(dir: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/lib/bundle-ffmpeg.sh");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"source "$0" && bundle_ffmpeg_manifest "$1""#)
+        .arg(script)
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A cached ffmpeg build is reused only while its files are what it made: a library
+/// changed, added or relinked changes the manifest, and the build is made again.
+#[test]
+fn the_cached_ffmpeg_build_is_known_by_the_hash_of_its_files() {
+    let prefix = tempfile::tempdir().unwrap();
+    let lib = prefix.path().join("lib");
+    std::fs::create_dir(&lib).unwrap();
+    std::fs::write(lib.join("libavcodec.so.59.37.100"), b"the library").unwrap();
+    std::os::unix::fs::symlink("libavcodec.so.59.37.100", lib.join("libavcodec.so.59")).unwrap();
+    std::fs::write(prefix.path().join("CONFIGURATION"), b"--disable-everything").unwrap();
+    let made = manifest(prefix.path());
+    assert!(made.contains("./lib/libavcodec.so.59.37.100"), "{made}");
+    assert!(made.contains("./lib/libavcodec.so.59 -> libavcodec.so.59.37.100"), "{made}");
+    std::fs::write(prefix.path().join(".complete"), &made).unwrap();
+    assert_eq!(manifest(prefix.path()), made, "the manifest leaves itself out");
+
+    std::fs::write(lib.join("libavcodec.so.59.37.100"), b"the library, patched").unwrap();
+    assert_ne!(manifest(prefix.path()), made, "changed bytes");
+    std::fs::write(lib.join("libavcodec.so.59.37.100"), b"the library").unwrap();
+    assert_eq!(manifest(prefix.path()), made);
+    std::fs::write(lib.join("libextra.so"), b"planted").unwrap();
+    assert_ne!(manifest(prefix.path()), made, "a file added");
+    std::fs::remove_file(lib.join("libextra.so")).unwrap();
+    std::fs::remove_file(lib.join("libavcodec.so.59")).unwrap();
+    std::os::unix::fs::symlink("/usr/lib/x86_64-linux-gnu/libavcodec.so.59", lib.join("libavcodec.so.59")).unwrap();
+    assert_ne!(manifest(prefix.path()), made, "a link pointed elsewhere");
+}
