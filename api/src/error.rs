@@ -33,9 +33,8 @@ pub const MAX_ERROR_TEXT: usize = 500;
 
 /// Cuts `text` to [`MAX_ERROR_TEXT`] characters, ending it with `…` when it was longer.
 fn cut(text: &mut String) {
-    if let Some((end, _)) = text.char_indices().nth(MAX_ERROR_TEXT) {
-        text.truncate(end);
-        text.push('…');
+    if let std::borrow::Cow::Owned(short) = reelfarm_domain::text::shortened(text, MAX_ERROR_TEXT) {
+        *text = short;
     }
 }
 

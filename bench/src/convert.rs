@@ -178,7 +178,7 @@ pub fn run(seconds: u32, rounds: u32) -> anyhow::Result<()> {
 /// it: the time until its answer was checked.
 fn sandboxed(input: &Path, scratch: &Path) -> anyhow::Result<Duration> {
     let out = tempfile::tempdir_in(scratch)?;
-    let sandbox = reelfarm_worker::sandbox::Sandbox::new(None, media::MemoryBudget::default())?;
+    let sandbox = reelfarm_worker::sandbox::Sandbox::new(None)?;
     let start = Instant::now();
     tokio::runtime::Handle::current().block_on(sandbox.convert(input, out.path(), &Limits::default()))?;
     Ok(start.elapsed())

@@ -40,7 +40,7 @@ impl ConvertHandler {
         worker_id: String,
     ) -> anyhow::Result<ConvertHandler> {
         let work_dir = crate::work_dir(config)?;
-        let sandbox = Sandbox::new(config.worker.sandbox_program.clone(), limits.memory.clone())?;
+        let sandbox = Sandbox::new(config.worker.sandbox_program.clone())?;
         Ok(ConvertHandler { backends, limits, sandbox, work_dir, delivery_limit: config.bus.delivery_limit, worker_id })
     }
 

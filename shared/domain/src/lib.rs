@@ -25,5 +25,6 @@ pub mod priority;
 pub mod quality;
 pub mod status;
 pub mod template;
+pub mod text;
 pub mod token;
 pub mod tts;

@@ -220,9 +220,7 @@ async fn free_work_has_a_budget_and_decoder_bombs_fail_alone(mode: Mode) {
     sign_in_flood_is_turned_away_before_hashing(&app).await;
     // The whole service ran in this test's process: its peak stayed within one render's
     // memory limit (2 GiB) although the bombs asked for far more.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let peak_kib: u64 =
-        status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches(" kB").parse().unwrap();
+    let peak_kib = peak_rss_kib();
     assert!(peak_kib < 2 << 20, "peak RSS {peak_kib} KiB");
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use super::{confine, FileOut, Files, Grant, Message, Plan, Work};
 use crate::media::budget::Delegate;
 use crate::media::limits::Deadline;
-use crate::media::{self, Converted, Limits, MediaError, MemoryBudget, Role};
+use crate::media::{self, Converted, MediaError, MemoryBudget, Role};
 
 /// Longest line the child reads: a plan or a grant is far shorter.
 const MAX_LINE: u64 = 64 * 1024;
@@ -55,16 +55,7 @@ pub fn main() -> ExitCode {
 
 /// Runs the plan's work with the worker's budget behind `channel`.
 fn run(plan: &Plan, channel: Arc<Channel>) -> Message {
-    let l = &plan.limits;
-    let limits = Limits {
-        max_pixels: l.max_pixels,
-        max_video_pixels: l.max_video_pixels,
-        max_animation_pixels: l.max_animation_pixels,
-        max_duration: l.max_duration,
-        time_limit: l.time_limit,
-        memory: MemoryBudget::delegated(channel),
-        ..Limits::default()
-    };
+    let limits = plan.limits.with_budget(MemoryBudget::delegated(channel));
     let Work::Convert { input, out_dir } = &plan.work;
     match media::convert(input, out_dir, &limits, &|_| {}) {
         Ok(converted) => Message::Converted(files(converted)),

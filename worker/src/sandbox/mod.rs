@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use parent::Sandbox;
 
-use crate::media::{Limits, TooMuchMemory};
+use crate::media::{Limits, MemoryBudget, TooMuchMemory};
 
 /// What a sandbox runs and within which bounds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -61,6 +61,21 @@ pub(crate) struct PlanLimits {
     pub(crate) max_animation_pixels: u64,
     pub(crate) max_duration: Duration,
     pub(crate) time_limit: Duration,
+}
+
+impl PlanLimits {
+    /// The engine's limits, with `memory` as their budget.
+    pub(crate) fn with_budget(&self, memory: MemoryBudget) -> Limits {
+        Limits {
+            max_pixels: self.max_pixels,
+            max_video_pixels: self.max_video_pixels,
+            max_animation_pixels: self.max_animation_pixels,
+            max_duration: self.max_duration,
+            time_limit: self.time_limit,
+            memory,
+            ..Limits::default()
+        }
+    }
 }
 
 impl From<&Limits> for PlanLimits {

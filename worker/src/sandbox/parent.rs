@@ -26,47 +26,48 @@ const STDERR_TAIL: usize = 8 * 1024;
 /// Time a child has past its deadline to notice it and answer before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
 
-/// Starts sandboxed children: the program (this binary unless configured, e.g. the
-/// bundle's launcher) and the worker's memory budget they reserve from.
+/// Starts sandboxed children of a program: this binary unless configured (e.g. the
+/// bundle's launcher).
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     program: PathBuf,
-    budget: MemoryBudget,
 }
 
 impl Sandbox {
-    /// Children of `program` (`None`: this executable), reserving from `budget`.
-    pub fn new(program: Option<PathBuf>, budget: MemoryBudget) -> std::io::Result<Sandbox> {
+    /// Children of `program` (`None`: this executable).
+    pub fn new(program: Option<PathBuf>) -> std::io::Result<Sandbox> {
         let program = match program {
             Some(program) => program,
             None => std::env::current_exe()?,
         };
-        Ok(Sandbox { program, budget })
+        Ok(Sandbox { program })
     }
 
-    /// Converts `input` into renditions in `out_dir` (which must exist) in a child.
+    /// Converts `input` into renditions in `out_dir` (which must exist) in a child within
+    /// `limits`, its memory reserved from their budget.
     pub async fn convert(&self, input: &Path, out_dir: &Path, limits: &Limits) -> Result<Files, MediaError> {
         let plan = Plan {
             work: Work::Convert { input: input.to_owned(), out_dir: out_dir.to_owned() },
             limits: PlanLimits::from(limits),
             probe_memory: PROBE_MEMORY,
-            most_memory: self.budget.total_mib().map(|mib| mib << 20),
+            most_memory: limits.memory.total_mib().map(|mib| mib << 20),
             cpu_seconds: cpu_seconds(limits.time_limit),
         };
-        let files = self.run(&plan).await?;
+        let files = self.run(&plan, &limits.memory).await?;
         check(&files, out_dir)?;
         Ok(files)
     }
 
-    /// Runs `plan` in a child until it answers, fails or passes its deadline.
-    async fn run(&self, plan: &Plan) -> Result<Files, MediaError> {
+    /// Runs `plan` in a child, its reservations taken from `budget`, until it answers,
+    /// fails or passes its deadline.
+    async fn run(&self, plan: &Plan, budget: &MemoryBudget) -> Result<Files, MediaError> {
         let deadline = Deadline::after(plan.limits.time_limit);
         let mut child = self.start()?;
         let mut stdin = child.stdin.take().ok_or_else(|| MediaError::Internal("no stdin".into()))?;
         let stdout = child.stdout.take().ok_or_else(|| MediaError::Internal("no stdout".into()))?;
         let stderr = tokio::spawn(tail(child.stderr.take()));
         send(&mut stdin, plan).await?;
-        let mut child_run = ChildRun { budget: &self.budget, deadline, stdin, reserved: None };
+        let mut child_run = ChildRun { budget, deadline, stdin, reserved: None };
         let answered =
             tokio::time::timeout(plan.limits.time_limit + GRACE, child_run.talk(BufReader::new(stdout))).await;
         // A child that answered goes by itself; one that did not by the deadline, or

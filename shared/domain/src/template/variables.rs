@@ -76,10 +76,7 @@ const SHOWN_CHARS: usize = 64;
 
 /// `text`, cut at [`SHOWN_CHARS`] characters (ending with `…`) when longer.
 fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    match text.char_indices().nth(SHOWN_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]).into(),
-        None => text.into(),
-    }
+    crate::text::shortened(text, SHOWN_CHARS)
 }
 
 /// The type of a variable, from its layer's kind.
