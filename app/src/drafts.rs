@@ -6,7 +6,7 @@
 //!
 //! What bounds them is the account's budget: `draft_minutes` of video in any hour.
 
-use reelfarm_backends::store::{CreditStore, JobCreation, JobStore, TemplateStore};
+use reelfarm_backends::store::{JobCreation, JobStore, TemplateStore};
 use reelfarm_domain::account::User;
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::error_key::ErrorKey;
@@ -37,7 +37,7 @@ impl Farm {
         }
         self.check_values(user, &template, values.clone(), "values").await?;
         let estimate = Estimate::of(&template, quality, &Output::default(), &|_| None);
-        self.within_draft_budget(user, &estimate).await?;
+        let budget_ms = self.draft_budget_ms(&estimate)?;
         let job = NewJob {
             id: JobId::generate(),
             user_id: user.id.clone(),
@@ -53,40 +53,48 @@ impl Farm {
             renders: vec![NewRender { title: "Draft".into(), template_variables: values, ..self.costs(&estimate) }],
             created_at: now_ms(),
         };
-        match self.backends.store().create_job(&job, None).await? {
+        let store = self.backends.store();
+        let created = match budget_ms {
+            // The budget is checked as the draft is written, in one step.
+            Some(budget_ms) => store.create_draft(&job, job.created_at - BUDGET_WINDOW_MS, budget_ms).await?,
+            None => store.create_job(&job, None).await?,
+        };
+        match created {
             JobCreation::Created => Ok(JobRecord::from_new(&job)),
+            JobCreation::DraftBudgetSpent { drafts } => {
+                Err(AppError::TryLater { seconds: wait_for_room(&drafts, &job, budget_ms.unwrap_or(0)) })
+            }
             other => Err(AppError::Failed(format!("a draft was not created: {other:?}"))),
         }
     }
 
-    /// Refuses a draft that the account's budget (`draft_minutes` of video in any hour)
-    /// does not cover: `TryLater` until enough of the hour's drafts have aged out, or
-    /// invalid naming the template (`id`) when this draft alone is longer than the budget.
-    async fn within_draft_budget(&self, user: &User, estimate: &Estimate) -> Result<()> {
-        let Some(minutes) = self.draft_minutes else { return Ok(()) };
+    /// The account's draft budget in milliseconds of video (`None`: unlimited); invalid,
+    /// naming the template (`id`), when this draft alone is longer.
+    fn draft_budget_ms(&self, estimate: &Estimate) -> Result<Option<i64>> {
+        let Some(minutes) = self.draft_minutes else { return Ok(None) };
         let budget = i64::from(minutes) * 60_000;
-        let wanted = (estimate.duration * 1000.0).round() as i64;
-        if wanted > budget {
+        if (estimate.duration * 1000.0).round() as i64 > budget {
             let message = format!(
                 "a draft of this template is {:.0} s long; drafts may make {minutes} minutes of video an hour",
                 estimate.duration
             );
             return Err(AppError::Invalid(vec![FieldError::new("id", ErrorKey::LimitExceeded, message)]));
         }
-        let now = now_ms();
-        let drafts = self.backends.store().drafts_since(&user.id, now - BUDGET_WINDOW_MS).await?;
-        let mut used: i64 = drafts.iter().map(|(_, ms)| ms).sum();
-        if used + wanted <= budget {
-            return Ok(());
-        }
-        // The hour's drafts age out oldest first: the time the one that makes room does.
-        for (made, ms) in drafts {
-            used -= ms;
-            if used + wanted <= budget {
-                let wait_ms = (made + BUDGET_WINDOW_MS - now).max(1000);
-                return Err(AppError::TryLater { seconds: (wait_ms as u64).div_ceil(1000) });
-            }
-        }
-        Err(AppError::TryLater { seconds: BUDGET_WINDOW_MS as u64 / 1000 })
+        Ok(Some(budget))
     }
+}
+
+/// Seconds until `job` fits the budget of `budget_ms` beside the window's `drafts`
+/// (oldest first): they age out oldest first, and the one that makes room says when.
+fn wait_for_room(drafts: &[(i64, i64)], job: &NewJob, budget_ms: i64) -> u64 {
+    let wanted: i64 = job.renders.iter().map(|r| r.video_ms).sum();
+    let mut used: i64 = drafts.iter().map(|(_, ms)| ms).sum();
+    for (made, ms) in drafts {
+        used -= ms;
+        if used + wanted <= budget_ms {
+            let wait_ms = (made + BUDGET_WINDOW_MS - job.created_at).max(1000);
+            return (wait_ms as u64).div_ceil(1000);
+        }
+    }
+    BUDGET_WINDOW_MS as u64 / 1000
 }

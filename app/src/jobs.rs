@@ -143,6 +143,7 @@ impl Farm {
             }
             JobCreation::Replayed(first) => Ok(Created::Replayed(first)),
             JobCreation::CreditsExhausted { needed } => Err(AppError::OutOfCredits { needed }),
+            other => Err(AppError::Failed(format!("a job was not created: {other:?}"))),
         }
     }
 

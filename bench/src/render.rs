@@ -7,6 +7,8 @@
 //! photo with a slow Ken Burns zoom and a caption; an audio bed with a 1 s fade-out;
 //! libx264 veryfast CRF 23, AAC, faststart.
 //! Bars: our wall time ≤ 0.75× the CLI's at 1080p and ≤ 0.70× at 720p; our peak RSS ≤ 354 MiB at 1080p.
+//! Beside it, each round renders the same in a sandboxed child as workers do (`sandbox s`,
+//! and its own ratio to the CLI's): what the sandbox adds to a render.
 //! Each round renders ours, then the CLI's, and the round of the median ratio is reported
 //! (so that the machine's drift weighs on both sides). Our time is measured in process on
 //! a first render (the sound kept by earlier rounds is forgotten each round); a repeat
@@ -272,6 +274,42 @@ fn ours(dir: &Path, template: &Template, quality: Quality, first: bool) -> anyho
     Ok(started.elapsed())
 }
 
+/// A first render of ours in a sandboxed child (`reelfarm sandbox`), as a worker runs it:
+/// the process start, the confinement and the plan on top of the render.
+fn ours_sandboxed(dir: &Path, template: &Template, quality: Quality) -> anyhow::Result<Duration> {
+    use reelfarm_worker::sandbox::{Piece, RenderPlan, RenderServices, Sandbox};
+    let sandbox = Sandbox::new(None)?;
+    let name = format!("sandboxed-{}", quality.short_side().unwrap_or(0));
+    let defaults = RenderSettings::default();
+    let sources = render::sources(template)
+        .into_iter()
+        .filter_map(|s| match &s {
+            Source::File { file } => Some((s.clone(), dir.join(file))),
+            _ => None,
+        })
+        .collect();
+    let plan = RenderPlan {
+        template: template.clone(),
+        sources,
+        dir: dir.to_owned(),
+        quality,
+        output: defaults.output,
+        crf: defaults.crf,
+        preset: defaults.preset.into(),
+        threads: defaults.threads,
+        speech: Vec::new(),
+        max_seconds: None,
+        sounds: false,
+        piece: Piece::Whole { out: dir.join(format!("{name}.mp4")), thumb: dir.join(format!("{name}.jpg")) },
+    };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let services = RenderServices { progress: &|_| {}, sounds: None, stop: &stop };
+    let limits = reelfarm_worker::media::Limits { time_limit: defaults.time_limit, ..Default::default() };
+    let started = Instant::now();
+    tokio::runtime::Handle::current().block_on(sandbox.render(plan, &limits, &services))?;
+    Ok(started.elapsed())
+}
+
 /// `reelfarm render` in a child process, for its peak RSS.
 fn ours_child(dir: &Path, height: u32) -> anyhow::Result<u64> {
     let started = Instant::now();
@@ -325,8 +363,17 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
         rounds.max(1)
     );
     println!(
-        "{:<7} {:>12} {:>8} {:>7} {:>12} {:>14} {:>14} {:>10}",
-        "case", "reelfarm s", "CLI s", "ratio", "time bar", "reelfarm RSS", "CLI RSS", "repeat s"
+        "{:<7} {:>12} {:>8} {:>7} {:>12} {:>14} {:>14} {:>10} {:>11} {:>14}",
+        "case",
+        "reelfarm s",
+        "CLI s",
+        "ratio",
+        "time bar",
+        "reelfarm RSS",
+        "CLI RSS",
+        "repeat s",
+        "sandbox s",
+        "sandbox ratio"
     );
     let mut failed = false;
     // The same composition brought to −14 LUFS: what measuring and limiting its sound costs.
@@ -336,14 +383,21 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
         let quality: Quality = format!("{height}p").parse()?;
         // Rounds of a first render of ours, then the CLI's, one after the other, so that the
         // machine's drift weighs on both: the round of the median ratio is reported.
+        // The same render in a sandboxed child, as workers run it, in the same rounds: its
+        // own ratio to the CLI's (the median of its rounds).
         let mut pairs = Vec::new();
+        let mut sandboxed = Vec::new();
         for _ in 0..rounds.max(1) {
             let ours_time = ours(dir, &template, quality, true)?;
+            let sandbox_time = ours_sandboxed(dir, &template, quality)?;
             let (cli_time, cli_rss) = cli(dir, height)?;
             pairs.push((ours_time.as_secs_f64() / cli_time.as_secs_f64(), ours_time, cli_time, cli_rss));
+            sandboxed.push((sandbox_time.as_secs_f64() / cli_time.as_secs_f64(), sandbox_time));
         }
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        sandboxed.sort_by(|a, b| a.0.total_cmp(&b.0));
         let (ratio, ours_time, cli_time, cli_rss) = pairs[pairs.len() / 2];
+        let (sandbox_ratio, sandbox_time) = sandboxed[sandboxed.len() / 2];
         let ours_rss = ours_child(dir, height)?;
         let repeat = best(rounds, || ours(dir, &template, quality, false), |d| d.as_nanos())?;
         // The bars are at 1080p and 720p; 480p is shown for information.
@@ -355,7 +409,7 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
         let pass = bar.is_none_or(|bar| ratio <= bar);
         failed |= !pass;
         println!(
-            "{:<7} {:>12.2} {:>8.2} {:>6.2}× {:>12} {:>14} {:>14} {:>10.2}",
+            "{:<7} {:>12.2} {:>8.2} {:>6.2}× {:>12} {:>14} {:>14} {:>10.2} {:>11.2} {:>13.2}×",
             format!("{height}p"),
             ours_time.as_secs_f64(),
             cli_time.as_secs_f64(),
@@ -367,7 +421,9 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
             },
             mib(ours_rss),
             mib(cli_rss),
-            repeat.as_secs_f64()
+            repeat.as_secs_f64(),
+            sandbox_time.as_secs_f64(),
+            sandbox_ratio
         );
         // Pairs of first renders without and with the target, one after the other, so that
         // the machine's drift weighs on both: the median of the pairs' ratios.

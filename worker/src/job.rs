@@ -60,6 +60,7 @@ use crate::failure::Failure;
 use crate::media::Limits;
 use crate::render::{self, Progress, Quality, RenderError, RenderSettings};
 use crate::rotation::Rotation;
+use crate::sandbox::{Piece, RenderPlan, RenderServices, Sandbox};
 use crate::tts::Tts;
 
 mod claim;
@@ -95,6 +96,8 @@ pub struct RenderHandler {
     worker_id: String,
     /// Keys the names of the renders' files (see [`RenderHandler::output_prefix`]).
     secret: Vec<u8>,
+    /// Where renders run.
+    sandbox: Sandbox,
     /// Sources fetched for previews, by template version.
     previews: preview::PreviewCache,
     /// What earlier preview frames decoded.
@@ -135,6 +138,7 @@ impl RenderHandler {
             delivery_limit: config.bus.delivery_limit,
             worker_id,
             secret: config.storage.secret_key.expose_secret().as_bytes().to_vec(),
+            sandbox: Sandbox::new(config.worker.sandbox_program.clone())?,
             previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
             kept: Arc::new(render::SnapshotCache::new(config.caches.still_cache, config.caches.video_cache)),
             shutdown,
@@ -195,12 +199,11 @@ impl RenderHandler {
         let format = p.settings.output.format;
         let (video, jpg) = (dir.join(format!("video.{format}")), dir.join("thumb.jpg"));
         let settings = RenderSettings { stop: stop.clone(), speech, ..p.settings.clone() };
-        let (out, out_jpg) = (video.clone(), jpg.clone());
+        let piece = Piece::Whole { out: video.clone(), thumb: jpg.clone() };
         let output = self
-            .render(&p.template, fetched, settings, Some(render), move |template, resolve, settings, progress| {
-                render::render(template, resolve, settings, &out, &out_jpg, progress)
-            })
-            .await?;
+            .render(&p.template, fetched, settings, Some(render), dir, piece, p.user_id.as_str())
+            .await?
+            .ok_or_else(|| Failure::Transient("the render made no video".into()))?;
 
         let prefix = self.output_prefix(render);
         self.backends.blobs().put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
@@ -240,24 +243,22 @@ impl RenderHandler {
         }))
     }
 
-    /// Runs `work` on a blocking thread with the worker's limits, its sources resolved
-    /// from `fetched`; while it runs a task passes its progress to the cache as
-    /// `render`'s (none given: not reported). `output` gives the size and encoding.
-    async fn render<T: Send + 'static>(
+    /// Renders `piece` of `template` in a sandboxed child with the worker's limits, its
+    /// sources the `fetched` files (all in `dir`, the only directory the child sees);
+    /// while it runs a task passes its progress to the cache as `render`'s (none given:
+    /// not reported). `output` gives the size and encoding; the sounds the child keeps
+    /// are `account`'s.
+    #[allow(clippy::too_many_arguments)]
+    async fn render(
         &self,
         template: &Template,
         fetched: Vec<(Source, PathBuf)>,
         output: RenderSettings,
         render: Option<&RenderRecord>,
-        work: impl FnOnce(
-                &Template,
-                &dyn Fn(&Source) -> Option<PathBuf>,
-                &RenderSettings,
-                &dyn Fn(Progress),
-            ) -> Result<T, RenderError>
-            + Send
-            + 'static,
-    ) -> Result<T, Failure> {
+        dir: &Path,
+        piece: Piece,
+        account: &str,
+    ) -> Result<Option<render::RenderOutput>, Failure> {
         let (progress_tx, mut progress_rx) = watch::channel(0u8);
         let cache = self.backends.cache().clone();
         let render_id = render.map(|r| r.id.clone());
@@ -277,26 +278,28 @@ impl RenderHandler {
         let estimate = Estimate::of(template, output.quality, &output.output, &|_| None);
         // A render of the first seconds only (a template's own preview) is bounded by them.
         let estimate = output.max_seconds.map_or(estimate, |seconds| estimate.first(seconds));
-        let settings = RenderSettings {
-            time_limit: estimate.time_limit(self.time_limit),
+        let limits = Limits { time_limit: estimate.time_limit(self.time_limit), ..self.media_limits.clone() };
+        let plan = RenderPlan {
+            template: template.clone(),
+            sources: fetched,
+            dir: dir.to_owned(),
+            quality: output.quality,
+            output: output.output,
+            crf: output.crf,
+            preset: output.preset.into(),
             threads: self.encoder_threads,
-            limits: self.media_limits.clone(),
-            sounds: Some(Arc::new(sounds::BlobSounds::new(self.backends.blobs().clone(), self.secret.clone()))),
-            ..output
+            speech: output.speech,
+            max_seconds: output.max_seconds,
+            sounds: true,
+            piece,
         };
-        let template = template.clone();
-        let span = tracing::Span::current();
-        let rendered = tokio::task::spawn_blocking(move || {
-            let _entered = span.enter();
-            let resolve = |s: &Source| fetched.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
-            let progress = |p: Progress| {
-                let percent = (p.frames_done * 100 / p.frames_total.max(1)).min(100) as u8;
-                progress_tx.send_if_modified(|current| std::mem::replace(current, percent) != percent);
-            };
-            work(&template, &resolve, &settings, &progress)
-        })
-        .await;
-        match rendered.map_err(|e| Failure::Transient(format!("render task: {e}")))? {
+        let sounds = sounds::BlobSounds::new(self.backends.blobs().clone(), self.secret.clone(), account);
+        let progress = move |p: Progress| {
+            let percent = (p.frames_done * 100 / p.frames_total.max(1)).min(100) as u8;
+            progress_tx.send_if_modified(|current| std::mem::replace(current, percent) != percent);
+        };
+        let services = RenderServices { progress: &progress, sounds: Some(Arc::new(sounds)), stop: &output.stop };
+        match self.sandbox.render(plan, &limits, &services).await {
             Ok(output) => Ok(output),
             Err(e) if e.is_bad_input() => Err(Failure::Permanent(e.to_string())),
             Err(RenderError::TimedOut { limit }) => {

@@ -228,7 +228,7 @@ pub enum RenderOutcome {
 
 /// What the sound of a render measures by ITU-R BS.1770 (EBU R128): its integrated
 /// loudness over the whole video and its true peak, as mixed before encoding.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SoundLevel {
     /// LUFS.
     pub loudness: f64,

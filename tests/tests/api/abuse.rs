@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use reelfarm_tests::files::FileServer;
 use reelfarm_tests::{both_modes, error, json, media, Mode, TestApp};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -16,6 +17,7 @@ both_modes!(
     credits_follow_length_and_size_and_a_dry_run_creates_nothing,
     free_work_has_a_budget_and_decoder_bombs_fail_alone,
     a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox,
+    a_render_whose_source_builds_gigabytes_fails_alone_in_its_sandbox,
     spreadsheets_of_a_million_columns_are_refused_while_others_are_answered,
 );
 
@@ -177,12 +179,18 @@ async fn free_work_has_a_budget_and_decoder_bombs_fail_alone(mode: Mode) {
     let app = TestApp::spawn_with(mode, &settings).await;
     let (_, token) = app.user_with_token("freeloader").await;
 
-    // Drafts: 40 s fit the minute of this hour once; a second is refused until the first
-    // ages out; one longer than the budget is refused outright.
+    // Drafts: 40 s fit the minute of this hour once: of four asked for at once, one is
+    // made and the others are refused until it ages out; one longer than the budget is
+    // refused outright.
     let made = json(save(&app, &token, &document(40.0, 64, 1, 64)).await, 200).await;
     let path = format!("/generator/v1/templates/{}/draft", made["id"].as_str().unwrap());
-    json(app.post_json(&path, &token, &json!({}), &[]).await, 200).await;
-    let res = app.post_json(&path, &token, &json!({}), &[]).await;
+    let empty = json!({});
+    let asked = (0..4).map(|_| app.post_json(&path, &token, &empty, &[]));
+    let mut answers = futures::future::join_all(asked).await;
+    answers.sort_by_key(|res| res.status());
+    let statuses: Vec<u16> = answers.iter().map(|res| res.status().as_u16()).collect();
+    assert_eq!(statuses, [200, 429, 429, 429]);
+    let res = answers.pop().unwrap();
     let wait: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((3000..=3600).contains(&wait), "retry after {wait} s");
     error(res, 429, "error.rate_limited").await;
@@ -257,12 +265,8 @@ async fn answers_at_once(app: &TestApp, token: &str) {
 
 /// 10,000 rectangles, each copied 1,000 times by a repeater: every shape stays under the
 /// per-shape caps, and rlottie builds ten million shapes (2.9 GiB in the process that
-/// converted it, before the sandbox). It fails in its child, saying why, while another
-/// account is answered and renders, and the service's own memory does not grow.
-async fn a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
-    let app = TestApp::spawn(mode).await;
-    let (_, token) = app.user_with_token("mallory").await;
-    let (neighbour, short) = bystander(&app, "neighbour").await;
+/// converted it, before the sandbox). Under a MiB of JSON.
+fn hostile_lottie() -> Vec<u8> {
     let rectangle = json!({ "ty": "rc", "d": 1, "s": { "a": 0, "k": [2, 2] }, "p": { "a": 0, "k": [50, 50] }, "r": { "a": 0, "k": 0 } });
     let mut shapes = vec![rectangle; 10_000];
     shapes.push(json!({ "ty": "rp", "c": { "a": 0, "k": 1000 }, "o": { "a": 0, "k": 0 }, "m": 1,
@@ -271,10 +275,20 @@ async fn a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
     let mut hostile = media::lottie_solid("#ffffff");
     hostile["layers"] = json!([{ "ty": 4, "ind": 1, "ip": 0, "op": 10, "st": 0, "ks": hostile["layers"][0]["ks"],
                                  "shapes": [{ "ty": "gr", "it": shapes }] }]);
+    let bytes = hostile.to_string().into_bytes();
+    assert!(bytes.len() < 1 << 20, "under a MiB");
+    bytes
+}
+
+/// The animation of [`hostile_lottie`] uploaded fails in its child, saying why, while
+/// another account is answered and renders, and the service's own memory does not grow.
+async fn a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("mallory").await;
+    let (neighbour, short) = bystander(&app, "neighbour").await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hostile.json");
-    std::fs::write(&file, hostile.to_string()).unwrap();
-    assert!(std::fs::metadata(&file).unwrap().len() < 1 << 20, "under a MiB");
+    std::fs::write(&file, hostile_lottie()).unwrap();
 
     let before = peak_rss_kib();
     let record = app.upload(&token, None, &file, "application/json").await;
@@ -286,6 +300,41 @@ async fn a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
     let said = asset["error"].as_str().unwrap();
     assert!(said.starts_with("the Lottie animation needs more memory than the "), "{said}");
     assert!(said.ends_with(" MiB reserved for it"), "{said}");
+    answers_at_once(&app, &neighbour).await;
+    let grew_mib = peak_rss_kib().saturating_sub(before) / 1024;
+    assert!(grew_mib < 1024, "the service grew by {grew_mib} MiB");
+    app.stop().await;
+}
+
+/// The animation of [`hostile_lottie`] as the Lottie layer of a template, from an
+/// address: the render fails in its sandbox, saying why, for good (one attempt), while
+/// another account is answered and renders; the service's own memory does not grow.
+async fn a_render_whose_source_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let files = FileServer::start().await;
+    let url = files.file("/hostile.json", "application/json", hostile_lottie());
+    let user = app.create_user("mallory", None, 1).await;
+    let token = app.token_for(&user).await;
+    let (neighbour, short) = bystander(&app, "neighbour").await;
+    let mut sticker = document(1.0, 320, 0, 0);
+    sticker["clips"][0]["layers"] = json!([{ "id": "sticker", "kind": "lottie", "x": 0, "y": 0, "width": 160,
+                                             "height": 160, "source": { "url": url } }]);
+    let made = json(save(&app, &token, &sticker).await, 200).await;
+
+    let before = peak_rss_kib();
+    let body = json!({ "template_id": made["id"], "options": {}, "values": [{}] });
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body, &[]).await, 200).await;
+    answers_at_once(&app, &neighbour).await;
+    renders(&app, &neighbour, &short).await;
+    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    let video = &done["videos"][0];
+    assert_eq!(video["status"], "failed", "{done}");
+    let said = video["error"].as_str().unwrap();
+    assert!(said.contains("the Lottie animation needs more memory than the "), "{said}");
+    assert!(said.ends_with(" MiB reserved for it"), "{said}");
+    // Fetched once by the template's own preview and once by the one attempt at the video.
+    assert!(files.hits("/hostile.json") <= 2, "fetched {} times", files.hits("/hostile.json"));
+    assert_eq!(json(app.get("/generator/v1/users/me/credits", &token).await, 200).await["credits"], 1, "refunded");
     answers_at_once(&app, &neighbour).await;
     let grew_mib = peak_rss_kib().saturating_sub(before) / 1024;
     assert!(grew_mib < 1024, "the service grew by {grew_mib} MiB");

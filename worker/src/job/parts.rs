@@ -24,6 +24,7 @@ use super::{Made, Prepared, RenderHandler};
 use crate::failure::Failure;
 use crate::render::{self, split, RenderSettings};
 use crate::rotation::SEEN_EVERY;
+use crate::sandbox::Piece;
 
 impl RenderHandler {
     /// The parts of the render `p` prepares, when it is longer than the split threshold
@@ -86,11 +87,8 @@ impl RenderHandler {
                 let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, Vec::new()).await?;
                 let (mp4, jpg) = (dir.join("chunk.mp4"), dir.join("thumb.jpg"));
                 let range = part.first_frame as u64..part.end_frame as u64;
-                let (out_mp4, out_jpg) = (mp4.clone(), jpg.clone());
-                self.render(&p.template, fetched, settings, None, move |template, resolve, settings, progress| {
-                    split::render_frames(template, resolve, settings, range, &out_mp4, &out_jpg, progress)
-                })
-                .await?;
+                let piece = Piece::Frames { range, out: mp4.clone(), thumb: jpg.clone() };
+                self.render(&p.template, fetched, settings, None, &dir, piece, p.user_id.as_str()).await?;
                 blobs.put_file(&part_key(&prefix, part), &mp4, "video/mp4").await?;
                 if jpg.exists() {
                     blobs.put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
@@ -103,11 +101,8 @@ impl RenderHandler {
                 let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, ready).await?;
                 self.speak(&speeches, &p.user_id).await?;
                 let file = dir.join("sound");
-                let out = file.clone();
-                self.render(&p.template, fetched, settings, None, move |template, resolve, settings, _| {
-                    split::render_sound(template, resolve, settings, &out)
-                })
-                .await?;
+                let piece = Piece::Sound { out: file.clone() };
+                self.render(&p.template, fetched, settings, None, &dir, piece, p.user_id.as_str()).await?;
                 blobs.put_file(&part_key(&prefix, part), &file, "application/octet-stream").await?;
             }
             PartKind::Join => return self.join(render, &prefix, p.template.canvas.fps.max(1), &dir).await,

@@ -19,17 +19,24 @@ use crate::render::SoundStore;
 pub(super) struct BlobSounds {
     blobs: Blobs,
     secret: Vec<u8>,
+    /// The account whose sounds these are.
+    account: String,
     runtime: Handle,
 }
 
 impl BlobSounds {
-    /// Must be called from within the runtime the calls are to run on.
-    pub(super) fn new(blobs: Blobs, secret: Vec<u8>) -> BlobSounds {
-        BlobSounds { blobs, secret, runtime: Handle::current() }
+    /// `account`'s kept sounds. Must be called from within the runtime the calls are to
+    /// run on.
+    pub(super) fn new(blobs: Blobs, secret: Vec<u8>, account: &str) -> BlobSounds {
+        BlobSounds { blobs, secret, account: account.to_owned(), runtime: Handle::current() }
     }
 
+    /// Each account keeps its own: a sandboxed child that a hostile source took over
+    /// chooses the name of what it hands over, and must not be able to plant a sound in
+    /// another account's render.
     fn key(&self, name: &str) -> String {
-        format!("sounds/{}", reelfarm_domain::token::keyed_name(&self.secret, &["reelfarm-sound-v1", name]))
+        let keyed = reelfarm_domain::token::keyed_name(&self.secret, &["reelfarm-sound-v2", &self.account, name]);
+        format!("sounds/{keyed}")
     }
 }
 

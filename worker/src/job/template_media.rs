@@ -14,6 +14,7 @@ use super::claim::{hold, Step, LEASE};
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderSettings};
+use crate::sandbox::Piece;
 
 impl RenderHandler {
     /// Makes the claimed thumb and preview of a template version while keeping its lease,
@@ -85,11 +86,10 @@ impl RenderHandler {
             stop: stop.clone(),
             ..RenderSettings::default()
         };
-        let outputs = (mp4.clone(), jpg.clone());
-        self.render(&template, fetched, settings, None, move |template, resolve, settings, progress| {
-            render::render(template, resolve, settings, &outputs.0, &outputs.1, progress)
-        })
-        .await?;
+        let piece = Piece::Whole { out: mp4.clone(), thumb: jpg.clone() };
+        // An operator's public template keeps its sounds as the operator's.
+        let account = record.owner_user_id.as_ref().map_or("", |u| u.as_str());
+        self.render(&template, fetched, settings, None, dir.path(), piece, account).await?;
 
         let prefix = format!("{}/v{version}", record.blob_prefix);
         let (thumb_key, preview_key) = (format!("{prefix}/thumb.jpg"), format!("{prefix}/preview.mp4"));

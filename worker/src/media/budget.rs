@@ -41,6 +41,8 @@ pub struct MemoryBudget(Option<Arc<Shared>>, Option<Arc<dyn Delegate>>);
 pub(crate) trait Delegate: Send + Sync {
     /// Reserves `bytes` for `what` ("the video"), waiting until `deadline`.
     fn reserve(&self, what: &'static str, bytes: u64, deadline: &Deadline) -> Result<(), MediaError>;
+    /// Gives back `bytes` of an earlier reservation.
+    fn release(&self, bytes: u64);
 }
 
 struct Shared {
@@ -97,10 +99,10 @@ impl MemoryBudget {
     ) -> Result<Reservation, MediaError> {
         if let Some(delegate) = &self.1 {
             delegate.reserve(what, bytes, deadline)?;
-            return Ok(Reservation { shared: None, mib: 0 });
+            return Ok(Reservation(Held::Delegated { delegate: delegate.clone(), bytes }));
         }
         let Some(shared) = &self.0 else {
-            return Ok(Reservation { shared: None, mib: 0 });
+            return Ok(Reservation(Held::Nothing));
         };
         let mib = bytes.div_ceil(MIB);
         if mib > shared.total {
@@ -119,7 +121,7 @@ impl MemoryBudget {
             free = shared.room.wait_timeout(free, left).unwrap_or_else(|e| e.into_inner()).0;
         }
         *free -= mib;
-        Ok(Reservation { shared: Some(shared.clone()), mib })
+        Ok(Reservation(Held::Local { shared: shared.clone(), mib }))
     }
 }
 
@@ -153,16 +155,30 @@ impl PartialEq for MemoryBudget {
 
 /// Memory taken from a [`MemoryBudget`], given back on drop.
 #[must_use = "the memory is released when the reservation is dropped"]
-pub(crate) struct Reservation {
-    shared: Option<Arc<Shared>>,
-    mib: u64,
+pub(crate) struct Reservation(Held);
+
+enum Held {
+    /// Of an unlimited budget.
+    Nothing,
+    Local {
+        shared: Arc<Shared>,
+        mib: u64,
+    },
+    Delegated {
+        delegate: Arc<dyn Delegate>,
+        bytes: u64,
+    },
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if let Some(shared) = &self.shared {
-            *shared.lock() += self.mib;
-            shared.room.notify_all();
+        match &self.0 {
+            Held::Nothing => {}
+            Held::Local { shared, mib } => {
+                *shared.lock() += mib;
+                shared.room.notify_all();
+            }
+            Held::Delegated { delegate, bytes } => delegate.release(*bytes),
         }
     }
 }

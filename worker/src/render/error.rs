@@ -42,6 +42,10 @@ pub enum RenderError {
     /// at the panic boundary). Not the caller's fault.
     #[error("internal render error: {0}")]
     Internal(String),
+    /// A render in a sandbox failed for good: what its child reported, in its words, or
+    /// how the child ended (crashed, out of its memory).
+    #[error("{0}")]
+    Reported(String),
 }
 
 impl RenderError {
@@ -57,6 +61,7 @@ impl RenderError {
             RenderError::Cancelled => "render.cancelled",
             RenderError::Io(_) => "render.io",
             RenderError::Internal(_) => "render.internal",
+            RenderError::Reported(_) => "render.failed",
         }
     }
 
@@ -67,7 +72,8 @@ impl RenderError {
             RenderError::Template(_)
             | RenderError::Layer { .. }
             | RenderError::MissingSource { .. }
-            | RenderError::Memory(_) => true,
+            | RenderError::Memory(_)
+            | RenderError::Reported(_) => true,
             RenderError::Source { error, .. } => !matches!(error, MediaError::Io(_) | MediaError::Internal(_)),
             RenderError::TimedOut { .. } | RenderError::Cancelled | RenderError::Io(_) | RenderError::Internal(_) => {
                 false

@@ -20,6 +20,7 @@ use super::source::{Resolver, Stills};
 use super::text::{render_text, TextStyle};
 use super::video::{FrameScaler, VideoReader};
 use super::RenderError;
+use crate::media::budget;
 use crate::media::limits::Deadline;
 use crate::media::lottie::Lottie;
 use crate::media::{Limits, MediaError};
@@ -259,9 +260,18 @@ pub(crate) fn prepare(
         }
         Content::Captions(captions) => Body::Captions(Box::new(CaptionsBody::new(captions, &span, plan, bw, bh))),
         Content::Lottie(lottie) => {
-            let animation = Lottie::read(&resolver.path(id, &lottie.source)?).map_err(RenderError::source(id))?;
+            let path = resolver.path(id, &lottie.source)?;
+            // What rlottie builds from the file, held while the layer plays: in a sandbox,
+            // what the kernel lets it map.
+            let bytes = std::fs::metadata(&path).map_err(|e| RenderError::source(id)(MediaError::Io(e)))?.len();
+            let memory = limits
+                .memory
+                .reserve_for("the Lottie animation", budget::estimate::lottie(bytes), deadline)
+                .map_err(RenderError::source(id))?;
+            let animation = Lottie::read(&path).map_err(RenderError::source(id))?;
             let direct = visual.rotation == 0.0 && !anim::scales(&visual.animations);
-            let body = LottieBody::new(animation, lottie, (bw, bh), direct).map_err(|e| RenderError::layer(id, e))?;
+            let body =
+                LottieBody::new(animation, lottie, (bw, bh), direct, memory).map_err(|e| RenderError::layer(id, e))?;
             Body::Lottie(Box::new(body))
         }
         Content::Sound(_) => return Ok(None),

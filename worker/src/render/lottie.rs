@@ -11,6 +11,7 @@ use super::geom::RectF;
 use super::image::fitting;
 use super::layer::ink_cropped;
 use super::picture::Picture;
+use crate::media::budget::Reservation;
 use crate::media::lottie::Lottie;
 
 /// Most pixels the whole animation is drawn at (its fit into the box may make it larger
@@ -33,6 +34,8 @@ pub(crate) struct LottieBody {
     /// The frame drawn last, cut to its ink, with its offset in the box.
     current: Option<(usize, Picture, i64, i64)>,
     argb: Vec<u32>,
+    /// The memory reserved for the animation's model.
+    _memory: Reservation,
 }
 
 impl LottieBody {
@@ -44,6 +47,7 @@ impl LottieBody {
         layer: &LottieLayer,
         (bw, bh): (u32, u32),
         direct: bool,
+        memory: Reservation,
     ) -> Result<LottieBody, String> {
         let (w, h) = (lottie.width as f64, lottie.height as f64);
         let f = fitting(layer.fit, w, h, f64::from(bw), f64::from(bh));
@@ -71,6 +75,7 @@ impl LottieBody {
             direct,
             current: None,
             argb: Vec::new(),
+            _memory: memory,
         })
     }
 

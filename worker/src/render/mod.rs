@@ -146,7 +146,7 @@ pub struct Progress {
 }
 
 /// What [`render`] produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RenderOutput {
     /// Output size in pixels.
     pub width: u32,

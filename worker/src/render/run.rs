@@ -67,7 +67,8 @@ pub(super) fn render(
     let shown = shown_frames(&plan, &output, range, thumbnail_frame(&plan));
     let thumb_frame = thumbnail_of(&output, &shown, thumbnail_frame(&plan));
     // Held until the render ends (released on drop, panic included).
-    let _memory = limits.memory.reserve(reservation(template, settings.quality, output.format, &videos), &deadline)?;
+    let reserved = reservation(template, settings.quality, output.format, &videos);
+    let _memory = limits.memory.reserve_for("the render", reserved, &deadline)?;
     let (mut mixer, sound, sound_key) = if heard {
         let specs = track_specs(template, &plan, &resolver, &voices, &limits)?;
         let sound_key = sound_cache::key(

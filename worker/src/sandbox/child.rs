@@ -4,15 +4,24 @@
 use std::fs::File;
 use std::io::{BufRead, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::{confine, FileOut, Files, Grant, Message, Plan, Work};
+use reelfarm_domain::template::Source;
+use tokio_util::sync::CancellationToken;
+
+use super::{confine, FileOut, Files, Message, Piece, Plan, RenderPlan, Reply, Work, PRESETS};
 use crate::media::budget::Delegate;
 use crate::media::limits::Deadline;
-use crate::media::{self, Converted, MediaError, MemoryBudget, Role};
+use crate::media::{self, Converted, Limits, MediaError, MemoryBudget, Role};
+use crate::render::{self, split, Progress, RenderError, RenderSettings, SoundStore};
 
-/// Longest line the child reads: a plan or a grant is far shorter.
+/// Longest plan the child reads: a template with its values (job bodies are at most a
+/// few MiB).
+const MAX_PLAN: u64 = 64 << 20;
+/// Longest reply the child reads: a grant or a file name.
 const MAX_LINE: u64 = 64 * 1024;
 
 /// Runs one plan. Exit status 0 when an answer was written (the work's own failure
@@ -27,8 +36,8 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let channel = Arc::new(Channel { answers: Mutex::new(answers) });
-    let plan: Plan = match read_line(&mut std::io::stdin().lock()) {
+    let channel = Arc::new(Channel { answers: Mutex::new(answers), granted: Mutex::new(0), held: AtomicU64::new(0) });
+    let plan: Plan = match read_line(&mut std::io::stdin().lock(), MAX_PLAN) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("reelfarm sandbox: reading the plan: {e}");
@@ -40,7 +49,11 @@ pub fn main() -> ExitCode {
             if !confined.landlock {
                 eprintln!("reelfarm sandbox: this kernel has no Landlock; files are not restricted");
             }
-            run(&plan, channel.clone())
+            let limits = plan.limits.with_budget(MemoryBudget::delegated(channel.clone()));
+            match &plan.work {
+                Work::Convert { input, out_dir } => convert(input, out_dir, &limits),
+                Work::Render(render) => self::render(render, limits, &channel),
+            }
         }
         Err(e) => Message::Failed { retryable: true, message: format!("the sandbox could not be set up: {e}") },
     };
@@ -53,14 +66,63 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs the plan's work with the worker's budget behind `channel`.
-fn run(plan: &Plan, channel: Arc<Channel>) -> Message {
-    let limits = plan.limits.with_budget(MemoryBudget::delegated(channel));
-    let Work::Convert { input, out_dir } = &plan.work;
-    match media::convert(input, out_dir, &limits, &|_| {}) {
+fn convert(input: &Path, out_dir: &Path, limits: &Limits) -> Message {
+    match media::convert(input, out_dir, limits, &|_| {}) {
         Ok(converted) => Message::Converted(files(converted)),
         Err(e) => Message::Failed { retryable: e.is_retryable(), message: e.to_string() },
     }
+}
+
+/// Renders the plan's piece; its progress and the fleet's sounds go through `channel`.
+fn render(plan: &RenderPlan, limits: Limits, channel: &Arc<Channel>) -> Message {
+    let Some(preset) = PRESETS.iter().find(|p| **p == plan.preset) else {
+        return Message::Failed { retryable: false, message: format!("unknown x264 preset {:?}", plan.preset) };
+    };
+    let sounds = plan.sounds.then(|| {
+        let store = ChannelSounds { channel: channel.clone(), dir: plan.dir.clone(), puts: AtomicU64::new(0) };
+        Arc::new(store) as Arc<dyn SoundStore>
+    });
+    let settings = RenderSettings {
+        quality: plan.quality,
+        output: plan.output,
+        crf: plan.crf,
+        preset,
+        threads: plan.threads,
+        time_limit: limits.time_limit,
+        limits,
+        // The worker kills a cancelled render's child.
+        stop: CancellationToken::new(),
+        sounds,
+        speech: plan.speech.clone(),
+        max_seconds: plan.max_seconds,
+    };
+    let resolve = |s: &Source| plan.sources.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
+    let last = AtomicU64::new(u64::MAX);
+    let progress = |p: Progress| {
+        let percent = p.frames_done * 100 / p.frames_total.max(1);
+        if last.swap(percent, Ordering::Relaxed) != percent {
+            // A worker that went away kills this child; nothing to do here.
+            let _ = channel.send(&Message::Progress { frames_done: p.frames_done, frames_total: p.frames_total });
+        }
+    };
+    let template = &plan.template;
+    let made = match &plan.piece {
+        Piece::Whole { out, thumb } => render::render(template, &resolve, &settings, out, thumb, &progress).map(Some),
+        Piece::Frames { range, out, thumb } => {
+            split::render_frames(template, &resolve, &settings, range.clone(), out, thumb, &progress).map(Some)
+        }
+        Piece::Sound { out } => split::render_sound(template, &resolve, &settings, out).map(|_| None),
+    };
+    match made {
+        Ok(made) => Message::Rendered(made.map(Box::new)),
+        Err(e) => Message::Failed { retryable: retryable(&e), message: e.to_string() },
+    }
+}
+
+/// Whether a later attempt at a render that failed with `e` may succeed: not when the
+/// template or its sources are at fault, nor when it ran out of its time.
+fn retryable(e: &RenderError) -> bool {
+    !e.is_bad_input() && !matches!(e, RenderError::TimedOut { .. })
 }
 
 /// A conversion's result as the child reports it.
@@ -100,9 +162,14 @@ fn files(converted: Converted) -> Files {
     }
 }
 
-/// The child's lines to the worker, and the worker's grants on standard input.
+/// The child's lines to the worker, and the worker's replies on standard input.
 struct Channel {
     answers: Mutex<File>,
+    /// Bytes of memory the worker granted so far; held while a question waits for its
+    /// reply, so that replies come in the order of the questions.
+    granted: Mutex<u64>,
+    /// Bytes the engine holds reserved now (at most `granted`).
+    held: AtomicU64,
 }
 
 impl Channel {
@@ -113,28 +180,77 @@ impl Channel {
         answers.write_all(&line)?;
         answers.flush()
     }
+
+    /// Sends `question` and reads the worker's reply; the caller holds `granted`.
+    fn ask(&self, question: &Message) -> std::io::Result<Reply> {
+        self.send(question)?;
+        read_line(&mut std::io::stdin().lock(), MAX_LINE)
+    }
 }
 
 impl Delegate for Channel {
+    /// Asks the worker only for what the engine's reservations need beyond what it was
+    /// granted before: memory granted is kept until the child ends (its peak), and the
+    /// address-space limit follows it.
     fn reserve(&self, what: &'static str, bytes: u64, deadline: &Deadline) -> Result<(), MediaError> {
-        let asked = Message::Reserve { what: what.into(), bytes };
-        self.send(&asked)?;
-        let grant: Grant = read_line(&mut std::io::stdin().lock())?;
-        match grant {
-            Grant::Granted => {
-                confine::cap_memory(bytes).map_err(MediaError::Internal)?;
-                Ok(())
+        let mut granted = self.granted.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = self.held.load(Ordering::SeqCst).saturating_add(bytes);
+        if wanted > *granted {
+            match self.ask(&Message::Reserve { what: what.into(), bytes: wanted - *granted })? {
+                Reply::Granted => {
+                    *granted = wanted;
+                    confine::cap_memory(wanted).map_err(MediaError::Internal)?;
+                }
+                Reply::TooMuch(too_much) => return Err(too_much.into()),
+                Reply::TimedOut => return Err(deadline.error()),
+                Reply::Sound(_) => return Err(MediaError::Internal("the worker answered out of turn".into())),
             }
-            Grant::TooMuch(too_much) => Err(too_much.into()),
-            Grant::TimedOut => Err(deadline.error()),
+        }
+        self.held.fetch_add(bytes, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn release(&self, bytes: u64) {
+        self.held.fetch_sub(bytes, Ordering::SeqCst);
+    }
+}
+
+/// The fleet's kept sounds, read and written by the worker as files in the render's
+/// directory.
+struct ChannelSounds {
+    channel: Arc<Channel>,
+    dir: PathBuf,
+    /// Sounds handed over so far (their files' names).
+    puts: AtomicU64,
+}
+
+impl std::fmt::Debug for ChannelSounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChannelSounds")
+    }
+}
+
+impl SoundStore for ChannelSounds {
+    fn get(&self, name: &str) -> Option<Vec<u8>> {
+        let _turn = self.channel.granted.lock().unwrap_or_else(|e| e.into_inner());
+        match self.channel.ask(&Message::SoundGet { name: name.into() }) {
+            Ok(Reply::Sound(Some(file))) => std::fs::read(self.dir.join(file)).ok(),
+            _ => None,
+        }
+    }
+
+    fn put(&self, name: &str, bytes: Vec<u8>) {
+        let file = format!("sound-put-{}", self.puts.fetch_add(1, Ordering::Relaxed));
+        if std::fs::write(self.dir.join(&file), bytes).is_ok() {
+            let _ = self.channel.send(&Message::SoundPut { name: name.into(), file });
         }
     }
 }
 
-/// Reads one JSON line (at most [`MAX_LINE`] bytes).
-fn read_line<T: serde::de::DeserializeOwned>(input: &mut impl BufRead) -> std::io::Result<T> {
+/// Reads one JSON line of at most `max` bytes.
+fn read_line<T: serde::de::DeserializeOwned>(input: &mut impl BufRead, max: u64) -> std::io::Result<T> {
     let mut line = Vec::new();
-    std::io::Read::take(&mut *input, MAX_LINE).read_until(b'\n', &mut line)?;
+    std::io::Read::take(&mut *input, max).read_until(b'\n', &mut line)?;
     if line.last() != Some(&b'\n') {
         return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "no complete line"));
     }

@@ -3,8 +3,10 @@
 //!
 //! - Address space (`RLIMIT_AS`): what the child had mapped when it started plus
 //!   [`Plan::probe_memory`] until it has reserved memory for decoding, then what it had
-//!   mapped then plus [`mappable`] of the reservation, soft and hard, for good. The hard
-//!   limit from the start is [`mappable`] of the worker's whole budget. (cgroup v2's
+//!   mapped at its first grant plus [`mappable`] of all it was granted (the soft limit;
+//!   it rises with each grant). The hard limit, from the start, is [`mappable`] of the
+//!   worker's whole budget: only code that took over the child could raise its soft
+//!   limit, and no further than that. (cgroup v2's
 //!   `memory.max` would count resident memory instead of mappings; this machine class
 //!   has cgroup v1, so the address space it is — see docs/security.md.)
 //! - CPU time (`RLIMIT_CPU`): the plan's seconds, then `SIGXCPU`; five more, `SIGKILL`.
@@ -63,14 +65,22 @@ pub(crate) fn apply(plan: &Plan) -> Result<Confined, String> {
     Ok(Confined { landlock })
 }
 
-/// Lowers the address-space limit, soft and hard, to what is mapped now plus what
-/// [`mappable`] gives `bytes` (never above the hard limit set before). Returns the new
-/// limit.
-pub(crate) fn cap_memory(bytes: u64) -> Result<u64, String> {
-    let mapped = mapped_bytes().map_err(|e| format!("reading /proc/self/status: {e}"))?;
+/// Sets the address-space limit to what was mapped at the first grant plus what
+/// [`mappable`] gives `granted`, all the memory granted so far (never above the hard
+/// limit set by [`apply`], which stays: a render is granted more as it goes). Returns the
+/// new limit.
+pub(crate) fn cap_memory(granted: u64) -> Result<u64, String> {
+    static MAPPED_AT_FIRST_GRANT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let mapped = match MAPPED_AT_FIRST_GRANT.get() {
+        Some(mapped) => *mapped,
+        None => {
+            let now = mapped_bytes().map_err(|e| format!("reading /proc/self/status: {e}"))?;
+            *MAPPED_AT_FIRST_GRANT.get_or_init(|| now)
+        }
+    };
     let (_, hard) = get_limit(libc::RLIMIT_AS)?;
-    let cap = mapped.saturating_add(mappable(bytes)).min(hard);
-    set_limit(libc::RLIMIT_AS, cap, cap)?;
+    let cap = mapped.saturating_add(mappable(granted)).min(hard);
+    set_limit(libc::RLIMIT_AS, cap, hard)?;
     Ok(cap)
 }
 
@@ -106,7 +116,12 @@ fn get_limit(resource: libc::__rlimit_resource_t) -> Result<(u64, u64), String> 
 /// Landlock: the files the child may read and write. `Ok(false)` where the kernel has no
 /// Landlock (the other limits still hold).
 fn restrict_files(plan: &Plan) -> Result<bool, String> {
-    let Work::Convert { input, out_dir } = &plan.work;
+    // A conversion reads its input and writes its output directory; a render reads and
+    // writes its directory, which holds its sources.
+    let (input, out_dir) = match &plan.work {
+        Work::Convert { input, out_dir } => (input, out_dir),
+        Work::Render(render) => (&render.dir, &render.dir),
+    };
     let abi = ABI::V5;
     let existing = |paths: Vec<PathBuf>| paths.into_iter().filter(|p| p.exists()).collect::<Vec<_>>();
     let read = existing(

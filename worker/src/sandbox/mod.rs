@@ -2,8 +2,8 @@
 //! (`reelfarm sandbox`), never in the process that serves the API, the notifier or other
 //! units.
 //!
-//! The boundary is a typed [`Plan`]: what to do (convert this file into that directory)
-//! and its bounds. The child reads it as one JSON line on its standard input, confines
+//! The boundary is a typed [`Plan`]: what to do (convert this file into that directory,
+//! render this template from these files) and its bounds. The child reads it as one JSON line on its standard input, confines
 //! itself before it reads a byte of the input ([`confine`]: address space, CPU time, no
 //! sockets, no `exec`, and with Landlock only its input, its output directory and the
 //! system's libraries), runs the engine alone (no store, bus or configuration) and writes
@@ -11,6 +11,13 @@
 //! the worker's budget: once the child has probed its input it asks for what the engine
 //! estimates ([`Message::Reserve`]), the worker reserves it (waiting for room as
 //! in-process work does) and the child lowers its address-space limit to that, for good.
+//!
+//! A render asks for memory more than once (a moving picture's frames as it decodes
+//! them); the child keeps what it was granted until it ends, so the worker holds the
+//! child's peak and the kernel's limit never has to rise again. A render's progress
+//! comes as lines too, and the sounds the fleet keeps are read and written by the worker
+//! on the child's behalf, as files in the render's directory (the child has no store).
+//! A cancelled render's child is killed.
 //!
 //! A crash, an abort, running out of its memory or its time fails that one unit with an
 //! error that names what it was working on and the limit it passed
@@ -22,14 +29,18 @@ pub mod child;
 mod confine;
 mod parent;
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use reelfarm_domain::output::Output;
+use reelfarm_domain::template::{Source, Template};
 use serde::{Deserialize, Serialize};
 
-pub use parent::Sandbox;
+pub use parent::{RenderServices, Sandbox};
 
 use crate::media::{Limits, MemoryBudget, TooMuchMemory};
+use crate::render::{Quality, RenderOutput, SpeechCues};
 
 /// What a sandbox runs and within which bounds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,7 +61,56 @@ pub(crate) struct Plan {
 pub(crate) enum Work {
     /// An uploaded original (`input`) into its renditions, written to `out_dir`.
     Convert { input: PathBuf, out_dir: PathBuf },
+    /// A template with its sources, rendered into its directory.
+    Render(Box<RenderPlan>),
 }
+
+/// A render in a sandbox: the template (values applied), the local file of each source
+/// and what to make of it. Every file it names is in `dir`, the only directory the child
+/// sees.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RenderPlan {
+    pub template: Template,
+    pub sources: Vec<(Source, PathBuf)>,
+    pub dir: PathBuf,
+    pub quality: Quality,
+    pub output: Output,
+    pub crf: u8,
+    /// One of [`PRESETS`].
+    pub preset: String,
+    pub threads: u16,
+    pub speech: SpeechCues,
+    pub max_seconds: Option<f64>,
+    /// Whether the worker keeps encoded sounds for the fleet ([`Message::SoundGet`]).
+    pub sounds: bool,
+    pub piece: Piece,
+}
+
+/// Which part of a render a [`RenderPlan`] makes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Piece {
+    /// The whole video into `out`, its thumbnail into `thumb`.
+    Whole { out: PathBuf, thumb: PathBuf },
+    /// The frames `range`, video only, into `out`; the thumbnail into `thumb` when its
+    /// frame is among them (`crate::render::split`).
+    Frames { range: Range<u64>, out: PathBuf, thumb: PathBuf },
+    /// The whole sound, as kept packets, into `out`.
+    Sound { out: PathBuf },
+}
+
+impl Piece {
+    /// The files the piece writes: the first always, the second when it made one.
+    pub(crate) fn outputs(&self) -> (&PathBuf, Option<&PathBuf>) {
+        match self {
+            Piece::Whole { out, thumb } | Piece::Frames { out, thumb, .. } => (out, Some(thumb)),
+            Piece::Sound { out } => (out, None),
+        }
+    }
+}
+
+/// x264's presets, the values [`RenderPlan::preset`] may take.
+pub const PRESETS: [&str; 10] =
+    ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"];
 
 /// The engine's [`Limits`] without its memory budget (the worker's, asked for through
 /// [`Message::Reserve`]).
@@ -93,22 +153,36 @@ impl From<&Limits> for PlanLimits {
 /// One line the child writes to the worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum Message {
-    /// Memory for decoding `what` ("the video"): the child waits for a [`Grant`].
+    /// Memory for decoding `what` ("the video"), more than the child holds: it waits for
+    /// a [`Reply`].
     Reserve { what: String, bytes: u64 },
-    /// The work finished: these files are in the output directory.
+    /// A render's progress, when its percentage changed.
+    Progress { frames_done: u64, frames_total: u64 },
+    /// The encoded sound the fleet keeps under `name` (hex): the child waits for
+    /// [`Reply::Sound`].
+    SoundGet { name: String },
+    /// Keep the encoded sound in the file `file` of the render's directory under `name`
+    /// (no reply; the worker removes the file).
+    SoundPut { name: String, file: String },
+    /// The conversion finished: these files are in the output directory.
     Converted(Files),
+    /// The render finished: what it made (`None` for [`Piece::Sound`]).
+    Rendered(Option<Box<RenderOutput>>),
     /// The work failed; `retryable` when a later attempt may succeed (disk trouble).
     Failed { retryable: bool, message: String },
 }
 
-/// The worker's answer to [`Message::Reserve`].
+/// The worker's answer to [`Message::Reserve`] and [`Message::SoundGet`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) enum Grant {
+pub(crate) enum Reply {
     Granted,
     /// More than the worker's whole budget: it could never run here.
     TooMuch(TooMuchMemory),
     /// No room was made before the work's deadline.
     TimedOut,
+    /// The kept sound asked for: the name of its file in the render's directory, if the
+    /// fleet has it.
+    Sound(Option<String>),
 }
 
 /// What a conversion made, as the child reports it (checked by the worker before use).

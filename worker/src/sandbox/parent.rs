@@ -4,21 +4,28 @@
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
+use tokio_util::sync::CancellationToken;
 
-use super::{Files, Grant, Message, Plan, PlanLimits, Work, ASSET_TYPES, MADE_TYPES, ROLES};
+use super::{Files, Message, Plan, PlanLimits, RenderPlan, Reply, Work, ASSET_TYPES, MADE_TYPES, ROLES};
 use crate::media::budget::Reservation;
 use crate::media::limits::Deadline;
-use crate::media::{Limits, MediaError, MemoryBudget};
+use crate::media::{Limits, MediaError, MemoryBudget, TooMuchMemory};
+use crate::render::{Progress, RenderError, RenderOutput, SoundStore};
 
 /// Address space a child may map for sniffing and probing, before its reservation.
 const PROBE_MEMORY: u64 = 512 << 20;
 
-/// Longest line the worker reads from a child: a conversion's answer is a few KiB.
-const MAX_LINE: u64 = 1 << 20;
+/// Longest line the worker reads from a child: a render's answer holds its captions.
+const MAX_LINE: u64 = 16 << 20;
+
+/// Largest kept sound a child may hand over: an hour of stereo AAC at 320 kbit/s is
+/// about 150 MB.
+const MAX_KEPT_SOUND: u64 = 256 << 20;
 
 /// What of a child's standard error is kept for the log and the error: its end.
 const STDERR_TAIL: usize = 8 * 1024;
@@ -31,6 +38,17 @@ const GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     program: PathBuf,
+}
+
+/// What a render's child may ask of the worker while it works, besides memory.
+pub struct RenderServices<'a> {
+    /// Called with the render's progress.
+    pub progress: &'a (dyn Fn(Progress) + Send + Sync),
+    /// Where the fleet keeps encoded sounds (none: the child encodes its own).
+    pub sounds: Option<Arc<dyn SoundStore>>,
+    /// Once cancelled, the child is killed and the render ends with
+    /// [`RenderError::Cancelled`].
+    pub stop: &'a CancellationToken,
 }
 
 impl Sandbox {
@@ -46,30 +64,67 @@ impl Sandbox {
     /// Converts `input` into renditions in `out_dir` (which must exist) in a child within
     /// `limits`, its memory reserved from their budget.
     pub async fn convert(&self, input: &Path, out_dir: &Path, limits: &Limits) -> Result<Files, MediaError> {
-        let plan = Plan {
-            work: Work::Convert { input: input.to_owned(), out_dir: out_dir.to_owned() },
-            limits: PlanLimits::from(limits),
-            probe_memory: PROBE_MEMORY,
-            most_memory: limits.memory.total_mib().map(|mib| mib << 20),
-            cpu_seconds: cpu_seconds(limits.time_limit),
+        let plan = plan(Work::Convert { input: input.to_owned(), out_dir: out_dir.to_owned() }, limits);
+        let stop = CancellationToken::new();
+        let services = RenderServices { progress: &|_| {}, sounds: None, stop: &stop };
+        let Message::Converted(files) = self.run(&plan, &limits.memory, &services).await? else {
+            return Err(MediaError::Internal("the sandbox answered a conversion with something else".into()));
         };
-        let files = self.run(&plan, &limits.memory).await?;
         check(&files, out_dir)?;
         Ok(files)
     }
 
+    /// Renders `render` (its sources and outputs in its directory) in a child within
+    /// `limits`, its memory reserved from their budget. The piece's files are checked to
+    /// be regular files where the plan put them.
+    pub async fn render(
+        &self,
+        render: RenderPlan,
+        limits: &Limits,
+        services: &RenderServices<'_>,
+    ) -> Result<Option<RenderOutput>, RenderError> {
+        let (out, thumb) = render.piece.outputs();
+        let (out, thumb) = (out.clone(), thumb.cloned());
+        let plan = plan(Work::Render(Box::new(render)), limits);
+        let made = match self.run(&plan, &limits.memory, services).await {
+            Ok(Message::Rendered(made)) => made.map(|made| *made),
+            Ok(_) => return Err(RenderError::Internal("the sandbox answered a render with something else".into())),
+            Err(e) => return Err(render_error(e, services.stop)),
+        };
+        let regular = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+        if !regular(&out) || thumb.as_deref().is_some_and(|t| t.exists() && !regular(t)) {
+            return Err(RenderError::Internal("the sandbox answered with a file that is not a regular file".into()));
+        }
+        Ok(made)
+    }
+
     /// Runs `plan` in a child, its reservations taken from `budget`, until it answers,
-    /// fails or passes its deadline.
-    async fn run(&self, plan: &Plan, budget: &MemoryBudget) -> Result<Files, MediaError> {
+    /// fails, passes its deadline or is stopped.
+    async fn run(
+        &self,
+        plan: &Plan,
+        budget: &MemoryBudget,
+        services: &RenderServices<'_>,
+    ) -> Result<Message, MediaError> {
         let deadline = Deadline::after(plan.limits.time_limit);
         let mut child = self.start()?;
         let mut stdin = child.stdin.take().ok_or_else(|| MediaError::Internal("no stdin".into()))?;
         let stdout = child.stdout.take().ok_or_else(|| MediaError::Internal("no stdout".into()))?;
         let stderr = tokio::spawn(tail(child.stderr.take()));
         send(&mut stdin, plan).await?;
-        let mut child_run = ChildRun { budget, deadline, stdin, reserved: None };
-        let answered =
-            tokio::time::timeout(plan.limits.time_limit + GRACE, child_run.talk(BufReader::new(stdout))).await;
+        let dir = match &plan.work {
+            Work::Render(render) => Some(render.dir.as_path()),
+            Work::Convert { .. } => None,
+        };
+        let mut child_run =
+            ChildRun { budget, deadline, stdin, reserved: Vec::new(), what: String::new(), dir, services };
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(plan.limits.time_limit + GRACE, child_run.talk(BufReader::new(stdout))) => answered,
+            () = services.stop.cancelled() => {
+                child.kill().await?;
+                return Err(MediaError::Internal("stopped".into()));
+            }
+        };
         // A child that answered goes by itself; one that did not by the deadline, or
         // lingers after its answer, is killed.
         let status = match answered {
@@ -81,12 +136,13 @@ impl Sandbox {
         }
         let Ok(answer) = answered else { return Err(deadline.error()) };
         match answer? {
-            Some(Message::Converted(files)) => Ok(files),
             Some(Message::Failed { retryable: true, message }) => Err(MediaError::Io(std::io::Error::other(message))),
             Some(Message::Failed { message, .. }) => Err(MediaError::Reported(message)),
-            _ => {
+            Some(answer) => Ok(answer),
+            None => {
                 let stderr = stderr.await.unwrap_or_default();
-                let reserved = child_run.reserved.as_ref().map(|(_, what, bytes)| (what.as_str(), *bytes));
+                let reserved = child_run.reserved_bytes();
+                let reserved = (reserved > 0).then_some((child_run.what.as_str(), reserved));
                 Err(match status {
                     Some(status) => ended(status, &stderr, reserved, &plan.limits),
                     None => MediaError::Crashed("it stopped answering".into()),
@@ -124,17 +180,49 @@ impl Sandbox {
     }
 }
 
-/// A child at work: what it reserved so far.
+/// The plan of `work` within `limits`.
+fn plan(work: Work, limits: &Limits) -> Plan {
+    Plan {
+        work,
+        limits: PlanLimits::from(limits),
+        probe_memory: PROBE_MEMORY,
+        most_memory: limits.memory.total_mib().map(|mib| mib << 20),
+        cpu_seconds: cpu_seconds(limits.time_limit),
+    }
+}
+
+/// A render's error from a sandbox's: what the child reported keeps its kind (a failure
+/// a later attempt may get past, or one of the template and its sources); a crash or
+/// running out of memory is the template's.
+fn render_error(e: MediaError, stop: &CancellationToken) -> RenderError {
+    match e {
+        _ if stop.is_cancelled() => RenderError::Cancelled,
+        MediaError::Io(e) => RenderError::Io(e),
+        MediaError::TimedOut { limit } => RenderError::TimedOut { limit },
+        MediaError::Crashed(how) => {
+            RenderError::Reported(format!("the renderer crashed on this template's sources ({how})"))
+        }
+        MediaError::Memory(too_much) => RenderError::Memory(too_much),
+        MediaError::Internal(message) => RenderError::Internal(message),
+        other => RenderError::Reported(other.to_string()),
+    }
+}
+
+/// A child at work: what it reserved so far, and what it may ask for.
 struct ChildRun<'a> {
     budget: &'a MemoryBudget,
     deadline: Deadline,
     stdin: ChildStdin,
-    /// What the child reserved (held until it ends) and for what.
-    reserved: Option<(Reservation, String, u64)>,
+    /// What the child reserved (held until it ends) and for what, last.
+    reserved: Vec<(Reservation, u64)>,
+    what: String,
+    /// A render's directory, where kept sounds are handed over.
+    dir: Option<&'a Path>,
+    services: &'a RenderServices<'a>,
 }
 
 impl ChildRun<'_> {
-    /// Grants the child's reservations until it answers; `None` when it ended without.
+    /// Answers the child's questions until it answers; `None` when it ended without.
     async fn talk(&mut self, mut lines: impl AsyncBufRead + Unpin) -> Result<Option<Message>, MediaError> {
         loop {
             let mut line = Vec::new();
@@ -144,25 +232,86 @@ impl ChildRun<'_> {
             }
             let message: Message = serde_json::from_slice(&line)
                 .map_err(|e| MediaError::Internal(format!("the sandbox answered nonsense: {e}")))?;
-            let Message::Reserve { what, bytes } = message else { return Ok(Some(message)) };
-            if self.reserved.is_some() {
-                return Err(MediaError::Internal("the sandbox reserved memory twice".into()));
-            }
-            let (budget, deadline) = (self.budget.clone(), self.deadline);
-            let reserved = tokio::task::spawn_blocking(move || budget.reserve(bytes, &deadline))
-                .await
-                .map_err(|e| MediaError::Internal(format!("reserving memory: {e}")))?;
-            let grant = match reserved {
-                Ok(reservation) => {
-                    self.reserved = Some((reservation, what, bytes));
-                    Grant::Granted
+            match message {
+                Message::Reserve { what, bytes } => {
+                    let reply = self.reserve(what, bytes).await?;
+                    send(&mut self.stdin, &reply).await?;
                 }
-                Err(MediaError::Memory(too_much)) => Grant::TooMuch(too_much),
-                Err(_) => Grant::TimedOut,
-            };
-            send(&mut self.stdin, &grant).await?;
+                Message::Progress { frames_done, frames_total } => {
+                    (self.services.progress)(Progress { frames_done: frames_done.min(frames_total), frames_total });
+                }
+                Message::SoundGet { name } => {
+                    let file = self.sound_get(name).await;
+                    send(&mut self.stdin, &Reply::Sound(file)).await?;
+                }
+                Message::SoundPut { name, file } => self.sound_put(name, file).await,
+                answer => return Ok(Some(answer)),
+            }
         }
     }
+
+    fn reserved_bytes(&self) -> u64 {
+        self.reserved.iter().map(|(_, bytes)| bytes).sum()
+    }
+
+    /// Reserves `bytes` more for the child, never more than the whole budget in all.
+    async fn reserve(&mut self, what: String, bytes: u64) -> Result<Reply, MediaError> {
+        let wanted = self.reserved_bytes().saturating_add(bytes);
+        if let Some(total) = self.budget.total_mib() {
+            if wanted.div_ceil(1 << 20) > total {
+                return Ok(Reply::TooMuch(TooMuchMemory { needed_mib: wanted.div_ceil(1 << 20), allowed_mib: total }));
+            }
+        }
+        let (budget, deadline) = (self.budget.clone(), self.deadline);
+        let reserved = tokio::task::spawn_blocking(move || budget.reserve(bytes, &deadline))
+            .await
+            .map_err(|e| MediaError::Internal(format!("reserving memory: {e}")))?;
+        Ok(match reserved {
+            Ok(reservation) => {
+                self.reserved.push((reservation, bytes));
+                self.what = what;
+                Reply::Granted
+            }
+            Err(MediaError::Memory(too_much)) => Reply::TooMuch(too_much),
+            Err(_) => Reply::TimedOut,
+        })
+    }
+
+    /// The kept sound `name`, written into the render's directory for the child; its
+    /// file's name.
+    async fn sound_get(&self, name: String) -> Option<String> {
+        let (store, dir) = (self.services.sounds.clone()?, self.dir?);
+        if !sound_name(&name) {
+            return None;
+        }
+        let bytes = tokio::task::spawn_blocking(move || store.get(&name)).await.ok()??;
+        let file = format!("sound-get-{}", reelfarm_domain::token::random_base62(8));
+        tokio::fs::write(dir.join(&file), bytes).await.ok()?;
+        Some(file)
+    }
+
+    /// Keeps the sound the child wrote to `file` under `name`, and removes the file.
+    async fn sound_put(&self, name: String, file: String) {
+        let (Some(store), Some(dir)) = (self.services.sounds.clone(), self.dir) else { return };
+        let plain = file.starts_with("sound-put-") && Path::new(&file).file_name().is_some_and(|n| n == file.as_str());
+        if !plain || !sound_name(&name) {
+            return;
+        }
+        let path = dir.join(&file);
+        let regular = tokio::fs::symlink_metadata(&path)
+            .await
+            .is_ok_and(|m| m.file_type().is_file() && m.len() <= MAX_KEPT_SOUND);
+        let bytes = if regular { tokio::fs::read(&path).await.ok() } else { None };
+        let _ = tokio::fs::remove_file(&path).await;
+        if let Some(bytes) = bytes {
+            let _ = tokio::task::spawn_blocking(move || store.put(&name, bytes)).await;
+        }
+    }
+}
+
+/// A kept sound's name as the renderer makes it: a content key in hex.
+fn sound_name(name: &str) -> bool {
+    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Why a child ended without an answer, from its status and the end of its standard error.

@@ -63,6 +63,20 @@ fn confined_checks(scratch: &Path) {
         v.try_reserve_exact(confine::mappable(8 << 20) as usize + (64 << 20)).map(|()| v)
     };
     report("capped-after-reserving", after.is_err());
+    drop(after);
+    // A render is granted more as it goes: the limit follows, up to the hard one.
+    confine::cap_memory((8 << 20) + (256 << 20)).expect("cap");
+    let grown: Result<Vec<u8>, _> = {
+        let mut v = Vec::new();
+        v.try_reserve_exact(confine::mappable(8 << 20) as usize + (64 << 20)).map(|()| v)
+    };
+    report("rises-with-grants", grown.is_ok());
+    drop(grown);
+    let beyond: Result<Vec<u8>, _> = {
+        let mut v = Vec::new();
+        v.try_reserve_exact(confine::mappable(128 << 20) as usize + (1 << 30)).map(|()| v)
+    };
+    report("never-past-the-budget", beyond.is_err());
 }
 
 #[test]
@@ -97,6 +111,8 @@ fn a_confined_child_has_no_network_no_programs_and_only_its_files() {
         "address-space ok",
         "room-to-probe ok",
         "capped-after-reserving ok",
+        "rises-with-grants ok",
+        "never-past-the-budget ok",
     ];
     assert_eq!(lines, expected, "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(!scratch.path().join("planted").exists());

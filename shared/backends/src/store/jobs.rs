@@ -8,7 +8,7 @@
 //! `render_finished.v1` event for the notifier.
 
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row};
+use sqlx::{Any, Row, Transaction};
 
 use super::{
     flag, id, is_unique_violation, missing_reference, optional_id, outbox, Dialect, Result, Store, StoreError,
@@ -208,6 +208,44 @@ fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
 }
 
 impl Store {
+    /// Writes `job` in `tx`, its renders counting in the share of `owner` (an account)
+    /// and charged to it; `false` when its credits do not cover them (roll back then).
+    async fn write_job(&self, tx: &mut Transaction<'static, Any>, job: &NewJob, owner: &str) -> Result<bool> {
+        let charges = job.charges();
+        let record = JobRecord::from_new(job);
+        let sql = format!(
+            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, \
+             $14, $15, CASE WHEN $11 > 0 THEN $16 END)"
+        );
+        bind_job(sqlx::query(&sql), job, &record, charges)
+            .bind(owner)
+            .execute(&mut **tx)
+            .await
+            .map_err(missing_reference("template"))?;
+        let account = if charges > 0 { Some(CreditAccount::decode(owner)?) } else { None };
+        for (render, stored) in job.renders.iter().zip(&record.renders) {
+            let sql = format!(
+                "INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+            );
+            bind_render(sqlx::query(&sql), job, render, stored).bind(owner).execute(&mut **tx).await?;
+            if let Some((project_id, json)) = &render.project {
+                let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
+                bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut **tx).await?;
+            }
+            if job.create_render {
+                outbox::enqueue(&mut *tx, &crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() }))
+                    .await?;
+            }
+        }
+        // The debit comes last: it locks the account's row until the commit, and every
+        // job of the account waits for that lock.
+        match &account {
+            Some(account) => account.debit(tx, charges).await,
+            None => Ok(true),
+        }
+    }
+
     /// [`JobStore::create_job`](crate::store::JobStore::create_job) on PostgreSQL without an idempotency key: the debit, the job,
     /// its renders, projects and outbox rows in one statement of data-modifying `WITH`
     /// queries, so one round trip (and no BEGIN/COMMIT) per job. Nothing is written when
@@ -369,45 +407,51 @@ impl JobStore for Store {
             }
         }
 
-        let charges = job.charges();
-        let record = JobRecord::from_new(job);
-        // The account whose share the renders count in, and that pays for them.
-        let owner: String = sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
-            .bind(job.user_id.as_str())
-            .fetch_one(&mut *tx)
-            .await?;
-        let sql = format!(
-            "INSERT INTO jobs ({JOB_COLUMNS}, credit_account) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, \
-             $14, $15, CASE WHEN $11 > 0 THEN $16 END)"
-        );
-        bind_job(sqlx::query(&sql), job, &record, charges)
-            .bind(&owner)
-            .execute(&mut *tx)
-            .await
-            .map_err(missing_reference("template"))?;
-        let account = if charges > 0 { Some(CreditAccount::decode(&owner)?) } else { None };
-        for (render, stored) in job.renders.iter().zip(&record.renders) {
-            let sql = format!(
-                "INSERT INTO renders ({NEW_RENDER_COLUMNS}, account) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
-            );
-            bind_render(sqlx::query(&sql), job, render, stored).bind(&owner).execute(&mut *tx).await?;
-            if let Some((project_id, json)) = &render.project {
-                let sql = format!("INSERT INTO projects ({PROJECT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
-                bind_project(sqlx::query(&sql), job, render, project_id, json).execute(&mut *tx).await?;
-            }
-            if job.create_render {
-                outbox::enqueue(&mut tx, &crate::trace::envelope(Message::RenderV1 { render_id: render.id.clone() }))
-                    .await?;
-            }
+        let owner = account_in(&mut tx, &job.user_id).await?;
+        if !self.write_job(&mut tx, job, &owner).await? {
+            tx.rollback().await?;
+            return Ok(JobCreation::CreditsExhausted { needed: job.charges() });
         }
-        // The debit comes last: it locks the account's row until the commit, and every
-        // job of the account waits for that lock.
-        if let Some(account) = &account {
-            if !account.debit(&mut tx, charges).await? {
-                tx.rollback().await?;
-                return Ok(JobCreation::CreditsExhausted { needed: charges });
-            }
+        tx.commit().await?;
+        if job.create_render {
+            self.outbox_written();
+        }
+        Ok(JobCreation::Created)
+    }
+
+    #[tracing::instrument(name = "store::create_draft", level = "debug", skip_all)]
+    async fn create_draft(&self, job: &NewJob, since: i64, budget_ms: i64) -> Result<JobCreation> {
+        let mut tx = self.begin().await?;
+        let owner = account_in(&mut tx, &job.user_id).await?;
+        // One account's drafts are created one at a time, so that the budget read below
+        // holds until the commit (SQLite's write transactions are one at a time already).
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS locked")
+                .bind(format!("drafts:{owner}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let rows = sqlx::query(
+            "SELECT j.created_at, r.video_ms FROM jobs j JOIN renders r ON r.job_id = j.id \
+             WHERE j.draft = 1 AND j.created_at >= $1 AND r.account = $2 ORDER BY j.created_at",
+        )
+        .bind(since)
+        .bind(&owner)
+        .fetch_all(&mut *tx)
+        .await?;
+        let drafts = rows
+            .iter()
+            .map(|row| Ok((row.try_get("created_at")?, row.try_get("video_ms")?)))
+            .collect::<Result<Vec<(i64, i64)>>>()?;
+        let used: i64 = drafts.iter().map(|(_, ms)| ms).sum();
+        let wanted: i64 = job.renders.iter().map(|r| r.video_ms).sum();
+        if used + wanted > budget_ms {
+            tx.rollback().await?;
+            return Ok(JobCreation::DraftBudgetSpent { drafts });
+        }
+        if !self.write_job(&mut tx, job, &owner).await? {
+            tx.rollback().await?;
+            return Ok(JobCreation::CreditsExhausted { needed: job.charges() });
         }
         tx.commit().await?;
         if job.create_render {
@@ -477,4 +521,13 @@ impl JobStore for Store {
             .ok_or(StoreError::NotFound("project"))?;
         project_from(&row)
     }
+}
+
+/// The account `user_id` works in (see `CreditStore::account_of`), read in `tx`: the one
+/// whose share a job's renders count in and that pays for them.
+async fn account_in(tx: &mut Transaction<'static, Any>, user_id: &UserId) -> Result<String> {
+    Ok(sqlx::query_scalar(&format!("SELECT {}", ACCOUNT_OF_USER_2.replace("$2", "$1")))
+        .bind(user_id.as_str())
+        .fetch_one(&mut **tx)
+        .await?)
 }

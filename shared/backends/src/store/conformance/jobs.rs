@@ -216,16 +216,28 @@ pub(super) async fn credits_follow_each_render(store: &Store) {
     assert_eq!(store.cancel_job(&job.id).await.unwrap(), 1);
     assert_eq!(store.available_credits(&nora.id).await.unwrap(), 8, "the open render's four back");
 
-    let before = now_ms();
-    let mut draft = new_job(&nora.id, &template.id, 1, true, false);
-    draft.draft = true;
-    draft.renders[0].video_ms = 40_000;
-    assert_eq!(draft.charges(), 0);
-    assert_eq!(store.create_job(&draft, None).await.unwrap(), JobCreation::Created);
+    // Drafts: free, within a budget of a minute of video since `since`; four asked for at
+    // once, 40 s each, and only one is written.
+    let since = now_ms() - 1;
+    let draft = || {
+        let mut draft = new_job(&nora.id, &template.id, 1, true, false);
+        draft.draft = true;
+        draft.renders[0].video_ms = 40_000;
+        draft
+    };
+    assert_eq!(draft().charges(), 0);
+    let drafts: Vec<NewJob> = (0..4).map(|_| draft()).collect();
+    let created = futures::future::join_all(drafts.iter().map(|d| store.create_draft(d, since, 60_000))).await;
+    let created: Vec<JobCreation> = created.into_iter().map(Result::unwrap).collect();
+    let made: Vec<&NewJob> =
+        drafts.iter().zip(&created).filter(|(_, c)| **c == JobCreation::Created).map(|(d, _)| d).collect();
+    assert_eq!(made.len(), 1, "{created:?}");
+    let spent = JobCreation::DraftBudgetSpent { drafts: vec![(made[0].created_at, 40_000)] };
+    assert_eq!(created.iter().filter(|c| **c == spent).count(), 3, "{created:?}");
     assert_eq!(store.available_credits(&nora.id).await.unwrap(), 8);
-    let drafts = store.drafts_since(&nora.id, before - 1).await.unwrap();
-    assert_eq!(drafts, [(draft.created_at, 40_000)]);
-    assert!(store.drafts_since(&nora.id, draft.created_at + 1).await.unwrap().is_empty());
+    // Outside the window it counts no more.
+    let later = draft();
+    assert_eq!(store.create_draft(&later, made[0].created_at + 1, 60_000).await.unwrap(), JobCreation::Created);
 }
 
 /// Cancelling a job: the renders that had not ended are `cancelled` and refunded, the

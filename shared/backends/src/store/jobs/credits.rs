@@ -1,6 +1,6 @@
 //! Whose credits a job spends, and the credits a user can spend.
 
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Transaction};
 
 use crate::store::{CreditStore, Result, Store, StoreError};
 use reelfarm_domain::id::{GroupId, UserId};
@@ -85,19 +85,5 @@ impl CreditStore for Store {
             .bind(user_id.as_str())
             .fetch_one(&self.pool)
             .await?)
-    }
-
-    #[tracing::instrument(name = "store::drafts_since", level = "debug", skip_all)]
-    async fn drafts_since(&self, user_id: &UserId, since: i64) -> Result<Vec<(i64, i64)>> {
-        let rows = sqlx::query(&format!(
-            "SELECT j.created_at, r.video_ms FROM jobs j JOIN renders r ON r.job_id = j.id \
-             WHERE j.draft = 1 AND j.created_at >= $1 AND r.account = {} ORDER BY j.created_at",
-            ACCOUNT_OF_USER_2
-        ))
-        .bind(since)
-        .bind(user_id.as_str())
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(|row| Ok((row.try_get("created_at")?, row.try_get("video_ms")?))).collect()
     }
 }

@@ -24,4 +24,10 @@ pub enum JobCreation {
     CreditsExhausted {
         needed: i64,
     },
+    /// The draft does not fit the account's draft budget; nothing was written. The
+    /// account's drafts in the budget's window, oldest first: when each was made and the
+    /// milliseconds of video it makes.
+    DraftBudgetSpent {
+        drafts: Vec<(i64, i64)>,
+    },
 }

@@ -23,6 +23,18 @@ pub trait JobStore {
         idempotency: Option<Idempotency<'_>>,
     ) -> impl Future<Output = Result<JobCreation>> + Send;
 
+    /// Creates a draft job (as [`JobStore::create_job`], without idempotency) if the
+    /// milliseconds of video of the account's drafts made since `since` (Unix ms) and of
+    /// this one stay within `budget_ms`; otherwise writes nothing and answers
+    /// [`JobCreation::DraftBudgetSpent`]. The check and the insert are one step: drafts
+    /// asked for at once never pass the budget together.
+    fn create_draft(
+        &self,
+        job: &NewJob,
+        since: i64,
+        budget_ms: i64,
+    ) -> impl Future<Output = Result<JobCreation>> + Send;
+
     /// The job with its renders.
     fn job(&self, id: &JobId) -> impl Future<Output = Result<JobRecord>> + Send;
 
@@ -51,11 +63,6 @@ pub trait CreditStore {
     /// The account `user_id` works in: the first group they joined (`group:…`), or their
     /// own (`user:…`). Shares, credits and the budgets of free work count per account.
     fn account_of(&self, user_id: &UserId) -> impl Future<Output = Result<String>> + Send;
-
-    /// The drafts the account of `user_id` started since `since` (Unix ms), oldest first:
-    /// when each was made and the milliseconds of video it makes (what the account's
-    /// draft budget counts).
-    fn drafts_since(&self, user_id: &UserId, since: i64) -> impl Future<Output = Result<Vec<(i64, i64)>>> + Send;
 }
 
 /// Each account's share of the farm and the priority it may ask. (`jobs/shares.rs`)
