@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use futures::StreamExt;
 
 use crate::loopback::Loopback;
 
@@ -30,6 +31,8 @@ pub struct Received {
 #[derive(Default)]
 struct Shared {
     routes: HashMap<String, Canned>,
+    /// Answered with these first bytes of a body that never ends.
+    stalled: HashMap<String, Vec<u8>>,
     /// Statuses answered in turn (the last one repeats), before `routes`.
     sequences: HashMap<String, Vec<u16>>,
     received: HashMap<String, Vec<Received>>,
@@ -55,6 +58,12 @@ impl FileServer {
     /// Serves `body` at `path` with status 200.
     pub fn file(&self, path: &str, content_type: &'static str, body: Vec<u8>) -> String {
         self.route(path, Canned { status: 200, content_type, body })
+    }
+
+    /// Answers `path` with status 200, `first` and then nothing more, never ending.
+    pub fn stalled(&self, path: &str, first: Vec<u8>) -> String {
+        self.shared.lock().unwrap().stalled.insert(path.to_string(), first);
+        format!("{}{path}", self.address)
     }
 
     /// Answers `path` with `status` and an empty body.
@@ -115,6 +124,11 @@ async fn answer(req: HttpRequest, body: web::Bytes, shared: web::Data<Mutex<Shar
     if let Some(statuses) = shared.sequences.get(&path) {
         let status = statuses[nth.min(statuses.len() - 1)];
         return HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap()).finish();
+    }
+    if let Some(first) = shared.stalled.get(&path) {
+        let first =
+            futures::stream::once(std::future::ready(Ok::<_, actix_web::Error>(web::Bytes::from(first.clone()))));
+        return HttpResponse::Ok().content_type("image/png").streaming(first.chain(futures::stream::pending()));
     }
     match shared.routes.get(&path) {
         Some(c) => HttpResponse::build(actix_web::http::StatusCode::from_u16(c.status).unwrap())

@@ -36,7 +36,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
@@ -69,10 +69,13 @@ mod preview;
 mod sounds;
 mod template_media;
 
-/// Largest file an address may give.
+/// Most bytes the addresses of one unit of work may give, all together.
 const MAX_DOWNLOAD_BYTES: u64 = 2 << 30;
-/// Longest a download may take.
-const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest the fetches of one unit of work may take, all together: counted in the unit's
+/// deadline, so that slow sources shorten the time left to render, not lengthen it.
+const FETCH_TIME: Duration = Duration::from_secs(300);
+/// Longest an address may send nothing (no answer, no more of its body).
+const FETCH_IDLE: Duration = Duration::from_secs(60);
 /// Frame rate and x264 quality of drafts: enough to judge timing and layout.
 const DRAFT_FPS: u32 = 15;
 const DRAFT_CRF: u8 = 28;
@@ -177,7 +180,22 @@ impl RenderHandler {
             RenderSettings { quality, output: job.output, ..RenderSettings::default() }
         };
         let dir = tempfile::Builder::new().prefix("render-").tempdir_in(&self.work_dir)?;
-        Ok(Prepared { user_id: job.user_id, record, template, values, settings, dir })
+        let deadline = self.unit_deadline(&template, &settings);
+        Ok(Prepared { user_id: job.user_id, record, template, values, settings, dir, deadline })
+    }
+
+    /// When a unit of work rendering `template` with `settings` must be done, counted from
+    /// now: its fetches ([`FETCH_TIME`] at most) and its render's time limit, which comes
+    /// from its estimate (a render far slower than estimated is stopped long before the
+    /// job timeout; a render of the first seconds only is bounded by them).
+    fn unit_deadline(&self, template: &Template, settings: &RenderSettings) -> Instant {
+        Instant::now() + FETCH_TIME + self.render_limit(template, settings)
+    }
+
+    fn render_limit(&self, template: &Template, settings: &RenderSettings) -> Duration {
+        let estimate = Estimate::of(template, settings.quality, &settings.output, &|_| None);
+        let estimate = settings.max_seconds.map_or(estimate, |seconds| estimate.first(seconds));
+        estimate.time_limit(self.time_limit)
     }
 
     /// Renders `render` whole, or, when it is longer than the split threshold, says into
@@ -194,11 +212,12 @@ impl RenderHandler {
         let speeches = self.plan_speech(&mut p.template, &p.values, dir);
         let ready = speeches.iter().map(|s| (s.source.clone(), s.file.clone())).collect();
         let wanted = render::sources(&p.template);
-        let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, dir, ready).await?;
+        let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, dir, ready, p.deadline).await?;
         let speech = self.speak(&speeches, &p.user_id).await?;
         let format = p.settings.output.format;
         let (video, jpg) = (dir.join(format!("video.{format}")), dir.join("thumb.jpg"));
         let settings = RenderSettings { stop: stop.clone(), speech, ..p.settings.clone() };
+        let settings = settings.until(p.deadline);
         let piece = Piece::Whole { out: video.clone(), thumb: jpg.clone() };
         let output = self
             .render(&p.template, fetched, settings, Some(render), dir, piece, p.user_id.as_str())
@@ -244,7 +263,8 @@ impl RenderHandler {
     }
 
     /// Renders `piece` of `template` in a sandboxed child with the worker's limits, its
-    /// sources the `fetched` files (all in `dir`, the only directory the child sees);
+    /// sources the `fetched` files (all in `dir`, the only directory the child sees),
+    /// within `output.time_limit` (what is left of the unit's deadline);
     /// while it runs a task passes its progress to the cache as `render`'s (none given:
     /// not reported). `output` gives the size and encoding; the sounds the child keeps
     /// are `account`'s.
@@ -273,12 +293,9 @@ impl RenderHandler {
                 tokio::time::sleep(PROGRESS_INTERVAL).await;
             }
         }));
-        // A deadline from the render's estimate: a render far slower than estimated is
-        // stopped long before the job timeout.
-        let estimate = Estimate::of(template, output.quality, &output.output, &|_| None);
-        // A render of the first seconds only (a template's own preview) is bounded by them.
-        let estimate = output.max_seconds.map_or(estimate, |seconds| estimate.first(seconds));
-        let limits = Limits { time_limit: estimate.time_limit(self.time_limit), ..self.media_limits.clone() };
+        // Its estimate's limit, never past what is left of the unit's deadline (`until`).
+        let time_limit = self.render_limit(template, &output).min(output.time_limit);
+        let limits = Limits { time_limit, ..self.media_limits.clone() };
         let plan = RenderPlan {
             template: template.clone(),
             sources: fetched,
@@ -361,8 +378,10 @@ impl RenderHandler {
         Ok(cues)
     }
 
-    /// Fetches the sources `wanted` of `template` into `dir` (but those `ready` already);
+    /// Fetches the sources `wanted` of `template` into `dir` (but those `ready` already)
+    /// before `deadline`, the addresses' bytes together at most [`MAX_DOWNLOAD_BYTES`];
     /// returns each with its local file.
+    #[allow(clippy::too_many_arguments)]
     async fn fetch_sources(
         &self,
         template: &Template,
@@ -371,9 +390,11 @@ impl RenderHandler {
         quality: Quality,
         dir: &Path,
         ready: Vec<(Source, PathBuf)>,
+        deadline: Instant,
     ) -> Result<Vec<(Source, PathBuf)>, Failure> {
         let blobs = self.backends.blobs();
         let mut fetched = ready;
+        let mut downloaded = 0;
         for (i, source) in wanted.into_iter().enumerate() {
             if fetched.iter().any(|(s, _)| *s == source) {
                 continue;
@@ -399,8 +420,20 @@ impl RenderHandler {
                     blobs.get_to_file(&best_rendition(&asset, width, height), &target).await?;
                 }
                 Source::Url { url } => {
-                    let limits = FetchLimits { max_bytes: MAX_DOWNLOAD_BYTES, timeout: DOWNLOAD_TIMEOUT };
-                    self.outbound.fetch_to_file(url, &target, &limits).await.map_err(|e| fetch_failure(url, e))?;
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        let limit = FETCH_TIME.as_secs();
+                        return Err(Failure::Permanent(format!(
+                            "fetching the sources took longer than this video's time (at most {limit} s of fetching)"
+                        )));
+                    }
+                    let limits = FetchLimits {
+                        max_bytes: MAX_DOWNLOAD_BYTES - downloaded,
+                        timeout: left.min(FETCH_TIME),
+                        idle: FETCH_IDLE,
+                    };
+                    let got = self.outbound.fetch_to_file(url, &target, &limits).await;
+                    downloaded += got.map_err(|e| fetch_failure(url, e))?.bytes;
                     for media in media_of(template, &source) {
                         check_sniffed(&target, media)
                             .map_err(|problem| Failure::Permanent(format!("{url}: {problem}")))?;
@@ -440,6 +473,8 @@ struct Prepared {
     settings: RenderSettings,
     /// The attempt's scratch directory.
     dir: tempfile::TempDir,
+    /// When the attempt must be done, its fetches included ([`RenderHandler::unit_deadline`]).
+    deadline: Instant,
 }
 
 /// What a claimed attempt made.

@@ -52,7 +52,19 @@ static RENDER_SOUND: LazyLock<IntCounterVec> = LazyLock::new(|| {
 
 /// A render's sound was encoded (`false`) or written from kept packets (`true`).
 pub fn render_sound(kept: bool) {
-    RENDER_SOUND.with_label_values(&[if kept { "kept" } else { "encoded" }]).inc();
+    render_sounds(kept, 1);
+}
+
+/// `n` renders' sounds were encoded (`false`) or written from kept packets (`true`): what
+/// a sandboxed render's child counted, added to its worker's.
+pub fn render_sounds(kept: bool, n: u64) {
+    RENDER_SOUND.with_label_values(&[if kept { "kept" } else { "encoded" }]).inc_by(n);
+}
+
+/// How many renders of this process encoded their sound and how many wrote kept packets.
+pub fn render_sound_counts() -> (u64, u64) {
+    let count = |label: &str| RENDER_SOUND.with_label_values(&[label]).get();
+    (count("encoded"), count("kept"))
 }
 
 pub fn bus_consumed(queue: Queue, settle: &str) {

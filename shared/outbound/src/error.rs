@@ -20,6 +20,9 @@ pub enum OutboundError {
     /// The time limit passed (connecting, waiting for the answer or reading it).
     #[error("timed out")]
     TimedOut,
+    /// The server sent nothing (no answer, or no more of its body) for this long.
+    #[error("the server sent nothing for {seconds} s")]
+    Stalled { seconds: f64 },
     /// The server answered with a status that is not a success (nor a redirect followed).
     #[error("the server answered {0}")]
     Status(u16),
@@ -40,7 +43,10 @@ impl OutboundError {
     /// not.
     pub fn is_retryable(&self) -> bool {
         match self {
-            OutboundError::Network(_) | OutboundError::TimedOut | OutboundError::Io(_) => true,
+            OutboundError::Network(_)
+            | OutboundError::TimedOut
+            | OutboundError::Stalled { .. }
+            | OutboundError::Io(_) => true,
             OutboundError::Status(status) => *status >= 500 || *status == 429,
             OutboundError::Refused(_)
             | OutboundError::InvalidUrl(_)
@@ -57,7 +63,7 @@ impl OutboundError {
             OutboundError::InvalidUrl(_) => ErrorKey::OutboundInvalidUrl,
             OutboundError::InvalidHeader(_) => ErrorKey::OutboundInvalidHeader,
             OutboundError::TooLarge { .. } => ErrorKey::OutboundTooLarge,
-            OutboundError::TimedOut => ErrorKey::OutboundTimedOut,
+            OutboundError::TimedOut | OutboundError::Stalled { .. } => ErrorKey::OutboundTimedOut,
             OutboundError::Status(_) => ErrorKey::OutboundStatus,
             OutboundError::TooManyRedirects => ErrorKey::OutboundTooManyRedirects,
             OutboundError::Network(_) => ErrorKey::OutboundNetwork,

@@ -21,9 +21,10 @@
 //!   rebinding) gets nowhere; system proxies are ignored for the same reason;
 //! - a fetch's redirects are followed here, at most [`MAX_REDIRECTS`], each hop checked
 //!   like the first (scheme, addresses, port); a callback's redirect is never followed;
-//! - sizes and times are bounded: a fetch streams to a file, at most `max_bytes` (bodies
-//!   are not decompressed, so that counts what the server sends), within a total time
-//!   limit; only the first few KiB of a callback's answer are read.
+//! - sizes and times are bounded: a fetch streams to a file or hands its body on, at most
+//!   `max_bytes` (bodies are not decompressed, so that counts what the server sends),
+//!   within a total time limit and with a limit on the wait for the next bytes; only the
+//!   first few KiB of a callback's answer are read.
 //!
 //! Each request gets its own client, built for its checked addresses: pooling matters
 //! little for a download or a callback, and a shared client's resolver cannot know the
@@ -68,6 +69,20 @@ pub struct FetchLimits {
     pub max_bytes: u64,
     /// Longest the whole fetch may take: resolving, connecting, redirects and the body.
     pub timeout: Duration,
+    /// Longest wait for the next bytes (each answer's headers, each chunk of the body):
+    /// a server that stops sending is dropped then, long before `timeout`.
+    pub idle: Duration,
+}
+
+/// The start of an answer being fetched: where it came from and what it says it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opened {
+    /// The address the body comes from, after redirects.
+    pub final_url: String,
+    /// The `Content-Type` the server gave, if any.
+    pub content_type: Option<String>,
+    /// The `Content-Length` the server gave, if any (never above `max_bytes`).
+    pub length: Option<u64>,
 }
 
 /// A fetched file.
@@ -144,11 +159,61 @@ impl Outbound {
         limits: &FetchLimits,
         created: &mut bool,
     ) -> Result<Fetched, OutboundError> {
+        let (opened, mut response) = self.open(url, limits).await?;
+        let mut file = tokio::fs::File::create(target).await.map_err(OutboundError::Io)?;
+        *created = true;
+        let mut bytes = 0u64;
+        while let Some(chunk) = next_chunk(&mut response, limits).await? {
+            bytes += chunk.len() as u64;
+            if bytes > limits.max_bytes {
+                return Err(OutboundError::TooLarge { limit: limits.max_bytes });
+            }
+            file.write_all(&chunk).await.map_err(OutboundError::Io)?;
+        }
+        file.flush().await.map_err(OutboundError::Io)?;
+        Ok(Fetched { final_url: opened.final_url, content_type: opened.content_type, bytes })
+    }
+
+    /// GETs `url` as [`Outbound::fetch_to_file`] does, but hands the body on as it comes,
+    /// at most `max_bytes`, each chunk within `idle` and all within `timeout`: nothing is
+    /// written here. Dropping the stream drops the connection.
+    pub async fn fetch_stream(
+        &self,
+        url: &str,
+        limits: &FetchLimits,
+    ) -> Result<(Opened, impl futures::Stream<Item = Result<Bytes, OutboundError>> + Unpin), OutboundError> {
+        let deadline = Instant::now() + limits.timeout;
+        let (opened, response) =
+            tokio::time::timeout_at(deadline, self.open(url, limits)).await.unwrap_or(Err(OutboundError::TimedOut))?;
+        let limits = limits.clone();
+        let body = futures::stream::try_unfold((response, 0u64), move |(mut response, bytes)| {
+            let limits = limits.clone();
+            async move {
+                let chunk = tokio::time::timeout_at(deadline, next_chunk(&mut response, &limits))
+                    .await
+                    .unwrap_or(Err(OutboundError::TimedOut))?;
+                let Some(chunk) = chunk else { return Ok(None) };
+                let bytes = bytes + chunk.len() as u64;
+                if bytes > limits.max_bytes {
+                    return Err(OutboundError::TooLarge { limit: limits.max_bytes });
+                }
+                Ok(Some((chunk, (response, bytes))))
+            }
+        });
+        Ok((opened, Box::pin(body)))
+    }
+
+    /// GETs `url`, following redirects (each hop checked), until a 2xx answer whose
+    /// announced length fits `max_bytes`; each answer's headers within `idle`.
+    async fn open(&self, url: &str, limits: &FetchLimits) -> Result<(Opened, reqwest::Response), OutboundError> {
         let mut url = parse_url(url)?;
         let mut redirects = 0;
-        let mut response = loop {
+        let response = loop {
             let client = self.client_for(&url, limits.timeout).await?;
-            let response = client.get(url.clone()).send().await.map_err(error::from_reqwest)?;
+            let response = tokio::time::timeout(limits.idle, client.get(url.clone()).send())
+                .await
+                .map_err(|_| stalled(limits))?
+                .map_err(error::from_reqwest)?;
             let status = response.status().as_u16();
             if !matches!(status, 301 | 302 | 303 | 307 | 308) {
                 break response;
@@ -167,24 +232,13 @@ impl Outbound {
         if !response.status().is_success() {
             return Err(OutboundError::Status(response.status().as_u16()));
         }
-        let too_large = OutboundError::TooLarge { limit: limits.max_bytes };
-        if response.content_length().is_some_and(|len| len > limits.max_bytes) {
-            return Err(too_large);
+        let length = response.content_length();
+        if length.is_some_and(|len| len > limits.max_bytes) {
+            return Err(OutboundError::TooLarge { limit: limits.max_bytes });
         }
         let content_type =
             response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let mut file = tokio::fs::File::create(target).await.map_err(OutboundError::Io)?;
-        *created = true;
-        let mut bytes = 0u64;
-        while let Some(chunk) = response.chunk().await.map_err(error::from_reqwest)? {
-            bytes += chunk.len() as u64;
-            if bytes > limits.max_bytes {
-                return Err(too_large);
-            }
-            file.write_all(&chunk).await.map_err(OutboundError::Io)?;
-        }
-        file.flush().await.map_err(OutboundError::Io)?;
-        Ok(Fetched { final_url: url.into(), content_type, bytes })
+        Ok((Opened { final_url: url.into(), content_type, length }, response))
     }
 
     /// POSTs `body` with `headers` to `url`. Any status is an outcome, a redirect too (it
@@ -326,4 +380,13 @@ impl AllowEntry {
     pub fn allows(&self, addr: SocketAddr) -> bool {
         self.ip == addr.ip() && self.port.is_none_or(|p| p == addr.port())
     }
+}
+
+/// The next chunk of `response`'s body, within `limits.idle`.
+async fn next_chunk(response: &mut reqwest::Response, limits: &FetchLimits) -> Result<Option<Bytes>, OutboundError> {
+    tokio::time::timeout(limits.idle, response.chunk()).await.map_err(|_| stalled(limits))?.map_err(error::from_reqwest)
+}
+
+fn stalled(limits: &FetchLimits) -> OutboundError {
+    OutboundError::Stalled { seconds: limits.idle.as_secs_f64() }
 }

@@ -144,7 +144,7 @@ fn allowing(entries: &[&str]) -> Outbound {
 }
 
 fn limits() -> FetchLimits {
-    FetchLimits { max_bytes: 1 << 20, timeout: Duration::from_secs(5) }
+    FetchLimits { max_bytes: 1 << 20, timeout: Duration::from_secs(5), idle: Duration::from_secs(5) }
 }
 
 fn target() -> (tempfile::TempDir, PathBuf) {
@@ -320,15 +320,41 @@ async fn a_stalled_server_times_out_within_the_limit() {
     body_cut.truncate(body_cut.len() - 900);
     let slow_body = Server::start(move |_, _| Reply::Stall(body_cut.clone())).await;
     let (_dir, path) = target();
-    let limits = FetchLimits { max_bytes: 1 << 20, timeout: Duration::from_millis(300) };
+    let total = FetchLimits { timeout: Duration::from_millis(300), ..limits() };
     for server in [&silent, &slow_body] {
         let started = Instant::now();
-        let err = allowing(&["127.0.0.1"]).fetch_to_file(&server.url("/"), &path, &limits).await.unwrap_err();
+        let err = allowing(&["127.0.0.1"]).fetch_to_file(&server.url("/"), &path, &total).await.unwrap_err();
         assert!(matches!(err, OutboundError::TimedOut), "{err:?}");
         assert!(err.is_retryable());
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
         assert!(!path.exists(), "no partial file is left behind");
     }
+    // With a shorter wait for the next bytes, that is what stops them, and says so.
+    let idle = FetchLimits { idle: Duration::from_millis(200), ..limits() };
+    for server in [&silent, &slow_body] {
+        let err = allowing(&["127.0.0.1"]).fetch_to_file(&server.url("/"), &path, &idle).await.unwrap_err();
+        assert!(matches!(err, OutboundError::Stalled { .. }), "{err:?}");
+        assert_eq!(err.to_string(), "the server sent nothing for 0.2 s");
+        let streamed = async {
+            let (_, mut body) = allowing(&["127.0.0.1"]).fetch_stream(&server.url("/"), &idle).await?;
+            while futures::StreamExt::next(&mut body).await.transpose()?.is_some() {}
+            Ok::<_, OutboundError>(())
+        };
+        assert!(matches!(streamed.await, Err(OutboundError::Stalled { .. })));
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_fetch_hands_on_the_body_within_its_limits() {
+    let server = png_server().await;
+    let outbound = allowing(&["127.0.0.1"]);
+    let (opened, body) = outbound.fetch_stream(&server.url("/image.png"), &limits()).await.unwrap();
+    assert_eq!(opened.length, Some(100_000));
+    let chunks: Vec<Bytes> = futures::TryStreamExt::try_collect(body).await.unwrap();
+    assert_eq!(chunks.concat(), png_server_body());
+    let small = FetchLimits { max_bytes: 50_000, ..limits() };
+    let err = outbound.fetch_stream(&server.url("/image.png"), &small).await.err().unwrap();
+    assert!(matches!(err, OutboundError::TooLarge { limit: 50_000 }), "{err:?}");
 }
 
 #[tokio::test]

@@ -550,8 +550,7 @@ async fn a_templates_sound_is_encoded_once_for_the_whole_fleet(mode: Mode) {
     let blobs = w.app.service.backends.blobs();
     let mut urls = Vec::new();
     for headline in ["One", "Two"] {
-        // The import rendered the template's preview in this process: forget its sound.
-        reelfarm_worker::render::forget_kept_sound();
+        // Each render runs in a child of its own: nothing but the fleet's store keeps a sound.
         let body = w.job("480p", json!([{ "template_variables": { HEADLINE: headline } }]));
         let created = json(w.post_job(&body).await, 200).await;
         let job = w.app.wait_for_job(&w.token, created["id"].as_str().unwrap()).await;

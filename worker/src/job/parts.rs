@@ -84,11 +84,13 @@ impl RenderHandler {
         match part.kind {
             PartKind::Frames => {
                 let wanted = render::seen_sources(&p.template);
-                let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, Vec::new()).await?;
+                let fetched =
+                    self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, Vec::new(), p.deadline).await?;
                 let (mp4, jpg) = (dir.join("chunk.mp4"), dir.join("thumb.jpg"));
                 let range = part.first_frame as u64..part.end_frame as u64;
                 let piece = Piece::Frames { range, out: mp4.clone(), thumb: jpg.clone() };
-                self.render(&p.template, fetched, settings, None, &dir, piece, p.user_id.as_str()).await?;
+                self.render(&p.template, fetched, settings.until(p.deadline), None, &dir, piece, p.user_id.as_str())
+                    .await?;
                 blobs.put_file(&part_key(&prefix, part), &mp4, "video/mp4").await?;
                 if jpg.exists() {
                     blobs.put_file(&format!("{prefix}/thumb.jpg"), &jpg, "image/jpeg").await?;
@@ -98,11 +100,13 @@ impl RenderHandler {
                 let speeches = self.plan_speech(&mut p.template, &p.values, &dir);
                 let ready = speeches.iter().map(|s| (s.source.clone(), s.file.clone())).collect();
                 let wanted = render::sources(&p.template);
-                let fetched = self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, ready).await?;
+                let fetched =
+                    self.fetch_sources(&p.template, wanted, &p.record, quality, &dir, ready, p.deadline).await?;
                 self.speak(&speeches, &p.user_id).await?;
                 let file = dir.join("sound");
                 let piece = Piece::Sound { out: file.clone() };
-                self.render(&p.template, fetched, settings, None, &dir, piece, p.user_id.as_str()).await?;
+                self.render(&p.template, fetched, settings.until(p.deadline), None, &dir, piece, p.user_id.as_str())
+                    .await?;
                 blobs.put_file(&part_key(&prefix, part), &file, "application/octet-stream").await?;
             }
             PartKind::Join => return self.join(render, &prefix, p.template.canvas.fps.max(1), &dir).await,

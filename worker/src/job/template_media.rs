@@ -77,8 +77,6 @@ impl RenderHandler {
         let (width, height) = (template.canvas.width, template.canvas.height);
         let quality = Quality::of_preview(width, height);
         let dir = tempfile::Builder::new().prefix("template-").tempdir_in(&self.work_dir)?;
-        let fetched =
-            self.fetch_sources(&template, render::sources(&template), &record, quality, dir.path(), Vec::new()).await?;
         let (mp4, jpg) = (dir.path().join("preview.mp4"), dir.path().join("thumb.jpg"));
         let settings = RenderSettings {
             quality,
@@ -86,10 +84,13 @@ impl RenderHandler {
             stop: stop.clone(),
             ..RenderSettings::default()
         };
+        let deadline = self.unit_deadline(&template, &settings);
+        let wanted = render::sources(&template);
+        let fetched = self.fetch_sources(&template, wanted, &record, quality, dir.path(), Vec::new(), deadline).await?;
         let piece = Piece::Whole { out: mp4.clone(), thumb: jpg.clone() };
         // An operator's public template keeps its sounds as the operator's.
         let account = record.owner_user_id.as_ref().map_or("", |u| u.as_str());
-        self.render(&template, fetched, settings, None, dir.path(), piece, account).await?;
+        self.render(&template, fetched, settings.until(deadline), None, dir.path(), piece, account).await?;
 
         let prefix = format!("{}/v{version}", record.blob_prefix);
         let (thumb_key, preview_key) = (format!("{prefix}/thumb.jpg"), format!("{prefix}/preview.mp4"));

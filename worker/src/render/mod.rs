@@ -120,6 +120,14 @@ pub trait SoundStore: std::fmt::Debug + Send + Sync {
     fn put(&self, name: &str, bytes: Vec<u8>);
 }
 
+impl RenderSettings {
+    /// These settings with a time limit that ends at `deadline` at the latest.
+    pub fn until(self, deadline: std::time::Instant) -> RenderSettings {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        RenderSettings { time_limit: self.time_limit.min(left), ..self }
+    }
+}
+
 impl Default for RenderSettings {
     fn default() -> Self {
         RenderSettings {

@@ -114,7 +114,9 @@ fn render(plan: &RenderPlan, limits: Limits, channel: &Arc<Channel>) -> Message 
         Piece::Sound { out } => split::render_sound(template, &resolve, &settings, out).map(|_| None),
     };
     match made {
-        Ok(made) => Message::Rendered(made.map(Box::new)),
+        Ok(made) => {
+            Message::Rendered { made: made.map(Box::new), sounds: reelfarm_backends::metrics::render_sound_counts() }
+        }
         Err(e) => Message::Failed { retryable: retryable(&e), message: e.to_string() },
     }
 }

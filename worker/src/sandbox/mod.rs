@@ -166,8 +166,9 @@ pub(crate) enum Message {
     SoundPut { name: String, file: String },
     /// The conversion finished: these files are in the output directory.
     Converted(Files),
-    /// The render finished: what it made (`None` for [`Piece::Sound`]).
-    Rendered(Option<Box<RenderOutput>>),
+    /// The render finished: what it made (`None` for [`Piece::Sound`]), and how many
+    /// sounds it encoded and wrote from kept packets (its metrics, for the worker's).
+    Rendered { made: Option<Box<RenderOutput>>, sounds: (u64, u64) },
     /// The work failed; `retryable` when a later attempt may succeed (disk trouble).
     Failed { retryable: bool, message: String },
 }

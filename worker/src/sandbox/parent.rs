@@ -87,7 +87,12 @@ impl Sandbox {
         let (out, thumb) = (out.clone(), thumb.cloned());
         let plan = plan(Work::Render(Box::new(render)), limits);
         let made = match self.run(&plan, &limits.memory, services).await {
-            Ok(Message::Rendered(made)) => made.map(|made| *made),
+            Ok(Message::Rendered { made, sounds: (encoded, kept) }) => {
+                for (kept, n) in [(false, encoded), (true, kept)].into_iter().filter(|(_, n)| *n > 0) {
+                    reelfarm_backends::metrics::render_sounds(kept, n);
+                }
+                made.map(|made| *made)
+            }
             Ok(_) => return Err(RenderError::Internal("the sandbox answered a render with something else".into())),
             Err(e) => return Err(render_error(e, services.stop)),
         };
