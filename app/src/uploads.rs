@@ -125,8 +125,11 @@ where
     let store = backends.store();
     let asset = store.asset(&claim.id).await?;
     if let Some(quota) = quota {
-        let used = store.stored_bytes(&asset.owner_user_id).await?;
-        limits.room = Some(Room { quota, used });
+        // The announced length, else as much as may come, held against the quota while
+        // the body comes: uploads at once cannot pass it together.
+        let wanted = announced.unwrap_or_else(|| limits.max.unwrap_or(quota)).min(quota);
+        let (reserved, _) = store.reserve_upload(&claim.id, &claim.attempt, wanted, quota).await?;
+        limits.room = Some(Room { quota, used: quota - reserved });
         limits.check_announced(announced).map_err(|stop| AppError::Upload(limits.error(stop)))?;
     }
     let limits = *limits;

@@ -63,7 +63,8 @@ impl Limits {
             Stop::OverQuota => {
                 let room = self.room.unwrap_or(Room { quota: 0, used: 0 });
                 format!(
-                    "The upload does not fit in your storage quota of {} bytes ({} used); delete objects to make room",
+                    "The upload does not fit in your storage quota of {} bytes ({} used or held by uploads in \
+                     progress); delete objects to make room",
                     room.quota, room.used
                 )
             }

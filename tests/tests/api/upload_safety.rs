@@ -265,18 +265,31 @@ async fn an_upload_over_the_storage_quota_is_refused_with_402_and_usage_is_repor
     let (status, body) = put.answer().await;
     assert_eq!((status, body["key"].as_str()), (402, Some("error.storage_quota_exceeded")), "{body}");
     assert_nothing_stored(&app, &token, &id).await;
-    // Exactly the room left fits; the quota is per user.
-    json(app.client.put(&url).body(png_like(room as usize)).send().await.unwrap(), 200).await;
+    // Exactly the room left fits, and holds it while its body comes: another upload of
+    // the user's at once is refused before reading. The quota is per user.
+    let (_, second) = add_object(&app, &token, "second.png").await;
+    let body = png_like(room as usize);
+    let mut holding = RawPut::start(&url, Some(room)).await;
+    holding.send(&body[..1000]).await;
+    while app.service.backends.store().stored_bytes(&user.id).await.unwrap() < QUOTA {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, refused) = RawPut::start(&second, Some(1)).await.answer().await;
+    assert_eq!((status, refused["key"].as_str()), (402, Some("error.storage_quota_exceeded")), "{refused}");
+    holding.send(&body[1000..]).await;
+    let (status, stored_body) = holding.answer().await;
+    assert_eq!(status, 200, "{stored_body}");
     let (_, url) = add_object(&app, &other, "theirs.png").await;
     json(app.client.put(&url).body(png_like(room as usize)).send().await.unwrap(), 200).await;
 
-    // `reelfarm admin usage USER`: the collector's two objects, the bytes counted so far.
+    // `reelfarm admin usage USER`: the collector's three objects (one refused, still empty),
+    // the bytes counted so far.
     let report = reelfarm_server::admin::usage::report(app.service.backends.store(), Some("collector"), Some(QUOTA))
         .await
         .unwrap();
     let row = report.lines().nth(1).unwrap();
     let columns: Vec<&str> = row.split('\t').collect();
-    assert_eq!(columns[..4], ["collector", user.id.as_str(), "2", &(stored + room).to_string()], "{report}");
+    assert_eq!(columns[..4], ["collector", user.id.as_str(), "3", &(stored + room).to_string()], "{report}");
     assert_eq!(report.lines().count(), 3, "{report}");
     let all = reelfarm_server::admin::usage::report(app.service.backends.store(), None, None).await.unwrap();
     assert!(all.lines().any(|l| l.starts_with("neighbour\t") && l.contains(&format!("\t1\t{room}\t"))), "{all}");

@@ -220,7 +220,7 @@ impl AssetStore for Store {
     #[tracing::instrument(name = "store::abort_upload", level = "debug", skip_all)]
     async fn abort_upload(&self, id: &AssetId, attempt: &str) -> Result<()> {
         sqlx::query(
-            "UPDATE assets SET status = 'created', upload_attempt = NULL, updated_at = $1 \
+            "UPDATE assets SET status = 'created', upload_attempt = NULL, upload_reserved = 0, updated_at = $1 \
              WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'",
         )
         .bind(now_ms())
@@ -242,8 +242,8 @@ impl AssetStore for Store {
     ) -> Result<Asset> {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
-            "UPDATE assets SET status = 'processing', original_key = $1, content_type = $2, size = $3, updated_at = $4 \
-             WHERE id = $5 AND upload_attempt = $6 AND status = 'uploading'",
+            "UPDATE assets SET status = 'processing', original_key = $1, content_type = $2, size = $3, updated_at = $4, \
+             upload_reserved = 0 WHERE id = $5 AND upload_attempt = $6 AND status = 'uploading'",
         )
         .bind(original_key)
         .bind(content_type)

@@ -5,13 +5,14 @@
 //! An asset's original is counted by its `size` (set when the upload is stored, also
 //! while it converts and after a failed conversion, whose original is kept); its other
 //! files by the sizes in its `renditions` (which list the original too, skipped). Rendered
-//! videos and template media are not counted.
+//! videos and template media are not counted. An upload in progress counts with what it
+//! reserved (its announced length, else as much as may come), while it is alive.
 
 use sqlx::Row;
 
-use super::{id, Dialect, Result, Store};
+use super::{id, Dialect, Result, Store, StoreError, STALE_UPLOAD_MS};
 use crate::store::UsageStore;
-use reelfarm_domain::id::UserId;
+use reelfarm_domain::id::{now_ms, AssetId, UserId};
 use reelfarm_domain::status::RenderStatus;
 
 /// Storage used by one user.
@@ -135,12 +136,55 @@ impl UsageStore for Store {
 
     #[tracing::instrument(name = "store::stored_bytes", level = "debug", skip_all)]
     async fn stored_bytes(&self, user_id: &UserId) -> Result<u64> {
-        let sql = format!(
-            "SELECT CAST(COALESCE(SUM(COALESCE(a.size, 0) + {}), 0) AS BIGINT) AS bytes \
-             FROM assets a WHERE a.owner_user_id = $1",
-            self.rendition_bytes()
-        );
-        let bytes: i64 = sqlx::query(&sql).bind(user_id.as_str()).fetch_one(&self.pool).await?.try_get("bytes")?;
+        let sql = self.held_bytes_sql();
+        let query = sqlx::query(&sql).bind(user_id.as_str()).bind(now_ms() - STALE_UPLOAD_MS);
+        let bytes: i64 = query.bind("").fetch_one(&self.pool).await?.try_get("bytes")?;
         Ok(bytes.max(0) as u64)
+    }
+
+    #[tracing::instrument(name = "store::reserve_upload", level = "debug", skip_all)]
+    async fn reserve_upload(&self, id: &AssetId, attempt: &str, wanted: u64, quota: u64) -> Result<(u64, u64)> {
+        let mut tx = self.begin().await?;
+        let owner: String = sqlx::query_scalar("SELECT owner_user_id FROM assets WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound("object"))?;
+        // One owner's reservations are made one at a time, so that what is read below
+        // holds until the commit (SQLite's write transactions are one at a time already).
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS locked")
+                .bind(format!("uploads:{owner}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let sql = self.held_bytes_sql();
+        let query = sqlx::query(&sql).bind(&owner).bind(now_ms() - STALE_UPLOAD_MS);
+        let held: i64 = query.bind(id.as_str()).fetch_one(&mut *tx).await?.try_get("bytes")?;
+        let held = held.max(0) as u64;
+        let reserved = wanted.min(quota.saturating_sub(held));
+        sqlx::query(
+            "UPDATE assets SET upload_reserved = $1 WHERE id = $2 AND upload_attempt = $3 AND status = 'uploading'",
+        )
+        .bind(reserved as i64)
+        .bind(id.as_str())
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok((reserved, held))
+    }
+}
+
+impl Store {
+    /// The bytes the owner `$1` holds: every file of theirs stored, and what their uploads
+    /// in progress reserved (those seen since `$2`, Unix ms), but the asset `$3`'s.
+    fn held_bytes_sql(&self) -> String {
+        format!(
+            "SELECT CAST(COALESCE(SUM(COALESCE(a.size, 0) + {} + CASE WHEN a.status = 'uploading' \
+             AND a.updated_at >= $2 THEN a.upload_reserved ELSE 0 END), 0) AS BIGINT) AS bytes \
+             FROM assets a WHERE a.owner_user_id = $1 AND a.id <> $3",
+            self.rendition_bytes()
+        )
     }
 }

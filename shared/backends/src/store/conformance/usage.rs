@@ -1,5 +1,5 @@
 //! Storage used per user: originals by their size, renditions by theirs, the original
-//! counted once; uploads not yet stored count nothing.
+//! counted once; uploads not yet stored count what they reserved.
 
 use super::*;
 use reelfarm_domain::asset::{AssetKind, Conversion, Rendition};
@@ -92,6 +92,21 @@ pub(super) async fn usage(store: &Store) {
     // Deleting an asset frees its bytes.
     store.delete_asset(&converted).await.unwrap();
     assert_eq!(store.stored_bytes(&uma.id).await.unwrap(), 5000 + 7);
+
+    // Uploads at once reserve what is left of a quota, never more together; one stored or
+    // given up holds nothing beyond its file.
+    let quota = 5000 + 7 + 100;
+    let a = store.create_asset(&library.id, &uma.id, "a.png").await.unwrap();
+    let b = store.create_asset(&library.id, &uma.id, "b.png").await.unwrap();
+    let (ta, tb) = (store.begin_upload(&a.id).await.unwrap(), store.begin_upload(&b.id).await.unwrap());
+    let (ra, rb) =
+        tokio::join!(store.reserve_upload(&a.id, &ta, 80, quota), store.reserve_upload(&b.id, &tb, 80, quota));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_eq!(ra.0 + rb.0, 100, "{ra:?} {rb:?}");
+    assert_eq!(store.stored_bytes(&uma.id).await.unwrap(), quota);
+    store.abort_upload(&b.id, &tb).await.unwrap();
+    store.finish_upload(&a.id, &ta, "a/original.png", "image/png", 50).await.unwrap();
+    assert_eq!(store.stored_bytes(&uma.id).await.unwrap(), 5000 + 7 + 50);
 
     // Text-to-speech characters add up per user and provider; the report sums them.
     store.add_tts_characters(&vic.id, "polly", 120).await.unwrap();

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use reelfarm_domain::id::{JobId, UserId};
+use reelfarm_domain::id::{AssetId, JobId, UserId};
 use reelfarm_domain::message::{Envelope, Queue};
 
 use crate::store::{OutboxRow, OutboxTake, Pruned, RenderCounts, Result, Usage, WorkerRecord};
@@ -30,6 +30,18 @@ pub trait UsageStore {
 
     /// Bytes the assets of `user_id` take (0 for an unknown user).
     fn stored_bytes(&self, user_id: &UserId) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Reserves for the upload `attempt` of asset `id` up to `wanted` bytes of its owner's
+    /// `quota`, what is left of it beside everything else the owner holds (stored files,
+    /// other uploads' reservations), in one step: uploads at once never reserve more than
+    /// the quota together. Returns what was reserved and what the rest holds.
+    fn reserve_upload(
+        &self,
+        id: &AssetId,
+        attempt: &str,
+        wanted: u64,
+        quota: u64,
+    ) -> impl Future<Output = Result<(u64, u64)>> + Send;
 }
 
 /// The workers of the farm, as they report themselves. (`workers.rs`)
