@@ -4,8 +4,7 @@
 //! before the first byte, the size as the bytes come, a server that sends nothing for the
 //! upload idle time (60 s by default) is dropped, and nothing is written to local disk.
 //! Each account fetches at most [`FETCHES_PER_ACCOUNT`] addresses at once, across every
-//! api process; a fetch ends with its request (a client that leaves drops it). A fetch
-//! that fails leaves no object behind.
+//! api process. A fetch that fails leaves no object behind.
 
 use std::time::Duration;
 
