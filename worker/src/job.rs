@@ -103,8 +103,8 @@ pub struct RenderHandler {
     sandbox: Sandbox,
     /// Sources fetched for previews, by template version.
     previews: preview::PreviewCache,
-    /// What earlier preview frames decoded.
-    kept: Arc<render::SnapshotCache>,
+    /// What a preview child may keep of what it decoded: pictures, video readers (bytes).
+    preview_caches: (usize, usize),
     /// The worker's: a token waiting for a render to claim hands itself on.
     shutdown: CancellationToken,
     /// Whether this worker claims renders, and its failures counted.
@@ -143,7 +143,7 @@ impl RenderHandler {
             secret: config.storage.secret_key.expose_secret().as_bytes().to_vec(),
             sandbox: Sandbox::new(config.worker.sandbox_program.clone())?,
             previews: std::sync::Mutex::new(lru::LruCache::new(preview::PREVIEW_CACHE)),
-            kept: Arc::new(render::SnapshotCache::new(config.caches.still_cache, config.caches.video_cache)),
+            preview_caches: (config.caches.still_cache, config.caches.video_cache),
             shutdown,
             rotation,
             slots: config.worker.worker_slots,

@@ -307,8 +307,9 @@ async fn a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
 }
 
 /// The animation of [`hostile_lottie`] as the Lottie layer of a template, from an
-/// address: the render fails in its sandbox, saying why, for good (one attempt), while
-/// another account is answered and renders; the service's own memory does not grow.
+/// address: the render fails in its sandbox, saying why, for good (one attempt), and so
+/// does a preview frame, while another account is answered, renders and previews; the
+/// service's own memory does not grow.
 async fn a_render_whose_source_builds_gigabytes_fails_alone_in_its_sandbox(mode: Mode) {
     let app = TestApp::spawn(mode).await;
     let files = FileServer::start().await;
@@ -334,6 +335,16 @@ async fn a_render_whose_source_builds_gigabytes_fails_alone_in_its_sandbox(mode:
     assert!(said.ends_with(" MiB reserved for it"), "{said}");
     // Fetched once by the template's own preview and once by the one attempt at the video.
     assert!(files.hits("/hostile.json") <= 2, "fetched {} times", files.hits("/hostile.json"));
+    // A preview frame of it fails in its sandbox too, naming why; the neighbour's frame
+    // is drawn meanwhile.
+    let frame = |id: &str| format!("/generator/v1/templates/{id}/preview");
+    let res = app.post_json(&frame(made["id"].as_str().unwrap()), &token, &json!({ "t": 0.5 }), &[]).await;
+    let refused = error(res, 400, "error.validation_failed").await;
+    assert_eq!(refused["errors"][0]["key"], "error.unrenderable", "{refused}");
+    assert!(refused["errors"][0]["message"].as_str().unwrap().contains("needs more memory than the "), "{refused}");
+    let theirs = short["template_id"].as_str().unwrap();
+    let res = app.post_json(&frame(theirs), &neighbour, &json!({ "t": 0.5 }), &[]).await;
+    assert_eq!(res.status(), 200);
     assert_eq!(json(app.get("/generator/v1/users/me/credits", &token).await, 200).await["credits"], 1, "refunded");
     answers_at_once(&app, &neighbour).await;
     let grew_mib = peak_rss_kib().saturating_sub(before) / 1024;

@@ -5,10 +5,12 @@
 //! for it stay in a directory of their own between calls (the [`PREVIEW_CACHE`] most
 //! recently used versions, [`KEPT_SOURCES`] sources each), so only a value that brings a
 //! new source fetches anything,
-//! and what was decoded stays in memory ([`render::SnapshotCache`]): a photo is decoded once
-//! (up to `still_cache` bytes of pictures), each source probed once, and the decoders of
-//! video layers stay open where their last frame was (up to `video_cache` bytes), so
-//! scrubbing forward goes on decoding and the frame of an edit is not decoded again.
+//! and frames are drawn in a sandboxed child of the worker kept for the session (one per
+//! cached version, ended after a minute without a frame), which keeps what it decoded
+//! ([`render::SnapshotCache`]): a photo is decoded once (up to `still_cache` bytes of
+//! pictures), each source probed once, and the decoders of video layers stay open where
+//! their last frame was (up to `video_cache` bytes), so scrubbing forward goes on decoding
+//! and the frame of an edit is not decoded again.
 //! Sound does not show: sound layers and the soundtrack are left out before anything is
 //! fetched, and speech is never synthesised for a preview.
 
@@ -17,8 +19,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use image::codecs::jpeg::JpegEncoder;
-use image::ImageEncoder;
 use reelfarm_backends::bus::Service;
 use reelfarm_backends::store::{StoreError, TemplateVersionStore};
 use reelfarm_domain::id::TemplateId;
@@ -30,14 +30,15 @@ use tokio_util::sync::CancellationToken;
 use super::RenderHandler;
 use crate::failure::Failure;
 use crate::render::{self, Quality, RenderError};
+use crate::sandbox::PreviewChild;
 
 /// Template versions whose fetched sources are kept.
 pub(super) const PREVIEW_CACHE: NonZeroUsize = NonZeroUsize::new(8).unwrap();
 /// Sources kept for one template version: past this, the oldest a frame does not use
 /// are deleted (each value tried in an editing session would otherwise stay on disk).
 const KEPT_SOURCES: usize = 16;
-/// Quality of the JPEG answered (the thumbnail's).
-const JPEG_QUALITY: u8 = 85;
+/// A session's child asked nothing for this long is ended.
+const PREVIEW_CHILD_IDLE: Duration = Duration::from_secs(60);
 /// Wait before serving again after the bus refused.
 const RESERVE_PAUSE: Duration = Duration::from_secs(1);
 
@@ -46,6 +47,8 @@ const RESERVE_PAUSE: Duration = Duration::from_secs(1);
 pub(super) struct Fetched {
     dir: Option<tempfile::TempDir>,
     files: Vec<(Source, Arc<KeptFile>)>,
+    /// The sandboxed child drawing this version's frames, while it is of use.
+    child: Option<PreviewChild>,
 }
 
 /// A fetched source's file, deleted when its last holder lets go of it: a frame being
@@ -75,8 +78,16 @@ impl RenderHandler {
                     tokio::select! { _ = shutdown.cancelled() => return, _ = tokio::time::sleep(RESERVE_PAUSE) => continue }
                 }
             };
+            let mut sweep = tokio::time::interval(PREVIEW_CHILD_IDLE / 2);
             loop {
-                let call = tokio::select! { _ = shutdown.cancelled() => return, call = calls.next() => call };
+                let call = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = sweep.tick() => {
+                        self.end_idle_previews();
+                        continue;
+                    }
+                    call = calls.next() => call,
+                };
                 let Some(call) = call else { break };
                 let handler = self.clone();
                 tokio::spawn(async move {
@@ -132,6 +143,7 @@ impl RenderHandler {
         if !fetched.dir.as_ref().is_some_and(|dir| dir.path().exists()) {
             fetched.dir = Some(tempfile::Builder::new().prefix("preview-").tempdir_in(&self.work_dir)?);
             fetched.files.clear();
+            fetched.child = None;
         }
         // A file the work directory's sweep took is fetched again.
         let ready = fetched.files.iter().filter(|(_, f)| f.0.exists()).map(|(s, f)| (s.clone(), f.0.clone())).collect();
@@ -141,24 +153,37 @@ impl RenderHandler {
         let paths = self.fetch_sources(&applied, wanted.clone(), &record, call.quality, &dir, ready, deadline).await?;
         fetched.files = held(paths, std::mem::take(&mut fetched.files));
         forget_oldest(&mut fetched.files, &wanted);
-        let files = fetched.files.clone();
-        drop(fetched);
 
-        let (quality, at, kept, limits) = (call.quality, call.at, self.kept.clone(), self.media_limits.clone());
-        tokio::task::spawn_blocking(move || {
-            // Held until the frame is drawn: the session's directory, should the version
-            // leave the cache meanwhile, and the files, should another call forget them.
-            let _session = entry;
-            let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, file)| file.0.clone());
-            let frame = render::snapshot(&applied, &resolve, Some(&kept), quality, at, &limits)?;
-            let mut jpeg = Vec::new();
-            JpegEncoder::new_with_quality(&mut jpeg, JPEG_QUALITY)
-                .write_image(frame.as_raw(), frame.width(), frame.height(), image::ExtendedColorType::Rgb8)
-                .map_err(|e| RenderError::Internal(format!("encoding the frame: {e}")))?;
-            Ok::<_, RenderError>(jpeg)
-        })
-        .await
-        .map_err(|e| Failure::Transient(format!("preview task: {e}")))
+        // Drawn in the session's sandboxed child, one frame at a time (the entry stays
+        // locked), which keeps what it decoded for the next frame.
+        let mut child = match fetched.child.take().filter(|c| c.usable()) {
+            Some(child) => child,
+            None => {
+                let limits = &self.media_limits;
+                let started = self.sandbox.previews(&dir, call.quality, self.preview_caches, limits).await;
+                started.map_err(|e| Failure::Transient(format!("starting the preview sandbox: {e}")))?
+            }
+        };
+        let sources = fetched.files.iter().map(|(s, f)| (s.clone(), f.0.clone())).collect();
+        let drawn = child.frame(&applied, sources, call.at, &self.media_limits.memory).await;
+        if child.usable() {
+            fetched.child = Some(child);
+        }
+        Ok(drawn)
+    }
+
+    /// Ends the preview children asked nothing for [`PREVIEW_CHILD_IDLE`]: what they
+    /// decoded and the memory they hold go back.
+    fn end_idle_previews(&self) {
+        let entries: Vec<_> =
+            self.previews.lock().expect("preview cache lock").iter().map(|(_, e)| e.clone()).collect();
+        for entry in entries {
+            if let Ok(mut fetched) = entry.try_lock() {
+                if fetched.child.as_ref().is_some_and(|c| c.idle() >= PREVIEW_CHILD_IDLE) {
+                    fetched.child = None;
+                }
+            }
+        }
     }
 }
 

@@ -180,6 +180,11 @@ pub fn size_caches(caches: &reelfarm_backends::config::Caches) {
     text::set_glyph_limit(caches.glyph_cache);
 }
 
+/// Longest a preview frame ([`snapshot`]) may take.
+pub(crate) fn snapshot_time_limit() -> Duration {
+    snapshot::TIME_LIMIT
+}
+
 /// Forgets the sound kept from earlier renders of this process, so that the next render
 /// mixes and encodes its own (for benchmarks of a first render).
 pub fn forget_kept_sound() {

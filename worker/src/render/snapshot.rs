@@ -20,7 +20,7 @@ use crate::media::Limits;
 
 /// Wall-clock budget of one snapshot (decoding a video layer up to the frame is the slow
 /// part): a little longer than the api waits for it, since nobody wants it after that.
-const TIME_LIMIT: Duration = Duration::from_secs(reelfarm_domain::preview::PREVIEW_WAIT.as_secs() + 10);
+pub(crate) const TIME_LIMIT: Duration = Duration::from_secs(reelfarm_domain::preview::PREVIEW_WAIT.as_secs() + 10);
 
 /// The frame of `template` at `at` seconds (frame `round(at × fps)`, within the video) at
 /// `quality`, in RGB exactly as the thumbnail converts it before scaling. `resolve` gives

@@ -2,27 +2,33 @@
 //! engine and answers; see the module above.
 
 use std::fs::File;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use image::codecs::jpeg::JpegEncoder;
+use image::ImageEncoder;
 
 use reelfarm_domain::template::Source;
 use tokio_util::sync::CancellationToken;
 
-use super::{confine, FileOut, Files, Message, Piece, Plan, RenderPlan, Reply, Work, PRESETS};
+use super::{confine, FileOut, Files, FrameRequest, Message, Piece, Plan, RenderPlan, Reply, Work, PRESETS};
 use crate::media::budget::Delegate;
 use crate::media::limits::Deadline;
 use crate::media::{self, Converted, Limits, MediaError, MemoryBudget, Role};
-use crate::render::{self, split, Progress, RenderError, RenderSettings, SoundStore};
+use crate::render::{self, split, Progress, Quality, RenderError, RenderSettings, SnapshotCache, SoundStore};
 
 /// Longest plan the child reads: a template with its values (job bodies are at most a
 /// few MiB).
 const MAX_PLAN: u64 = 64 << 20;
 /// Longest reply the child reads: a grant or a file name.
 const MAX_LINE: u64 = 64 * 1024;
+/// Quality of the preview frames' JPEGs (the thumbnail's).
+const PREVIEW_JPEG_QUALITY: u8 = 85;
 
 /// Runs one plan. Exit status 0 when an answer was written (the work's own failure
 /// included), 1 when the sandbox could not be set up or the worker went away.
@@ -36,8 +42,15 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let channel = Arc::new(Channel { answers: Mutex::new(answers), granted: Mutex::new(0), held: AtomicU64::new(0) });
-    let plan: Plan = match read_line(&mut std::io::stdin().lock(), MAX_PLAN) {
+    // SAFETY: standard input is this process's, read through this one reader only.
+    let input = BufReader::new(unsafe { File::from_raw_fd(libc::STDIN_FILENO) });
+    let channel = Arc::new(Channel {
+        answers: Mutex::new(answers),
+        input: Mutex::new(input),
+        granted: Mutex::new(0),
+        held: AtomicU64::new(0),
+    });
+    let plan: Plan = match channel.read(MAX_PLAN) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("reelfarm sandbox: reading the plan: {e}");
@@ -53,6 +66,10 @@ pub fn main() -> ExitCode {
             match &plan.work {
                 Work::Convert { input, out_dir } => convert(input, out_dir, &limits),
                 Work::Render(render) => self::render(render, limits, &channel),
+                Work::Preview { quality, still_cache, video_cache, idle, .. } => {
+                    let kept = SnapshotCache::new(*still_cache, *video_cache);
+                    return previews(*quality, &kept, *idle, &limits, &channel);
+                }
             }
         }
         Err(e) => Message::Failed { retryable: true, message: format!("the sandbox could not be set up: {e}") },
@@ -121,6 +138,34 @@ fn render(plan: &RenderPlan, limits: Limits, channel: &Arc<Channel>) -> Message 
     }
 }
 
+/// Draws preview frames as they are asked for, keeping what it decoded in `kept`, until
+/// the worker stops asking: its end of the pipe closes, or nothing comes for `idle`.
+fn previews(quality: Quality, kept: &SnapshotCache, idle: Duration, limits: &Limits, channel: &Channel) -> ExitCode {
+    while channel.asked_within(idle) {
+        let Ok(request) = channel.read::<FrameRequest>(MAX_PLAN) else { break };
+        let message = match frame(&request, quality, kept, limits) {
+            Ok(()) => Message::Framed,
+            Err(e) => Message::Failed { retryable: retryable(&e), message: e.to_string() },
+        };
+        if channel.send(&message).is_err() {
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Draws the frame of `request` and writes it as a JPEG to its file.
+fn frame(request: &FrameRequest, quality: Quality, kept: &SnapshotCache, limits: &Limits) -> Result<(), RenderError> {
+    let resolve = |s: &Source| request.sources.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
+    let frame = render::snapshot(&request.template, &resolve, Some(kept), quality, request.at, limits)?;
+    let mut jpeg = Vec::new();
+    JpegEncoder::new_with_quality(&mut jpeg, PREVIEW_JPEG_QUALITY)
+        .write_image(frame.as_raw(), frame.width(), frame.height(), image::ExtendedColorType::Rgb8)
+        .map_err(|e| RenderError::Internal(format!("encoding the frame: {e}")))?;
+    std::fs::write(&request.out, jpeg)?;
+    Ok(())
+}
+
 /// Whether a later attempt at a render that failed with `e` may succeed: not when the
 /// template or its sources are at fault, nor when it ran out of its time.
 fn retryable(e: &RenderError) -> bool {
@@ -167,6 +212,8 @@ fn files(converted: Converted) -> Files {
 /// The child's lines to the worker, and the worker's replies on standard input.
 struct Channel {
     answers: Mutex<File>,
+    /// Standard input: the plan, the worker's replies and, for previews, its requests.
+    input: Mutex<BufReader<File>>,
     /// Bytes of memory the worker granted so far; held while a question waits for its
     /// reply, so that replies come in the order of the questions.
     granted: Mutex<u64>,
@@ -183,10 +230,26 @@ impl Channel {
         answers.flush()
     }
 
+    /// Reads one JSON line of at most `max` bytes from the worker.
+    fn read<T: serde::de::DeserializeOwned>(&self, max: u64) -> std::io::Result<T> {
+        read_line(&mut *self.input.lock().unwrap_or_else(|e| e.into_inner()), max)
+    }
+
+    /// Whether the worker asks something within `idle` (something read already counts).
+    fn asked_within(&self, idle: Duration) -> bool {
+        if !self.input.lock().unwrap_or_else(|e| e.into_inner()).buffer().is_empty() {
+            return true;
+        }
+        let mut stdin = libc::pollfd { fd: libc::STDIN_FILENO, events: libc::POLLIN, revents: 0 };
+        let millis = idle.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: poll reads and writes the one pollfd we pass, for its count of 1.
+        unsafe { libc::poll(&mut stdin, 1, millis) > 0 }
+    }
+
     /// Sends `question` and reads the worker's reply; the caller holds `granted`.
     fn ask(&self, question: &Message) -> std::io::Result<Reply> {
         self.send(question)?;
-        read_line(&mut std::io::stdin().lock(), MAX_LINE)
+        self.read(MAX_LINE)
     }
 }
 

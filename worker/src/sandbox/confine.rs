@@ -121,6 +121,7 @@ fn restrict_files(plan: &Plan) -> Result<bool, String> {
     let (input, out_dir) = match &plan.work {
         Work::Convert { input, out_dir } => (input, out_dir),
         Work::Render(render) => (&render.dir, &render.dir),
+        Work::Preview { dir, .. } => (dir, dir),
     };
     let abi = ABI::V5;
     let existing = |paths: Vec<PathBuf>| paths.into_iter().filter(|p| p.exists()).collect::<Vec<_>>();

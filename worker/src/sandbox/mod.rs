@@ -37,7 +37,7 @@ use reelfarm_domain::output::Output;
 use reelfarm_domain::template::{Source, Template};
 use serde::{Deserialize, Serialize};
 
-pub use parent::{RenderServices, Sandbox};
+pub use parent::{PreviewChild, RenderServices, Sandbox};
 
 use crate::media::{Limits, MemoryBudget, TooMuchMemory};
 use crate::render::{Quality, RenderOutput, SpeechCues};
@@ -63,6 +63,21 @@ pub(crate) enum Work {
     Convert { input: PathBuf, out_dir: PathBuf },
     /// A template with its sources, rendered into its directory.
     Render(Box<RenderPlan>),
+    /// Preview frames of one template version, drawn from the sources in `dir` one
+    /// [`FrameRequest`] after another, keeping what it decoded between them (a
+    /// `SnapshotCache` of `still_cache` and `video_cache` bytes); the child ends when it
+    /// is asked nothing for `idle`.
+    Preview { dir: PathBuf, quality: Quality, still_cache: usize, video_cache: usize, idle: Duration },
+}
+
+/// One preview frame asked of a [`Work::Preview`] child: `template` (values applied) at
+/// `at` seconds, its sources' files in the child's directory; the JPEG goes to `out`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct FrameRequest {
+    pub(crate) template: Template,
+    pub(crate) sources: Vec<(Source, PathBuf)>,
+    pub(crate) at: f64,
+    pub(crate) out: PathBuf,
 }
 
 /// A render in a sandbox: the template (values applied), the local file of each source
@@ -166,6 +181,8 @@ pub(crate) enum Message {
     SoundPut { name: String, file: String },
     /// The conversion finished: these files are in the output directory.
     Converted(Files),
+    /// The frame asked for is in its file.
+    Framed,
     /// The render finished: what it made (`None` for [`Piece::Sound`]), and how many
     /// sounds it encoded and wrote from kept packets (its metrics, for the worker's).
     Rendered { made: Option<Box<RenderOutput>>, sounds: (u64, u64) },

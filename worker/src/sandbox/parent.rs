@@ -8,14 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use super::{Files, Message, Plan, PlanLimits, RenderPlan, Reply, Work, ASSET_TYPES, MADE_TYPES, ROLES};
+use reelfarm_domain::template::{Source, Template};
+
+use super::{Files, FrameRequest, Message, Plan, PlanLimits, RenderPlan, Reply, Work, ASSET_TYPES, MADE_TYPES, ROLES};
 use crate::media::budget::Reservation;
 use crate::media::limits::Deadline;
 use crate::media::{Limits, MediaError, MemoryBudget, TooMuchMemory};
-use crate::render::{Progress, RenderError, RenderOutput, SoundStore};
+use crate::render::{Progress, Quality, RenderError, RenderOutput, SoundStore};
 
 /// Address space a child may map for sniffing and probing, before its reservation.
 const PROBE_MEMORY: u64 = 512 << 20;
@@ -32,6 +34,10 @@ const STDERR_TAIL: usize = 8 * 1024;
 
 /// Time a child has past its deadline to notice it and answer before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
+
+/// A preview child asked nothing for this long ends by itself (the worker's own sweep
+/// ends them sooner, see `PreviewChild::idle`).
+const PREVIEW_CHILD_IDLE: Duration = Duration::from_secs(600);
 
 /// Starts sandboxed children of a program: this binary unless configured (e.g. the
 /// bundle's launcher).
@@ -119,10 +125,10 @@ impl Sandbox {
         send(&mut stdin, plan).await?;
         let dir = match &plan.work {
             Work::Render(render) => Some(render.dir.as_path()),
-            Work::Convert { .. } => None,
+            Work::Convert { .. } | Work::Preview { .. } => None,
         };
-        let mut child_run =
-            ChildRun { budget, deadline, stdin, reserved: Vec::new(), what: String::new(), dir, services };
+        let mut held = Held::default();
+        let mut child_run = ChildRun { budget, deadline, stdin: &mut stdin, held: &mut held, dir, services };
         let answered = tokio::select! {
             answered = tokio::time::timeout(plan.limits.time_limit + GRACE, child_run.talk(BufReader::new(stdout))) => answered,
             () = services.stop.cancelled() => {
@@ -146,10 +152,8 @@ impl Sandbox {
             Some(answer) => Ok(answer),
             None => {
                 let stderr = stderr.await.unwrap_or_default();
-                let reserved = child_run.reserved_bytes();
-                let reserved = (reserved > 0).then_some((child_run.what.as_str(), reserved));
                 Err(match status {
-                    Some(status) => ended(status, &stderr, reserved, &plan.limits),
+                    Some(status) => ended(status, &stderr, held.of(), &plan.limits),
                     None => MediaError::Crashed("it stopped answering".into()),
                 })
             }
@@ -185,6 +189,130 @@ impl Sandbox {
     }
 }
 
+/// A sandboxed child drawing the preview frames of one template version, kept between
+/// calls with what it decoded ([`Work::Preview`]); killed when dropped. It holds the
+/// memory it was granted until then.
+pub struct PreviewChild {
+    child: Child,
+    stdin: ChildStdin,
+    lines: BufReader<ChildStdout>,
+    stderr: tokio::task::JoinHandle<String>,
+    held: Held,
+    limits: PlanLimits,
+    dir: PathBuf,
+    frames: u64,
+    last_used: std::time::Instant,
+    /// Cleared once it failed in a way that leaves it of no more use.
+    alive: bool,
+}
+
+impl Sandbox {
+    /// Starts a child drawing preview frames at `quality` from the sources in `dir` (which
+    /// the frames' sources must be in), keeping up to `caches` bytes (pictures, video
+    /// readers) of what it decoded, within `limits` (its memory reserved from their budget).
+    pub(crate) async fn previews(
+        &self,
+        dir: &Path,
+        quality: Quality,
+        caches: (usize, usize),
+        limits: &Limits,
+    ) -> Result<PreviewChild, MediaError> {
+        let (still_cache, video_cache) = caches;
+        let work = Work::Preview { dir: dir.to_owned(), quality, still_cache, video_cache, idle: PREVIEW_CHILD_IDLE };
+        let plan = plan(work, limits);
+        let mut child = self.start()?;
+        let mut stdin = child.stdin.take().ok_or_else(|| MediaError::Internal("no stdin".into()))?;
+        let stdout = child.stdout.take().ok_or_else(|| MediaError::Internal("no stdout".into()))?;
+        let stderr = tokio::spawn(tail(child.stderr.take()));
+        send(&mut stdin, &plan).await?;
+        Ok(PreviewChild {
+            child,
+            stdin,
+            lines: BufReader::new(stdout),
+            stderr,
+            held: Held::default(),
+            limits: plan.limits,
+            dir: dir.to_owned(),
+            frames: 0,
+            last_used: std::time::Instant::now(),
+            alive: true,
+        })
+    }
+}
+
+impl PreviewChild {
+    /// Whether it can draw another frame: it has not failed, nor ended.
+    pub(crate) fn usable(&self) -> bool {
+        self.alive && self.child.id().is_some()
+    }
+
+    /// How long it has been asked nothing.
+    pub(crate) fn idle(&self) -> Duration {
+        self.last_used.elapsed()
+    }
+
+    /// The JPEG of `template` at `at` seconds, drawn from `sources` (files in its
+    /// directory), more memory reserved from `budget` when the frame needs it.
+    pub(crate) async fn frame(
+        &mut self,
+        template: &Template,
+        sources: Vec<(Source, PathBuf)>,
+        at: f64,
+        budget: &MemoryBudget,
+    ) -> Result<Vec<u8>, RenderError> {
+        self.frames += 1;
+        self.last_used = std::time::Instant::now();
+        let out = self.dir.join(format!("frame-{}.jpg", self.frames));
+        let request = FrameRequest { template: template.clone(), sources, at, out: out.clone() };
+        send(&mut self.stdin, &request).await.map_err(RenderError::from)?;
+        let stop = CancellationToken::new();
+        let services = RenderServices { progress: &|_| {}, sounds: None, stop: &stop };
+        let limit = crate::render::snapshot_time_limit().min(self.limits.time_limit);
+        let deadline = Deadline::after(limit);
+        let mut run =
+            ChildRun { budget, deadline, stdin: &mut self.stdin, held: &mut self.held, dir: None, services: &services };
+        let answered = tokio::time::timeout(limit + GRACE, run.talk(&mut self.lines)).await;
+        let answer = match answered {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                self.alive = false;
+                return Err(e.into());
+            }
+            Err(_) => {
+                self.alive = false;
+                return Err(RenderError::TimedOut { limit: limit.as_secs_f64() });
+            }
+        };
+        match answer {
+            Some(Message::Framed) => {
+                let regular = tokio::fs::symlink_metadata(&out).await.is_ok_and(|m| m.file_type().is_file());
+                let jpeg = if regular { tokio::fs::read(&out).await.ok() } else { None };
+                let _ = tokio::fs::remove_file(&out).await;
+                jpeg.ok_or_else(|| RenderError::Internal("the sandbox answered without its frame".into()))
+            }
+            Some(Message::Failed { retryable: true, message }) => Err(RenderError::Io(std::io::Error::other(message))),
+            Some(Message::Failed { message, .. }) => Err(RenderError::Reported(message)),
+            Some(_) => {
+                self.alive = false;
+                Err(RenderError::Internal("the sandbox answered a frame with something else".into()))
+            }
+            None => {
+                self.alive = false;
+                let status = tokio::time::timeout(GRACE, self.child.wait()).await.ok().and_then(Result::ok);
+                let _ = self.child.kill().await;
+                let stderr = (&mut self.stderr).await.unwrap_or_default();
+                Err(render_error(
+                    match status {
+                        Some(status) => ended(status, &stderr, self.held.of(), &self.limits),
+                        None => MediaError::Crashed("it stopped answering".into()),
+                    },
+                    &stop,
+                ))
+            }
+        }
+    }
+}
+
 /// The plan of `work` within `limits`.
 fn plan(work: Work, limits: &Limits) -> Plan {
     Plan {
@@ -213,14 +341,31 @@ fn render_error(e: MediaError, stop: &CancellationToken) -> RenderError {
     }
 }
 
-/// A child at work: what it reserved so far, and what it may ask for.
+/// What a child reserved (held until it ends), and for what it asked last.
+#[derive(Default)]
+struct Held {
+    reserved: Vec<(Reservation, u64)>,
+    what: String,
+}
+
+impl Held {
+    fn bytes(&self) -> u64 {
+        self.reserved.iter().map(|(_, bytes)| bytes).sum()
+    }
+
+    /// For what and how many bytes, when anything.
+    fn of(&self) -> Option<(&str, u64)> {
+        let bytes = self.bytes();
+        (bytes > 0).then_some((self.what.as_str(), bytes))
+    }
+}
+
+/// A child at work: what it holds, and what it may ask for.
 struct ChildRun<'a> {
     budget: &'a MemoryBudget,
     deadline: Deadline,
-    stdin: ChildStdin,
-    /// What the child reserved (held until it ends) and for what, last.
-    reserved: Vec<(Reservation, u64)>,
-    what: String,
+    stdin: &'a mut ChildStdin,
+    held: &'a mut Held,
     /// A render's directory, where kept sounds are handed over.
     dir: Option<&'a Path>,
     services: &'a RenderServices<'a>,
@@ -240,14 +385,14 @@ impl ChildRun<'_> {
             match message {
                 Message::Reserve { what, bytes } => {
                     let reply = self.reserve(what, bytes).await?;
-                    send(&mut self.stdin, &reply).await?;
+                    send(self.stdin, &reply).await?;
                 }
                 Message::Progress { frames_done, frames_total } => {
                     (self.services.progress)(Progress { frames_done: frames_done.min(frames_total), frames_total });
                 }
                 Message::SoundGet { name } => {
                     let file = self.sound_get(name).await;
-                    send(&mut self.stdin, &Reply::Sound(file)).await?;
+                    send(self.stdin, &Reply::Sound(file)).await?;
                 }
                 Message::SoundPut { name, file } => self.sound_put(name, file).await,
                 answer => return Ok(Some(answer)),
@@ -255,13 +400,9 @@ impl ChildRun<'_> {
         }
     }
 
-    fn reserved_bytes(&self) -> u64 {
-        self.reserved.iter().map(|(_, bytes)| bytes).sum()
-    }
-
     /// Reserves `bytes` more for the child, never more than the whole budget in all.
     async fn reserve(&mut self, what: String, bytes: u64) -> Result<Reply, MediaError> {
-        let wanted = self.reserved_bytes().saturating_add(bytes);
+        let wanted = self.held.bytes().saturating_add(bytes);
         if let Some(total) = self.budget.total_mib() {
             if wanted.div_ceil(1 << 20) > total {
                 return Ok(Reply::TooMuch(TooMuchMemory { needed_mib: wanted.div_ceil(1 << 20), allowed_mib: total }));
@@ -273,8 +414,8 @@ impl ChildRun<'_> {
             .map_err(|e| MediaError::Internal(format!("reserving memory: {e}")))?;
         Ok(match reserved {
             Ok(reservation) => {
-                self.reserved.push((reservation, bytes));
-                self.what = what;
+                self.held.reserved.push((reservation, bytes));
+                self.held.what = what;
                 Reply::Granted
             }
             Err(MediaError::Memory(too_much)) => Reply::TooMuch(too_much),
