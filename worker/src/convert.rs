@@ -166,7 +166,7 @@ impl ConvertHandler {
                 tracing::error!(error = %e, attempt, "conversion failed on our side; giving up");
                 "the conversion failed on our side; please upload the file again".to_string()
             }
-            Err(Failure::Permanent(e)) => e,
+            Err(Failure::Permanent(e) | Failure::Spent(e)) => e,
         };
         tracing::warn!(%error, "conversion failed");
         match store.fail_conversion(asset_id, message_id, &error).await {

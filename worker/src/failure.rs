@@ -14,6 +14,10 @@ pub(crate) enum Failure {
     /// The server of an address failed in a way that may pass (timeout, 5xx, 429); the
     /// message is for the job's owner.
     Remote(String),
+    /// The work ran out of the time it was given (its fetches or its render): as final as
+    /// [`Failure::Permanent`], but the worker's time was spent, so a render keeps its
+    /// credit (no refund to buy the same time again and again). For the job's owner.
+    Spent(String),
 }
 
 impl From<StoreError> for Failure {

@@ -319,9 +319,9 @@ impl RenderHandler {
         match self.sandbox.render(plan, &limits, &services).await {
             Ok(output) => Ok(output),
             Err(e) if e.is_bad_input() => Err(Failure::Permanent(e.to_string())),
-            Err(RenderError::TimedOut { limit }) => {
-                Err(Failure::Permanent(format!("the render took longer than the limit of {limit:.0} s")))
-            }
+            Err(RenderError::TimedOut { limit }) => Err(Failure::Spent(format!(
+                "the render took longer than the limit of {limit:.0} s; the credit is kept (the time was spent)"
+            ))),
             Err(e) => Err(Failure::Transient(e.to_string())),
         }
     }
@@ -423,7 +423,7 @@ impl RenderHandler {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         let limit = FETCH_TIME.as_secs();
-                        return Err(Failure::Permanent(format!(
+                        return Err(Failure::Spent(format!(
                             "fetching the sources took longer than this video's time (at most {limit} s of fetching)"
                         )));
                     }

@@ -223,6 +223,9 @@ pub enum RenderOutcome {
     },
     Failed {
         error: String,
+        /// Whether its credit goes back (not when it ran out of its time: the work was
+        /// done, and a refund would let the same job buy that time again and again).
+        refund: bool,
     },
 }
 

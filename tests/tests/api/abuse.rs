@@ -18,6 +18,7 @@ both_modes!(
     free_work_has_a_budget_and_decoder_bombs_fail_alone,
     a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox,
     a_render_whose_source_builds_gigabytes_fails_alone_in_its_sandbox,
+    a_render_out_of_its_time_keeps_its_credit,
     spreadsheets_of_a_million_columns_are_refused_while_others_are_answered,
 );
 
@@ -349,6 +350,29 @@ async fn a_render_whose_source_builds_gigabytes_fails_alone_in_its_sandbox(mode:
     answers_at_once(&app, &neighbour).await;
     let grew_mib = peak_rss_kib().saturating_sub(before) / 1024;
     assert!(grew_mib < 1024, "the service grew by {grew_mib} MiB");
+    app.stop().await;
+}
+
+/// A render that runs out of its time limit fails saying so and keeps its credit: the
+/// worker's time was spent, and a refund would let the same job buy it again and again.
+async fn a_render_out_of_its_time_keeps_its_credit(mode: Mode) {
+    let app = TestApp::spawn_with(mode, &[("REELFARM_JOB_TIMEOUT", "1s")]).await;
+    let user = app.create_user("slowpoke", None, 5).await;
+    let token = app.token_for(&user).await;
+    // Thirty seconds of forty full-canvas layers at 1080 × 1080: far more than a second.
+    let made = json(save(&app, &token, &document(30.0, 1080, 40, 1080)).await, 200).await;
+    let body = |options: Value| json!({ "template_id": made["id"], "options": options, "values": [{}] });
+    let quote =
+        json(app.post_json("/generator/v1/jobs", &token, &body(json!({ "dry_run": true })), &[]).await, 200).await;
+    let price = quote["credits"].as_i64().unwrap();
+    let job = json(app.post_json("/generator/v1/jobs", &token, &body(json!({})), &[]).await, 200).await;
+    let done = app.wait_for_job(&token, job["id"].as_str().unwrap()).await;
+    let video = &done["videos"][0];
+    assert_eq!(video["status"], "failed", "{done}");
+    let said = video["error"].as_str().unwrap();
+    assert!(said.starts_with("the render took longer than the limit of 1 s; the credit is kept"), "{said}");
+    let credits = json(app.get("/generator/v1/users/me/credits", &token).await, 200).await["credits"].as_i64();
+    assert_eq!(credits, Some(5 - price), "not refunded");
     app.stop().await;
 }
 

@@ -44,8 +44,9 @@ impl RenderHandler {
     /// Records the failure of the claimed `render` (refunding its credit) and removes
     /// what an earlier, cut-off attempt may have uploaded. Claimed again meanwhile, the
     /// render is the other attempt's to end.
-    async fn fail(&self, render: &RenderRecord, error: &str) -> Result<(), Outcome> {
-        match self.backends.store().end_claimed(render, &RenderOutcome::Failed { error: error.to_string() }).await {
+    async fn fail(&self, render: &RenderRecord, error: &str, refund: bool) -> Result<(), Outcome> {
+        let failed = RenderOutcome::Failed { error: error.to_string(), refund };
+        match self.backends.store().end_claimed(render, &failed).await {
             Ok(true) => {
                 self.remove_outputs(render).await;
                 Ok(())
@@ -204,7 +205,7 @@ impl RenderHandler {
                 attempts - 1
             );
             tracing::error!(%error, "render given up");
-            return match self.fail(render, &error).await {
+            return match self.fail(render, &error, true).await {
                 Ok(()) => Step::Ended(Outcome::Abort(error)),
                 Err(retry) => Step::Ended(retry),
             };
@@ -235,7 +236,7 @@ impl RenderHandler {
             self.rotation.rendered(false).await;
         }
         // A failure we gave up retrying is dead-lettered too, for the operators to look at.
-        let (error, dead_letter) = match result {
+        let (error, dead_letter, refund) = match result {
             Ok(made) => return self.record(&claim, made, started).await,
             Err(Failure::Transient(e) | Failure::Remote(e)) if attempts < self.delivery_limit => {
                 tracing::warn!(error = %e, "render will be retried");
@@ -254,13 +255,18 @@ impl RenderHandler {
             Err(Failure::Transient(e)) => {
                 // Details are ours (endpoints, database errors): log them, show a summary.
                 tracing::error!(error = %e, "render failed on our side; giving up");
-                (format!("the render failed on our side after {attempts} attempts; the credit was refunded"), true)
+                (
+                    format!("the render failed on our side after {attempts} attempts; the credit was refunded"),
+                    true,
+                    true,
+                )
             }
-            Err(Failure::Remote(e)) => (format!("{e} (tried {attempts} times)"), true),
-            Err(Failure::Permanent(e)) => (e, false),
+            Err(Failure::Remote(e)) => (format!("{e} (tried {attempts} times)"), true, true),
+            Err(Failure::Permanent(e)) => (e, false, true),
+            Err(Failure::Spent(e)) => (e, false, false),
         };
         tracing::warn!(%error, "render failed");
-        Step::Ended(match self.fail(render, &error).await {
+        Step::Ended(match self.fail(render, &error, refund).await {
             Ok(()) if dead_letter => Outcome::Abort(error),
             Ok(()) => Outcome::Done,
             Err(retry) => retry,

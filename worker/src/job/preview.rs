@@ -112,6 +112,7 @@ impl RenderHandler {
             Ok(Err(e)) if e.is_bad_input() => PreviewAnswer::Refused(e.to_string()),
             Ok(Err(e)) => PreviewAnswer::Failed(e.to_string()),
             Err(Failure::Permanent(e) | Failure::Remote(e)) => PreviewAnswer::Refused(e),
+            Err(Failure::Spent(e)) => PreviewAnswer::Busy(e),
             Err(Failure::Transient(e)) => PreviewAnswer::Failed(e),
         }
     }

@@ -45,7 +45,7 @@ impl RenderHandler {
                 }
                 return Step::Again;
             }
-            Err(Failure::Transient(e) | Failure::Remote(e) | Failure::Permanent(e)) => {
+            Err(Failure::Transient(e) | Failure::Remote(e) | Failure::Permanent(e) | Failure::Spent(e)) => {
                 tracing::warn!(error = %e, "the template's thumb and preview were not made");
             }
         }

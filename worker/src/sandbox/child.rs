@@ -86,6 +86,7 @@ pub fn main() -> ExitCode {
 fn convert(input: &Path, out_dir: &Path, limits: &Limits) -> Message {
     match media::convert(input, out_dir, limits, &|_| {}) {
         Ok(converted) => Message::Converted(files(converted)),
+        Err(MediaError::TimedOut { limit }) => Message::TimedOut { limit },
         Err(e) => Message::Failed { retryable: e.is_retryable(), message: e.to_string() },
     }
 }
@@ -134,7 +135,15 @@ fn render(plan: &RenderPlan, limits: Limits, channel: &Arc<Channel>) -> Message 
         Ok(made) => {
             Message::Rendered { made: made.map(Box::new), sounds: reelfarm_backends::metrics::render_sound_counts() }
         }
-        Err(e) => Message::Failed { retryable: retryable(&e), message: e.to_string() },
+        Err(e) => failed(&e),
+    }
+}
+
+/// The answer of a render or frame that failed with `e`.
+fn failed(e: &RenderError) -> Message {
+    match e {
+        RenderError::TimedOut { limit } => Message::TimedOut { limit: *limit },
+        e => Message::Failed { retryable: retryable(e), message: e.to_string() },
     }
 }
 
@@ -145,7 +154,7 @@ fn previews(quality: Quality, kept: &SnapshotCache, idle: Duration, limits: &Lim
         let Ok(request) = channel.read::<FrameRequest>(MAX_PLAN) else { break };
         let message = match frame(&request, quality, kept, limits) {
             Ok(()) => Message::Framed,
-            Err(e) => Message::Failed { retryable: retryable(&e), message: e.to_string() },
+            Err(e) => failed(&e),
         };
         if channel.send(&message).is_err() {
             return ExitCode::FAILURE;
@@ -167,9 +176,9 @@ fn frame(request: &FrameRequest, quality: Quality, kept: &SnapshotCache, limits:
 }
 
 /// Whether a later attempt at a render that failed with `e` may succeed: not when the
-/// template or its sources are at fault, nor when it ran out of its time.
+/// template or its sources are at fault.
 fn retryable(e: &RenderError) -> bool {
-    !e.is_bad_input() && !matches!(e, RenderError::TimedOut { .. })
+    !e.is_bad_input()
 }
 
 /// A conversion's result as the child reports it.

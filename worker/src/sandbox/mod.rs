@@ -188,6 +188,8 @@ pub(crate) enum Message {
     Rendered { made: Option<Box<RenderOutput>>, sounds: (u64, u64) },
     /// The work failed; `retryable` when a later attempt may succeed (disk trouble).
     Failed { retryable: bool, message: String },
+    /// The work ran past its time limit of `limit` seconds.
+    TimedOut { limit: f64 },
 }
 
 /// The worker's answer to [`Message::Reserve`] and [`Message::SoundGet`].

@@ -149,6 +149,7 @@ impl Sandbox {
         match answer? {
             Some(Message::Failed { retryable: true, message }) => Err(MediaError::Io(std::io::Error::other(message))),
             Some(Message::Failed { message, .. }) => Err(MediaError::Reported(message)),
+            Some(Message::TimedOut { limit }) => Err(MediaError::TimedOut { limit }),
             Some(answer) => Ok(answer),
             None => {
                 let stderr = stderr.await.unwrap_or_default();
@@ -292,6 +293,7 @@ impl PreviewChild {
             }
             Some(Message::Failed { retryable: true, message }) => Err(RenderError::Io(std::io::Error::other(message))),
             Some(Message::Failed { message, .. }) => Err(RenderError::Reported(message)),
+            Some(Message::TimedOut { limit }) => Err(RenderError::TimedOut { limit }),
             Some(_) => {
                 self.alive = false;
                 Err(RenderError::Internal("the sandbox answered a frame with something else".into()))

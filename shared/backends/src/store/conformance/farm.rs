@@ -107,7 +107,7 @@ pub(super) async fn scheduler(store: &Store) {
 
 /// Claims and ends every render waiting.
 async fn drain(store: &Store) {
-    let done = RenderOutcome::Failed { error: "drained".into() };
+    let done = RenderOutcome::Failed { error: "drained".into(), refund: true };
     while let Some(claim) = claim_render(store, "drain", LONG).await.unwrap() {
         assert!(store.end_claimed(&claim.render, &done).await.unwrap());
     }

@@ -117,7 +117,7 @@ pub(super) async fn jobs(store: &Store) {
     assert_eq!(store.user(&ivan.id).await.unwrap().credits, 5, "the member's own credits are not used");
     let unpaid = new_job(&ivan.id, &template.id, 1, true, false);
     assert_eq!(store.create_job(&unpaid, None).await.unwrap(), JobCreation::CreditsExhausted { needed: 1 });
-    let failed = RenderOutcome::Failed { error: "broken".into() };
+    let failed = RenderOutcome::Failed { error: "broken".into(), refund: true };
     assert!(store.end_render(&paid.renders[0].id, &failed).await.unwrap());
     assert_eq!(store.find_group("payroll").await.unwrap().credits, 1, "refunded to the group");
     assert!(!store.end_render(&paid.renders[0].id, &failed).await.unwrap(), "ends once");
@@ -157,7 +157,8 @@ pub(super) async fn renders_ending_together_finish_their_job(store: &Store) {
         sound_level: i.is_multiple_of(2).then_some(SoundLevel { loudness: -14.125 - i as f64, true_peak: -1.5 }),
     };
     let endings = jobs.iter().flat_map(|j| &j.renders).enumerate().map(|(i, r)| {
-        let outcome = if i % 3 == 2 { RenderOutcome::Failed { error: "broken".into() } } else { success(i) };
+        let outcome =
+            if i % 3 == 2 { RenderOutcome::Failed { error: "broken".into(), refund: true } } else { success(i) };
         async move { store.end_render(&r.id, &outcome).await.unwrap() }
     });
     assert!(futures::future::join_all(endings).await.into_iter().all(|ended| ended));
@@ -208,7 +209,7 @@ pub(super) async fn credits_follow_each_render(store: &Store) {
     assert_eq!(store.create_job(&dear, None).await.unwrap(), JobCreation::CreditsExhausted { needed: 30 });
     assert_eq!(store.create_job(&job, None).await.unwrap(), JobCreation::Created);
     assert_eq!(store.available_credits(&nora.id).await.unwrap(), 1);
-    let failed = RenderOutcome::Failed { error: "broken".into() };
+    let failed = RenderOutcome::Failed { error: "broken".into(), refund: true };
     assert!(store.end_render(&job.renders[1].id, &failed).await.unwrap());
     assert!(!store.end_render(&job.renders[1].id, &failed).await.unwrap());
     assert_eq!(store.available_credits(&nora.id).await.unwrap(), 4, "its three back, once");
@@ -259,7 +260,7 @@ pub(super) async fn cancel(store: &Store) {
     assert!(store.end_render(ids[0], &success).await.unwrap());
     let claimed = claim_render(store, "w1", Duration::from_secs(60)).await.unwrap().unwrap();
     assert_eq!(&claimed.render.id, ids[1]);
-    assert!(store.end_render(ids[2], &RenderOutcome::Failed { error: "broken".into() }).await.unwrap());
+    assert!(store.end_render(ids[2], &RenderOutcome::Failed { error: "broken".into(), refund: true }).await.unwrap());
     assert_eq!(store.available_credits(&mia.id).await.unwrap(), 7);
     store.outbox_claim(1000, Duration::from_secs(60)).await.unwrap();
 

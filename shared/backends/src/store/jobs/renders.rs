@@ -50,10 +50,11 @@ impl Store {
                 captions_key.as_ref(),
                 sound_level.as_ref(),
             ),
-            RenderOutcome::Failed { error } => {
+            RenderOutcome::Failed { error, .. } => {
                 (RenderStatus::Failed, Some(error), None, None, None, None, None, None, None)
             }
         };
+        let refund = matches!(outcome, RenderOutcome::Failed { refund: true, .. });
         let job_id: Option<String> = sqlx::query_scalar(
             "UPDATE renders SET status = $1, error = $2, video_key = $3, thumb_key = $4, width = $5, height = $6, \
              duration_ms = $7, finished_at = $8, lease_until = NULL, captions_key = $11, loudness_milli = $12, \
@@ -91,7 +92,7 @@ impl Store {
             .bind(&job_id)
             .fetch_one(&mut *tx)
             .await?;
-        if status == RenderStatus::Failed {
+        if refund {
             let charged: i64 = sqlx::query_scalar("SELECT charged FROM renders WHERE id = $1")
                 .bind(id.as_str())
                 .fetch_one(&mut *tx)
