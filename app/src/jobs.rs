@@ -18,7 +18,7 @@ use reelfarm_backends::store::{
 use reelfarm_domain::account::User;
 use reelfarm_domain::cost::{self, Estimate};
 use reelfarm_domain::error_key::ErrorKey;
-use reelfarm_domain::id::{now_ms, EntityId, GroupId, JobId, ProjectId, RenderId, TemplateId, UserId};
+use reelfarm_domain::id::{now_ms, EntityId, JobId, ProjectId, RenderId, TemplateId, UserId};
 use reelfarm_domain::job::{JobRecord, NewJob, NewRender, ProjectRecord};
 use reelfarm_domain::notification::Notification;
 use reelfarm_domain::output::Output;
@@ -160,7 +160,8 @@ impl Farm {
         errors.extend(self.beyond_limits(template, request.quality));
         let mut estimates = Vec::with_capacity(request.values.len());
         let mut renders = Vec::with_capacity(request.values.len());
-        let mut groups = None;
+        let elements = request.values.iter().map(|v| &v.template_variables);
+        let book = media::AssetBook::load(self.backends.store(), user, template, elements).await?;
         let applied_values = self.apply_all_values(template, request).await?;
         for ((i, value), applied) in request.values.iter().enumerate().zip(applied_values) {
             let path = format!("values[{i}].template_variables");
@@ -171,7 +172,7 @@ impl Farm {
                     continue;
                 }
             };
-            errors.extend(self.media_errors(user, &mut groups, template, &value.template_variables, &path).await?);
+            errors.extend(self.media_errors(&book, template, &value.template_variables, &path));
             let project_of = request
                 .create_project
                 .then(|| (ProjectId::generate(), serde_json::to_string(&applied).expect("templates serialize")));
@@ -245,7 +246,8 @@ impl Farm {
             Ok(()) => Vec::new(),
             Err(problems) => value_errors(template, problems, path),
         };
-        errors.extend(self.media_errors(user, &mut None, template, &values, path).await?);
+        let book = media::AssetBook::load(self.backends.store(), user, template, std::iter::once(&*values)).await?;
+        errors.extend(self.media_errors(&book, template, &values, path));
         if errors.is_empty() {
             Ok(())
         } else {
@@ -253,22 +255,19 @@ impl Farm {
         }
     }
 
-    /// The media values of one element that cannot be used, named under `path`. `groups`
-    /// are `user`'s, looked up the first time an asset is named.
-    async fn media_errors(
+    /// The media values of one element that cannot be used, named under `path`, their
+    /// assets from `book`.
+    fn media_errors(
         &self,
-        user: &User,
-        groups: &mut Option<Vec<GroupId>>,
+        book: &media::AssetBook,
         template: &Template,
         values: &Map<String, Value>,
         path: &str,
-    ) -> Result<Vec<FieldError>> {
-        let problems =
-            media::check_media(self.backends.store(), &self.outbound_allow, user, groups, template, values).await?;
-        Ok(problems
+    ) -> Vec<FieldError> {
+        media::check_media(&self.outbound_allow, book, template, values)
             .into_iter()
             .map(|(key, (k, message))| FieldError::new(format!("{path}.{key}"), k, message))
-            .collect())
+            .collect()
     }
 
     /// The template with each element's values applied, in order. Parsing and checking

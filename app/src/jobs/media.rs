@@ -1,13 +1,15 @@
 //! The media values of a job request: asset ids the caller may use, of the right kind
-//! and converted; addresses whose file type (when their name tells it) is accepted for
+//! and converted (looked up for the whole request at once); addresses whose file type (when their name tells it) is accepted for
 //! the variable and that are not IP addresses the outbound policy refuses.
+
+use std::collections::{HashMap, HashSet};
 
 use reelfarm_backends::store::{AssetStore, LibraryStore, StoreError};
 use reelfarm_backends::Store;
 use reelfarm_domain::account::User;
-use reelfarm_domain::asset::{AssetKind, AssetStatus};
+use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::error_key::ErrorKey;
-use reelfarm_domain::id::GroupId;
+use reelfarm_domain::id::{AssetId, GroupId, LibraryId};
 use reelfarm_domain::template::{Template, VariableType};
 use reelfarm_outbound::{AllowEntry, Outbound};
 use serde_json::{Map, Value};
@@ -51,38 +53,79 @@ fn takes(media: Option<VariableType>, kind: AssetKind, animated: bool) -> bool {
 /// What is wrong with a value: its key and what to tell the caller.
 pub type Problem = (ErrorKey, String);
 
+/// What the media values of a whole request name, looked up at once: the assets (a few
+/// queries for any number of ids, never one per value) and the libraries the caller may
+/// use.
+pub(super) struct AssetBook {
+    assets: HashMap<String, Asset>,
+    visible: HashSet<LibraryId>,
+}
+
+impl AssetBook {
+    /// Looks up every asset id among the media values of `elements` for `user`.
+    pub(super) async fn load<'a>(
+        store: &Store,
+        user: &User,
+        template: &Template,
+        elements: impl Iterator<Item = &'a Map<String, Value>>,
+    ) -> Result<AssetBook> {
+        let ids: HashSet<AssetId> = elements
+            .flat_map(|values| media_values(template, values))
+            .filter(|(_, text, media)| !is_address(text) && *media != VariableType::Captions)
+            .filter_map(|(_, text, _)| AssetId::parse(text))
+            .collect();
+        if ids.is_empty() {
+            return Ok(AssetBook { assets: HashMap::new(), visible: HashSet::new() });
+        }
+        let ids: Vec<AssetId> = ids.into_iter().collect();
+        let assets = store.assets(&ids).await?.into_iter().map(|a| (a.id.as_str().to_string(), a)).collect();
+        let visible = store.visible_libraries(&user.id).await?.into_iter().map(|l| l.id).collect();
+        Ok(AssetBook { assets, visible })
+    }
+}
+
+/// The media values of `values`: variable id, the value, the variable's type.
+fn media_values<'a>(
+    template: &'a Template,
+    values: &'a Map<String, Value>,
+) -> impl Iterator<Item = (&'a String, &'a str, VariableType)> + 'a {
+    values.iter().filter_map(|(key, given)| {
+        let text = given.as_str()?.trim();
+        let (_, layer) = Uuid::parse_str(key).ok().and_then(|id| template.variable_layer(id))?;
+        let media = layer.content.variable_type().filter(|t| *t != VariableType::Text)?;
+        Some((key, text, media))
+    })
+}
+
+fn is_address(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
 /// The media values of one `values` element that cannot be used, by variable id: asset ids
 /// the caller cannot see (or not converted, or of another kind), addresses whose file type
-/// is not accepted for the variable.
-pub(super) async fn check_media(
-    store: &Store,
+/// is not accepted for the variable. The assets come from `book`.
+pub(super) fn check_media(
     outbound_allow: &[AllowEntry],
-    user: &User,
-    groups: &mut Option<Vec<GroupId>>,
+    book: &AssetBook,
     template: &Template,
     values: &Map<String, Value>,
-) -> Result<Vec<(String, Problem)>> {
+) -> Vec<(String, Problem)> {
     let mut problems = Vec::new();
-    for (key, given) in values {
-        let Some(text) = given.as_str().map(str::trim) else { continue };
-        let Some((_, layer)) = Uuid::parse_str(key).ok().and_then(|id| template.variable_layer(id)) else { continue };
-        let Some(media) = layer.content.variable_type().filter(|t| *t != VariableType::Text) else { continue };
-        let lower = text.to_ascii_lowercase();
-        let problem = if lower.starts_with("http://") || lower.starts_with("https://") {
+    for (key, text, media) in media_values(template, values) {
+        let problem = if is_address(text) {
             refused_address(outbound_allow, text).or_else(|| url_file_type(text, media))
         } else if media == VariableType::Captions {
             continue; // not an address: applying the values says what a captions value is
         } else {
-            if groups.is_none() {
-                *groups = Some(crate::libraries::group_ids(store, &user.id).await?);
-            }
-            asset_problem(store, user, groups.as_deref().unwrap_or_default(), text, Some(media)).await?
+            let asset = book.assets.get(text).filter(|a| book.visible.contains(&a.library_id));
+            problem_of(asset, text, Some(media))
         };
         if let Some(problem) = problem {
             problems.push((key.clone(), problem));
         }
     }
-    Ok(problems)
+    problems
 }
 
 /// An address the render could never fetch (an IP address the outbound policy refuses):
@@ -120,30 +163,32 @@ pub async fn asset_problem(
     id: &str,
     media: Option<VariableType>,
 ) -> Result<Option<Problem>> {
-    let unknown = || Some((ErrorKey::UnknownAsset, format!("no asset {id:?} in the libraries you can use")));
     let asset = match store.named_asset(id).await {
         Ok(asset) => asset,
-        Err(StoreError::NotFound(_)) => return Ok(unknown()),
+        Err(StoreError::NotFound(_)) => return Ok(problem_of(None, id, media)),
         Err(e) => return Err(e.into()),
     };
-    let library = match store.library(&asset.library_id).await {
-        Ok(library) => library,
-        Err(StoreError::NotFound(_)) => return Ok(unknown()),
+    let visible = match store.library(&asset.library_id).await {
+        Ok(library) => library.visible_to(&user.id, groups),
+        Err(StoreError::NotFound(_)) => false,
         Err(e) => return Err(e.into()),
     };
-    if !library.visible_to(&user.id, groups) {
-        return Ok(unknown());
-    }
+    Ok(problem_of(visible.then_some(&asset), id, media))
+}
+
+/// Why `asset` (named `id`; `None`: unknown to the caller) cannot be used for `media`, if
+/// it cannot: unknown, not converted, of another kind.
+fn problem_of(asset: Option<&Asset>, id: &str, media: Option<VariableType>) -> Option<Problem> {
+    let Some(asset) = asset else {
+        return Some((ErrorKey::UnknownAsset, format!("no asset {id:?} in the libraries you can use")));
+    };
     if asset.status != AssetStatus::Finished {
         let status = asset.status.public();
-        return Ok(Some((
-            ErrorKey::AssetNotReady,
-            format!("asset {id:?} is {status}; only finished assets can be used"),
-        )));
+        return Some((ErrorKey::AssetNotReady, format!("asset {id:?} is {status}; only finished assets can be used")));
     }
     match asset.kind {
-        Some(kind) if takes(media, kind, asset.duration_ms.is_some()) => Ok(None),
-        kind => Ok(Some((
+        Some(kind) if takes(media, kind, asset.duration_ms.is_some()) => None,
+        kind => Some((
             ErrorKey::UnsupportedFileType,
             format!(
                 "asset {id:?} is a {} asset; {}",
@@ -153,7 +198,7 @@ pub async fn asset_problem(
                     m.as_str()
                 ))
             ),
-        ))),
+        )),
     }
 }
 

@@ -147,6 +147,19 @@ async fn credits_follow_length_and_size_and_a_dry_run_creates_nothing(mode: Mode
     assert_eq!(quote["videos"][0]["width"], 1080);
     assert_eq!(json(app.get("/generator/v1/jobs", &token).await, 200).await, json!([]));
 
+    // A thousand videos each naming another asset nobody has: looked up together, refused
+    // with the first hundred problems, while another account is answered.
+    let (neighbour, _) = bystander(&app, "neighbour").await;
+    let unknown: Vec<Value> =
+        (0..1000).map(|_| json!({ "template_variables": { IMAGE: uuid::Uuid::new_v4().to_string() } })).collect();
+    let many = job(json!({}), Value::Array(unknown));
+    let (res, ()) =
+        tokio::join!(app.post_json("/generator/v1/jobs", &token, &many, &[]), answers_at_once(&app, &neighbour));
+    let body = error(res, 400, "error.validation_failed").await;
+    assert_eq!(body["errors"].as_array().unwrap().len(), 100, "{body}");
+    assert_eq!(body["errors"][0]["key"], "error.unknown_asset", "{body}");
+    assert!(body["message"].as_str().unwrap().ends_with(" and 900 more"), "{}", body["message"]);
+
     // The real job takes two; a second does not fit (402); the failed render gives both back.
     let values = json!([{ "template_variables": { IMAGE: "http://127.0.0.1:1/other.png" } }]);
     let first =

@@ -13,6 +13,10 @@ use reelfarm_domain::message::Message;
 /// How long an upload's heartbeat may be silent before another PUT may take over.
 pub const STALE_UPLOAD_MS: i64 = 120_000;
 
+/// Ids asked for in one query of [`AssetStore::assets`] (well under SQLite's and
+/// PostgreSQL's limits on bound parameters).
+const ASSETS_PER_QUERY: usize = 500;
+
 const COLUMNS: &str = "id, upload_id, library_id, owner_user_id, filename, label, description, status, error, \
     kind, content_type, size, blob_prefix, original_key, duration_ms, alpha, thumb_key, renditions, tags, \
     properties, premium, converted_by, created_at, updated_at";
@@ -118,6 +122,20 @@ impl AssetStore for Store {
             .await?
             .ok_or(StoreError::NotFound("asset"))?;
         asset_from(&row)
+    }
+
+    #[tracing::instrument(name = "store::assets", level = "debug", skip_all, fields(ids = ids.len()))]
+    async fn assets(&self, ids: &[AssetId]) -> Result<Vec<Asset>> {
+        let mut found = Vec::new();
+        for chunk in ids.chunks(ASSETS_PER_QUERY) {
+            let places: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("SELECT {COLUMNS} FROM assets WHERE id IN ({})", places.join(", "));
+            let query = chunk.iter().fold(sqlx::query(&sql), |query, id| query.bind(id.as_str()));
+            for row in query.fetch_all(&self.pool).await? {
+                found.push(asset_from(&row)?);
+            }
+        }
+        Ok(found)
     }
 
     async fn named_asset(&self, name: &str) -> Result<Asset> {

@@ -1,4 +1,5 @@
-//! Finding assets: by library, kind, readiness and a piece of their label, newest first.
+//! Finding assets: by ids at once, and by library, kind, readiness and a piece of their
+//! label, newest first.
 
 use super::*;
 use reelfarm_domain::asset::{AssetKind, Conversion};
@@ -30,6 +31,17 @@ pub(super) async fn search(store: &Store) {
     let clip = asset(store, &own, &ann.id, "beach_clip.mp4", Some(AssetKind::Video)).await;
     let waiting = asset(store, &own, &ann.id, "beach later.png", None).await;
     let elsewhere = asset(store, &other, &ann.id, "beach far.png", Some(AssetKind::Sprite)).await;
+
+    // By id, many at once: those that exist among a thousand ids (more than one query's).
+    let mut ids: Vec<AssetId> = (0..1000).map(|_| AssetId::generate()).collect();
+    ids.insert(3, clip.clone());
+    ids.push(elsewhere.clone());
+    let mut found: Vec<AssetId> = store.assets(&ids).await.unwrap().into_iter().map(|a| a.id).collect();
+    found.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    let mut expected = vec![clip.clone(), elsewhere.clone()];
+    expected.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(found, expected);
+    assert!(store.assets(&[]).await.unwrap().is_empty());
 
     let own_only = [own.id.clone()];
     let both = [own.id.clone(), other.id.clone()];

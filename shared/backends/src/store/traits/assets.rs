@@ -44,6 +44,10 @@ pub trait AssetStore {
 
     fn asset(&self, id: &AssetId) -> impl Future<Output = Result<Asset>> + Send;
 
+    /// The assets of `ids` that exist, in no particular order: a few queries however many
+    /// ids a request names.
+    fn assets(&self, ids: &[AssetId]) -> impl Future<Output = Result<Vec<Asset>>> + Send;
+
     /// The asset a document names (a template's source, a job's value): `NotFound` when
     /// the name is not of our ids' form.
     fn named_asset(&self, name: &str) -> impl Future<Output = Result<Asset>> + Send;
