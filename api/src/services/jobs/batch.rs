@@ -299,6 +299,44 @@ mod tests {
             .map_err(|errors| errors.into_iter().map(|e| format!("{}: {}", e.field, e.message)).collect())
     }
 
+    /// A cell's text: separators, quotes and a line break inside it, none at its ends
+    /// (white space around a cell is not kept).
+    const CELL: &str = "[a-zA-Z0-9,;\"]{1,4}(\n[a-zA-Z0-9,;\"]{1,4})?";
+    /// A cell's text, or an empty cell.
+    const MAYBE_CELL: &str = "([a-zA-Z0-9,;\"]{1,4}(\n[a-zA-Z0-9,;\"]{1,4})?)?";
+
+    proptest::proptest! {
+        /// Any bytes read as a spreadsheet give rows or problems, never a panic.
+        #[test]
+        fn any_file_settles(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048)) {
+            let _ = Sheet::read(&bytes, &variables());
+        }
+
+        /// Rows written as spreadsheets write them (each cell quoted, quotes doubled,
+        /// newlines kept) read back as the values they hold.
+        #[test]
+        fn rows_written_read_back(
+            rows in proptest::collection::vec((CELL, MAYBE_CELL), 1..20)
+        ) {
+            let quoted = |cell: &str| format!("\"{}\"", cell.replace('"', "\"\""));
+            let mut text = String::from("Quote,Author\r\n");
+            for (quote, author) in &rows {
+                text += &format!("{},{}\r\n", quoted(quote), quoted(author));
+            }
+            let expected: Vec<Value> = rows
+                .iter()
+                .map(|(quote, author)| {
+                    let mut variables = json!({ QUOTE: quote });
+                    if !author.is_empty() {
+                        variables[AUTHOR] = json!(author);
+                    }
+                    json!({ "template_variables": variables })
+                })
+                .collect();
+            proptest::prop_assert_eq!(read(&text).unwrap().values(), expected);
+        }
+    }
+
     #[test]
     fn rows_become_values_by_name_or_id_with_quotes_bom_and_semicolons() {
         let text = format!(
