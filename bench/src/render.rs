@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use reelfarm_domain::template::{Source, Template};
 use reelfarm_worker::render::{self, Quality, RenderSettings};
+use reelfarm_worker::sandbox::{Piece, RenderPlan, RenderServices, Sandbox};
 
 use super::{mib, rss_of};
 
@@ -274,11 +275,10 @@ fn ours(dir: &Path, template: &Template, quality: Quality, first: bool) -> anyho
     Ok(started.elapsed())
 }
 
-/// A first render of ours in a sandboxed child (`reelfarm sandbox`), as a worker runs it:
-/// the process start, the confinement and the plan on top of the render.
-fn ours_sandboxed(dir: &Path, template: &Template, quality: Quality) -> anyhow::Result<Duration> {
-    use reelfarm_worker::sandbox::{Piece, RenderPlan, RenderServices, Sandbox};
-    let sandbox = Sandbox::new(None)?;
+/// A first render of ours in a sandboxed child (`reelfarm sandbox`), as a worker runs it
+/// (with the spare child `sandbox` started ahead): the confinement and the plan on top
+/// of the render.
+fn ours_sandboxed(sandbox: &Sandbox, dir: &Path, template: &Template, quality: Quality) -> anyhow::Result<Duration> {
     let name = format!("sandboxed-{}", quality.short_side().unwrap_or(0));
     let defaults = RenderSettings::default();
     let sources = render::sources(template)
@@ -376,6 +376,7 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
         "sandbox ratio"
     );
     let mut failed = false;
+    let sandbox = Sandbox::new(None)?;
     // The same composition brought to −14 LUFS: what measuring and limiting its sound costs.
     let mut normalised = template.clone();
     normalised.loudness = Some(-14.0);
@@ -389,7 +390,7 @@ pub fn run(heights: &[u32], rounds: u32, keep: Option<&Path>) -> anyhow::Result<
         let mut sandboxed = Vec::new();
         for _ in 0..rounds.max(1) {
             let ours_time = ours(dir, &template, quality, true)?;
-            let sandbox_time = ours_sandboxed(dir, &template, quality)?;
+            let sandbox_time = ours_sandboxed(&sandbox, dir, &template, quality)?;
             let (cli_time, cli_rss) = cli(dir, height)?;
             pairs.push((ours_time.as_secs_f64() / cli_time.as_secs_f64(), ours_time, cli_time, cli_rss));
             sandboxed.push((sandbox_time.as_secs_f64() / cli_time.as_secs_f64(), sandbox_time));

@@ -129,6 +129,12 @@ impl TextError {
 
 /// Rasterises `text` into a `width`×`height` image (the layer's box in output pixels).
 /// `scale` multiplies the font size: 2/3 renders a 1080p template at 720p.
+/// Builds the font database and this thread's font system now rather than at the first
+/// text drawn (a sandboxed child does it while it waits for its plan).
+pub fn warm_up() {
+    fonts::with_fonts(|_, _| ());
+}
+
 pub fn render_text(text: &RichText, style: &TextStyle, width: u32, height: u32, scale: f64) -> Result<Rgba, TextError> {
     if width > MAX_SIDE || height > MAX_SIDE {
         return Err(TextError::TooLarge { width, height });

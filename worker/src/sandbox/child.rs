@@ -42,6 +42,9 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // A child is started before its work comes (the worker keeps one spare): what every
+    // render needs is made while it waits.
+    render::text::warm_up();
     // SAFETY: standard input is this process's, read through this one reader only.
     let input = BufReader::new(unsafe { File::from_raw_fd(libc::STDIN_FILENO) });
     let channel = Arc::new(Channel {

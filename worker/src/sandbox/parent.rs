@@ -40,10 +40,12 @@ const GRACE: Duration = Duration::from_secs(5);
 const PREVIEW_CHILD_IDLE: Duration = Duration::from_secs(600);
 
 /// Starts sandboxed children of a program: this binary unless configured (e.g. the
-/// bundle's launcher).
+/// bundle's launcher). One child is kept started ahead, waiting for its plan with the
+/// fonts loaded, so that a unit of work does not wait for a process to start.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     program: PathBuf,
+    spare: Arc<std::sync::Mutex<Option<Child>>>,
 }
 
 /// What a render's child may ask of the worker while it works, besides memory.
@@ -64,7 +66,7 @@ impl Sandbox {
             Some(program) => program,
             None => std::env::current_exe()?,
         };
-        Ok(Sandbox { program })
+        Ok(Sandbox { program, spare: Arc::default() })
     }
 
     /// Converts `input` into renditions in `out_dir` (which must exist) in a child within
@@ -161,7 +163,23 @@ impl Sandbox {
         }
     }
 
+    /// A child waiting for its plan: the spare when it is still alive, else a new one;
+    /// then another spare is started for the next unit.
     fn start(&self) -> Result<Child, MediaError> {
+        let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let alive = |mut spare: Child| matches!(spare.try_wait(), Ok(None)).then_some(spare);
+        let child = match spare.and_then(alive) {
+            Some(spare) => spare,
+            None => self.spawn()?,
+        };
+        match self.spawn() {
+            Ok(next) => *self.spare.lock().unwrap_or_else(|e| e.into_inner()) = Some(next),
+            Err(e) => tracing::warn!(error = %e, "no spare sandbox started"),
+        }
+        Ok(child)
+    }
+
+    fn spawn(&self) -> Result<Child, MediaError> {
         let mut command = Command::new(&self.program);
         command
             .arg("sandbox")
