@@ -208,6 +208,20 @@ fn project_from(row: &AnyRow) -> Result<ProjectRecord> {
 }
 
 impl Store {
+    /// Writes `job` in `tx` ([`Store::write_job`]) and commits it, or rolls back when the
+    /// credits do not cover it.
+    async fn commit_job(&self, mut tx: Transaction<'static, Any>, job: &NewJob, owner: &str) -> Result<JobCreation> {
+        if !self.write_job(&mut tx, job, owner).await? {
+            tx.rollback().await?;
+            return Ok(JobCreation::CreditsExhausted { needed: job.charges() });
+        }
+        tx.commit().await?;
+        if job.create_render {
+            self.outbox_written();
+        }
+        Ok(JobCreation::Created)
+    }
+
     /// Writes `job` in `tx`, its renders counting in the share of `owner` (an account)
     /// and charged to it; `false` when its credits do not cover them (roll back then).
     async fn write_job(&self, tx: &mut Transaction<'static, Any>, job: &NewJob, owner: &str) -> Result<bool> {
@@ -408,15 +422,7 @@ impl JobStore for Store {
         }
 
         let owner = account_in(&mut tx, &job.user_id).await?;
-        if !self.write_job(&mut tx, job, &owner).await? {
-            tx.rollback().await?;
-            return Ok(JobCreation::CreditsExhausted { needed: job.charges() });
-        }
-        tx.commit().await?;
-        if job.create_render {
-            self.outbox_written();
-        }
-        Ok(JobCreation::Created)
+        self.commit_job(tx, job, &owner).await
     }
 
     #[tracing::instrument(name = "store::create_draft", level = "debug", skip_all)]
@@ -424,13 +430,8 @@ impl JobStore for Store {
         let mut tx = self.begin().await?;
         let owner = account_in(&mut tx, &job.user_id).await?;
         // One account's drafts are created one at a time, so that the budget read below
-        // holds until the commit (SQLite's write transactions are one at a time already).
-        if self.dialect == Dialect::Postgres {
-            sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS locked")
-                .bind(format!("drafts:{owner}"))
-                .execute(&mut *tx)
-                .await?;
-        }
+        // holds until the commit.
+        self.one_at_a_time(&mut tx, &format!("drafts:{owner}")).await?;
         let rows = sqlx::query(
             "SELECT j.created_at, r.video_ms FROM jobs j JOIN renders r ON r.job_id = j.id \
              WHERE j.draft = 1 AND j.created_at >= $1 AND r.account = $2 ORDER BY j.created_at",
@@ -449,15 +450,7 @@ impl JobStore for Store {
             tx.rollback().await?;
             return Ok(JobCreation::DraftBudgetSpent { drafts });
         }
-        if !self.write_job(&mut tx, job, &owner).await? {
-            tx.rollback().await?;
-            return Ok(JobCreation::CreditsExhausted { needed: job.charges() });
-        }
-        tx.commit().await?;
-        if job.create_render {
-            self.outbox_written();
-        }
-        Ok(JobCreation::Created)
+        self.commit_job(tx, job, &owner).await
     }
 
     #[tracing::instrument(name = "store::job", level = "debug", skip_all)]

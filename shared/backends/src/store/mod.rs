@@ -174,6 +174,19 @@ impl Store {
         })
     }
 
+    /// Makes the transactions that pass the same `key` here run this part one at a time,
+    /// until each commits: a PostgreSQL advisory lock (SQLite's write transactions,
+    /// `BEGIN IMMEDIATE`, are one at a time already).
+    pub(crate) async fn one_at_a_time(&self, tx: &mut Transaction<'static, Any>, key: &str) -> Result<()> {
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS locked")
+                .bind(key)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Checks the database answers (readiness probe).
     #[tracing::instrument(name = "store::ready", level = "debug", skip_all)]
     pub async fn ready(&self) -> Result<()> {

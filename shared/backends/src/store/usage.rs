@@ -151,13 +151,8 @@ impl UsageStore for Store {
             .await?
             .ok_or(StoreError::NotFound("object"))?;
         // One owner's reservations are made one at a time, so that what is read below
-        // holds until the commit (SQLite's write transactions are one at a time already).
-        if self.dialect == Dialect::Postgres {
-            sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS locked")
-                .bind(format!("uploads:{owner}"))
-                .execute(&mut *tx)
-                .await?;
-        }
+        // holds until the commit.
+        self.one_at_a_time(&mut tx, &format!("uploads:{owner}")).await?;
         let sql = self.held_bytes_sql();
         let query = sqlx::query(&sql).bind(&owner).bind(now_ms() - STALE_UPLOAD_MS);
         let held: i64 = query.bind(id.as_str()).fetch_one(&mut *tx).await?.try_get("bytes")?;
