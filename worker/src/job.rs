@@ -40,9 +40,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{AssetStore, JobStore, PartKind, StoreError, TemplateVersionStore, UsageStore};
+use reelfarm_backends::store::{JobStore, PartKind, TemplateVersionStore, UsageStore};
 use reelfarm_backends::{Backends, Config};
-use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::id::UserId;
 use reelfarm_domain::job::{RenderOutcome, RenderRecord};
@@ -50,8 +49,8 @@ use reelfarm_domain::message::{Envelope, Message};
 use reelfarm_domain::output::Format;
 use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::values::{apply_values_with, speech_values};
-use reelfarm_domain::template::{Content, Source, Template, VariableType};
-use reelfarm_outbound::{FetchLimits, Outbound, OutboundError};
+use reelfarm_domain::template::{Content, Source, Template};
+use reelfarm_outbound::Outbound;
 use secrecy::ExposeSecret;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -67,15 +66,9 @@ mod claim;
 mod parts;
 mod preview;
 mod sounds;
+mod sources;
 mod template_media;
 
-/// Most bytes the addresses of one unit of work may give, all together.
-const MAX_DOWNLOAD_BYTES: u64 = 2 << 30;
-/// Longest the fetches of one unit of work may take, all together: counted in the unit's
-/// deadline, so that slow sources shorten the time left to render, not lengthen it.
-const FETCH_TIME: Duration = Duration::from_secs(300);
-/// Longest an address may send nothing (no answer, no more of its body).
-const FETCH_IDLE: Duration = Duration::from_secs(60);
 /// Frame rate and x264 quality of drafts: enough to judge timing and layout.
 const DRAFT_FPS: u32 = 15;
 const DRAFT_CRF: u8 = 28;
@@ -185,11 +178,11 @@ impl RenderHandler {
     }
 
     /// When a unit of work rendering `template` with `settings` must be done, counted from
-    /// now: its fetches ([`FETCH_TIME`] at most) and its render's time limit, which comes
+    /// now: its fetches ([`sources::FETCH_TIME`] at most) and its render's time limit, which comes
     /// from its estimate (a render far slower than estimated is stopped long before the
     /// job timeout; a render of the first seconds only is bounded by them).
     fn unit_deadline(&self, template: &Template, settings: &RenderSettings) -> Instant {
-        Instant::now() + FETCH_TIME + self.render_limit(template, settings)
+        Instant::now() + sources::FETCH_TIME + self.render_limit(template, settings)
     }
 
     fn render_limit(&self, template: &Template, settings: &RenderSettings) -> Duration {
@@ -326,6 +319,22 @@ impl RenderHandler {
         }
     }
 
+    /// Where the files of `render` go: `renders/{job}/{render}-{name}`, the name keyed with
+    /// the deployment's secret (unguessable, as file links need no token) and the same on
+    /// every attempt, so that an attempt cut off between upload and record (a killed
+    /// worker, a database restart) leaves nothing behind: the next one writes the same keys.
+    fn output_prefix(&self, render: &RenderRecord) -> String {
+        let name = reelfarm_domain::token::keyed_name(&self.secret, &["reelfarm-render-v1", render.id.as_str()]);
+        format!("renders/{}/{}-{}", render.job_id, render.id, &name[..24])
+    }
+
+    /// Removes the files of `render`'s attempts.
+    async fn remove_outputs(&self, render: &RenderRecord) {
+        if let Err(e) = self.backends.blobs().delete_prefix(&format!("{}/", self.output_prefix(render))).await {
+            tracing::warn!(error = %e, "files of a render not removed");
+        }
+    }
+
     /// Points the layers of the text-to-speech values of `values` at their speech (an
     /// unguessable address under the reserved `.invalid` domain, never fetched; the
     /// speech fills the layer's slot, so the layer's `trim_start` and `loop` no longer
@@ -377,89 +386,6 @@ impl RenderHandler {
         }
         Ok(cues)
     }
-
-    /// Fetches the sources `wanted` of `template` into `dir` (but those `ready` already)
-    /// before `deadline`, the addresses' bytes together at most [`MAX_DOWNLOAD_BYTES`];
-    /// returns each with its local file.
-    #[allow(clippy::too_many_arguments)]
-    async fn fetch_sources(
-        &self,
-        template: &Template,
-        wanted: Vec<Source>,
-        record: &TemplateRecord,
-        quality: Quality,
-        dir: &Path,
-        ready: Vec<(Source, PathBuf)>,
-        deadline: Instant,
-    ) -> Result<Vec<(Source, PathBuf)>, Failure> {
-        let blobs = self.backends.blobs();
-        let mut fetched = ready;
-        let mut downloaded = 0;
-        for (i, source) in wanted.into_iter().enumerate() {
-            if fetched.iter().any(|(s, _)| *s == source) {
-                continue;
-            }
-            // Unique in `dir`, which may hold files of other calls (previews keep theirs).
-            let target = dir.join(format!("source-{i}-{}", reelfarm_domain::token::random_base62(8)));
-            match &source {
-                Source::File { file } => {
-                    let key = record.files.get(file).ok_or_else(|| {
-                        Failure::Transient(format!("template {} has no stored file {file:?}", record.id))
-                    })?;
-                    blobs.get_to_file(key, &target).await?;
-                }
-                Source::Asset { asset } => {
-                    let asset = match self.backends.store().named_asset(asset).await {
-                        Ok(a) if a.status == AssetStatus::Finished => a,
-                        Ok(_) | Err(StoreError::NotFound(_)) => {
-                            return Err(Failure::Permanent(format!("asset {asset:?} is no longer available")))
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                    let (width, height) = needed_size(template, &source, quality);
-                    blobs.get_to_file(&best_rendition(&asset, width, height), &target).await?;
-                }
-                Source::Url { url } => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        let limit = FETCH_TIME.as_secs();
-                        return Err(Failure::Spent(format!(
-                            "fetching the sources took longer than this video's time (at most {limit} s of fetching)"
-                        )));
-                    }
-                    let limits = FetchLimits {
-                        max_bytes: MAX_DOWNLOAD_BYTES - downloaded,
-                        timeout: left.min(FETCH_TIME),
-                        idle: FETCH_IDLE,
-                    };
-                    let got = self.outbound.fetch_to_file(url, &target, &limits).await;
-                    downloaded += got.map_err(|e| fetch_failure(url, e))?.bytes;
-                    for media in media_of(template, &source) {
-                        check_sniffed(&target, media)
-                            .map_err(|problem| Failure::Permanent(format!("{url}: {problem}")))?;
-                    }
-                }
-            }
-            fetched.push((source, target));
-        }
-        Ok(fetched)
-    }
-
-    /// Where the files of `render` go: `renders/{job}/{render}-{name}`, the name keyed with
-    /// the deployment's secret (unguessable, as file links need no token) and the same on
-    /// every attempt, so that an attempt cut off between upload and record (a killed
-    /// worker, a database restart) leaves nothing behind: the next one writes the same keys.
-    fn output_prefix(&self, render: &RenderRecord) -> String {
-        let name = reelfarm_domain::token::keyed_name(&self.secret, &["reelfarm-render-v1", render.id.as_str()]);
-        format!("renders/{}/{}-{}", render.job_id, render.id, &name[..24])
-    }
-
-    /// Removes the files of `render`'s attempts.
-    async fn remove_outputs(&self, render: &RenderRecord) {
-        if let Err(e) = self.backends.blobs().delete_prefix(&format!("{}/", self.output_prefix(render))).await {
-            tracing::warn!(error = %e, "files of a render not removed");
-        }
-    }
 }
 
 /// What an attempt at a render starts from ([`RenderHandler::prepare`]).
@@ -500,114 +426,6 @@ struct PlannedSpeech {
     /// A captions layer shows its words (their times are asked for where a provider
     /// reports them).
     captioned: bool,
-}
-
-fn fetch_failure(url: &str, e: OutboundError) -> Failure {
-    if e.is_retryable() {
-        Failure::Remote(format!("could not fetch {url}: {e}"))
-    } else {
-        Failure::Permanent(format!("could not fetch {url}: {e}"))
-    }
-}
-
-/// What the layers using `source` take from it.
-fn media_of(template: &Template, source: &Source) -> Vec<VariableType> {
-    let layers = template.clips.iter().flat_map(|c| &c.layers).filter(|l| l.content.source() == Some(source));
-    let soundtrack = template.soundtrack.as_ref().filter(|s| &s.source == source).map(|_| VariableType::Sound);
-    let mut media = Vec::new();
-    for m in layers.filter_map(|l| l.content.variable_type()).chain(soundtrack) {
-        if !media.contains(&m) {
-            media.push(m);
-        }
-    }
-    media
-}
-
-/// Checks the first bytes of a downloaded file against what the layer takes: a file
-/// recognised as another kind (a web page, a document, an image for a video) is refused
-/// before any decoder sees it. Unrecognised bytes are left to the decoders.
-fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
-    use std::io::Read;
-    let mut head = vec![0u8; 8192];
-    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
-    head.truncate(n);
-    let text = String::from_utf8_lossy(&head[..n.min(512)]).trim_start().to_ascii_lowercase();
-    if reelfarm_backends::blob::media_type::looks_like_svg(&head) {
-        return if media == VariableType::Image {
-            Ok(())
-        } else {
-            Err("is an SVG image, not a video or sound file".into())
-        };
-    }
-    if text.starts_with("<!doctype html") || text.starts_with("<html") {
-        return Err("is a web page, not a media file".into());
-    }
-    let Some(kind) = infer::get(&head) else { return Ok(()) };
-    let ok = match kind.matcher_type() {
-        _ if media == VariableType::Captions => false,
-        // Animated GIF and WebP pictures play as videos (a still one shows as an image).
-        infer::MatcherType::Image => {
-            media == VariableType::Image
-                || (media == VariableType::Video && matches!(kind.mime_type(), "image/gif" | "image/webp"))
-        }
-        infer::MatcherType::Video => matches!(media, VariableType::Video | VariableType::Sound),
-        infer::MatcherType::Audio => media == VariableType::Sound,
-        _ => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        let wanted = match media {
-            VariableType::Image => "an image",
-            VariableType::Video => "a video",
-            VariableType::Sound | VariableType::Text => "a sound file",
-            VariableType::Captions => "an SRT or WebVTT file",
-        };
-        Err(format!("is {} ({}), not {wanted}", kind.mime_type(), kind.extension()))
-    }
-}
-
-/// The largest box, in output pixels, that a layer showing `source` fills.
-fn needed_size(template: &Template, source: &Source, quality: Quality) -> (u32, u32) {
-    let canvas = &template.canvas;
-    let scale = quality.short_side().map_or(1.0, |side| f64::from(side) / f64::from(canvas.width.min(canvas.height)));
-    let (mut width, mut height) = (0.0f64, 0.0f64);
-    for layer in template.clips.iter().flat_map(|c| &c.layers) {
-        if layer.content.source() == Some(source) {
-            if let Some(frame) = layer.content.frame() {
-                width = width.max(frame.width * scale);
-                height = height.max(frame.height * scale);
-            }
-        }
-    }
-    (width.ceil() as u32, height.ceil() as u32)
-}
-
-/// The blob of `asset` to render from: the smallest converted rendition at least as large
-/// as the box it fills (no re-processing, little decoding), the AAC rendition of a sound,
-/// the original of a vector image or an animation (Lottie, animated GIF or WebP), or when
-/// no rendition is large enough.
-fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
-    let original = asset.original_key.clone().unwrap_or_default();
-    let role = match asset.kind {
-        // An animated picture plays from its original.
-        Some(AssetKind::Sprite) if asset.duration_ms.is_some() => return original,
-        Some(AssetKind::Sprite) => "image",
-        Some(AssetKind::Video) => "video",
-        Some(AssetKind::Sound) => {
-            let aac = asset.renditions.iter().find(|r| r.role == "audio" && r.content_type == "audio/mp4");
-            return aac.map_or(original, |r| r.key.clone());
-        }
-        Some(AssetKind::Svg | AssetKind::Lottie) | None => return original,
-    };
-    asset
-        .renditions
-        .iter()
-        .filter(|r| r.role == role)
-        .filter_map(|r| Some((r, r.width?, r.height?)))
-        .filter(|(_, w, h)| *w >= width && *h >= height)
-        .min_by_key(|(_, w, h)| u64::from(*w) * u64::from(*h))
-        .map_or(original, |(r, _, _)| r.key.clone())
 }
 
 #[async_trait]

@@ -150,7 +150,7 @@ impl RenderHandler {
         let ready = fetched.files.iter().filter(|(_, f)| f.0.exists()).map(|(s, f)| (s.clone(), f.0.clone())).collect();
         let dir = fetched.dir.as_ref().expect("made above").path().to_path_buf();
         let wanted = render::sources(&applied);
-        let deadline = std::time::Instant::now() + super::FETCH_TIME;
+        let deadline = std::time::Instant::now() + super::sources::FETCH_TIME;
         let paths = self.fetch_sources(&applied, wanted.clone(), &record, call.quality, &dir, ready, deadline).await?;
         fetched.files = held(paths, std::mem::take(&mut fetched.files));
         forget_oldest(&mut fetched.files, &wanted);
