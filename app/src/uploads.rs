@@ -9,10 +9,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures::Stream;
 use reelfarm_backends::blob::{media_type, BlobError};
-use reelfarm_backends::store::{AssetStore, StoreError, UsageStore};
+use reelfarm_backends::store::{AssetStore, SchedulerStore, StoreError, UsageStore};
 use reelfarm_backends::{Backends, Config, Store};
 use reelfarm_domain::asset::Asset;
-use reelfarm_domain::id::AssetId;
+use reelfarm_domain::id::{now_ms, AssetId};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::io::StreamReader;
 use tokio_util::task::AbortOnDropHandle;
@@ -30,13 +30,15 @@ const HEARTBEAT: Duration = Duration::from_secs(30);
 const SNIFF_BYTES: usize = 4096;
 
 /// What bounds an upload: the largest file, each uploader's storage quota, the longest
-/// wait for the next bytes and the longest upload.
+/// wait for the next bytes and the longest upload, and the time on conversion slots each
+/// account's uploads may take in an hour.
 #[derive(Debug, Clone, Copy)]
 pub struct UploadLimits {
     pub max: Option<u64>,
     pub quota: Option<u64>,
     pub idle: Duration,
     pub total: Duration,
+    pub conversion_time: Option<Duration>,
 }
 
 impl UploadLimits {
@@ -46,6 +48,7 @@ impl UploadLimits {
             quota: config.api.upload_quota_bytes,
             idle: config.api.upload_idle_timeout,
             total: config.api.upload_deadline,
+            conversion_time: config.api.conversion_time,
         }
     }
 }
@@ -89,6 +92,7 @@ where
     limits.check_announced(announced).map_err(|stop| AppError::Upload(limits.error(stop)))?;
 
     let store = backends.store();
+    conversion_budget(store, upload_limits, id).await?;
     let attempt = store.begin_upload(id).await.map_err(|e| match e {
         StoreError::NotFound(_) => AppError::NotFound("object"),
         e => e.into(),
@@ -106,6 +110,30 @@ where
             Err(e)
         }
     }
+}
+
+/// The window the conversion budget counts in, and how long an upload past it is asked to
+/// wait before it tries again.
+const CONVERSION_WINDOW_MS: i64 = 3_600_000;
+const CONVERSION_WAIT_SECONDS: u64 = 60;
+
+/// Refuses the upload of object `id`, before any byte is read, while its owner's account
+/// has used its conversion time of the last hour (what its conversions really took, those
+/// under way included): uploading, deleting and uploading again cannot buy hours of
+/// transcoding.
+async fn conversion_budget(store: &Store, limits: &UploadLimits, id: &AssetId) -> Result<()> {
+    let Some(budget) = limits.conversion_time else { return Ok(()) };
+    let owner = match store.asset(id).await {
+        Ok(asset) => asset.owner_user_id,
+        Err(StoreError::NotFound(_)) => return Err(AppError::NotFound("object")),
+        Err(e) => return Err(e.into()),
+    };
+    let used = store.conversions_used(&owner, now_ms() - CONVERSION_WINDOW_MS).await?;
+    if used >= i64::try_from(budget.as_millis()).unwrap_or(i64::MAX) {
+        tracing::info!(%owner, used_ms = used, "upload refused: the account's conversion time is used");
+        return Err(AppError::TryLater { seconds: CONVERSION_WAIT_SECONDS });
+    }
+    Ok(())
 }
 
 /// Checks the quota, then streams the body into the blob store; returns the key, type

@@ -102,7 +102,7 @@ async fn seed_assets(store: &Store, library: &LibraryId, owner: &UserId, n: u32)
                 renditions: Vec::new(),
                 worker: "bench".into(),
             };
-            store.finish_conversion(&asset.id, &format!("bench-{}", asset.id), &conversion).await?;
+            store.finish_conversion(&asset.id, 0, &conversion).await?;
             anyhow::Ok(())
         })
         .buffer_unordered(SEEDERS);

@@ -2,7 +2,9 @@
 //! render engine on a template file, no server needed; the output's extension chooses
 //! its format (`.webm`, `.gif`, `.mov`, `.jpg`, `.png` too). `file` sources are read next to
 //! the template, `url` sources downloaded into a temporary directory first; `asset`
-//! sources need the API. A progress bar shows frames, speed and time left.
+//! sources need the API. The render runs the same plan in the same sandboxed child as a
+//! worker's (memory, time and the files it sees bounded by the kernel). A progress bar
+//! shows frames, speed and time left.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +14,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use reelfarm_domain::output::{Format, Output, GIF_MAX_FPS};
 use reelfarm_domain::template::values::apply_values;
 use reelfarm_domain::template::{Source, Template, LOUDNESS_RANGE};
+use reelfarm_worker::media::Limits;
 use reelfarm_worker::render::{self, Progress, RenderSettings};
+use reelfarm_worker::sandbox::{Piece, RenderPlan, RenderServices, Sandbox};
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::RenderArgs;
 use crate::sources::{download, local_file};
@@ -26,61 +31,82 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
         Some(path) => with_values(&template, path).await?,
         None => template,
     };
-    let base = args.template.parent().map(Path::to_path_buf).unwrap_or_default();
-    let downloads = tempfile::tempdir().context("creating a temporary directory")?;
-    let mut files: Vec<(Source, PathBuf)> = Vec::new();
-    let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(20)).build()?;
-    for (i, source) in render::sources(&template).into_iter().enumerate() {
-        let path = match &source {
-            Source::File { file } => local_file(&base, file).map_err(|e| anyhow!("file {e}"))?,
-            Source::Url { url } => {
-                let target = downloads.path().join(format!("source-{i}"));
-                download(&client, url, &target).await?;
-                target
-            }
-            Source::Asset { asset } => bail!("asset {asset:?}: asset sources need a server (use the API)"),
-        };
-        files.push((source, path));
-    }
     if output.transparent && template.canvas.background.is_opaque() {
         bail!(
             "--transparent: the template's background {} is opaque; give it transparency, e.g. #00000000",
             template.canvas.background
         );
     }
-    let settings =
-        RenderSettings { quality: args.quality, output, threads: args.encoder_threads, ..RenderSettings::default() };
-    let out = args.output.clone();
-    let thumb = args.output.with_extension(if output.format == Format::Jpg { "thumb.jpg" } else { "jpg" });
+    // The render runs in a sandboxed child, as a worker's does, which sees this directory
+    // only: every source is put there first (linked where it can be, else copied).
+    let base = args.template.parent().map(Path::to_path_buf).unwrap_or_default();
+    let work = tempfile::Builder::new().prefix("reelfarm-render-").tempdir().context("creating a work directory")?;
+    let dir = work.path();
+    let mut files: Vec<(Source, PathBuf)> = Vec::new();
+    let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(20)).build()?;
+    for (i, source) in render::sources(&template).into_iter().enumerate() {
+        let target = dir.join(format!("source-{i}"));
+        match &source {
+            Source::File { file } => {
+                let path = local_file(&base, file).map_err(|e| anyhow!("file {e}"))?;
+                if std::fs::hard_link(&path, &target).is_err() {
+                    std::fs::copy(&path, &target).with_context(|| format!("copying {}", path.display()))?;
+                }
+            }
+            Source::Url { url } => download(&client, url, &target).await?,
+            Source::Asset { asset } => bail!("asset {asset:?}: asset sources need a server (use the API)"),
+        }
+        files.push((source, target));
+    }
+    let format = output.format;
+    let (made, made_thumb) = (dir.join(format!("video.{format}")), dir.join("thumb.jpg"));
+    let defaults = RenderSettings::default();
+    let plan = RenderPlan {
+        template,
+        sources: files,
+        dir: dir.to_owned(),
+        quality: args.quality,
+        output,
+        crf: defaults.crf,
+        preset: defaults.preset.into(),
+        threads: args.encoder_threads,
+        speech: Default::default(),
+        max_seconds: None,
+        sounds: false,
+        piece: Piece::Whole { out: made.clone(), thumb: made_thumb.clone() },
+    };
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {per_sec}  ETA {eta}")
             .map_err(|e| anyhow!("progress bar: {e}"))?,
     );
     let shown = bar.clone();
-    let thumb_path = thumb.clone();
-    let output = tokio::task::spawn_blocking(move || {
-        let resolve = |s: &Source| files.iter().find(|(f, _)| f == s).map(|(_, p)| p.clone());
-        let progress = |p: Progress| {
-            shown.set_length(p.frames_total);
-            shown.set_position(p.frames_done);
-        };
-        render::render(&template, &resolve, &settings, &out, &thumb_path, &progress)
-    })
-    .await?;
+    let progress = move |p: Progress| {
+        shown.set_length(p.frames_total);
+        shown.set_position(p.frames_done);
+    };
+    let stop = CancellationToken::new();
+    let services = RenderServices { progress: &progress, sounds: None, stop: &stop };
+    let sandbox = Sandbox::new(None).context("finding this program, to run the render in a child of it")?;
+    let rendered = sandbox.render(plan, &Limits::default(), &services).await;
     bar.finish_and_clear();
-    let output = output?;
+    let made_output = rendered?.ok_or_else(|| anyhow!("the render made no video"))?;
+    let thumb = args.output.with_extension(if format == Format::Jpg { "thumb.jpg" } else { "jpg" });
+    for (from, to) in [(&made, &args.output), (&made_thumb, &thumb)] {
+        if std::fs::rename(from, to).is_err() {
+            std::fs::copy(from, to).with_context(|| format!("writing {}", to.display()))?;
+        }
+    }
     let size = std::fs::metadata(&args.output).map(|m| m.len()).unwrap_or(0);
     println!(
         "{}: {}×{}, {:.2} s, {} frames, {:.1} MiB (thumbnail {})",
         args.output.display(),
-        output.width,
-        output.height,
-        output.duration,
-        output.frames,
+        made_output.width,
+        made_output.height,
+        made_output.duration,
+        made_output.frames,
         size as f64 / f64::from(1 << 20),
         thumb.display()
     );
-    drop(downloads);
     Ok(())
 }
 

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use reelfarm_backends::consumer::{Handler, Outcome};
-use reelfarm_backends::store::{JobStore, PartKind, TemplateVersionStore, UsageStore};
+use reelfarm_backends::store::{JobStore, PartKind, Pool, TemplateVersionStore, UsageStore};
 use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::cost::Estimate;
 use reelfarm_domain::id::UserId;
@@ -63,6 +63,7 @@ use crate::sandbox::{Piece, RenderPlan, RenderServices, Sandbox};
 use crate::tts::Tts;
 
 mod claim;
+mod conversion;
 mod parts;
 mod preview;
 mod sounds;
@@ -433,9 +434,10 @@ impl Handler for RenderHandler {
     async fn handle(&self, envelope: &Envelope, _attempt: u32) -> Outcome {
         match &envelope.message {
             Message::RenderV1 { .. } | Message::TemplateMediaV1 { .. } => {
-                self.claim_and_render(&envelope.message).await
+                self.claim_and_render(&envelope.message, Pool::Renders).await
             }
-            other => Outcome::Abort(format!("unexpected message {} on the render queue", other.kind())),
+            Message::ConvertV1 { .. } => self.claim_and_render(&envelope.message, Pool::Conversions).await,
+            other => Outcome::Abort(format!("unexpected message {} on a work queue", other.kind())),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! reelfarm's worker: converts uploads into renditions and renders job videos from
 //! templates, consuming each of its two queues with as many messages at once as it has
-//! slots.
+//! slots. A message on either is a token for one claim of the scheduler's next unit of
+//! its kind (renders, their parts and templates' media; conversions).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,7 +12,6 @@ use reelfarm_backends::{Backends, Config};
 use reelfarm_domain::message::Queue;
 use tokio_util::sync::CancellationToken;
 
-mod convert;
 mod failure;
 mod job;
 pub mod media;
@@ -20,7 +20,6 @@ mod rotation;
 pub mod sandbox;
 mod tts;
 
-pub use convert::ConvertHandler;
 pub use job::RenderHandler;
 
 /// Preview frames drawn at once (beside the slots of the queues: a frame is short, and a
@@ -49,7 +48,6 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let limits = media::Limits::from_config(config);
     let media_memory_mib = limits.memory.total_mib();
     render::size_caches(&config.caches);
-    let convert = Arc::new(ConvertHandler::new(config, backends.clone(), limits.clone(), worker_id.clone())?);
     let rotation =
         Arc::new(rotation::Rotation::new(backends.store().clone(), worker_id.clone(), config.worker.worker_slots));
     let render =
@@ -58,9 +56,10 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     let sweep = sweep_work_dir_hourly(work_dir(config)?, config.worker.job_timeout * 2, shutdown.clone());
     tracing::info!(slots = config.worker.worker_slots, ?media_memory_mib, "worker consuming");
     let bus = backends.bus();
+    let slots = config.worker.worker_slots;
     tokio::join!(
-        consume(bus.clone(), Queue::Convert, config.worker.worker_slots, convert, shutdown.clone()),
-        consume_renders(bus, config.worker.worker_slots, render.clone(), &rotation, &shutdown),
+        consume_in_rotation(bus, Queue::Convert, slots, render.clone(), &rotation, &shutdown),
+        consume_in_rotation(bus, Queue::Render, slots, render.clone(), &rotation, &shutdown),
         rotation.keep(shutdown.clone()),
         render.clone().serve_previews(PREVIEW_SLOTS, shutdown.clone()),
         render.listen_for_wakes(shutdown.clone()),
@@ -69,10 +68,11 @@ pub async fn run(config: &Config, backends: Backends, shutdown: CancellationToke
     Ok(())
 }
 
-/// Consumes the render queue while the worker is in rotation, until `shutdown`: taken
-/// out, it stops taking messages (what it holds goes back to the queue) until put back.
-async fn consume_renders(
+/// Consumes `queue` while the worker is in rotation, until `shutdown`: taken out, it stops
+/// taking messages (what it holds goes back to the queue) until put back.
+async fn consume_in_rotation(
     bus: &reelfarm_backends::bus::Bus,
+    queue: Queue,
     slots: u16,
     handler: Arc<RenderHandler>,
     rotation: &rotation::Rotation,
@@ -86,7 +86,7 @@ async fn consume_renders(
                 () = stop.cancelled() => {}
             }
         };
-        tokio::join!(consume(bus.clone(), Queue::Render, slots, handler.clone(), stop.clone()), taken_out);
+        tokio::join!(consume(bus.clone(), queue, slots, handler.clone(), stop.clone()), taken_out);
         tokio::select! {
             () = rotation.wait_until(false) => {}
             () = shutdown.cancelled() => {}

@@ -48,6 +48,7 @@ pub async fn run(store: Store, blobs: Blobs, kept_sound_retention: Option<Durati
                 handled_messages = pruned.handled_messages,
                 studio_sessions = pruned.studio_sessions,
                 render_parts = pruned.render_parts,
+                work_used = pruned.work_used,
                 "housekeeping: pruned expired rows"
             ),
             Err(e) => tracing::warn!(error = %e, "housekeeping: pruning failed; trying again next round"),

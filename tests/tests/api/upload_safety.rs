@@ -2,7 +2,8 @@
 //! bytes show and served so that none acts as a page (an SVG with a script is an
 //! attachment, on the local store and on S3 alike); uploads are held to a largest size, a
 //! per-user storage quota, an idle timeout and a deadline, and an upload stopped by one
-//! leaves nothing stored and the object free for the next PUT.
+//! leaves nothing stored and the object free for the next PUT. Conversions take turns
+//! between accounts and are bounded by each account's conversion time.
 
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ both_modes!(
     an_upload_over_the_size_limit_is_refused_with_413_and_nothing_is_stored,
     an_upload_over_the_storage_quota_is_refused_with_402_and_usage_is_reported,
     a_stalled_upload_is_aborted_and_the_same_address_takes_the_file_again,
+    conversions_are_fair_and_an_account_past_its_conversion_time_waits,
 );
 
 const SVG_WITH_SCRIPT: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" width="400" height="200" viewBox="0 0 400 200"><script>alert(document.domain)</script><rect x="20" y="20" width="360" height="160" fill="#2563eb"/></svg>"##;
@@ -339,4 +341,38 @@ async fn a_stalled_upload_is_aborted_and_the_same_address_takes_the_file_again(m
     assert_eq!(stored["status"], "processing");
     error(app.client.put(&url).body(png_like(100)).send().await.unwrap(), 409, "error.conflict").await;
     app.stop().await;
+}
+
+async fn conversions_are_fair_and_an_account_past_its_conversion_time_waits(mode: Mode) {
+    // Any conversion takes more than a millisecond: one spends the hour's budget.
+    let app = TestApp::spawn_with(mode, &[("REELFARM_CONVERSION_TIME", "1ms")]).await;
+    let (_, token) = app.user_with_token("transcoder").await;
+    let (_, other) = app.user_with_token("photographer").await;
+    let dir = tempfile::tempdir().unwrap();
+    let png = media::png_with_alpha(dir.path());
+    let first = app.upload(&token, None, &png, "image/png").await;
+    let first = app.wait_for_asset(&token, first["id"].as_str().unwrap()).await;
+    assert_eq!(first["status"], "finished", "{first}");
+
+    // The next upload is refused before its body is read, and the object stays free.
+    let added = json(app.post_form("/api2/v1/objects", &token, &[("filename", "again.png")]).await, 200).await;
+    let url = added["url"].as_str().unwrap();
+    let put = || app.client.put(url).header("content-type", "image/png").body(std::fs::read(&png).unwrap()).send();
+    let res = put().await.unwrap();
+    assert_eq!(res.headers()["retry-after"], "60");
+    error(res, 429, "error.rate_limited").await;
+    let id = added["data"]["id"].as_str().unwrap();
+    let asset = json(app.get(&format!("/api2/v1/objects/{id}"), &token).await, 200).await;
+    assert_eq!(asset["status"], "created", "{asset}");
+
+    // Deleting what was converted gives no time back.
+    let gone = app.url(&format!("/api2/v1/objects/{}", first["id"].as_str().unwrap()));
+    let res = app.client.delete(gone).bearer_auth(&token).send().await.unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    error(put().await.unwrap(), 429, "error.rate_limited").await;
+
+    // Another account converts meanwhile.
+    let theirs = app.upload(&other, None, &png, "image/png").await;
+    let theirs = app.wait_for_asset(&other, theirs["id"].as_str().unwrap()).await;
+    assert_eq!(theirs["status"], "finished", "{theirs}");
 }

@@ -1,6 +1,7 @@
-//! Spending a `render.v1` or `template_media.v1` token: claiming units of work (renders,
-//! their parts, templates' media) in the scheduler's order, keeping the claimed unit's
-//! lease while it is made, and recording how it ended (see the module above for why a
+//! Spending a token — `render.v1` or `template_media.v1` on a render slot, `convert.v1` on
+//! a conversion slot: claiming units of work (renders, their parts, templates' media;
+//! conversions) in the scheduler's order, keeping the claimed unit's lease while it is
+//! made, and recording how it ended and what it used (see the module above for why a
 //! message is a token).
 
 use std::future::Future;
@@ -8,7 +9,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::consumer::Outcome;
-use reelfarm_backends::store::{Claim, OutboxStore, PartStore, RenderStore, SchedulerStore, StoreError, Work};
+use reelfarm_backends::store::{Claim, OutboxStore, PartStore, Pool, RenderStore, SchedulerStore, StoreError, Work};
 use reelfarm_backends::Store;
 use reelfarm_domain::id::now_ms;
 use reelfarm_domain::job::{RenderOutcome, RenderRecord};
@@ -83,7 +84,7 @@ impl RenderHandler {
     /// parts — it looks again at the earliest retry time or lease end, or as soon as a
     /// wake-up says a unit ended anywhere in the farm (at the latest after [`IDLE_LOOK`]);
     /// only with no render open is the token one too many, and acknowledged.
-    pub(super) async fn claim_and_render(&self, token: &Message) -> Outcome {
+    pub(super) async fn claim_and_render(&self, token: &Message, pool: Pool) -> Outcome {
         let store = self.backends.store();
         loop {
             // Out of rotation, or stopping: another worker claims instead.
@@ -94,10 +95,10 @@ impl RenderHandler {
             let woken = self.woken.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let long = self.long_slot();
-            let work = match store.claim_work(&self.worker_id, LEASE, long.is_some()).await {
+            let long = if pool == Pool::Renders { self.long_slot() } else { None };
+            let work = match store.claim_work(&self.worker_id, LEASE, long.is_some(), pool).await {
                 Ok(work) => work,
-                Err(e) => return Outcome::Retry(format!("claiming a render: {e}")),
+                Err(e) => return Outcome::Retry(format!("claiming a unit of work: {e}")),
             };
             // The long slot stays taken while a long unit renders, and only then.
             let _long = match &work {
@@ -107,6 +108,7 @@ impl RenderHandler {
                     None
                 }
             };
+            let claimed = work.as_ref().map(|work| (work.account().to_string(), work.kind(), Instant::now()));
             let step = match work {
                 Some(Work::Render(claim)) => {
                     let part = claim.part.as_ref().map_or(-1, |p| p.part);
@@ -119,8 +121,19 @@ impl RenderHandler {
                                                    version = claim.version, attempt = claim.attempts);
                     Some(self.media_claimed(claim).instrument(span).await)
                 }
+                Some(Work::Conversion(claim)) => {
+                    let span = tracing::info_span!("convert", asset_id = %claim.asset_id, attempt = claim.attempts);
+                    Some(self.conversion_claimed(claim).instrument(span).await)
+                }
                 None => None,
             };
+            if let Some((account, kind, started)) = claimed {
+                // What the attempt took counts in its account's share, whatever its end.
+                let used_ms = started.elapsed().as_millis() as i64;
+                if let Err(e) = store.record_use(&account, kind, used_ms).await {
+                    tracing::warn!(error = %e, "the time a unit took was not recorded");
+                }
+            }
             if step.is_some() {
                 // What the unit's frames and sources took, the allocator keeps free.
                 reelfarm_backends::allocator::give_back_free_memory();
@@ -133,7 +146,7 @@ impl RenderHandler {
                 Some(Step::Again) => continue,
                 None => {}
             }
-            let wait = match store.next_claim_at().await {
+            let wait = match store.next_claim_at(pool).await {
                 Ok(None) => return Outcome::Done,
                 Ok(Some(at)) => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(u64::MAX)).min(IDLE_LOOK),
                 Err(e) => return Outcome::Retry(format!("looking for renders: {e}")),

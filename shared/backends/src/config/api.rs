@@ -7,8 +7,8 @@ use secrecy::SecretString;
 
 use super::keys::key;
 use super::sources::{
-    at_least_one, duration_from, http_base, limit, list, non_empty, optional, parse, parse_duration, parse_int,
-    parse_ip_net, parse_or, size_limit, socket_addr, source_of, Raw,
+    at_least_one, duration_from, duration_limit, http_base, limit, list, non_empty, optional, parse, parse_duration,
+    parse_int, parse_ip_net, parse_or, size_limit, socket_addr, source_of, Raw,
 };
 use super::{ConfigError, IpNet};
 
@@ -36,6 +36,9 @@ pub struct Api {
     pub trusted_proxies: Vec<IpNet>,
     /// Minutes of draft video each account may start in any hour; `None`: no limit.
     pub draft_minutes: Option<u32>,
+    /// Time on conversion slots each account's uploads may take in any hour (what their
+    /// conversions really took); `None`: no limit.
+    pub conversion_time: Option<Duration>,
     /// Preview frames each user may ask for per minute; `None`: no limit.
     pub preview_frames: Option<u32>,
     /// Largest file one upload may store; `None`: only the blob store's own cap.
@@ -103,6 +106,7 @@ impl Api {
             ip_rate_limit_burst: parse(raw, key::ip_rate_limit_burst, burst("ip_rate_limit"))?,
             trusted_proxies: parse(raw, key::trusted_proxies, |s| list(s).map(parse_ip_net).collect())?,
             draft_minutes: parse(raw, key::draft_minutes, limit)?,
+            conversion_time: parse(raw, key::conversion_time, duration_limit)?,
             preview_frames: parse(raw, key::preview_frames, limit)?,
             max_upload_bytes: parse(raw, key::max_upload_bytes, size_limit)?,
             upload_quota_bytes: parse(raw, key::upload_quota_bytes, size_limit)?,

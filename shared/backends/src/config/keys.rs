@@ -60,6 +60,7 @@ keys! {
     ip_rate_limit_burst = "500": "burst allowance per client address";
     trusted_proxies = "": "addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the peer is the client)";
     draft_minutes = "60": "minutes of draft video each account may start per hour (0: no limit)";
+    conversion_time = "2h": "time on conversion slots each account's uploads may take in any hour, e.g. 2h; past it uploads are refused until it frees (0: no limit)";
     preview_frames = "600": "preview frames each account (a user, or the group it works in) may ask for per minute, 30 at once (0: no limit)";
     max_upload_bytes = "10GiB": "largest file one upload may store, e.g. 10GiB (0: no limit but the blob store's)";
     upload_quota_bytes = "0": "bytes of originals and renditions each user may store, e.g. 50GiB (0: no quota)";

@@ -329,6 +329,11 @@ pub(super) fn limit(s: &str) -> Result<Option<u32>, String> {
     parse_int::<u32>(s).map(|n| Some(n).filter(|&n| n > 0))
 }
 
+/// A duration where 0 means no limit (`None`).
+pub(super) fn duration_limit(s: &str) -> Result<Option<Duration>, String> {
+    parse_duration(s).map(|d| Some(d).filter(|d| !d.is_zero()))
+}
+
 /// A size where 0 means no limit (`None`).
 pub(super) fn size_limit(s: &str) -> Result<Option<u64>, String> {
     parse_bytes(s).map(|n| Some(n).filter(|&n| n > 0))

@@ -3,12 +3,11 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::outbox::{enqueue, mark_handled};
+use super::jobs::{end_conversion, want_conversion};
 use super::{flag, id, Result, Store, StoreError};
 use crate::store::AssetStore;
 use reelfarm_domain::asset::{label_of, Asset, AssetKind, AssetStatus, Conversion};
 use reelfarm_domain::id::{new_id, now_ms, AssetId, LibraryId, UserId};
-use reelfarm_domain::message::Message;
 
 /// How long an upload's heartbeat may be silent before another PUT may take over.
 pub const STALE_UPLOAD_MS: i64 = 120_000;
@@ -274,17 +273,21 @@ impl AssetStore for Store {
         if done.rows_affected() != 1 {
             return Err(StoreError::Conflict("the object is no longer awaiting its upload".into()));
         }
-        enqueue(&mut tx, &crate::trace::envelope(Message::ConvertV1 { asset_id: id.clone() })).await?;
+        let owner: String = sqlx::query_scalar("SELECT owner_user_id FROM assets WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+        want_conversion(&mut tx, id, &UserId::trusted(owner), size).await?;
         tx.commit().await?;
         self.outbox_written();
         self.asset(id).await
     }
 
     #[tracing::instrument(name = "store::finish_conversion", level = "debug", skip_all)]
-    async fn finish_conversion(&self, id: &AssetId, message_id: &str, c: &Conversion) -> Result<bool> {
+    async fn finish_conversion(&self, id: &AssetId, attempt: i64, c: &Conversion) -> Result<bool> {
         let renditions = serde_json::to_string(&c.renditions).expect("renditions serialize");
         let mut tx = self.begin().await?;
-        if !mark_handled(&mut tx, message_id).await? {
+        if !end_conversion(&mut tx, id, attempt).await? {
             return Ok(false);
         }
         let done = sqlx::query(
@@ -307,9 +310,9 @@ impl AssetStore for Store {
     }
 
     #[tracing::instrument(name = "store::fail_conversion", level = "debug", skip_all)]
-    async fn fail_conversion(&self, id: &AssetId, message_id: &str, error: &str) -> Result<bool> {
+    async fn fail_conversion(&self, id: &AssetId, attempt: i64, error: &str) -> Result<bool> {
         let mut tx = self.begin().await?;
-        if !mark_handled(&mut tx, message_id).await? {
+        if !end_conversion(&mut tx, id, attempt).await? {
             return Ok(false);
         }
         let done = sqlx::query(

@@ -8,6 +8,7 @@ use reelfarm_domain::message::{Envelope, Message, Queue};
 
 mod accounts;
 mod assets;
+mod conversions;
 mod deliveries;
 mod farm;
 mod housekeeping;
@@ -18,7 +19,7 @@ mod usage;
 
 /// The render the scheduler hands `worker` next (long units too).
 async fn claim_render(store: &Store, worker: &str, lease: Duration) -> Result<Option<Claim>> {
-    let work = store.claim_work(worker, lease, true).await?;
+    let work = store.claim_work(worker, lease, true, Pool::Renders).await?;
     Ok(work.map(|w| w.into_render().expect("a render, not a template's media")))
 }
 
@@ -85,6 +86,8 @@ mod cases {
     workers => farm::workers,
     split_renders => farm::split_renders,
     units_of_every_kind => farm::units_of_every_kind,
+    shares_count_what_units_used => farm::shares_count_what_units_used,
+    conversions => conversions::conversions,
     deliveries => deliveries::deliveries,
     email_allowance => deliveries::email_allowance,
     housekeeping => housekeeping::housekeeping,

@@ -12,6 +12,9 @@ pub const HANDLED_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 /// How long a draft (a free low-resolution render) is kept.
 pub const DRAFT_RETENTION_MS: i64 = 24 * 3600 * 1000;
 
+/// How long what a unit used is kept: the conversion budget counts an hour.
+const WORK_USED_RETENTION_MS: i64 = 3_600_000;
+
 /// Rows deleted in one statement, so that a large backlog never holds SQLite's write lock
 /// (or PostgreSQL's row locks) for long.
 const BATCH: i64 = 5_000;
@@ -28,6 +31,9 @@ pub struct Pruned {
     /// Parts of split renders that ended more than [`HANDLED_RETENTION_MS`] ago (kept that
     /// long for operators to see which worker made which part, in how many attempts).
     pub render_parts: u64,
+    /// What units used ([`SchedulerStore::record_use`](crate::store::SchedulerStore::record_use))
+    /// more than an hour ago: past the shares' window and the conversion budget's.
+    pub work_used: u64,
 }
 
 impl Store {
@@ -70,6 +76,11 @@ impl HousekeepingStore for Store {
                     now - HANDLED_RETENTION_MS,
                 )
                 .await?,
+            work_used: sqlx::query("DELETE FROM work_used WHERE ended_at < $1")
+                .bind(now - WORK_USED_RETENTION_MS)
+                .execute(&self.pool)
+                .await?
+                .rows_affected(),
         })
     }
 

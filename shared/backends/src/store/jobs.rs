@@ -20,6 +20,7 @@ use reelfarm_domain::status::{JobStatus, RenderStatus};
 
 use crate::store::{parse_status, JobStore};
 
+mod conversions;
 mod credits;
 mod parts;
 mod renders;
@@ -29,11 +30,12 @@ mod types;
 
 use credits::{CreditAccount, ACCOUNT_OF_USER_2};
 
+pub(super) use conversions::{end_conversion, want_conversion};
 pub use parts::{PartKind, PartRecord};
 pub use reelfarm_domain::job::{JobRecord, NewJob, NewRender, ProjectRecord, RenderOutcome, RenderRecord, SoundLevel};
 pub use renders::CANCELLED_ERROR;
 pub(super) use scheduler::want_template_media;
-pub use scheduler::{Claim, MediaClaim, Work};
+pub use scheduler::{Claim, ConversionClaim, MediaClaim, Pool, Work, USAGE_WINDOW_MS};
 pub use shares::AccountShare;
 pub use types::{Idempotency, JobCreation, IDEMPOTENCY_TTL_MS};
 

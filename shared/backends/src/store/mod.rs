@@ -42,8 +42,9 @@ pub use assets::{AssetQuery, STALE_UPLOAD_MS};
 pub use housekeeping::{Pruned, DRAFT_RETENTION_MS, HANDLED_RETENTION_MS};
 pub use integrations::IntegrationRecord;
 pub use jobs::{
-    AccountShare, Claim, Idempotency, JobCreation, JobRecord, MediaClaim, NewJob, NewRender, PartKind, PartRecord,
-    ProjectRecord, RenderOutcome, RenderRecord, Work, CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
+    AccountShare, Claim, ConversionClaim, Idempotency, JobCreation, JobRecord, MediaClaim, NewJob, NewRender, PartKind,
+    PartRecord, Pool, ProjectRecord, RenderOutcome, RenderRecord, Work, CANCELLED_ERROR, IDEMPOTENCY_TTL_MS,
+    USAGE_WINDOW_MS,
 };
 pub use outbox::{OutboxRow, OutboxTake};
 pub use reelfarm_domain::account::{Credits, Group, User};

@@ -18,7 +18,7 @@ async fn asset(store: &Store, library: &Library, owner: &UserId, filename: &str,
             renditions: vec![],
             worker: "w".into(),
         };
-        assert!(store.finish_conversion(&asset.id, &format!("search-{filename}"), &conversion).await.unwrap());
+        assert!(store.finish_conversion(&asset.id, 0, &conversion).await.unwrap());
     }
     asset.id
 }

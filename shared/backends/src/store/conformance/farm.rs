@@ -125,7 +125,7 @@ pub(super) async fn leases(store: &Store) {
     assert_eq!((first.render.id.clone(), first.interrupted, first.render.attempts), (ids[0].clone(), false, 1));
     assert_eq!(first.render.status, RenderStatus::Started);
     assert_eq!(first.render.worker.as_deref(), Some("w1"));
-    assert_eq!(store.next_claim_at().await.unwrap(), Some(0), "the second render can be claimed now");
+    assert_eq!(store.next_claim_at(Pool::Renders).await.unwrap(), Some(0), "the second render can be claimed now");
     let second = claim_render(store, "w2", LONG).await.unwrap().unwrap();
     assert_eq!(second.render.id, ids[0], "the interrupted render before the next one");
     assert_eq!((second.interrupted, second.render.attempts), (true, 2));
@@ -143,7 +143,7 @@ pub(super) async fn leases(store: &Store) {
     let third = claim_render(store, "w2", LONG).await.unwrap().unwrap();
     assert_eq!(third.render.id, ids[1], "the released render waits");
     assert_eq!(claim_render(store, "w2", LONG).await.unwrap(), None);
-    assert_eq!(store.next_claim_at().await.unwrap(), Some(retry_at), "before the other's lease ends");
+    assert_eq!(store.next_claim_at(Pool::Renders).await.unwrap(), Some(retry_at), "before the other's lease ends");
     assert!(store.end_claimed(&third.render, &success).await.unwrap());
     assert!(!store.heartbeat_render(&third.render, LONG).await.unwrap(), "ended: no lease");
 
@@ -153,7 +153,7 @@ pub(super) async fn leases(store: &Store) {
     assert_eq!((fourth.render.id.clone(), fourth.interrupted), (ids[0].clone(), false));
     assert_eq!(fourth.render.attempts, 3);
     // Only a started render left: its lease's end.
-    let lease_end = store.next_claim_at().await.unwrap().unwrap();
+    let lease_end = store.next_claim_at(Pool::Renders).await.unwrap().unwrap();
     assert!(lease_end > now_ms() + 500_000, "{lease_end}");
 
     // Cancelled renders are never claimed, and their attempt finds its lease gone.
@@ -161,7 +161,7 @@ pub(super) async fn leases(store: &Store) {
     assert_eq!(store.cancel_job(&job).await.unwrap(), 1);
     assert!(!store.heartbeat_render(&fourth.render, LONG).await.unwrap());
     assert_eq!(claim_render(store, "w3", LONG).await.unwrap(), None);
-    assert_eq!(store.next_claim_at().await.unwrap(), None, "nothing open");
+    assert_eq!(store.next_claim_at(Pool::Renders).await.unwrap(), None, "nothing open");
 }
 
 /// Workers claiming at once each get another render, and every render is claimed once.
@@ -311,7 +311,7 @@ pub(super) async fn split_renders(store: &Store) {
     assert!(!store.heartbeat_part(&part, LONG).await.unwrap());
     store.end_render(&other[0], &success).await.unwrap();
     assert_eq!(claim_render(store, "w1", LONG).await.unwrap(), None);
-    assert_eq!(store.next_claim_at().await.unwrap(), None, "nothing open");
+    assert_eq!(store.next_claim_at(Pool::Renders).await.unwrap(), None, "nothing open");
 
     // The parts of ended renders are kept for a week, then pruned.
     assert_eq!(store.prune(now_ms()).await.unwrap().render_parts, 0);
@@ -363,7 +363,7 @@ pub(super) async fn units_of_every_kind(store: &Store) {
         Some(Work::TemplateMedia(claim)) => claim,
         other => panic!("template media expected, got {other:?}"),
     };
-    let media_first = media(store.claim_work("w", LONG, true).await.unwrap());
+    let media_first = media(store.claim_work("w", LONG, true, Pool::Renders).await.unwrap());
     assert_eq!((&media_first.template_id, media_first.version, media_first.attempts), (&saved.id, 1, 1));
     assert_eq!(claim(store).await, bob_video[0], "ann runs her media: bob's turn");
     assert_eq!(claim(store).await, ann_batch[0]);
@@ -382,27 +382,68 @@ pub(super) async fn units_of_every_kind(store: &Store) {
     };
     store.save_template(&saved.id, &content, &ann.id, None).await.unwrap();
     assert!(!store.heartbeat_media(&media_first, LONG).await.unwrap(), "replaced");
-    let media_second = media(store.claim_work("w", LONG, true).await.unwrap());
+    let media_second = media(store.claim_work("w", LONG, true, Pool::Renders).await.unwrap());
     assert_eq!((media_second.version, media_second.attempts), (2, 1));
     assert!(store.heartbeat_media(&media_second, LONG).await.unwrap());
     store.release_media(&media_second, 0).await.unwrap();
-    let media_retry = media(store.claim_work("w", LONG, true).await.unwrap());
+    let media_retry = media(store.claim_work("w", LONG, true, Pool::Renders).await.unwrap());
     assert_eq!((media_retry.version, media_retry.attempts), (2, 2));
     assert!(!store.end_media(&media_first).await.unwrap());
     assert!(store.end_media(&media_retry).await.unwrap());
-    assert_eq!(store.claim_work("w", LONG, true).await.unwrap(), None);
+    assert_eq!(store.claim_work("w", LONG, true, Pool::Renders).await.unwrap(), None);
 
     // Long units: a slot kept for short work passes over them.
     let long = |j: &mut NewJob| {
         j.renders.iter_mut().for_each(|r| (r.cost_ms, r.long_unit) = (3_600_000, true));
     };
     let gifs = job_at(store, &ann.id, &template.id, 2, t0 + 10, long).await;
-    let next =
-        |long_units| async move { store.claim_work("w", LONG, long_units).await.unwrap().and_then(Work::into_render) };
+    let next = |long_units| async move {
+        store.claim_work("w", LONG, long_units, Pool::Renders).await.unwrap().and_then(Work::into_render)
+    };
     assert_eq!(next(false).await, None, "only long units wait");
     let short = job_at(store, &bob.id, &template.id, 1, t0 + 11, |_| {}).await;
     let taken = next(false).await.unwrap();
     assert_eq!((&taken.render.id, taken.long_unit), (&short[0], false));
     let taken = next(true).await.unwrap();
     assert_eq!((&taken.render.id, taken.long_unit), (&gifs[0], true));
+}
+
+/// Shares count what units really take: the time a unit under way has taken when it is
+/// more than its estimate, and what ended units used in the last minutes.
+pub(super) async fn shares_count_what_units_used(store: &Store) {
+    let template = store.create_template(&new_template("Used", None, true)).await.unwrap();
+    let ann = store.create_user("ann", None, 1000).await.unwrap();
+    let bob = store.create_user("bob", None, 1000).await.unwrap();
+    let t0 = now_ms() - 60_000;
+    let a = job_at(store, &ann.id, &template.id, 2, t0, |_| {}).await;
+    let long = |j: &mut NewJob| j.renders.iter_mut().for_each(|r| r.cost_ms = 100_000);
+    let b = job_at(store, &bob.id, &template.id, 3, t0 + 1, long).await;
+
+    // Ann's render is estimated at 1 s but has been under way for an hour (a source that
+    // trickles in, an estimate that erred): it weighs the hour, more than Bob's 100 s.
+    let take = || async { claim_render(store, "w", LONG).await.unwrap().expect("a render to claim") };
+    let (first, second) = (take().await, take().await);
+    assert_eq!((&first.render.id, &second.render.id), (&a[0], &b[0]));
+    sqlx::query("UPDATE renders SET started_at = $1 WHERE id = $2")
+        .bind(now_ms() - 3_600_000)
+        .bind(a[0].as_str())
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    let third = take().await;
+    assert_eq!(third.render.id, b[1], "ann's render has taken an hour; bob's two 200 s");
+    let done = RenderOutcome::Failed { error: "ended".into(), refund: true };
+    for claimed in [first, second, third] {
+        assert!(store.end_claimed(&claimed.render, &done).await.unwrap());
+    }
+    drain(store).await;
+
+    // Ended, what they used counts for a while: Bob, who just used ten minutes, waits
+    // behind Ann although his video is older.
+    let b2 = job_at(store, &bob.id, &template.id, 1, t0 + 2, |_| {}).await;
+    let a2 = job_at(store, &ann.id, &template.id, 1, t0 + 3, |_| {}).await;
+    store.record_use(&format!("user:{}", bob.id), "render", 600_000).await.unwrap();
+    store.record_use(&format!("user:{}", ann.id), "render", 1_000).await.unwrap();
+    assert_eq!(claim(store).await, a2[0], "bob used ten minutes, ann one second");
+    assert_eq!(claim(store).await, b2[0]);
 }

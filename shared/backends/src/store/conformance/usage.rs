@@ -21,7 +21,7 @@ fn rendition(key: &str, role: &str, size: u64) -> Rendition {
 }
 
 /// An asset of `owner` whose upload of `size` bytes is stored (status `processing`).
-async fn stored(store: &Store, owner: &UserId, size: u64) -> AssetId {
+pub(super) async fn stored(store: &Store, owner: &UserId, size: u64) -> AssetId {
     let library = store.personal_library(owner).await.unwrap();
     let asset = store.create_asset(&library.id, owner, "photo.png").await.unwrap();
     let attempt = store.begin_upload(&asset.id).await.unwrap();
@@ -49,12 +49,12 @@ pub(super) async fn usage(store: &Store) {
         renditions: vec![rendition("o", "original", 1000), rendition("i", "image", 300), rendition("t", "thumb", 40)],
         worker: "w".into(),
     };
-    assert!(store.finish_conversion(&converted, "usage-message-1", &conversion).await.unwrap());
+    assert!(store.finish_conversion(&converted, 0, &conversion).await.unwrap());
     // Still converting: its original only.
     stored(store, &uma.id, 5000).await;
     // Failed: the original is kept, so it counts.
     let failed = stored(store, &uma.id, 7).await;
-    assert!(store.fail_conversion(&failed, "usage-message-2", "corrupt").await.unwrap());
+    assert!(store.fail_conversion(&failed, 0, "corrupt").await.unwrap());
     // Awaiting its upload, and an upload under way: nothing stored yet.
     let library = store.personal_library(&uma.id).await.unwrap();
     store.create_asset(&library.id, &uma.id, "later.png").await.unwrap();

@@ -1,12 +1,13 @@
 //! The scheduler: which unit of work a worker takes next. Units are renders rendered
-//! whole, the parts of split renders and the thumbs and previews of saved templates; each
-//! counts its estimated CPU-milliseconds in its account's share, is claimed for a lease its
-//! worker extends, goes back to `pending` after a failed attempt and is claimed again when
-//! its worker died.
+//! whole, the parts of split renders, the thumbs and previews of saved templates and the
+//! conversions of uploads; each counts in its account's share what it costs (its estimate,
+//! or the time it has taken when that is more) and, for an hour after, what it used; each
+//! is claimed for a lease its worker extends, goes back to `pending` after a failed attempt
+//! and is claimed again when its worker died.
 
 use std::time::Duration;
 
-use reelfarm_domain::id::{now_ms, TemplateId, UserId};
+use reelfarm_domain::id::{now_ms, AssetId, TemplateId, UserId};
 use reelfarm_domain::message::Message;
 use reelfarm_domain::priority::Priority;
 use reelfarm_domain::status::RenderStatus;
@@ -25,6 +26,8 @@ pub enum Work {
     Render(Box<Claim>),
     /// The thumb and preview of a saved template's version.
     TemplateMedia(MediaClaim),
+    /// The conversion of an uploaded original into its renditions.
+    Conversion(ConversionClaim),
 }
 
 impl Work {
@@ -32,7 +35,45 @@ impl Work {
     pub fn into_render(self) -> Option<Claim> {
         match self {
             Work::Render(claim) => Some(*claim),
-            Work::TemplateMedia(_) => None,
+            Work::TemplateMedia(_) | Work::Conversion(_) => None,
+        }
+    }
+
+    /// The account whose share the unit counts in.
+    pub fn account(&self) -> &str {
+        match self {
+            Work::Render(claim) => &claim.account,
+            Work::TemplateMedia(claim) => &claim.account,
+            Work::Conversion(claim) => &claim.account,
+        }
+    }
+
+    /// The kind of unit, as [`SchedulerStore::record_use`](crate::store::SchedulerStore::record_use) files it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Work::Render(claim) if claim.part.is_some() => "part",
+            Work::Render(_) => "render",
+            Work::TemplateMedia(_) => "media",
+            Work::Conversion(_) => "conversion",
+        }
+    }
+}
+
+/// Which units a claim takes: a worker's render slots take renders, their parts and
+/// templates' media; its conversion slots take conversions. Both count every unit of an
+/// account in its share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    Renders,
+    Conversions,
+}
+
+impl Pool {
+    /// The condition on `units u` of the units of this pool.
+    fn units(self) -> &'static str {
+        match self {
+            Pool::Renders => "u.kind <> 'conversion'",
+            Pool::Conversions => "u.kind = 'conversion'",
         }
     }
 }
@@ -50,6 +91,8 @@ pub struct Claim {
     pub part: Option<PartRecord>,
     /// A long unit of work ([`NewRender::long_unit`](super::NewRender::long_unit)).
     pub long_unit: bool,
+    /// The account whose share it counts in.
+    pub account: String,
 }
 
 /// The thumb and preview of a template version, claimed by a worker.
@@ -61,6 +104,18 @@ pub struct MediaClaim {
     pub attempts: i64,
     /// An earlier attempt was interrupted.
     pub interrupted: bool,
+    pub account: String,
+}
+
+/// The conversion of an uploaded original, claimed by a worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversionClaim {
+    pub asset_id: AssetId,
+    /// This attempt's number.
+    pub attempts: i64,
+    /// An earlier attempt was interrupted (its worker stopped while converting).
+    pub interrupted: bool,
+    pub account: String,
 }
 
 /// Who claims, and for how long.
@@ -80,9 +135,15 @@ struct Units {
 }
 
 const WHOLE: Units = Units { table: "renders", key: whole_key, also: ", started_at = $2", columns: RENDER_COLUMNS };
-const PARTS: Units = Units { table: "render_parts", key: part_key, also: "", columns: PART_COLUMNS };
-const MEDIA: Units =
-    Units { table: "template_media", key: media_key, also: "", columns: "template_id, version, attempts" };
+const PARTS: Units = Units { table: "render_parts", key: part_key, also: ", claimed_at = $2", columns: PART_COLUMNS };
+const MEDIA: Units = Units {
+    table: "template_media",
+    key: media_key,
+    also: ", claimed_at = $2",
+    columns: "template_id, version, attempts",
+};
+const CONVERSIONS: Units =
+    Units { table: "conversions", key: conversion_key, also: ", claimed_at = $2", columns: "asset_id, attempts" };
 
 fn whole_key(n: usize) -> String {
     format!("id = ${n} AND parts = 0")
@@ -94,6 +155,10 @@ fn part_key(n: usize) -> String {
 
 fn media_key(n: usize) -> String {
     format!("template_id = ${n}")
+}
+
+fn conversion_key(n: usize) -> String {
+    format!("asset_id = ${n}")
 }
 
 impl Store {
@@ -159,21 +224,28 @@ impl Store {
 
 impl SchedulerStore for Store {
     #[tracing::instrument(name = "store::claim_work", level = "debug", skip_all)]
-    async fn claim_work(&self, worker: &str, lease: Duration, long_units: bool) -> Result<Option<Work>> {
+    async fn claim_work(&self, worker: &str, lease: Duration, long_units: bool, pool: Pool) -> Result<Option<Work>> {
         let now = now_ms();
         let mut tx = self.begin().await?;
-        let ready = ready("u");
+        let (ready, in_pool) = (ready("u"), pool.units());
+        // A unit under way weighs its estimate, or the time it has taken when that is
+        // more (a slow source, an estimate that erred); what ended counts for an hour,
+        // less and less.
         let accounts = sqlx::query(&format!(
-            "{} SELECT u.account, MAX(CASE WHEN {ready} THEN u.priority END) AS top, \
-             MIN(CASE WHEN {ready} THEN u.created_at END) AS oldest, \
-             CAST(SUM(CASE WHEN u.status = 'started' AND u.lease_until > $1 THEN u.cost ELSE 0 END) AS BIGINT) \
-             AS running, \
+            "{} SELECT u.account, MAX(CASE WHEN {ready} AND {in_pool} THEN u.priority END) AS top, \
+             MIN(CASE WHEN {ready} AND {in_pool} THEN u.created_at END) AS oldest, \
+             CAST(SUM(CASE WHEN u.status = 'started' AND u.lease_until > $1 THEN \
+             CASE WHEN $1 - COALESCE(u.claimed_at, $1) > u.cost THEN $1 - u.claimed_at ELSE u.cost END \
+             ELSE 0 END) AS BIGINT) AS running, \
+             CAST(COALESCE(MAX(w.used), 0) AS BIGINT) AS used, \
              COALESCE(MAX(s.weight), 1) AS weight, COALESCE(MAX(c.claimed_at), 0) AS served \
              FROM units u LEFT JOIN account_shares s ON s.account = u.account \
-             LEFT JOIN account_claims c ON c.account = u.account GROUP BY u.account",
+             LEFT JOIN account_claims c ON c.account = u.account \
+             LEFT JOIN ({USED}) w ON w.account = u.account GROUP BY u.account",
             &*UNITS
         ))
         .bind(now)
+        .bind(USAGE_WINDOW_MS)
         .fetch_all(&mut *tx)
         .await?;
         let mut queue = Vec::with_capacity(accounts.len());
@@ -183,7 +255,7 @@ impl SchedulerStore for Store {
             }
             queue.push(Share {
                 account: row.try_get("account")?,
-                running: row.try_get("running")?,
+                running: row.try_get::<i64, _>("running")? + row.try_get::<i64, _>("used")?,
                 weight: row.try_get::<i64, _>("weight")?.max(1),
                 served: row.try_get("served")?,
                 oldest: row.try_get::<Option<i64>, _>("oldest")?.unwrap_or(now),
@@ -198,7 +270,7 @@ impl SchedulerStore for Store {
             // soon and let other accounts in.
             let candidates = sqlx::query(&format!(
                 "{} SELECT u.id, u.part, u.status, u.long_unit FROM units u WHERE u.account = $2 AND {ready} \
-                 AND (u.long_unit = 0 OR $3 = 1) \
+                 AND {in_pool} AND (u.long_unit = 0 OR $3 = 1) \
                  AND NOT (u.kind = 'sound' AND EXISTS (SELECT 1 FROM units s WHERE s.account = $2 \
                  AND s.kind = 'sound' AND s.status = 'started' AND s.lease_until > $1)) \
                  ORDER BY u.priority DESC, u.created_at, u.job_id, u.position, u.part LIMIT 4",
@@ -214,13 +286,23 @@ impl SchedulerStore for Store {
                     (candidate.try_get("id")?, candidate.try_get("part")?, candidate.try_get("status")?);
                 let interrupted = was == RenderStatus::Started.as_str();
                 let long_unit = candidate.try_get::<i64, _>("long_unit")? == 1;
+                let account = share.account.clone();
                 let work = match part {
+                    CONVERSION_PART => self.take(&mut tx, &CONVERSIONS, &id, None, &taker).await?.map(|row| {
+                        Ok::<_, StoreError>(Work::Conversion(ConversionClaim {
+                            asset_id: crate::store::id(&row, "asset_id")?,
+                            attempts: row.try_get("attempts")?,
+                            interrupted,
+                            account,
+                        }))
+                    }),
                     MEDIA_PART => self.take(&mut tx, &MEDIA, &id, None, &taker).await?.map(|row| {
                         Ok::<_, StoreError>(Work::TemplateMedia(MediaClaim {
                             template_id: crate::store::id(&row, "template_id")?,
                             version: row.try_get("version")?,
                             attempts: row.try_get("attempts")?,
                             interrupted,
+                            account,
                         }))
                     }),
                     WHOLE_PART => self.take(&mut tx, &WHOLE, &id, None, &taker).await?.map(|row| {
@@ -229,6 +311,7 @@ impl SchedulerStore for Store {
                             interrupted,
                             part: None,
                             long_unit,
+                            account,
                         })))
                     }),
                     part => match self.take(&mut tx, &PARTS, &id, Some(part), &taker).await? {
@@ -242,6 +325,7 @@ impl SchedulerStore for Store {
                                 interrupted,
                                 part: Some(part_from(&row)?),
                                 long_unit,
+                                account,
                             }))))
                         }
                         None => None,
@@ -265,22 +349,50 @@ impl SchedulerStore for Store {
     }
 
     #[tracing::instrument(name = "store::next_claim_at", level = "debug", skip_all)]
-    async fn next_claim_at(&self) -> Result<Option<i64>> {
+    async fn next_claim_at(&self, pool: Pool) -> Result<Option<i64>> {
         Ok(sqlx::query_scalar(&format!(
             "{} SELECT MIN(CASE WHEN u.status = 'pending' THEN u.not_before ELSE COALESCE(u.lease_until, 0) END) \
-             FROM units u",
-            &*UNITS
+             FROM units u WHERE {}",
+            &*UNITS,
+            pool.units()
         ))
         .fetch_one(&self.pool)
         .await?)
+    }
+
+    #[tracing::instrument(name = "store::record_use", level = "debug", skip_all)]
+    async fn record_use(&self, account: &str, kind: &str, used_ms: i64) -> Result<()> {
+        sqlx::query("INSERT INTO work_used (account, kind, ended_at, used_ms) VALUES ($1, $2, $3, $4)")
+            .bind(account)
+            .bind(kind)
+            .bind(now_ms())
+            .bind(used_ms.max(0))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "store::heartbeat_conversion", level = "debug", skip_all)]
+    async fn heartbeat_conversion(&self, claimed: &ConversionClaim, lease: Duration) -> Result<bool> {
+        self.heartbeat_conversion_row(claimed, lease).await
+    }
+
+    #[tracing::instrument(name = "store::release_conversion", level = "debug", skip_all)]
+    async fn release_conversion(&self, claimed: &ConversionClaim, retry_at: i64) -> Result<()> {
+        self.release_conversion_row(claimed, retry_at).await
+    }
+
+    #[tracing::instrument(name = "store::conversions_used", level = "debug", skip_all)]
+    async fn conversions_used(&self, user: &UserId, since: i64) -> Result<i64> {
+        self.conversions_used_ms(user, since).await
     }
 
     #[tracing::instrument(name = "store::spare_slots", level = "debug", skip_all)]
     async fn spare_slots(&self, seen_since: i64) -> Result<i64> {
         Ok(sqlx::query_scalar(&format!(
             "{} SELECT CAST((SELECT COALESCE(SUM(slots), 0) FROM workers WHERE seen_at >= $1 AND out_since IS NULL) \
-             - (SELECT COUNT(*) FROM units u WHERE (u.status = 'started' AND u.lease_until > $2) \
-             OR (u.status = 'pending' AND u.not_before <= $2)) AS BIGINT)",
+             - (SELECT COUNT(*) FROM units u WHERE u.kind <> 'conversion' AND ((u.status = 'started' \
+             AND u.lease_until > $2) OR (u.status = 'pending' AND u.not_before <= $2))) AS BIGINT)",
             &*UNITS
         ))
         .bind(seen_since)
@@ -347,38 +459,53 @@ pub(super) fn ready(alias: &str) -> String {
     )
 }
 
-/// `units.part` of a render rendered whole, and of a template's media.
+/// `units.part` of a render rendered whole, of a template's media and of a conversion.
 const WHOLE_PART: i64 = -1;
 const MEDIA_PART: i64 = -2;
+const CONVERSION_PART: i64 = -3;
+
+/// How long what a unit used counts in its account's share after it ended: fully at
+/// first, then less and less, nothing after this.
+pub const USAGE_WINDOW_MS: i64 = 600_000;
+
+/// What each account's units used ([`SchedulerStore::record_use`](crate::store::SchedulerStore::record_use))
+/// at `$1`, fading over the window `$2`: `account`, `used` (slot-milliseconds).
+const USED: &str = "SELECT account, SUM(used_ms * ($2 - ($1 - ended_at)) / $2) AS used FROM work_used \
+    WHERE ended_at > $1 - $2 GROUP BY account";
 
 /// What the scheduler hands out, as `units`: the open renders rendered whole (`part` -1),
 /// the open parts of split renders, each with its render's account and order (a join only
-/// once every other part of its render is done), and the template media waiting (`part`
-/// -2), ranked with their account's drafts.
+/// once every other part of its render is done), the template media waiting (`part` -2)
+/// and the conversions waiting (`part` -3), both ranked with their account's drafts.
 static UNITS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH units AS (\
     SELECT r.id, CAST({WHOLE_PART} AS BIGINT) AS part, r.account, r.priority, r.created_at, r.job_id, r.position, r.status, \
-    r.not_before, r.lease_until, r.cost_ms AS cost, 'whole' AS kind, r.long_unit FROM renders r \
+    r.not_before, r.lease_until, r.cost_ms AS cost, 'whole' AS kind, r.long_unit, r.started_at AS claimed_at FROM renders r \
     WHERE r.status IN ('pending', 'started') AND r.parts = 0 \
     UNION ALL \
     SELECT p.render_id, p.part, r.account, r.priority, r.created_at, r.job_id, r.position, p.status, \
-    p.not_before, p.lease_until, r.cost_ms / r.parts AS cost, p.kind, CAST(0 AS BIGINT) FROM render_parts p \
+    p.not_before, p.lease_until, r.cost_ms / r.parts AS cost, p.kind, CAST(0 AS BIGINT), p.claimed_at FROM render_parts p \
     JOIN renders r ON r.id = p.render_id \
     WHERE r.status = 'started' AND p.status IN ('pending', 'started') AND (p.kind <> 'join' OR NOT EXISTS \
     (SELECT 1 FROM render_parts q WHERE q.render_id = p.render_id AND q.kind <> 'join' AND q.status <> 'done')) \
     UNION ALL \
-    SELECT m.template_id, CAST({MEDIA_PART} AS BIGINT), m.account, CAST({} AS BIGINT), m.created_at, '', \
-    CAST(0 AS BIGINT), m.status, m.not_before, m.lease_until, m.cost_ms, 'media', CAST(0 AS BIGINT) \
-    FROM template_media m)",
-        Priority::DRAFT_RANK
+    SELECT m.template_id, CAST({MEDIA_PART} AS BIGINT), m.account, CAST({rank} AS BIGINT), m.created_at, '', \
+    CAST(0 AS BIGINT), m.status, m.not_before, m.lease_until, m.cost_ms, 'media', CAST(0 AS BIGINT), m.claimed_at \
+    FROM template_media m \
+    UNION ALL \
+    SELECT c.asset_id, CAST({CONVERSION_PART} AS BIGINT), c.account, CAST({rank} AS BIGINT), c.created_at, '', \
+    CAST(0 AS BIGINT), c.status, c.not_before, c.lease_until, c.cost_ms, 'conversion', CAST(0 AS BIGINT), c.claimed_at \
+    FROM conversions c)",
+        rank = Priority::DRAFT_RANK
     )
 });
 
 /// An account with claimable units, as the scheduler weighs it.
 struct Share {
     account: String,
-    /// Estimated CPU-milliseconds of its units being worked on.
+    /// Milliseconds of its units being worked on (each its estimate, or its time so far
+    /// when more) and of those that ended, fading ([`USAGE_WINDOW_MS`]).
     running: i64,
     weight: i64,
     /// When it last had a unit claimed (0: never).

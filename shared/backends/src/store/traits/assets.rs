@@ -89,18 +89,20 @@ pub trait AssetStore {
         size: u64,
     ) -> impl Future<Output = Result<Asset>> + Send;
 
-    /// Stores a finished conversion, once: a redelivered message finds it handled and
-    /// changes nothing (returns `false`).
+    /// Stores a finished conversion by its attempt `attempt` (that of its
+    /// [`ConversionClaim`](crate::store::ConversionClaim); 0 for one never claimed), ending
+    /// the unit in the same transaction; `false`, changing nothing, when that attempt no
+    /// longer holds it (another worker took it over, or it ended).
     fn finish_conversion(
         &self,
         id: &AssetId,
-        message_id: &str,
+        attempt: i64,
         c: &Conversion,
     ) -> impl Future<Output = Result<bool>> + Send;
 
-    /// Marks the conversion failed with a readable error, once.
-    fn fail_conversion(&self, id: &AssetId, message_id: &str, error: &str)
-        -> impl Future<Output = Result<bool>> + Send;
+    /// Marks the conversion failed with a readable error, as
+    /// [`finish_conversion`](Self::finish_conversion) ends it.
+    fn fail_conversion(&self, id: &AssetId, attempt: i64, error: &str) -> impl Future<Output = Result<bool>> + Send;
 
     /// Removes the asset's record; returns it so the caller can remove its blobs.
     fn delete_asset(&self, id: &AssetId) -> impl Future<Output = Result<Asset>> + Send;

@@ -8,8 +8,8 @@ use reelfarm_domain::priority::Priority;
 use reelfarm_domain::status::JobStatus;
 
 use crate::store::{
-    AccountShare, Idempotency, JobCreation, JobRecord, MediaClaim, NewJob, PartKind, PartRecord, ProjectRecord,
-    RenderOutcome, RenderRecord, Result, Work,
+    AccountShare, ConversionClaim, Idempotency, JobCreation, JobRecord, MediaClaim, NewJob, PartKind, PartRecord, Pool,
+    ProjectRecord, RenderOutcome, RenderRecord, Result, Work,
 };
 
 /// Jobs and their projects as they are created and read. (`jobs.rs`)
@@ -94,8 +94,10 @@ pub trait SchedulerStore {
     /// ([`NewRender::long_unit`](crate::store::NewRender::long_unit)): a worker keeps a slot for
     /// shorter work.
     ///
-    /// The order: the account whose running units cost the fewest estimated CPU-seconds
-    /// for its weight (`account_shares`, 1 by default), among equals the one served
+    /// The order: the account whose units cost the least for its weight
+    /// (`account_shares`, 1 by default) — those under way by their estimate, or the time
+    /// they have taken when more, and those that ended in the last minutes by what they
+    /// used ([`Self::record_use`]) —, among equals the one served
     /// longest ago (accounts take turns), then the one waiting longest; within the account
     /// its drafts and template media first, then the highest priority, then the oldest, a
     /// split render's parts in their order, but one split render's sound at a time. Free
@@ -107,12 +109,34 @@ pub trait SchedulerStore {
         worker: &str,
         lease: Duration,
         long_units: bool,
+        pool: Pool,
     ) -> impl Future<Output = Result<Option<Work>>> + Send;
 
-    /// When a unit may next become claimable with none added: the earliest retry time of
-    /// a `pending` one or lease end of a `started` one (whose worker may die). `None` when
-    /// none is open.
-    fn next_claim_at(&self) -> impl Future<Output = Result<Option<i64>>> + Send;
+    /// When a unit of `pool` may next become claimable with none added: the earliest retry
+    /// time of a `pending` one or lease end of a `started` one (whose worker may die).
+    /// `None` when none is open.
+    fn next_claim_at(&self, pool: Pool) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Files `used_ms` slot-milliseconds that an attempt at a unit of `kind`
+    /// ([`Work::kind`]) of `account` took, as it ended: they count in the account's share
+    /// for a while after ([`USAGE_WINDOW_MS`](crate::store::USAGE_WINDOW_MS)), and in its
+    /// conversion budget.
+    fn record_use(&self, account: &str, kind: &str, used_ms: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// Slot-milliseconds of conversions the account of `user` used since `since` (Unix
+    /// ms): attempts that ended and those under way, for the time they took.
+    fn conversions_used(&self, user: &UserId, since: i64) -> impl Future<Output = Result<i64>> + Send;
+
+    /// Extends the lease of a claimed conversion; `false` when the attempt is no longer
+    /// the unit's (the asset was deleted, or another worker took it over).
+    fn heartbeat_conversion(
+        &self,
+        claimed: &ConversionClaim,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Puts a claimed conversion back to `pending`, not before `retry_at` (Unix ms).
+    fn release_conversion(&self, claimed: &ConversionClaim, retry_at: i64) -> impl Future<Output = Result<()>> + Send;
 
     /// The farm's spare slots: those of the workers in rotation seen since `seen_since`
     /// (Unix ms), less the units being worked on (leased) and those claimable now. Negative
