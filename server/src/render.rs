@@ -86,7 +86,9 @@ pub async fn run(args: RenderArgs) -> anyhow::Result<()> {
     };
     let stop = CancellationToken::new();
     let services = RenderServices { progress: &progress, sounds: None, stop: &stop };
-    let sandbox = Sandbox::new(None).context("finding this program, to run the render in a child of it")?;
+    // The bundle's launcher names itself (this process is then its loader's child).
+    let program = std::env::var_os("REELFARM_SANDBOX_PROGRAM").map(PathBuf::from);
+    let sandbox = Sandbox::new(program).context("finding this program, to run the render in a child of it")?;
     let rendered = sandbox.render(plan, &Limits::default(), &services).await;
     bar.finish_and_clear();
     let made_output = rendered?.ok_or_else(|| anyhow!("the render made no video"))?;

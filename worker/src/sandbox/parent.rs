@@ -45,6 +45,9 @@ const PREVIEW_CHILD_IDLE: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     program: PathBuf,
+    /// Arguments before `sandbox`: a dynamic loader's, when this process was started by
+    /// one (`ld-linux… --library-path LIB reelfarm …`, as the bundle does).
+    leading: Vec<std::ffi::OsString>,
     spare: Arc<std::sync::Mutex<Option<Child>>>,
 }
 
@@ -62,11 +65,11 @@ pub struct RenderServices<'a> {
 impl Sandbox {
     /// Children of `program` (`None`: this executable).
     pub fn new(program: Option<PathBuf>) -> std::io::Result<Sandbox> {
-        let program = match program {
-            Some(program) => program,
-            None => std::env::current_exe()?,
+        let (program, leading) = match program {
+            Some(program) => (program, Vec::new()),
+            None => this_program()?,
         };
-        Ok(Sandbox { program, spare: Arc::default() })
+        Ok(Sandbox { program, leading, spare: Arc::default() })
     }
 
     /// Converts `input` into renditions in `out_dir` (which must exist) in a child within
@@ -182,6 +185,7 @@ impl Sandbox {
     fn spawn(&self) -> Result<Child, MediaError> {
         let mut command = Command::new(&self.program);
         command
+            .args(&self.leading)
             .arg("sandbox")
             // Nothing of the worker's environment (database addresses, keys) reaches it.
             .env_clear()
@@ -570,4 +574,19 @@ async fn tail(stderr: Option<tokio::process::ChildStderr>) -> String {
         }
     }
     String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// This executable, and the arguments that start it again. Started by a dynamic loader
+/// (`ld-linux-x86-64.so.2 --library-path LIB BINARY …`, the bundle's way of running with
+/// its own libraries), the process's executable is the loader: it runs the binary it was
+/// given (`argv[0]` of this process) with the libraries beside it.
+fn this_program() -> std::io::Result<(PathBuf, Vec<std::ffi::OsString>)> {
+    let exe = std::env::current_exe()?;
+    let loader = exe.file_name().is_some_and(|name| name.to_string_lossy().starts_with("ld-linux"));
+    match (loader, std::env::args_os().next(), exe.parent()) {
+        (true, Some(binary), Some(libraries)) => {
+            Ok((exe.clone(), vec!["--library-path".into(), libraries.as_os_str().to_owned(), binary]))
+        }
+        _ => Ok((exe, Vec::new())),
+    }
 }
