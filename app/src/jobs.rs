@@ -26,7 +26,7 @@ use reelfarm_domain::priority::Priority;
 use reelfarm_domain::quality::Quality;
 use reelfarm_domain::status::{JobStatus, RenderStatus};
 use reelfarm_domain::template::values::{apply_values_with, ValueError};
-use reelfarm_domain::template::Template;
+use reelfarm_domain::template::{Source, Template};
 use reelfarm_domain::tts::is_speech;
 use reelfarm_tts::espeak_voices;
 use serde_json::{Map, Value};
@@ -176,7 +176,9 @@ impl Farm {
             let project_of = request
                 .create_project
                 .then(|| (ProjectId::generate(), serde_json::to_string(&applied).expect("templates serialize")));
-            let estimate = Estimate::of(&applied, request.quality, &request.output, &|_| None);
+            // A converted asset's size is known: its decoding is counted at that size.
+            let decoded = |source: &Source| book.decoded_size(&applied, request.quality, source);
+            let estimate = Estimate::of(&applied, request.quality, &request.output, &decoded);
             renders.push(NewRender {
                 id: RenderId::generate(),
                 external_id: value.external_id.clone(),

@@ -8,9 +8,11 @@ use reelfarm_backends::store::{AssetStore, LibraryStore, StoreError};
 use reelfarm_backends::Store;
 use reelfarm_domain::account::User;
 use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
+use reelfarm_domain::cost;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::{AssetId, GroupId, LibraryId};
-use reelfarm_domain::template::{Template, VariableType};
+use reelfarm_domain::quality::Quality;
+use reelfarm_domain::template::{Source, Template, VariableType};
 use reelfarm_outbound::{AllowEntry, Outbound};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -81,6 +83,15 @@ impl AssetBook {
         let assets = store.assets(&ids).await?.into_iter().map(|a| (a.id.as_str().to_string(), a)).collect();
         let visible = store.visible_libraries(&user.id).await?.into_iter().map(|l| l.id).collect();
         Ok(AssetBook { assets, visible })
+    }
+
+    /// The frame size of the file a render of `template` at `quality` decodes for
+    /// `source`, where it is a converted asset named by the request's values (the
+    /// rendition the worker will fetch for the layer's box).
+    pub(super) fn decoded_size(&self, template: &Template, quality: Quality, source: &Source) -> Option<(u32, u32)> {
+        let Source::Asset { asset } = source else { return None };
+        let (width, height) = cost::source_box(template, source, quality);
+        self.assets.get(asset)?.render_source(width, height).1
     }
 }
 

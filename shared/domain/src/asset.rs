@@ -126,6 +126,39 @@ pub struct Asset {
     pub updated_at: i64,
 }
 
+impl Asset {
+    /// The file of this asset a render decodes for a box of `width`×`height` output
+    /// pixels, and that file's frame size where it is known: the smallest converted
+    /// rendition at least as large as the box (no re-processing, little decoding), the AAC
+    /// rendition of a sound, the original of a vector image or an animation (Lottie,
+    /// animated GIF or WebP), or when no rendition is large enough.
+    pub fn render_source(&self, width: u32, height: u32) -> (String, Option<(u32, u32)>) {
+        let sized = |r: &Rendition| Some((r.width?, r.height?));
+        let original = || {
+            let key = self.original_key.clone().unwrap_or_default();
+            (key, self.renditions.iter().find(|r| r.role == "original").and_then(sized))
+        };
+        let role = match self.kind {
+            // An animated picture plays from its original.
+            Some(AssetKind::Sprite) if self.duration_ms.is_some() => return original(),
+            Some(AssetKind::Sprite) => "image",
+            Some(AssetKind::Video) => "video",
+            Some(AssetKind::Sound) => {
+                let aac = self.renditions.iter().find(|r| r.role == "audio" && r.content_type == "audio/mp4");
+                return aac.map_or_else(original, |r| (r.key.clone(), None));
+            }
+            Some(AssetKind::Svg | AssetKind::Lottie) | None => return original(),
+        };
+        self.renditions
+            .iter()
+            .filter(|r| r.role == role)
+            .filter_map(|r| Some((r, sized(r)?)))
+            .filter(|(_, (w, h))| *w >= width && *h >= height)
+            .min_by_key(|(_, (w, h))| u64::from(*w) * u64::from(*h))
+            .map_or_else(original, |(r, size)| (r.key.clone(), Some(size)))
+    }
+}
+
 /// What a finished conversion stores.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Conversion {
@@ -157,6 +190,64 @@ mod tests {
         assert_eq!(label_of("C:\\clips\\a.b.mov"), "a.b");
         assert_eq!(label_of(".hidden"), ".hidden");
         assert_eq!(label_of("noext"), "noext");
+    }
+
+    fn rendition(key: &str, role: &str, content_type: &str, size: Option<(u32, u32)>) -> Rendition {
+        Rendition {
+            key: key.into(),
+            role: role.into(),
+            content_type: content_type.into(),
+            format: String::new(),
+            width: size.map(|s| s.0),
+            height: size.map(|s| s.1),
+            codec: None,
+            bitrate: None,
+            duration: None,
+            size: 1,
+        }
+    }
+
+    #[test]
+    fn a_render_decodes_the_smallest_rendition_that_covers_its_box() {
+        let video = Asset {
+            id: AssetId::trusted("a"),
+            upload_id: String::new(),
+            library_id: LibraryId::trusted("l"),
+            owner_user_id: UserId::trusted("u"),
+            filename: "clip.mp4".into(),
+            label: "clip".into(),
+            description: String::new(),
+            status: AssetStatus::Finished,
+            error: None,
+            kind: Some(AssetKind::Video),
+            content_type: Some("video/mp4".into()),
+            size: Some(1),
+            blob_prefix: "p".into(),
+            original_key: Some("o".into()),
+            duration_ms: Some(2000),
+            alpha: false,
+            thumb_key: None,
+            renditions: vec![
+                rendition("o", "original", "video/mp4", Some((3840, 2160))),
+                rendition("v720", "video", "video/mp4", Some((1280, 720))),
+                rendition("v360", "video", "video/mp4", Some((640, 360))),
+            ],
+            tags: Vec::new(),
+            properties: Default::default(),
+            premium: false,
+            converted_by: None,
+            created_at: 0,
+            updated_at: 0,
+        };
+        assert_eq!(video.render_source(16, 16), ("v360".into(), Some((640, 360))));
+        assert_eq!(video.render_source(700, 400), ("v720".into(), Some((1280, 720))));
+        assert_eq!(video.render_source(1920, 1080), ("o".into(), Some((3840, 2160))), "none large enough");
+        let sound = Asset {
+            kind: Some(AssetKind::Sound),
+            renditions: vec![rendition("o", "original", "audio/wav", None), rendition("a", "audio", "audio/mp4", None)],
+            ..video
+        };
+        assert_eq!(sound.render_source(0, 0), ("a".into(), None));
     }
 
     #[test]

@@ -172,6 +172,23 @@ impl Estimate {
     }
 }
 
+/// The largest box, in output pixels at `quality`, that a layer of `template` showing
+/// `source` fills: what the file decoded for it needs to cover.
+pub fn source_box(template: &Template, source: &Source, quality: Quality) -> (u32, u32) {
+    let canvas = &template.canvas;
+    let scale = quality.short_side().map_or(1.0, |side| f64::from(side) / f64::from(canvas.width.min(canvas.height)));
+    let (mut width, mut height) = (0.0f64, 0.0f64);
+    for layer in template.clips.iter().flat_map(|c| &c.layers) {
+        if layer.content.source() == Some(source) {
+            if let Some(frame) = layer.content.frame() {
+                width = width.max(frame.width * scale);
+                height = height.max(frame.height * scale);
+            }
+        }
+    }
+    (width.ceil() as u32, height.ceil() as u32)
+}
+
 /// Estimated CPU-milliseconds above which a render that one worker renders whole is a
 /// long unit of work: a worker with more than one slot keeps one of them for shorter
 /// work, so that one account's long GIFs cannot hold a farm for hours.

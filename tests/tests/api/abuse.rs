@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 both_modes!(
     hostile_templates_are_refused_when_saved_and_the_farm_renders_on,
     credits_follow_length_and_size_and_a_dry_run_creates_nothing,
+    a_converted_video_is_estimated_at_the_size_it_is_decoded,
     free_work_has_a_budget_and_decoder_bombs_fail_alone,
     a_lottie_that_builds_gigabytes_fails_alone_in_its_sandbox,
     a_render_whose_source_builds_gigabytes_fails_alone_in_its_sandbox,
@@ -186,6 +187,33 @@ fn gif_bomb(path: &Path, side: u16, frames: usize) {
     }
     gif.push(0x3b);
     std::fs::write(path, gif).unwrap();
+}
+
+async fn a_converted_video_is_estimated_at_the_size_it_is_decoded(mode: Mode) {
+    const VIDEO: &str = "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e";
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("estimator").await;
+    let dir = tempfile::tempdir().unwrap();
+    let clip = app.upload(&token, None, &media::mp4_with_audio(dir.path()), "video/mp4").await;
+    let clip = app.wait_for_asset(&token, clip["id"].as_str().unwrap()).await;
+    assert_eq!(clip["status"], "finished", "{clip}");
+    // A 720p clip played in a 16-pixel box decodes its smallest rendition, not 16 pixels.
+    let mut small = document(2.0, 64, 0, 0);
+    small["clips"][0]["layers"] = json!([{ "id": "clip", "kind": "video", "x": 0, "y": 0, "width": 16, "height": 16,
+                                           "source": { "url": "http://127.0.0.1:1/clip.mp4" },
+                                           "variable": { "id": VIDEO, "name": "Clip" } }]);
+    let made = json(save(&app, &token, &small).await, 200).await;
+    let cpu = |values: Value| {
+        let body = json!({ "template_id": made["id"], "options": { "dry_run": true }, "values": [values] });
+        let (app, token) = (&app, &token);
+        async move {
+            let quote = json(app.post_json("/generator/v1/jobs", token, &body, &[]).await, 200).await;
+            quote["videos"][0]["cpu_seconds"].as_f64().unwrap_or_else(|| panic!("{quote}"))
+        }
+    };
+    let unknown = cpu(json!({})).await;
+    let known = cpu(json!({ "template_variables": { VIDEO: clip["id"] } })).await;
+    assert!(known > unknown, "an address's size is not known ({unknown} s); the asset's is ({known} s)");
 }
 
 async fn free_work_has_a_budget_and_decoder_bombs_fail_alone(mode: Mode) {

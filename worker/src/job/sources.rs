@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use reelfarm_backends::store::{AssetStore, StoreError};
-use reelfarm_domain::asset::{Asset, AssetKind, AssetStatus};
+use reelfarm_domain::asset::AssetStatus;
+use reelfarm_domain::cost;
 use reelfarm_domain::template::stored::TemplateRecord;
 use reelfarm_domain::template::{Source, Template, VariableType};
 use reelfarm_outbound::{FetchLimits, OutboundError};
@@ -63,8 +64,8 @@ impl RenderHandler {
                         }
                         Err(e) => return Err(e.into()),
                     };
-                    let (width, height) = needed_size(template, &source, quality);
-                    blobs.get_to_file(&best_rendition(&asset, width, height), &target).await?;
+                    let (width, height) = cost::source_box(template, &source, quality);
+                    blobs.get_to_file(&asset.render_source(width, height).0, &target).await?;
                 }
                 Source::Url { url } => {
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -156,47 +157,4 @@ fn check_sniffed(path: &Path, media: VariableType) -> Result<(), String> {
         };
         Err(format!("is {} ({}), not {wanted}", kind.mime_type(), kind.extension()))
     }
-}
-
-/// The largest box, in output pixels, that a layer showing `source` fills.
-fn needed_size(template: &Template, source: &Source, quality: Quality) -> (u32, u32) {
-    let canvas = &template.canvas;
-    let scale = quality.short_side().map_or(1.0, |side| f64::from(side) / f64::from(canvas.width.min(canvas.height)));
-    let (mut width, mut height) = (0.0f64, 0.0f64);
-    for layer in template.clips.iter().flat_map(|c| &c.layers) {
-        if layer.content.source() == Some(source) {
-            if let Some(frame) = layer.content.frame() {
-                width = width.max(frame.width * scale);
-                height = height.max(frame.height * scale);
-            }
-        }
-    }
-    (width.ceil() as u32, height.ceil() as u32)
-}
-
-/// The blob of `asset` to render from: the smallest converted rendition at least as large
-/// as the box it fills (no re-processing, little decoding), the AAC rendition of a sound,
-/// the original of a vector image or an animation (Lottie, animated GIF or WebP), or when
-/// no rendition is large enough.
-fn best_rendition(asset: &Asset, width: u32, height: u32) -> String {
-    let original = asset.original_key.clone().unwrap_or_default();
-    let role = match asset.kind {
-        // An animated picture plays from its original.
-        Some(AssetKind::Sprite) if asset.duration_ms.is_some() => return original,
-        Some(AssetKind::Sprite) => "image",
-        Some(AssetKind::Video) => "video",
-        Some(AssetKind::Sound) => {
-            let aac = asset.renditions.iter().find(|r| r.role == "audio" && r.content_type == "audio/mp4");
-            return aac.map_or(original, |r| r.key.clone());
-        }
-        Some(AssetKind::Svg | AssetKind::Lottie) | None => return original,
-    };
-    asset
-        .renditions
-        .iter()
-        .filter(|r| r.role == role)
-        .filter_map(|r| Some((r, r.width?, r.height?)))
-        .filter(|(_, w, h)| *w >= width && *h >= height)
-        .min_by_key(|(_, w, h)| u64::from(*w) * u64::from(*h))
-        .map_or(original, |(r, _, _)| r.key.clone())
 }
