@@ -21,6 +21,7 @@ use utoipa_actix_web::AppExt;
 
 pub mod auth;
 mod body;
+mod connection;
 mod console;
 pub mod error;
 mod form;
@@ -128,6 +129,7 @@ impl Application {
                 .wrap(from_fn(nul::refuse_in_url))
                 .wrap(from_fn(observe))
         })
+        .on_connect(connection::remember)
         .disable_signals()
         // The requests were waited for already (`run_until_stopped`): what is left is
         // closing idle connections, within the 45 s grace period of deploy/k8s.

@@ -8,7 +8,8 @@
 //! distributed deployment can answer any request. This module only carries requests
 //! between actix-web and that transport: the caller is authenticated first, with the
 //! same bearer tokens and rate limit as the API (a request without a valid token gets the
-//! API's 401), and handed to the tools with the request.
+//! API's 401), and handed to the tools with the request, with a token that says when the
+//! client left (its connection closed before the answer).
 
 mod tools;
 mod upload;
@@ -22,9 +23,17 @@ use http_body_util::{BodyExt, Full};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::auth::Caller;
+use crate::connection;
 use crate::error::ApiError;
 use crate::state::AppState;
+
+/// Cancelled when the client of an MCP request left before its answer (or the request
+/// ended): given to the tools with the request.
+#[derive(Debug, Clone)]
+pub struct ClientLeft(pub CancellationToken);
 
 /// The transport, shared by every worker thread of the api.
 pub struct Mcp(StreamableHttpService<tools::Tools, NeverSessionManager>);
@@ -64,7 +73,19 @@ pub async fn endpoint(
         .body(Full::new(body.freeze()))
         .map_err(|e| ApiError::invalid_request(format!("The request could not be read: {e}")))?;
     request.extensions_mut().insert(Arc::new(caller));
-    let (head, body) = mcp.0.handle(request).await.into_parts();
+    // Work for a client that left stops (a tool may run beyond this future: it is told).
+    let left = ClientLeft(CancellationToken::new());
+    let _tell_when_dropped = left.0.clone().drop_guard();
+    request.extensions_mut().insert(left.clone());
+    let socket = req.conn_data::<connection::Socket>().copied();
+    let (head, body) = tokio::select! {
+        answered = mcp.0.handle(request) => answered.into_parts(),
+        () = connection::left(socket) => {
+            tracing::info!("MCP client left before its answer; its work stops");
+            left.0.cancel();
+            return Err(ApiError::invalid_request("The client closed the connection"));
+        }
+    };
     let status = StatusCode::from_u16(head.status.as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut answer = HttpResponse::build(status);
     // Its length is the body's, set by actix.

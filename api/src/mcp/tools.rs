@@ -19,6 +19,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::upload;
 use crate::auth::Caller;
@@ -56,7 +57,13 @@ impl Tools {
         Tools { state }
     }
 
-    async fn call(&self, caller: &Caller, name: &str, args: &Map<String, Value>) -> Result<Answer, ApiError> {
+    async fn call(
+        &self,
+        caller: &Caller,
+        left: &CancellationToken,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Answer, ApiError> {
         let state = &self.state;
         let user = &caller.user.id;
         Ok(match name {
@@ -100,7 +107,8 @@ impl Tools {
                     Some(id) => Some(ids::in_field::<LibraryId>("library_id", id)?),
                     None => None,
                 };
-                let asset = upload::from_address(state, caller, url, string(args, "filename")?, library).await?;
+                let filename = string(args, "filename")?;
+                let asset = upload::from_address(state, caller, url, filename, library, left).await?;
                 Answer::Json(json!(crate::routes::objects::AssetJson::new(&asset, state)))
             }
             other => return Err(ApiError::not_found_field("name", &format!("Tool {other:?}"))),
@@ -206,6 +214,12 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Result<Arc<Caller>, ErrorD
         .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
 }
 
+/// Cancelled when the client of this request left before its answer.
+fn client_left(context: &RequestContext<RoleServer>) -> CancellationToken {
+    let parts = context.extensions.get::<http::request::Parts>();
+    parts.and_then(|p| p.extensions.get::<super::ClientLeft>()).map(|left| left.0.clone()).unwrap_or_default()
+}
+
 /// A tool refused: the API's message (it names each field at fault), for the assistant
 /// to read.
 fn refused(e: &ApiError) -> CallToolResult {
@@ -234,8 +248,9 @@ impl ServerHandler for Tools {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
+        let left = client_left(&context);
         let args = request.arguments.unwrap_or_default();
-        let result = match self.call(&caller, &request.name, &args).await {
+        let result = match self.call(&caller, &left, &request.name, &args).await {
             Ok(Answer::Json(value)) => CallToolResult::structured(value),
             Ok(Answer::Jpeg(jpeg)) => {
                 let data = base64::engine::general_purpose::STANDARD.encode(jpeg);

@@ -4,7 +4,8 @@
 //! before the first byte, the size as the bytes come, a server that sends nothing for the
 //! upload idle time (60 s by default) is dropped, and nothing is written to local disk.
 //! Each account fetches at most [`FETCHES_PER_ACCOUNT`] addresses at once, across every
-//! api process. A fetch that fails leaves no object behind.
+//! api process. A fetch whose client left stops. A fetch that fails or stops leaves no
+//! object behind.
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use reelfarm_domain::asset::Asset;
 use reelfarm_domain::error_key::ErrorKey;
 use reelfarm_domain::id::LibraryId;
 use reelfarm_outbound::{FetchLimits, Outbound};
+use tokio_util::sync::CancellationToken;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, FieldError};
@@ -32,6 +34,7 @@ pub async fn from_address(
     url: &str,
     filename: Option<&str>,
     library: Option<LibraryId>,
+    left: &CancellationToken,
 ) -> Result<Asset, ApiError> {
     let filename = filename.map(str::to_string).unwrap_or_else(|| name_in(url));
     let (store, user) = (state.backends.store(), &caller.user.id);
@@ -45,11 +48,18 @@ pub async fn from_address(
     };
     let asset = assets::add(store, user, Some(&filename), library.as_ref()).await?;
     let fetch = FetchLimits { max_bytes: limits.max.unwrap_or(u64::MAX), timeout: limits.total, idle: limits.idle };
-    let stored = match Outbound::new(&state.config.ops.outbound_allow).fetch_stream(url, &fetch).await {
-        Ok((opened, body)) => {
-            uploads::receive(&state.backends, &limits, &asset.id, opened.length, body).await.map_err(ApiError::from)
+    let stored = async {
+        match Outbound::new(&state.config.ops.outbound_allow).fetch_stream(url, &fetch).await {
+            Ok((opened, body)) => {
+                uploads::receive(&state.backends, &limits, &asset.id, opened.length, body).await.map_err(ApiError::from)
+            }
+            Err(e) => Err(ApiError::validation(vec![FieldError::new("url", ErrorKey::Invalid, e.to_string())])),
         }
-        Err(e) => Err(ApiError::validation(vec![FieldError::new("url", ErrorKey::Invalid, e.to_string())])),
+    };
+    let stored = tokio::select! {
+        stored = stored => stored,
+        // Nobody waits for it any more: the fetch stops, and its object goes.
+        () = left.cancelled() => Err(ApiError::invalid_request("The client left; the fetch was stopped")),
     };
     if stored.is_err() {
         let _ = assets::remove(store, state.backends.blobs(), user, &asset.id).await;

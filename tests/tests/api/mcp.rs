@@ -1,7 +1,10 @@
 //! The MCP server's own answers, in both modes (the Python SDK renders through it in
 //! `scripts/clients`): the API's 401 without a token, 405 for the stream a server without
 //! sessions does not offer, and a file added to a library from its address and converted;
-//! an account fetches at most two addresses at once, and one that stops sending is dropped.
+//! an account fetches at most two addresses at once, one that stops sending is dropped,
+//! and a fetch whose client left stops.
+
+use std::time::{Duration, Instant};
 
 use reelfarm_tests::files::FileServer;
 use reelfarm_tests::{both_modes, error, json, media, Mode, TestApp};
@@ -10,6 +13,7 @@ use serde_json::{json, Value};
 both_modes!(
     a_file_reaches_a_library_from_its_address_and_tokens_guard_the_endpoint,
     an_account_fetches_two_addresses_at_once_and_a_silent_one_is_dropped,
+    a_fetch_stops_when_its_client_leaves,
 );
 
 /// Calls `tool` with `arguments` in one JSON-RPC request; its result.
@@ -90,4 +94,41 @@ async fn an_account_fetches_two_addresses_at_once_and_a_silent_one_is_dropped(mo
     // Their slots are free again.
     let again = call(&app, &token, "upload_file", json!({ "url": url })).await;
     assert_eq!(again["isError"], false, "{again}");
+}
+
+async fn a_fetch_stops_when_its_client_leaves(mode: Mode) {
+    let app = TestApp::spawn(mode).await;
+    let (_, token) = app.user_with_token("assistant").await;
+    let files = FileServer::start().await;
+    let silent = files.stalled("/slow.png", b"\x89PNG\r\n\x1a\n".to_vec());
+    let library = json(app.get("/api2/v1/user/me/personal-library", &token).await, 200).await;
+    let listing = format!("/api2/v1/libraries/{}/assets", library["id"].as_str().unwrap());
+
+    // Two clients give up after a second: each held one of the account's two fetches.
+    let message = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": { "name": "upload_file", "arguments": { "url": silent } } });
+    let abandoned = (0..2).map(|_| {
+        let req = app.client.post(app.url("/mcp")).bearer_auth(&token).json(&message);
+        req.header("Accept", "application/json, text/event-stream").timeout(Duration::from_secs(1)).send()
+    });
+    for res in futures::future::join_all(abandoned).await {
+        assert!(res.is_err_and(|e| e.is_timeout()), "the client gave up");
+    }
+    assert_eq!(files.hits("/slow.png"), 2);
+
+    // Long before the 60 s a silent address is given, both fetches stopped: their objects
+    // are gone and the account fetches again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while json(app.get(&listing, &token).await, 200).await["assets"] != json!([]) {
+        assert!(Instant::now() < deadline, "the fetches of clients that left still run");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("red.png");
+    media::ffmpeg(&["-f", "lavfi", "-i", "color=c=red:s=64x48", "-frames:v", "1"], &png);
+    let url = files.file("/red.png", "image/png", std::fs::read(&png).unwrap());
+    let both = futures::future::join_all((0..2).map(|_| call(&app, &token, "upload_file", json!({ "url": url }))));
+    for again in both.await {
+        assert_eq!(again["isError"], false, "both fetch slots are free: {again}");
+    }
 }
