@@ -17,13 +17,11 @@ JUDGE_RSS_AFTER = 1800
 COUNT_TOLERANCE = (4, 0.10)  # at least 4, else 10 %
 # Tables whose rows stay with the work the load did (kept by design, pruned by the
 # hourly housekeeping or the draft expiry), and at most how many rows one render may add.
-# `work_used`: an attempt at a unit each (a render claimed whole or split, its parts), kept
-# an hour for the shares and the conversion budget.
 KEPT_PER_RENDER = {
     "jobs": 1, "renders": 1, "projects": 1, "render_parts": 8, "deliveries": 2, "delivery_attempts": 4,
-    "handled_messages": 12, "idempotency_keys": 1, "work_used": 9,
+    "handled_messages": 12, "idempotency_keys": 1,
 }
-# Rows per upload (its conversion's attempts, and its template's media when saved).
+# Rows per upload (`work_used`: its conversion's attempts, kept an hour for the budget).
 KEPT_PER_UPLOAD = {"assets": 1, "handled_messages": 4, "work_used": 2}
 # Blobs: renders keep their video and thumbnail; uploads their original and renditions;
 # drafts their video and thumbnail until they expire a day later.

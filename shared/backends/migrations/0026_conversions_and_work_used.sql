@@ -31,11 +31,16 @@ FROM assets a WHERE a.status = 'processing';
 ALTER TABLE render_parts ADD COLUMN claimed_at BIGINT;
 ALTER TABLE template_media ADD COLUMN claimed_at BIGINT;
 
--- The slot-milliseconds each attempt at a unit took, by account, for the last hour:
--- what the shares and the conversion budget count besides the work under way.
+-- What each account's units used lately, for its share: the slot-milliseconds of the
+-- attempts that ended, fading to nothing over 10 minutes from `used_at` (one row per
+-- account, updated as each attempt ends: a claim reads it at no cost).
+ALTER TABLE account_claims ADD COLUMN used_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE account_claims ADD COLUMN used_at BIGINT NOT NULL DEFAULT 0;
+
+-- The slot-milliseconds each attempt at a conversion took, by account, for the last
+-- hour: what the conversion budget counts.
 CREATE TABLE work_used (
     account   TEXT NOT NULL,
-    -- render | part | media | conversion
     kind      TEXT NOT NULL,
     ended_at  BIGINT NOT NULL,
     used_ms   BIGINT NOT NULL

@@ -31,8 +31,8 @@ pub struct Pruned {
     /// Parts of split renders that ended more than [`HANDLED_RETENTION_MS`] ago (kept that
     /// long for operators to see which worker made which part, in how many attempts).
     pub render_parts: u64,
-    /// What units used ([`SchedulerStore::record_use`](crate::store::SchedulerStore::record_use))
-    /// more than an hour ago: past the shares' window and the conversion budget's.
+    /// What conversions used ([`SchedulerStore::record_use`](crate::store::SchedulerStore::record_use))
+    /// more than an hour ago: past the conversion budget's window.
     pub work_used: u64,
 }
 

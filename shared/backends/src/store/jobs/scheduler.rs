@@ -237,11 +237,11 @@ impl SchedulerStore for Store {
              CAST(SUM(CASE WHEN u.status = 'started' AND u.lease_until > $1 THEN \
              CASE WHEN $1 - COALESCE(u.claimed_at, $1) > u.cost THEN $1 - u.claimed_at ELSE u.cost END \
              ELSE 0 END) AS BIGINT) AS running, \
-             CAST(COALESCE(MAX(w.used), 0) AS BIGINT) AS used, \
+             CAST(COALESCE(MAX(CASE WHEN $1 - c.used_at >= $2 THEN 0 \
+             ELSE c.used_ms * ($2 - ($1 - c.used_at)) / $2 END), 0) AS BIGINT) AS used, \
              COALESCE(MAX(s.weight), 1) AS weight, COALESCE(MAX(c.claimed_at), 0) AS served \
              FROM units u LEFT JOIN account_shares s ON s.account = u.account \
-             LEFT JOIN account_claims c ON c.account = u.account \
-             LEFT JOIN ({USED}) w ON w.account = u.account GROUP BY u.account",
+             LEFT JOIN account_claims c ON c.account = u.account GROUP BY u.account",
             &*UNITS
         ))
         .bind(now)
@@ -362,13 +362,28 @@ impl SchedulerStore for Store {
 
     #[tracing::instrument(name = "store::record_use", level = "debug", skip_all)]
     async fn record_use(&self, account: &str, kind: &str, used_ms: i64) -> Result<()> {
-        sqlx::query("INSERT INTO work_used (account, kind, ended_at, used_ms) VALUES ($1, $2, $3, $4)")
-            .bind(account)
-            .bind(kind)
-            .bind(now_ms())
-            .bind(used_ms.max(0))
-            .execute(&self.pool)
-            .await?;
+        let (now, used_ms) = (now_ms(), used_ms.max(0));
+        // What the account used lately fades as the share reads it, then this is added.
+        sqlx::query(
+            "INSERT INTO account_claims (account, claimed_at, used_ms, used_at) VALUES ($1, 0, $2, $3) \
+             ON CONFLICT (account) DO UPDATE SET used_ms = $2 + CASE WHEN $3 - account_claims.used_at >= $4 THEN 0 \
+             ELSE account_claims.used_ms * ($4 - ($3 - account_claims.used_at)) / $4 END, used_at = $3",
+        )
+        .bind(account)
+        .bind(used_ms)
+        .bind(now)
+        .bind(USAGE_WINDOW_MS)
+        .execute(&self.pool)
+        .await?;
+        if kind == "conversion" {
+            sqlx::query("INSERT INTO work_used (account, kind, ended_at, used_ms) VALUES ($1, $2, $3, $4)")
+                .bind(account)
+                .bind(kind)
+                .bind(now)
+                .bind(used_ms)
+                .execute(&self.pool)
+                .await?;
+        }
         Ok(())
     }
 
@@ -465,13 +480,9 @@ const MEDIA_PART: i64 = -2;
 const CONVERSION_PART: i64 = -3;
 
 /// How long what a unit used counts in its account's share after it ended: fully at
-/// first, then less and less, nothing after this.
+/// first, then less and less, nothing after this (each account's use is one figure,
+/// faded as it is read and as more is added).
 pub const USAGE_WINDOW_MS: i64 = 600_000;
-
-/// What each account's units used ([`SchedulerStore::record_use`](crate::store::SchedulerStore::record_use))
-/// at `$1`, fading over the window `$2`: `account`, `used` (slot-milliseconds).
-const USED: &str = "SELECT account, SUM(used_ms * ($2 - ($1 - ended_at)) / $2) AS used FROM work_used \
-    WHERE ended_at > $1 - $2 GROUP BY account";
 
 /// What the scheduler hands out, as `units`: the open renders rendered whole (`part` -1),
 /// the open parts of split renders, each with its render's account and order (a join only

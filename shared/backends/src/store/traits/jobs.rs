@@ -119,8 +119,8 @@ pub trait SchedulerStore {
 
     /// Files `used_ms` slot-milliseconds that an attempt at a unit of `kind`
     /// ([`Work::kind`]) of `account` took, as it ended: they count in the account's share
-    /// for a while after ([`USAGE_WINDOW_MS`](crate::store::USAGE_WINDOW_MS)), and in its
-    /// conversion budget.
+    /// for a while after, fading ([`USAGE_WINDOW_MS`](crate::store::USAGE_WINDOW_MS)), and
+    /// a conversion's in the account's conversion budget for an hour.
     fn record_use(&self, account: &str, kind: &str, used_ms: i64) -> impl Future<Output = Result<()>> + Send;
 
     /// Slot-milliseconds of conversions the account of `user` used since `since` (Unix
