@@ -1,5 +1,5 @@
-//! The `render` queue: one video of a job, rendered from its template with the job's
-//! values.
+//! The work queues: one video of a job, rendered from its template with the job's
+//! values, and (`conversion`) an upload converted into its renditions.
 //!
 //! A render's sources become local files first: the template's placeholder files and
 //! assets from the blob store (an asset's converted rendition that fits the layer, never
@@ -12,13 +12,14 @@
 //! Progress goes to the cache as the frames are done. A template's encoded sound is kept
 //! for the whole fleet in the blob store (`sounds`).
 //!
-//! Scheduling: a `render.v1` (or `template_media.v1`) message is a token for one claim,
-//! not an order to render what it names. Its handler claims whichever unit of work the
-//! scheduler puts first (`SchedulerStore::claim_work`: fair between accounts, by priority within
-//! one, drafts and template media ahead), so the broker's order does not matter and one account's batch does not hold up
-//! another's video. Every render made one token, and a token is acknowledged only once a
-//! render ended by its hand (or when no render is open at all), so there are never fewer
-//! tokens than open renders.
+//! Scheduling: a `render.v1` or `template_media.v1` message (`convert.v1` for
+//! conversions) is a token for one claim, not an order to make what it names. Its handler
+//! claims whichever unit of its pool the scheduler puts first (`SchedulerStore::claim_work`:
+//! fair between accounts by what their work takes, by priority within one, drafts,
+//! template media and conversions ahead), so the broker's order does not matter and one
+//! account's batch does not hold up another's video. Every unit made one token, and a
+//! token is acknowledged only once a unit ended by its hand (or when no unit of its pool
+//! is open at all), so there are never fewer tokens than open units.
 //!
 //! Idempotent and crash-safe: a claimed render holds a lease its worker extends every
 //! [`claim::HEARTBEAT`]; one whose lease ran out was interrupted (its worker died) and is claimed
