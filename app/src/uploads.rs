@@ -12,7 +12,7 @@ use reelfarm_backends::blob::{media_type, BlobError};
 use reelfarm_backends::store::{AssetStore, SchedulerStore, StoreError, UsageStore};
 use reelfarm_backends::{Backends, Config, Store};
 use reelfarm_domain::asset::Asset;
-use reelfarm_domain::id::{now_ms, AssetId};
+use reelfarm_domain::id::{now_ms, AssetId, UserId};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::io::StreamReader;
 use tokio_util::task::AbortOnDropHandle;
@@ -92,13 +92,16 @@ where
     limits.check_announced(announced).map_err(|stop| AppError::Upload(limits.error(stop)))?;
 
     let store = backends.store();
-    conversion_budget(store, upload_limits, id).await?;
-    let attempt = store.begin_upload(id).await.map_err(|e| match e {
+    let not_found = |e| match e {
         StoreError::NotFound(_) => AppError::NotFound("object"),
         e => e.into(),
-    })?;
+    };
+    // Its owner, name and prefix: what the upload needs of it, read once.
+    let asset = store.asset(id).await.map_err(not_found)?;
+    conversion_budget(store, upload_limits, &asset.owner_user_id).await?;
+    let attempt = store.begin_upload(id).await.map_err(not_found)?;
     let claim = Claim::new(store.clone(), id.clone(), attempt);
-    match stream(backends, upload_limits.quota, &claim, &mut limits, announced, payload).await {
+    match stream(backends, upload_limits.quota, &claim, &asset, &mut limits, announced, payload).await {
         Ok((key, content_type, size)) => {
             let asset = claim.finish(&key, &content_type, size).await?;
             tracing::info!(asset_id = %asset.id, size, %content_type, "upload stored, conversion queued");
@@ -117,18 +120,13 @@ where
 const CONVERSION_WINDOW_MS: i64 = 3_600_000;
 const CONVERSION_WAIT_SECONDS: u64 = 60;
 
-/// Refuses the upload of object `id`, before any byte is read, while its owner's account
-/// has used its conversion time of the last hour (what its conversions really took, those
+/// Refuses an upload of `owner`'s, before any byte is read, while the owner's account has
+/// used its conversion time of the last hour (what its conversions really took, those
 /// under way included): uploading, deleting and uploading again cannot buy hours of
 /// transcoding.
-async fn conversion_budget(store: &Store, limits: &UploadLimits, id: &AssetId) -> Result<()> {
+async fn conversion_budget(store: &Store, limits: &UploadLimits, owner: &UserId) -> Result<()> {
     let Some(budget) = limits.conversion_time else { return Ok(()) };
-    let owner = match store.asset(id).await {
-        Ok(asset) => asset.owner_user_id,
-        Err(StoreError::NotFound(_)) => return Err(AppError::NotFound("object")),
-        Err(e) => return Err(e.into()),
-    };
-    let used = store.conversions_used(&owner, now_ms() - CONVERSION_WINDOW_MS).await?;
+    let used = store.conversions_used(owner, now_ms() - CONVERSION_WINDOW_MS).await?;
     if used >= i64::try_from(budget.as_millis()).unwrap_or(i64::MAX) {
         tracing::info!(%owner, used_ms = used, "upload refused: the account's conversion time is used");
         return Err(AppError::TryLater { seconds: CONVERSION_WAIT_SECONDS });
@@ -142,6 +140,7 @@ async fn stream<S, E>(
     backends: &Backends,
     quota: Option<u64>,
     claim: &Claim,
+    asset: &Asset,
     limits: &mut Limits,
     announced: Option<u64>,
     payload: S,
@@ -151,7 +150,6 @@ where
     E: std::fmt::Display,
 {
     let store = backends.store();
-    let asset = store.asset(&claim.id).await?;
     if let Some(quota) = quota {
         // The announced length, else as much as may come, held against the quota while
         // the body comes: uploads at once cannot pass it together.

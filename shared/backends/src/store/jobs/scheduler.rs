@@ -237,12 +237,12 @@ impl SchedulerStore for Store {
              CAST(SUM(CASE WHEN u.status = 'started' AND u.lease_until > $1 THEN \
              CASE WHEN $1 - COALESCE(u.claimed_at, $1) > u.cost THEN $1 - u.claimed_at ELSE u.cost END \
              ELSE 0 END) AS BIGINT) AS running, \
-             CAST(COALESCE(MAX(CASE WHEN $1 - c.used_at >= $2 THEN 0 \
-             ELSE c.used_ms * ($2 - ($1 - c.used_at)) / $2 END), 0) AS BIGINT) AS used, \
+             CAST(COALESCE(MAX({}), 0) AS BIGINT) AS used, \
              COALESCE(MAX(s.weight), 1) AS weight, COALESCE(MAX(c.claimed_at), 0) AS served \
              FROM units u LEFT JOIN account_shares s ON s.account = u.account \
              LEFT JOIN account_claims c ON c.account = u.account GROUP BY u.account",
-            &*UNITS
+            &*UNITS,
+            faded_use("c", "$1", "$2")
         ))
         .bind(now)
         .bind(USAGE_WINDOW_MS)
@@ -364,11 +364,11 @@ impl SchedulerStore for Store {
     async fn record_use(&self, account: &str, kind: &str, used_ms: i64) -> Result<()> {
         let (now, used_ms) = (now_ms(), used_ms.max(0));
         // What the account used lately fades as the share reads it, then this is added.
-        sqlx::query(
+        sqlx::query(&format!(
             "INSERT INTO account_claims (account, claimed_at, used_ms, used_at) VALUES ($1, 0, $2, $3) \
-             ON CONFLICT (account) DO UPDATE SET used_ms = $2 + CASE WHEN $3 - account_claims.used_at >= $4 THEN 0 \
-             ELSE account_claims.used_ms * ($4 - ($3 - account_claims.used_at)) / $4 END, used_at = $3",
-        )
+             ON CONFLICT (account) DO UPDATE SET used_ms = $2 + {}, used_at = $3",
+            faded_use("account_claims", "$3", "$4")
+        ))
         .bind(account)
         .bind(used_ms)
         .bind(now)
@@ -483,6 +483,15 @@ const CONVERSION_PART: i64 = -3;
 /// first, then less and less, nothing after this (each account's use is one figure,
 /// faded as it is read and as more is added).
 pub const USAGE_WINDOW_MS: i64 = 600_000;
+
+/// What `alias`'s use (`account_claims`) is at `now`: its `used_ms` faded linearly from
+/// `used_at` to nothing after `window` (SQL placeholders or columns).
+fn faded_use(alias: &str, now: &str, window: &str) -> String {
+    format!(
+        "CASE WHEN {now} - {alias}.used_at >= {window} THEN 0 \
+         ELSE {alias}.used_ms * ({window} - ({now} - {alias}.used_at)) / {window} END"
+    )
+}
 
 /// What the scheduler hands out, as `units`: the open renders rendered whole (`part` -1),
 /// the open parts of split renders, each with its render's account and order (a join only
